@@ -1,0 +1,14 @@
+# bench: microbenchmarks and the demo's tenant program, all driver-API programs that
+# dlopen libcuda.so.1 (see bench/cuda_load.h), so they run on the simulated and a real GPU.
+BENCH_BIN  := $(BUILD)/bench
+BENCH_LOAD := $(OBJ)/bench/cuda_load.o
+
+ALL_TARGETS += $(BENCH_BIN)/overhead $(BENCH_BIN)/memhog
+
+$(BENCH_BIN)/overhead: $(OBJ)/bench/overhead.o $(BENCH_LOAD)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ldl
+
+$(BENCH_BIN)/memhog: $(OBJ)/bench/memhog.o $(BENCH_LOAD)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ldl

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# overhead.sh - what carve adds to a driver call: bench/overhead plain, then inside a slice.
+#
+#   bash bench/overhead.sh [--json] [--iters N]
+#
+# On a machine where `nvidia-smi -L` works it uses the real GPU; elsewhere the simulated one
+# (plain: LD_LIBRARY_PATH=<sim dir>; in the slice: `carve run --simulate`). The slice's
+# --memory is large (the GPU's memory less 1 GiB; CARVE_BENCH_MEMORY overrides), so nothing
+# is refused. Prints op, median ns without and with carve, the added ns, and the target with
+# PASS/MISS. The targets are for a real GPU; timing never makes this script fail, only a
+# benchmark that cannot run does. BUILD selects the build directory (default build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+json=0
+iters=20000
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --json) json=1 ;;
+    --iters) iters=${2:?--iters wants a number}; shift ;;
+    *) echo "usage: $0 [--json] [--iters N]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+bench="$BUILD/bench/overhead"
+carve="$BUILD/bin/carve"
+if [ ! -x "$bench" ] || [ ! -x "$carve" ]; then
+    echo "overhead: building ($bench, $carve missing)" >&2
+    make -j"$(nproc)" BUILD="$BUILD" >&2
+fi
+
+if nvidia-smi -L >/dev/null 2>&1; then
+    mode=real
+    total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0 | head -n1)
+    memory=${CARVE_BENCH_MEMORY:-$(( ${total_mib%%[^0-9]*} / 1024 - 1 ))GiB}
+    plain=("$bench")
+    slice=("$carve" run --memory "$memory" -- "$bench")
+else
+    mode=simulated
+    memory=${CARVE_BENCH_MEMORY:-64GiB}
+    sim="$BUILD/lib/carve/sim"
+    plain=(env LD_LIBRARY_PATH="$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bench")
+    slice=("$carve" run --simulate --memory "$memory" -- "$bench")
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "overhead: $mode GPU, $iters iterations; plain run" >&2
+"${plain[@]}" --tsv --iters "$iters" >"$tmp/plain"
+echo "overhead: in a slice: ${slice[*]}" >&2
+CARVE_QUIET=1 "${slice[@]}" --tsv --iters "$iters" >"$tmp/carve"
+
+# Join the two TSVs (op iters median p99) and judge the added median against the targets.
+awk -v json="$json" -v mode="$mode" -v memory="$memory" -F'\t' '
+    function target(op) { return op ~ /^launch/ ? 100 : 1000 }
+    function jstr(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); return "\"" s "\"" }
+    FNR == 1 && /^# device/ { device = $2; next }
+    NR == FNR { pm[$1] = $3; pp[$1] = $4; order[++n] = $1; next }
+    { cm[$1] = $3; cp[$1] = $4 }
+    END {
+        if (json) {
+            printf "{\"device\": %s, \"mode\": \"%s\", \"slice_memory\": \"%s\", \"ops\": [",
+                   jstr(device), mode, memory
+        } else {
+            printf "carve overhead on %s (%s GPU; slice --memory %s)\n\n", device, mode, memory
+            printf "%-16s %14s %14s %10s %12s %12s %12s  %s\n", "op", "without carve",
+                   "with carve", "added", "p99 without", "p99 with", "target", "verdict"
+            printf "%-16s %14s %14s %10s %12s %12s %12s\n", "", "median ns", "median ns",
+                   "ns", "ns", "ns", "added ns"
+        }
+        for (i = 1; i <= n; i++) {
+            op = order[i]
+            if (!(op in cm)) continue
+            added = cm[op] - pm[op]
+            verdict = added <= target(op) ? "PASS" : "MISS"
+            if (json) {
+                printf "%s{\"op\": \"%s\", \"plain_median_ns\": %d, \"carve_median_ns\": %d, " \
+                       "\"added_ns\": %d, \"plain_p99_ns\": %d, \"carve_p99_ns\": %d, " \
+                       "\"target_added_ns\": %d, \"verdict\": \"%s\"}", (i > 1 ? ", " : ""),
+                       op, pm[op], cm[op], added, pp[op], cp[op], target(op), verdict
+            } else {
+                printf "%-16s %14d %14d %10d %12d %12d %12s  %s\n", op, pm[op], cm[op],
+                       added, pp[op], cp[op], "<= " target(op), verdict
+            }
+        }
+        if (json) { print "]}"; exit }
+        print ""
+        print "targets: <= 100 ns (0.1 us) added per launch, <= 1000 ns (1 us) per allocation"
+        if (mode != "real")
+            print "(simulated GPU: the targets apply to a real GPU; these figures are informational)"
+    }' "$tmp/plain" "$tmp/carve"

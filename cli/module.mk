@@ -1,0 +1,1 @@
+# cli: build rules (filled in by the component)

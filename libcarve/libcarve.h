@@ -1,0 +1,120 @@
+/* libcarve.h - what the interposer's files share: the real-function table generated from
+ * hooks.def, the process state (slice, slot, device map), and the accounting helpers that
+ * the wrappers in mem.c, pool.c, overhead.c and view.c are built from.
+ *
+ * Prefix carve__ for everything internal; nothing here is exported (-fvisibility=hidden). */
+#ifndef CARVE_LIBCARVE_H
+#define CARVE_LIBCARVE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "carve/cuda_abi.h"
+#include "carve/nvml_abi.h"
+
+#define CARVE_EXPORT __attribute__((visibility("default")))
+
+/* ---- hooks.c: the generated tables ---- */
+enum carve_lib { CARVE_LIB_CUDA, CARVE_LIB_NVML };
+
+struct carve_real {
+#define CARVE_HOOK(lib, name) __typeof__(&name) name;
+#define CARVE_REAL(lib, name) __typeof__(&name) name;
+#include "hooks.def"
+};
+extern struct carve_real carve__real;
+#define R carve__real
+
+struct carve_hook {
+    const char *name;
+    enum carve_lib lib;
+    void *wrapper; /* our exported function */
+    void **real;   /* its slot in carve__real */
+};
+extern const struct carve_hook carve__hooks[];
+extern const size_t carve__nhooks;
+
+/* Resolves every real pointer with the real dlsym (never ours); idempotent. */
+void carve__resolve_real(void);
+/* The real dlsym, found with dlvsym(RTLD_NEXT, "dlsym", ...). */
+void *carve__real_dlsym(void *handle, const char *name);
+/* The hook named name, or NULL. */
+const struct carve_hook *carve__hook_by_name(const char *name);
+/* Our wrapper for a real pointer the driver handed out, or p itself. */
+void *carve__wrap_pointer(void *p);
+
+/* ---- state.c: the process's state and init ---- */
+enum { CARVE_ST_NONE, CARVE_ST_BUSY, CARVE_ST_READY };
+extern _Atomic int carve__state;
+void carve__init_slow(void);
+static inline void carve__init(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&carve__state, memory_order_acquire) !=
+                             CARVE_ST_READY, 0))
+        carve__init_slow();
+}
+
+/* true when this process is in a slice (after carve__init) */
+bool carve__active(void);
+
+/* A device as the accounting sees it: CUDA ordinal and slice device index. */
+struct carve_dev {
+    CUdevice cu;
+    int sdev;
+};
+
+/* Maps a CUDA ordinal to the slice's capped device: true and d filled, false when the
+ * process is not in a slice or the device has no cap there (pass through). */
+bool carve__dev_of(CUdevice cu, struct carve_dev *d);
+/* The same for the current context's device. */
+bool carve__dev_current(struct carve_dev *d);
+/* Slice device index for a 16-byte UUID, -1 when not capped. */
+int carve__sdev_of_uuid(const unsigned char uuid[16]);
+int carve__ndev(void);
+
+/* Accounting against the slice (the one place that calls common/slice.h's admit/release). */
+CUresult carve__admit(const struct carve_dev *d, uint64_t bytes); /* 0 or OUT_OF_MEMORY */
+bool carve__try_admit(int sdev, uint64_t bytes);                  /* no message */
+void carve__release(int sdev, uint64_t bytes);
+/* Count bytes without admission (memory the driver already took: context, modules). */
+void carve__charge(int sdev, uint64_t bytes);
+/* Prints the one-line OOM message (unless CARVE_QUIET=1). */
+void carve__oom_message(const struct carve_dev *d, uint64_t requested);
+uint64_t carve__cap(int sdev);
+uint64_t carve__slice_used(int sdev);
+/* Bytes this process counted for allocations on sdev (overhead excluded). */
+uint64_t carve__counted(int sdev);
+/* Pids of the slice's live processes; returns how many (at most max). */
+int carve__pids(unsigned int *pids, int max);
+
+/* ---- allocation records ---- */
+enum carve_kind { CARVE_KIND_PTR, CARVE_KIND_HANDLE, CARVE_KIND_ARRAY, CARVE_KIND_MIPMAP,
+                  CARVE_KIND_COUNT };
+void carve__record(enum carve_kind kind, uint64_t key, int sdev, uint64_t bytes);
+/* Removes key's record; true and *sdev, *bytes set when it had one. */
+bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *bytes);
+void carve__records_reset(void);
+
+/* ---- pool.c ---- */
+/* Releases what pools no longer reserve; true when anything was released. */
+bool carve__pools_refresh(void);
+void carve__pools_reset(void);
+
+/* ---- overhead.c ---- */
+struct carve_probe {
+    bool active;
+    bool have_free;
+    int sdev;
+    size_t free_before;
+};
+void carve__overhead_begin(struct carve_probe *p);
+void carve__overhead_end(struct carve_probe *p);
+void carve__overhead_reset(void);
+
+/* ---- view.c ---- */
+int carve__sdev_of_nvml(nvmlDevice_t dev);
+int carve__uuid_parse(const char *text, unsigned char out[16]);
+
+#endif

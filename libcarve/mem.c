@@ -1,0 +1,322 @@
+/* mem.c - wrappers of the counted allocation calls and their frees: device pointers
+ * (cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocManaged), physical allocations
+ * (cuMemCreate/cuMemRelease) and CUDA arrays.
+ *
+ * Every counted allocation is admitted before the real call, given back if the call fails,
+ * and recorded with what it counted, so that its free gives back exactly that. */
+#include "libcarve.h"
+
+#define PITCH_ALIGN 512u
+
+/* From an admitted amount to the real one: releases the surplus, or admits the shortfall. */
+static CUresult settle(const struct carve_dev *d, uint64_t admitted, uint64_t actual)
+{
+    if (actual <= admitted) {
+        carve__release(d->sdev, admitted - actual);
+        return CUDA_SUCCESS;
+    }
+    CUresult r = carve__admit(d, actual - admitted);
+    if (r != CUDA_SUCCESS)
+        carve__release(d->sdev, admitted);
+    return r;
+}
+
+CARVE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    struct carve_dev d;
+    if (!carve__dev_current(&d) || !dptr || bytesize == 0)
+        return R.cuMemAlloc_v2 ? R.cuMemAlloc_v2(dptr, bytesize) : CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = carve__admit(&d, bytesize);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = R.cuMemAlloc_v2(dptr, bytesize);
+    if (r != CUDA_SUCCESS) {
+        carve__release(d.sdev, bytesize);
+        return r;
+    }
+    carve__record(CARVE_KIND_PTR, *dptr, d.sdev, bytesize);
+    return r;
+}
+
+CARVE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    struct carve_dev d;
+    if (!carve__dev_current(&d) || !dptr || bytesize == 0)
+        return R.cuMemAllocManaged ? R.cuMemAllocManaged(dptr, bytesize, flags)
+                                   : CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = carve__admit(&d, bytesize);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = R.cuMemAllocManaged(dptr, bytesize, flags);
+    if (r != CUDA_SUCCESS) {
+        carve__release(d.sdev, bytesize);
+        return r;
+    }
+    carve__record(CARVE_KIND_PTR, *dptr, d.sdev, bytesize);
+    return r;
+}
+
+CARVE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                         size_t Height, unsigned int ElementSizeBytes)
+{
+    struct carve_dev d;
+    uint64_t bound = ((uint64_t)WidthInBytes + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+    if (!carve__dev_current(&d) || !dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
+        bound > UINT64_MAX / Height)
+        return R.cuMemAllocPitch_v2 ? R.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
+                                                           ElementSizeBytes)
+                                    : CUDA_ERROR_NOT_INITIALIZED;
+    bound *= Height;
+    CUresult r = carve__admit(&d, bound);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = R.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    if (r != CUDA_SUCCESS) {
+        carve__release(d.sdev, bound);
+        return r;
+    }
+    uint64_t actual = (uint64_t)*pPitch * Height;
+    r = settle(&d, bound, actual);
+    if (r != CUDA_SUCCESS) {
+        R.cuMemFree_v2(*dptr);
+        return r;
+    }
+    carve__record(CARVE_KIND_PTR, *dptr, d.sdev, actual);
+    return CUDA_SUCCESS;
+}
+
+/* Removes the record first (the driver may hand the address out again as soon as it is
+ * freed), frees, and puts the record back if the free failed. */
+static CUresult free_recorded(enum carve_kind kind, uint64_t key, CUresult (*do_free)(uint64_t))
+{
+    int sdev;
+    uint64_t bytes;
+    bool had = carve__unrecord(kind, key, &sdev, &bytes);
+    CUresult r = do_free(key);
+    if (!had)
+        return r;
+    if (r == CUDA_SUCCESS)
+        carve__release(sdev, bytes);
+    else
+        carve__record(kind, key, sdev, bytes);
+    return r;
+}
+
+static CUresult real_mem_free(uint64_t key)
+{
+    return R.cuMemFree_v2((CUdeviceptr)key);
+}
+
+static CUresult real_mem_release(uint64_t key)
+{
+    return R.cuMemRelease((CUmemGenericAllocationHandle)key);
+}
+
+static CUresult real_array_destroy(uint64_t key)
+{
+    return R.cuArrayDestroy((CUarray)(uintptr_t)key);
+}
+
+static CUresult real_mipmap_destroy(uint64_t key)
+{
+    return R.cuMipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)key);
+}
+
+CARVE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    carve__init();
+    if (!R.cuMemFree_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return free_recorded(CARVE_KIND_PTR, dptr, real_mem_free);
+}
+
+CARVE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                  const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    struct carve_dev d;
+    carve__init();
+    if (!R.cuMemCreate)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!handle || !prop || size == 0 || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        !carve__dev_of(prop->location.id, &d))
+        return R.cuMemCreate(handle, size, prop, flags);
+    CUresult r = carve__admit(&d, size);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = R.cuMemCreate(handle, size, prop, flags);
+    if (r != CUDA_SUCCESS) {
+        carve__release(d.sdev, size);
+        return r;
+    }
+    carve__record(CARVE_KIND_HANDLE, *handle, d.sdev, size);
+    return r;
+}
+
+CARVE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    carve__init();
+    if (!R.cuMemRelease)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return free_recorded(CARVE_KIND_HANDLE, handle, real_mem_release);
+}
+
+/* ---- CUDA arrays: admit an estimate from the descriptor, then settle on what the driver
+ * says the array needs (when it says: cuArrayGetMemoryRequirements may refuse). ---- */
+
+static uint64_t format_bytes(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+        return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+        return 2;
+    default:
+        return 4; /* 32-bit formats; the upper bound for the rest */
+    }
+}
+
+static uint64_t array_estimate(size_t w, size_t h, size_t depth, CUarray_format f,
+                               unsigned int channels)
+{
+    uint64_t n = format_bytes(f) * (channels ? channels : 1);
+    size_t dims[3] = {w, h ? h : 1, depth ? depth : 1};
+    for (int i = 0; i < 3; i++) {
+        if (dims[i] && n > UINT64_MAX / dims[i])
+            return UINT64_MAX / 4;
+        n *= dims[i];
+    }
+    return n;
+}
+
+static CUresult array_admit(struct carve_dev *d, uint64_t estimate, bool *counted)
+{
+    *counted = carve__dev_current(d) && estimate > 0;
+    return *counted ? carve__admit(d, estimate) : CUDA_SUCCESS;
+}
+
+/* After a successful create: settle to the driver's number, record, or undo on denial. */
+static CUresult array_settle(struct carve_dev *d, enum carve_kind kind, uint64_t key,
+                             uint64_t estimate, CUresult req_r,
+                             const CUDA_ARRAY_MEMORY_REQUIREMENTS *req)
+{
+    uint64_t actual = req_r == CUDA_SUCCESS && req->size ? req->size : estimate;
+    CUresult r = settle(d, estimate, actual);
+    if (r != CUDA_SUCCESS) {
+        if (kind == CARVE_KIND_ARRAY)
+            real_array_destroy(key);
+        else
+            real_mipmap_destroy(key);
+        return r;
+    }
+    carve__record(kind, key, d->sdev, actual);
+    return CUDA_SUCCESS;
+}
+
+static CUresult array_created(struct carve_dev *d, CUarray a, uint64_t estimate)
+{
+    CUDA_ARRAY_MEMORY_REQUIREMENTS req = {0};
+    CUresult rr = R.cuArrayGetMemoryRequirements
+                      ? R.cuArrayGetMemoryRequirements(&req, a, d->cu)
+                      : CUDA_ERROR_NOT_SUPPORTED;
+    return array_settle(d, CARVE_KIND_ARRAY, (uint64_t)(uintptr_t)a, estimate, rr, &req);
+}
+
+CARVE_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *desc)
+{
+    struct carve_dev d;
+    bool counted;
+    carve__init();
+    if (!R.cuArrayCreate_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!pHandle || !desc)
+        return R.cuArrayCreate_v2(pHandle, desc);
+    uint64_t est = array_estimate(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
+    CUresult r = array_admit(&d, est, &counted);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = R.cuArrayCreate_v2(pHandle, desc);
+    if (!counted)
+        return r;
+    if (r != CUDA_SUCCESS) {
+        carve__release(d.sdev, est);
+        return r;
+    }
+    return array_created(&d, *pHandle, est);
+}
+
+CARVE_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    struct carve_dev d;
+    bool counted;
+    carve__init();
+    if (!R.cuArray3DCreate_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!pHandle || !desc)
+        return R.cuArray3DCreate_v2(pHandle, desc);
+    uint64_t est = array_estimate(desc->Width, desc->Height, desc->Depth, desc->Format,
+                                  desc->NumChannels);
+    CUresult r = array_admit(&d, est, &counted);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = R.cuArray3DCreate_v2(pHandle, desc);
+    if (!counted)
+        return r;
+    if (r != CUDA_SUCCESS) {
+        carve__release(d.sdev, est);
+        return r;
+    }
+    return array_created(&d, *pHandle, est);
+}
+
+CARVE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                             const CUDA_ARRAY3D_DESCRIPTOR *desc,
+                                             unsigned int numMipmapLevels)
+{
+    struct carve_dev d;
+    bool counted;
+    carve__init();
+    if (!R.cuMipmappedArrayCreate)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!pHandle || !desc)
+        return R.cuMipmappedArrayCreate(pHandle, desc, numMipmapLevels);
+    /* every level is at most half the one before: twice the base level bounds the chain */
+    uint64_t base = array_estimate(desc->Width, desc->Height, desc->Depth, desc->Format,
+                                   desc->NumChannels);
+    uint64_t est = numMipmapLevels > 1 ? 2 * base : base;
+    CUresult r = array_admit(&d, est, &counted);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = R.cuMipmappedArrayCreate(pHandle, desc, numMipmapLevels);
+    if (!counted)
+        return r;
+    if (r != CUDA_SUCCESS) {
+        carve__release(d.sdev, est);
+        return r;
+    }
+    CUDA_ARRAY_MEMORY_REQUIREMENTS req = {0};
+    CUresult rr = R.cuMipmappedArrayGetMemoryRequirements
+                      ? R.cuMipmappedArrayGetMemoryRequirements(&req, *pHandle, d.cu)
+                      : CUDA_ERROR_NOT_SUPPORTED;
+    return array_settle(&d, CARVE_KIND_MIPMAP, (uint64_t)(uintptr_t)*pHandle, est, rr, &req);
+}
+
+CARVE_EXPORT CUresult cuArrayDestroy(CUarray hArray)
+{
+    carve__init();
+    if (!R.cuArrayDestroy)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return free_recorded(CARVE_KIND_ARRAY, (uint64_t)(uintptr_t)hArray,
+                         real_array_destroy);
+}
+
+CARVE_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
+{
+    carve__init();
+    if (!R.cuMipmappedArrayDestroy)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return free_recorded(CARVE_KIND_MIPMAP, (uint64_t)(uintptr_t)hMipmappedArray,
+                         real_mipmap_destroy);
+}

@@ -1,0 +1,53 @@
+# libcarve: the LD_PRELOAD interposer (build/lib/carve/libcarve.so), its unit test and the
+# driver-API programs of tests/e2e/mem_* that exercise it on the simulated GPU.
+LIBCARVE_SRC := $(wildcard libcarve/*.c)
+LIBCARVE_OBJ := $(LIBCARVE_SRC:%.c=$(OBJ)/%.o)
+LIBCARVE_SO  := $(LIBDIR)/libcarve.so
+
+$(LIBCARVE_SO): $(LIBCARVE_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(LIBCARVE_OBJ) $(COMMON_LIB) $(LDFLAGS) -ldl -lpthread
+
+ALL_TARGETS += $(LIBCARVE_SO)
+
+# Unit test: the tables generated from hooks.def, linked from libcarve's objects, resolved
+# against the simulated driver (found through the runpath, relative to the binary).
+TEST_HOOKS := $(TESTDIR)/unit/test_hooks
+$(TEST_HOOKS): $(OBJ)/tests/unit/test_hooks.o $(LIBCARVE_OBJ) $(COMMON_LIB) | $(SIMDIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -Wl,-rpath,'$$ORIGIN/../../lib/carve/sim' -lcmocka -ldl -lpthread
+$(OBJ)/tests/unit/test_hooks.o: CFLAGS += -Ilibcarve
+ALL_TARGETS  += $(TEST_HOOKS)
+TEST_TARGETS += $(TEST_HOOKS)
+
+# End-to-end programs (run by tests/e2e/mem_slice.sh). mem_direct links the simulated
+# libcuda; the others find the driver at run time.
+MEM_E2E_DIR  := $(TESTDIR)/e2e
+MEM_E2E_LIB  := $(OBJ)/tests/e2e/mem_common.o
+# mem_mkslice joins once it is adapted to common/slice.h (see its header)
+MEM_E2E_PROG := mem_direct mem_dlsym mem_gpa mem_stress mem_kill
+MEM_E2E_BIN  := $(MEM_E2E_PROG:%=$(MEM_E2E_DIR)/%)
+
+$(MEM_E2E_DIR)/mem_direct: $(OBJ)/tests/e2e/mem_direct.o $(MEM_E2E_LIB) | $(SIMDIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -L$(SIMDIR) -lcuda
+$(MEM_E2E_DIR)/mem_dlsym $(MEM_E2E_DIR)/mem_gpa \
+$(MEM_E2E_DIR)/mem_kill: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
+$(MEM_E2E_DIR)/mem_stress: $(OBJ)/tests/e2e/mem_stress.o $(MEM_E2E_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
+$(MEM_E2E_DIR)/mem_mkslice: $(OBJ)/tests/e2e/mem_mkslice.o $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -lpthread
+
+ALL_TARGETS += $(MEM_E2E_BIN)
+
+TEST_ALLOCMAP := $(TESTDIR)/unit/test_allocmap
+$(TEST_ALLOCMAP): $(OBJ)/tests/unit/test_allocmap.o $(OBJ)/libcarve/allocmap.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lpthread
+$(OBJ)/tests/unit/test_allocmap.o: CFLAGS += -Ilibcarve
+ALL_TARGETS  += $(TEST_ALLOCMAP)
+TEST_TARGETS += $(TEST_ALLOCMAP)

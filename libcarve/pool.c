@@ -1,0 +1,287 @@
+/* pool.c - the stream-ordered allocator: what a memory pool reserves is what counts.
+ *
+ * Each pool the process allocates from has an entry with `charged`, the bytes counted for
+ * it. An allocation admits its request, calls the driver, reads the pool's
+ * RESERVED_MEM_CURRENT and moves `charged` up to it (surplus admission given back, any
+ * growth beyond the admission admitted too, or the allocation is undone). Reserved memory
+ * shrinks only by trims, destroys and the driver's own release at sync points; trims,
+ * destroys and every denial re-read the pools and give back what they no longer hold. */
+#include "libcarve.h"
+
+#define MAX_POOLS 256u
+
+struct pool {
+    _Atomic(uintptr_t) handle; /* 0: free entry; entries are never removed, only emptied */
+    _Atomic int sdev;
+    _Atomic bool live;
+    _Atomic uint64_t charged;
+};
+
+static struct pool pools[MAX_POOLS];
+
+void carve__pools_reset(void)
+{
+    for (unsigned i = 0; i < MAX_POOLS; i++) {
+        atomic_store(&pools[i].handle, 0);
+        atomic_store(&pools[i].live, false);
+        atomic_store(&pools[i].charged, 0);
+    }
+}
+
+static unsigned pool_hash(uintptr_t h)
+{
+    uint64_t k = (uint64_t)h * UINT64_C(0x9e3779b97f4a7c15);
+    return (unsigned)(k >> 56) % MAX_POOLS;
+}
+
+/* The entry of pool h, added when create is set; NULL when absent or the table is full. */
+static struct pool *pool_entry(CUmemoryPool pool, int sdev, bool create)
+{
+    uintptr_t h = (uintptr_t)pool;
+    unsigned i = pool_hash(h);
+    for (unsigned n = 0; n < MAX_POOLS; n++, i = (i + 1) % MAX_POOLS) {
+        uintptr_t cur = atomic_load(&pools[i].handle);
+        if (cur == 0) {
+            if (!create)
+                return NULL;
+            if (!atomic_compare_exchange_strong(&pools[i].handle, &cur, h) && cur != h)
+                continue;
+            cur = h;
+        }
+        if (cur == h) {
+            if (create && !atomic_load(&pools[i].live)) {
+                atomic_store(&pools[i].sdev, sdev);
+                atomic_store(&pools[i].live, true);
+            }
+            return &pools[i];
+        }
+    }
+    return NULL;
+}
+
+static bool pool_reserved(CUmemoryPool pool, uint64_t *reserved)
+{
+    cuuint64_t v = 0;
+    if (!R.cuMemPoolGetAttribute ||
+        R.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS)
+        return false;
+    *reserved = v;
+    return true;
+}
+
+/* Gives back what the pool no longer reserves; true when anything was given back. */
+static bool pool_refresh(struct pool *e)
+{
+    uint64_t reserved;
+    if (!atomic_load(&e->live) ||
+        !pool_reserved((CUmemoryPool)atomic_load(&e->handle), &reserved))
+        return false;
+    uint64_t old = atomic_load(&e->charged);
+    while (reserved < old) {
+        if (atomic_compare_exchange_weak(&e->charged, &old, reserved)) {
+            carve__release(atomic_load(&e->sdev), old - reserved);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool carve__pools_refresh(void)
+{
+    bool any = false;
+    for (unsigned i = 0; i < MAX_POOLS; i++)
+        if (atomic_load(&pools[i].handle))
+            any |= pool_refresh(&pools[i]);
+    return any;
+}
+
+/* Moves charged up to the pool's reserve, using `admitted` first. False: the growth could
+ * not be admitted; the admission is then given back. */
+static bool pool_settle(struct pool *e, uint64_t reserved, uint64_t admitted)
+{
+    int sdev = atomic_load(&e->sdev);
+    uint64_t old = atomic_load(&e->charged);
+    for (;;) {
+        if (reserved <= old) {
+            carve__release(sdev, admitted);
+            return true;
+        }
+        uint64_t grow = reserved - old, extra = 0;
+        if (grow > admitted) {
+            extra = grow - admitted;
+            if (!carve__try_admit(sdev, extra)) {
+                carve__release(sdev, admitted);
+                return false;
+            }
+        }
+        if (atomic_compare_exchange_weak(&e->charged, &old, reserved)) {
+            carve__release(sdev, admitted + extra - grow);
+            return true;
+        }
+        carve__release(sdev, extra); /* charged moved under us: look again */
+    }
+}
+
+/* Admission for a pool allocation: the request, or nothing when the pool already has that
+ * much reserved and unused. */
+static CUresult pool_admit(const struct carve_dev *d, CUmemoryPool pool, uint64_t bytes,
+                           uint64_t *admitted)
+{
+    *admitted = bytes;
+    if (carve__try_admit(d->sdev, bytes))
+        return CUDA_SUCCESS;
+    if (carve__pools_refresh() && carve__try_admit(d->sdev, bytes))
+        return CUDA_SUCCESS;
+    uint64_t reserved;
+    cuuint64_t used = 0;
+    if (pool_reserved(pool, &reserved) &&
+        R.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) ==
+            CUDA_SUCCESS &&
+        reserved >= used && reserved - used >= bytes) {
+        *admitted = 0;
+        return CUDA_SUCCESS;
+    }
+    carve__oom_message(d, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+typedef CUresult (*async_alloc_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream, void *);
+
+static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool,
+                              CUstream stream, async_alloc_fn call, void *real,
+                              CUresult (*free_async)(CUdeviceptr, CUstream))
+{
+    struct carve_dev d;
+    if (!real)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!carve__dev_current(&d) || !dptr || bytes == 0 ||
+        (!pool && R.cuDeviceGetMemPool(&pool, d.cu) != CUDA_SUCCESS))
+        return call(dptr, bytes, pool, stream, real);
+    struct pool *e = pool_entry(pool, d.sdev, true);
+    if (!e) /* more pools than we track: count the request itself */
+        return call(dptr, bytes, pool, stream, real);
+    uint64_t admitted, reserved;
+    CUresult r = pool_admit(&d, pool, bytes, &admitted);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = call(dptr, bytes, pool, stream, real);
+    if (r != CUDA_SUCCESS || !pool_reserved(pool, &reserved)) {
+        carve__release(d.sdev, admitted);
+        return r;
+    }
+    if (pool_settle(e, reserved, admitted))
+        return CUDA_SUCCESS;
+    /* the pool grew past what the slice can take: undo the allocation */
+    free_async(*dptr, stream);
+    R.cuStreamSynchronize(stream);
+    R.cuMemPoolTrimTo(pool, 0);
+    pool_refresh(e);
+    carve__oom_message(&d, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult call_alloc_async(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s,
+                                 void *real)
+{
+    (void)pool;
+    return ((__typeof__(&cuMemAllocAsync))real)(p, n, s);
+}
+
+static CUresult call_alloc_from_pool(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s,
+                                     void *real)
+{
+    return ((__typeof__(&cuMemAllocFromPoolAsync))real)(p, n, pool, s);
+}
+
+CARVE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    carve__init();
+    return alloc_in_pool(dptr, bytesize, NULL, hStream, call_alloc_async,
+                         (void *)R.cuMemAllocAsync, R.cuMemFreeAsync);
+}
+
+CARVE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                           CUstream hStream)
+{
+    carve__init();
+    return alloc_in_pool(dptr, bytesize, NULL, hStream, call_alloc_async,
+                         (void *)R.cuMemAllocAsync_ptsz, R.cuMemFreeAsync_ptsz);
+}
+
+CARVE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
+                                              CUmemoryPool pool, CUstream hStream)
+{
+    carve__init();
+    if (!pool)
+        return R.cuMemAllocFromPoolAsync ? R.cuMemAllocFromPoolAsync(dptr, bytesize, pool,
+                                                                     hStream)
+                                         : CUDA_ERROR_NOT_INITIALIZED;
+    return alloc_in_pool(dptr, bytesize, pool, hStream, call_alloc_from_pool,
+                         (void *)R.cuMemAllocFromPoolAsync, R.cuMemFreeAsync);
+}
+
+CARVE_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                   CUmemoryPool pool, CUstream hStream)
+{
+    carve__init();
+    if (!pool)
+        return R.cuMemAllocFromPoolAsync_ptsz
+                   ? R.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream)
+                   : CUDA_ERROR_NOT_INITIALIZED;
+    return alloc_in_pool(dptr, bytesize, pool, hStream, call_alloc_from_pool,
+                         (void *)R.cuMemAllocFromPoolAsync_ptsz, R.cuMemFreeAsync_ptsz);
+}
+
+/* Pool memory stays reserved after a stream-ordered free: nothing to give back, unless the
+ * pointer came from cuMemAlloc_v2 and friends (the driver accepts those too). */
+static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAsync) real)
+{
+    int sdev;
+    uint64_t bytes;
+    if (!real)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!carve__unrecord(CARVE_KIND_PTR, dptr, &sdev, &bytes))
+        return real(dptr, s);
+    CUresult r = real(dptr, s);
+    if (r == CUDA_SUCCESS)
+        carve__release(sdev, bytes);
+    else
+        carve__record(CARVE_KIND_PTR, dptr, sdev, bytes);
+    return r;
+}
+
+CARVE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    carve__init();
+    return free_async(dptr, hStream, R.cuMemFreeAsync);
+}
+
+CARVE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    carve__init();
+    return free_async(dptr, hStream, R.cuMemFreeAsync_ptsz);
+}
+
+CARVE_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    carve__init();
+    if (!R.cuMemPoolTrimTo)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = R.cuMemPoolTrimTo(pool, minBytesToKeep);
+    struct pool *e = carve__active() ? pool_entry(pool, 0, false) : NULL;
+    if (r == CUDA_SUCCESS && e)
+        pool_refresh(e);
+    return r;
+}
+
+CARVE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    carve__init();
+    if (!R.cuMemPoolDestroy)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = R.cuMemPoolDestroy(pool);
+    struct pool *e = carve__active() ? pool_entry(pool, 0, false) : NULL;
+    if (r == CUDA_SUCCESS && e && atomic_exchange(&e->live, false))
+        carve__release(atomic_load(&e->sdev), atomic_exchange(&e->charged, 0));
+    return r;
+}

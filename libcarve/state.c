@@ -1,0 +1,284 @@
+/* state.c - the process's place in its slice: once-only init (first hooked call, any
+ * thread), the slot, the CUDA ordinal -> slice device map, fork and exit, and the
+ * admit/release/charge helpers every wrapper goes through.
+ *
+ * Init never runs in the constructor and never calls into CUDA; the device map is filled
+ * lazily with cuDeviceGetUuid_v2 the first time a device is used. After init the allocation
+ * path reads only atomics and the mapped slice table: no locks, syscalls or getenv. */
+#include "libcarve.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "allocmap.h"
+#include "size.h"
+#include "slice.h"
+
+#define MAX_CU_DEVICES 64
+#define SDEV_UNKNOWN (-2)
+
+_Atomic int carve__state;
+static _Thread_local bool init_owner;
+
+static struct {
+    struct carve_slice *slice; /* NULL: not in a slice, pass everything through */
+    int slot;
+    pid_t pid;                 /* the process that holds the slot */
+    bool forked;               /* a fork child: claim a new slot, forget the parent's records */
+    bool quiet;
+    char name[128];
+    _Atomic int sdev_of[MAX_CU_DEVICES];
+    _Atomic uint64_t counted[CARVE_SLICE_MAX_DEVICES];
+    struct carve_allocmap records[CARVE_KIND_COUNT];
+} st;
+
+static void reset_process_state(void)
+{
+    for (int i = 0; i < MAX_CU_DEVICES; i++)
+        atomic_store(&st.sdev_of[i], SDEV_UNKNOWN);
+    for (int i = 0; i < CARVE_SLICE_MAX_DEVICES; i++)
+        atomic_store(&st.counted[i], 0);
+    carve__records_reset();
+    carve__pools_reset();
+    carve__overhead_reset();
+}
+
+static void atfork_child(void)
+{
+    if (atomic_load(&carve__state) == CARVE_ST_READY && st.slice) {
+        st.forked = true;
+        atomic_store(&carve__state, CARVE_ST_NONE);
+    }
+}
+
+/* A fork child's first hooked call: its own slot, nothing of the parent's. */
+static void init_child(void)
+{
+    st.forked = false;
+    reset_process_state();
+    st.pid = getpid();
+    st.slot = carve_slice_attach(st.slice, st.pid);
+    if (st.slot < 0) {
+        carve_slice_close(st.slice);
+        st.slice = NULL;
+    }
+}
+
+static void init_slice(void)
+{
+    const char *name = getenv("CARVE_SLICE");
+    const char *quiet = getenv("CARVE_QUIET");
+    st.quiet = quiet && strcmp(quiet, "1") == 0;
+    if (!name || !*name)
+        return;
+    snprintf(st.name, sizeof(st.name), "%s", name);
+    struct carve_slice *s = NULL;
+    char err[256];
+    if (carve_slice_open(name, &s, err, sizeof(err)) < 0) {
+        if (!st.quiet)
+            fprintf(stderr, "carve: %s; running without a memory cap\n", err);
+        return;
+    }
+    const char *label = carve_slice_name(s);
+    if (label && *label)
+        snprintf(st.name, sizeof(st.name), "%s", label);
+    st.pid = getpid();
+    st.slot = carve_slice_attach(s, st.pid);
+    if (st.slot < 0) {
+        if (!st.quiet)
+            fprintf(stderr, "carve: slice \"%s\" has no free process slot; running uncapped\n",
+                    st.name);
+        carve_slice_close(s);
+        return;
+    }
+    st.slice = s;
+}
+
+static void do_init(void)
+{
+    static bool once_done;
+    if (st.forked) {
+        init_child();
+        return;
+    }
+    if (once_done)
+        return;
+    once_done = true;
+    reset_process_state();
+    carve__resolve_real();
+    init_slice();
+    pthread_atfork(NULL, NULL, atfork_child);
+}
+
+void carve__init_slow(void)
+{
+    for (;;) {
+        int s = atomic_load(&carve__state);
+        if (s == CARVE_ST_READY)
+            return;
+        if (s == CARVE_ST_NONE &&
+            atomic_compare_exchange_strong(&carve__state, &s, CARVE_ST_BUSY)) {
+            init_owner = true;
+            do_init();
+            init_owner = false;
+            atomic_store_explicit(&carve__state, CARVE_ST_READY, memory_order_release);
+            return;
+        }
+        if (init_owner)
+            return; /* re-entered from our own init (a constructor in libcuda): go through */
+        sched_yield();
+    }
+}
+
+__attribute__((destructor)) static void carve_fini(void)
+{
+    if (st.slice && !st.forked && st.pid == getpid())
+        carve_slice_detach(st.slice, st.slot);
+}
+
+bool carve__active(void)
+{
+    return st.slice != NULL;
+}
+
+int carve__ndev(void)
+{
+    return st.slice ? carve_slice_ndev(st.slice) : 0;
+}
+
+int carve__sdev_of_uuid(const unsigned char uuid[16])
+{
+    if (!st.slice)
+        return -1;
+    int sdev = carve_slice_find_uuid(st.slice, uuid);
+    if (sdev < 0 || sdev >= CARVE_SLICE_MAX_DEVICES || carve_slice_cap(st.slice, sdev) == 0)
+        return -1;
+    return sdev;
+}
+
+bool carve__dev_of(CUdevice cu, struct carve_dev *d)
+{
+    carve__init();
+    if (!st.slice || cu < 0 || cu >= MAX_CU_DEVICES)
+        return false;
+    int sdev = atomic_load_explicit(&st.sdev_of[cu], memory_order_relaxed);
+    if (sdev == SDEV_UNKNOWN) {
+        CUuuid u;
+        if (!R.cuDeviceGetUuid_v2 || R.cuDeviceGetUuid_v2(&u, cu) != CUDA_SUCCESS)
+            return false; /* not initialised yet: try again next time */
+        sdev = carve__sdev_of_uuid((const unsigned char *)u.bytes);
+        atomic_store_explicit(&st.sdev_of[cu], sdev, memory_order_relaxed);
+    }
+    if (sdev < 0)
+        return false;
+    d->cu = cu;
+    d->sdev = sdev;
+    return true;
+}
+
+bool carve__dev_current(struct carve_dev *d)
+{
+    carve__init();
+    CUdevice cu;
+    if (!st.slice || !R.cuCtxGetDevice || R.cuCtxGetDevice(&cu) != CUDA_SUCCESS)
+        return false;
+    return carve__dev_of(cu, d);
+}
+
+bool carve__try_admit(int sdev, uint64_t bytes)
+{
+    if (carve_slice_admit(st.slice, st.slot, sdev, bytes) != 0)
+        return false;
+    atomic_fetch_add_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
+    return true;
+}
+
+CUresult carve__admit(const struct carve_dev *d, uint64_t bytes)
+{
+    if (carve__try_admit(d->sdev, bytes))
+        return CUDA_SUCCESS;
+    /* pools may have given memory back since we last looked */
+    if (carve__pools_refresh() && carve__try_admit(d->sdev, bytes))
+        return CUDA_SUCCESS;
+    carve__oom_message(d, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+void carve__release(int sdev, uint64_t bytes)
+{
+    if (!bytes)
+        return;
+    atomic_fetch_sub_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
+    carve_slice_release(st.slice, st.slot, sdev, bytes);
+}
+
+void carve__charge(int sdev, uint64_t bytes)
+{
+    if (bytes)
+        carve_slice_charge(st.slice, st.slot, sdev, bytes);
+}
+
+uint64_t carve__cap(int sdev)
+{
+    return carve_slice_cap(st.slice, sdev);
+}
+
+uint64_t carve__slice_used(int sdev)
+{
+    return carve_slice_used(st.slice, sdev);
+}
+
+uint64_t carve__counted(int sdev)
+{
+    return atomic_load_explicit(&st.counted[sdev], memory_order_relaxed);
+}
+
+int carve__pids(unsigned int *pids, int max)
+{
+    return st.slice ? carve_slice_pids(st.slice, pids, max) : 0;
+}
+
+void carve__oom_message(const struct carve_dev *d, uint64_t requested)
+{
+    if (st.quiet)
+        return;
+    char cap[32], used[32], req[32];
+    carve_format_size(carve__cap(d->sdev), cap, sizeof(cap));
+    carve_format_size(carve__slice_used(d->sdev), used, sizeof(used));
+    carve_format_size(requested, req, sizeof(req));
+    char line[256];
+    int n = snprintf(line, sizeof(line), "carve: slice \"%s\" out of memory on GPU %d: cap %s, "
+                     "in use %s, requested %s\n", st.name, d->cu, cap, used, req);
+    if (n > 0) /* one write: one line, even with other threads printing */
+        (void)!write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* ---- allocation records ---- */
+
+void carve__record(enum carve_kind kind, uint64_t key, int sdev, uint64_t bytes)
+{
+    uint64_t v = ((uint64_t)sdev << CARVE_ALLOCMAP_DEV_SHIFT) | (bytes & CARVE_ALLOCMAP_BYTES_MAX);
+    if (carve_allocmap_insert(&st.records[kind], key, v) != 0)
+        carve__release(sdev, bytes); /* cannot find it at its free: do not count it */
+}
+
+bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *bytes)
+{
+    uint64_t v;
+    if (!st.slice || !carve_allocmap_remove(&st.records[kind], key, &v))
+        return false;
+    *sdev = (int)(v >> CARVE_ALLOCMAP_DEV_SHIFT);
+    *bytes = v & CARVE_ALLOCMAP_BYTES_MAX;
+    return true;
+}
+
+void carve__records_reset(void)
+{
+    for (int k = 0; k < CARVE_KIND_COUNT; k++)
+        carve_allocmap_reset(&st.records[k]);
+}

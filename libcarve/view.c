@@ -1,0 +1,190 @@
+/* view.c - the slice's view of memory: what cuMemGetInfo_v2, cuDeviceTotalMem_v2 and NVML
+ * tell a tenant about a capped device (total = the cap, used = the slice's usage), and the
+ * process list trimmed to the slice's processes. Uncapped devices pass through. */
+#include "libcarve.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t clamp_free(int sdev, uint64_t *cap)
+{
+    *cap = carve__cap(sdev);
+    uint64_t used = carve__slice_used(sdev);
+    return used >= *cap ? 0 : *cap - used;
+}
+
+CARVE_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    struct carve_dev d;
+    carve__init();
+    if (!R.cuMemGetInfo_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    size_t real_free = 0, real_total = 0;
+    CUresult r = R.cuMemGetInfo_v2(&real_free, &real_total);
+    if (r != CUDA_SUCCESS || !carve__dev_current(&d)) {
+        if (free)
+            *free = real_free;
+        if (total)
+            *total = real_total;
+        return r;
+    }
+    uint64_t cap, f = clamp_free(d.sdev, &cap);
+    if (free)
+        *free = f < real_free ? f : real_free;
+    if (total)
+        *total = cap;
+    return r;
+}
+
+CARVE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    struct carve_dev d;
+    carve__init();
+    if (!R.cuDeviceTotalMem_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = R.cuDeviceTotalMem_v2(bytes, dev);
+    if (r == CUDA_SUCCESS && bytes && carve__dev_of(dev, &d))
+        *bytes = carve__cap(d.sdev);
+    return r;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" -> 16 bytes; 0, or -1 when malformed. */
+int carve__uuid_parse(const char *text, unsigned char out[16])
+{
+    if (strncmp(text, "GPU-", 4) != 0)
+        return -1;
+    const char *s = text + 4;
+    for (int i = 0; i < 16; i++) {
+        if (*s == '-')
+            s++;
+        int hi = hexval(s[0]), lo = hi < 0 ? -1 : hexval(s[1]);
+        if (lo < 0)
+            return -1;
+        out[i] = (unsigned char)(hi << 4 | lo);
+        s += 2;
+    }
+    return *s == '\0' ? 0 : -1;
+}
+
+int carve__sdev_of_nvml(nvmlDevice_t dev)
+{
+    char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    unsigned char uuid[16];
+    if (!carve__active() || !R.nvmlDeviceGetUUID ||
+        R.nvmlDeviceGetUUID(dev, text, sizeof(text)) != NVML_SUCCESS ||
+        carve__uuid_parse(text, uuid) != 0)
+        return -1;
+    return carve__sdev_of_uuid(uuid);
+}
+
+static void fill_memory(int sdev, unsigned long long *total, unsigned long long *used,
+                        unsigned long long *free)
+{
+    uint64_t cap, f = clamp_free(sdev, &cap);
+    *total = cap;
+    *free = f;
+    *used = cap - f;
+}
+
+CARVE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+    carve__init();
+    if (!R.nvmlDeviceGetMemoryInfo)
+        return NVML_ERROR_UNINITIALIZED;
+    nvmlReturn_t r = R.nvmlDeviceGetMemoryInfo(device, memory);
+    int sdev = r == NVML_SUCCESS && memory ? carve__sdev_of_nvml(device) : -1;
+    if (sdev >= 0)
+        fill_memory(sdev, &memory->total, &memory->used, &memory->free);
+    return r;
+}
+
+CARVE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
+                                                     nvmlMemory_v2_t *memory)
+{
+    carve__init();
+    if (!R.nvmlDeviceGetMemoryInfo_v2)
+        return NVML_ERROR_UNINITIALIZED;
+    nvmlReturn_t r = R.nvmlDeviceGetMemoryInfo_v2(device, memory);
+    int sdev = r == NVML_SUCCESS && memory ? carve__sdev_of_nvml(device) : -1;
+    if (sdev >= 0) {
+        fill_memory(sdev, &memory->total, &memory->used, &memory->free);
+        memory->reserved = 0;
+    }
+    return r;
+}
+
+/* Real process list, then only the slice's pids, with NVML's size protocol. */
+static nvmlReturn_t slice_processes(nvmlDevice_t device, unsigned int *count,
+                                    nvmlProcessInfo_t *infos,
+                                    __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) real)
+{
+    if (!real)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!count || carve__sdev_of_nvml(device) < 0)
+        return real(device, count, infos);
+    unsigned int n = 0;
+    nvmlProcessInfo_t *all = NULL;
+    nvmlReturn_t r = NVML_ERROR_UNKNOWN;
+    for (int tries = 0; tries < 4; tries++) { /* the list may grow between the two calls */
+        n += 16;
+        nvmlProcessInfo_t *grown = realloc(all, n * sizeof(*all));
+        if (!grown) {
+            free(all);
+            return NVML_ERROR_UNKNOWN;
+        }
+        all = grown;
+        r = real(device, &n, all);
+        if (r != NVML_ERROR_INSUFFICIENT_SIZE)
+            break;
+    }
+    if (r != NVML_SUCCESS) {
+        free(all);
+        return r;
+    }
+    unsigned int pids[1024];
+    int np = carve__pids(pids, 1024);
+    unsigned int kept = 0;
+    for (unsigned int i = 0; i < n; i++)
+        for (int j = 0; j < np; j++)
+            if (all[i].pid == pids[j]) {
+                all[kept++] = all[i];
+                break;
+            }
+    if (*count < kept || (!infos && kept)) {
+        *count = kept;
+        r = NVML_ERROR_INSUFFICIENT_SIZE;
+    } else {
+        if (kept)
+            memcpy(infos, all, kept * sizeof(*all));
+        *count = kept;
+    }
+    free(all);
+    return r;
+}
+
+CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                  unsigned int *infoCount,
+                                                                  nvmlProcessInfo_t *infos)
+{
+    carve__init();
+    return slice_processes(device, infoCount, infos, R.nvmlDeviceGetComputeRunningProcesses_v3);
+}
+
+CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                                  unsigned int *infoCount,
+                                                                  nvmlProcessInfo_t *infos)
+{
+    carve__init();
+    return slice_processes(device, infoCount, infos, R.nvmlDeviceGetComputeRunningProcesses_v2);
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# install-deps.sh - install the Debian 12 packages carve needs to build and test.
+#
+# Idempotent: a package already installed (dpkg -s) is left alone, and apt-get runs only
+# when something is missing. Runs as root, or through sudo when that is available.
+set -euo pipefail
+
+# The one list. Build: compilers and make. Tests: cmocka (unit), jansson (JSON checks),
+# valgrind (leak checks), python3 (e2e helpers), procps (ps/pgrep in e2e scripts).
+PACKAGES=(
+    build-essential
+    clang
+    make
+    pkg-config
+    libcmocka-dev
+    libjansson-dev
+    valgrind
+    python3
+    procps
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    if ! dpkg -s "$pkg" >/dev/null 2>&1; then
+        missing+=("$pkg")
+    fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "install-deps: all ${#PACKAGES[@]} packages present"
+    exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+else
+    echo "install-deps: missing ${missing[*]}; not root and no sudo: install them as root" >&2
+    exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"

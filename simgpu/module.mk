@@ -1,0 +1,27 @@
+# simgpu: carve's simulated GPU, a libcuda.so.1 and libnvidia-ml.so.1 of its own (and a small
+# nvidia-smi), so every component runs and is tested without a GPU.
+# -Bsymbolic: calls inside a simulated library never go back out through an interposer.
+SIMDEV_OBJ   := $(OBJ)/simgpu/simdev.o
+SIM_CUDA     := $(SIMDIR)/libcuda.so.1
+SIM_NVML     := $(SIMDIR)/libnvidia-ml.so.1
+SIM_SMI      := $(SIMDIR)/bin/nvidia-smi
+
+$(SIM_CUDA): $(OBJ)/simgpu/sim_cuda.o $(SIMDEV_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $^ $(LDFLAGS) -lpthread -lrt
+	ln -sf libcuda.so.1 $(SIMDIR)/libcuda.so
+
+$(SIM_NVML): $(OBJ)/simgpu/sim_nvml.o $(SIMDEV_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libnvidia-ml.so.1 -Wl,-Bsymbolic -o $@ $^ $(LDFLAGS) -lpthread -lrt
+	ln -sf libnvidia-ml.so.1 $(SIMDIR)/libnvidia-ml.so
+
+$(SIMDIR)/libcuda.so: $(SIM_CUDA)
+$(SIMDIR)/libnvidia-ml.so: $(SIM_NVML)
+
+$(SIM_SMI): $(OBJ)/simgpu/nvidia_smi.o $(SIM_NVML)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(OBJ)/simgpu/nvidia_smi.o $(LDFLAGS) -L$(SIMDIR) -lnvidia-ml \
+		-Wl,-rpath,'$$ORIGIN/..'
+
+ALL_TARGETS += $(SIM_CUDA) $(SIM_NVML) $(SIM_SMI)

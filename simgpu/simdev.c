@@ -1,0 +1,369 @@
+/* simdev.c - configuration and cross-process shared state of the simulated GPU. */
+#include "simdev.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "size.h"
+#include "slice.h"
+
+#define SIM_MAGIC 0x6361727665534d31ULL /* "carveSM1" */
+
+static struct sim_config config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static struct sim_shared *shared;
+static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
+static _Atomic(struct sim_proc *) self;
+static _Atomic pid_t self_pid;
+
+static uint64_t env_size(const char *name, uint64_t dflt)
+{
+    const char *v = getenv(name);
+    uint64_t out;
+    char err[256];
+    if (!v || !*v)
+        return dflt;
+    if (strcmp(v, "0") == 0)
+        return 0;
+    if (carve_parse_size(v, &out, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve simulated GPU: %s=%s: %s; using the default\n", name, v, err);
+        return dflt;
+    }
+    return out;
+}
+
+static void read_memory_list(void)
+{
+    const char *v = getenv("CARVE_SIM_MEMORY");
+    uint64_t last = 80ULL << 30;
+    char buf[512], err[256];
+    snprintf(buf, sizeof(buf), "%s", v && *v ? v : "80GiB");
+    char *save = NULL, *tok = strtok_r(buf, ",", &save);
+    for (int i = 0; i < SIM_MAX_DEVICES; i++) {
+        if (tok) {
+            uint64_t b;
+            if (carve_parse_size(tok, &b, err, sizeof(err)) == 0)
+                last = b;
+            else
+                fprintf(stderr, "carve simulated GPU: CARVE_SIM_MEMORY: %s\n", err);
+            tok = strtok_r(NULL, ",", &save);
+        }
+        config.memory[i] = last; /* a short list repeats its last size */
+    }
+}
+
+static void read_uuids(void)
+{
+    const char *v = getenv("CARVE_SIM_UUIDS");
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s", v ? v : "");
+    char *save = NULL, *tok = strtok_r(buf, ",", &save);
+    for (int i = 0; i < SIM_MAX_DEVICES; i++) {
+        unsigned char b[16];
+        if (tok && sim_uuid_bytes(tok, b) == 0) {
+            snprintf(config.uuid[i], sizeof(config.uuid[i]), "%s", tok);
+        } else {
+            snprintf(config.uuid[i], sizeof(config.uuid[i]),
+                     "GPU-5a1e0c4a-%04x-4e3d-9a7b-c0ffee%06x", 0x1000 + i, 0xa00000 + i);
+        }
+        if (tok)
+            tok = strtok_r(NULL, ",", &save);
+    }
+}
+
+static void read_config(void)
+{
+    const char *v = getenv("CARVE_SIM_DEVICES");
+    config.ndev = v && *v ? atoi(v) : 1;
+    if (config.ndev < 0 || config.ndev > SIM_MAX_DEVICES)
+        config.ndev = config.ndev < 0 ? 0 : SIM_MAX_DEVICES;
+    read_memory_list();
+    v = getenv("CARVE_SIM_SMS");
+    config.sms = v && atoi(v) > 0 ? atoi(v) : 132;
+    v = getenv("CARVE_SIM_NAME");
+    snprintf(config.name, sizeof(config.name), "%s",
+             v && *v ? v : "NVIDIA H100 80GB HBM3 (simulated)");
+    read_uuids();
+    v = getenv("CARVE_SIM_MIG");
+    config.mig = v && strcmp(v, "1") == 0;
+    config.ctx_memory = env_size("CARVE_SIM_CTX_MEMORY", 500ULL << 20);
+    config.module_memory = env_size("CARVE_SIM_MODULE_MEMORY", 2ULL << 20);
+    v = getenv("CARVE_SIM_STATE");
+    if (v && *v)
+        snprintf(config.state_path, sizeof(config.state_path), "%s", v);
+    else
+        snprintf(config.state_path, sizeof(config.state_path), "/dev/shm/carve-sim.%u",
+                 (unsigned)getuid());
+}
+
+const struct sim_config *sim_config(void)
+{
+    pthread_once(&config_once, read_config);
+    return &config;
+}
+
+static uint64_t config_hash(void)
+{
+    uint64_t h = 1469598103934665603ULL;
+    const unsigned char *p = (const unsigned char *)config.memory;
+    for (size_t i = 0; i < sizeof(config.memory); i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h ^ (uint64_t)config.ndev;
+}
+
+static void map_shared(void)
+{
+    const struct sim_config *c = sim_config();
+    int fd = open(c->state_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "carve simulated GPU: cannot open state file %s: %s\n", c->state_path,
+                strerror(errno));
+        return;
+    }
+    flock(fd, LOCK_EX); /* first users race to initialise: one does, under the lock */
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (size_t)st.st_size != sizeof(struct sim_shared) &&
+        ftruncate(fd, sizeof(struct sim_shared)) < 0) {
+        fprintf(stderr, "carve simulated GPU: cannot size %s: %s\n", c->state_path,
+                strerror(errno));
+        close(fd);
+        return;
+    }
+    void *p = mmap(NULL, sizeof(struct sim_shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "carve simulated GPU: cannot map %s: %s\n", c->state_path,
+                strerror(errno));
+        close(fd);
+        return;
+    }
+    struct sim_shared *s = p;
+    uint64_t h = config_hash();
+    if (s->magic != SIM_MAGIC || s->config_hash != h || s->size != sizeof(*s)) {
+        memset(s, 0, sizeof(*s));
+        s->config_hash = h;
+        s->ndev = (uint32_t)c->ndev;
+        s->size = sizeof(*s);
+        for (int i = 0; i < c->ndev; i++)
+            s->dev[i].total = c->memory[i];
+        s->magic = SIM_MAGIC;
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+    shared = s;
+}
+
+struct sim_shared *sim_shared(void)
+{
+    pthread_once(&shared_once, map_shared);
+    return shared;
+}
+
+static bool proc_dead(struct sim_proc *p, int32_t pid)
+{
+    if (pid <= 0)
+        return false;
+    if (kill(pid, 0) < 0 && errno == ESRCH)
+        return true;
+    uint64_t st = atomic_load(&p->start_time), now = carve_proc_start_time(pid);
+    return st && now && st != now;
+}
+
+static void proc_clear(struct sim_proc *p)
+{
+    for (int d = 0; d < SIM_MAX_DEVICES; d++) {
+        atomic_store(&p->used[d], 0);
+        atomic_store(&p->contexts[d], 0);
+        atomic_store(&p->busy_ns[d], 0);
+    }
+}
+
+void sim_reap(void)
+{
+    struct sim_shared *s = sim_shared();
+    if (!s)
+        return;
+    for (int i = 0; i < SIM_MAX_PROCS; i++) {
+        int32_t pid = atomic_load(&s->proc[i].pid);
+        if (pid > 0 && proc_dead(&s->proc[i], pid) &&
+            atomic_compare_exchange_strong(&s->proc[i].pid, &pid, -1)) {
+            proc_clear(&s->proc[i]);
+            atomic_store(&s->proc[i].pid, 0);
+        }
+    }
+}
+
+static void release_self(void)
+{
+    struct sim_proc *p = atomic_load(&self);
+    if (p && atomic_load(&self_pid) == getpid()) {
+        proc_clear(p);
+        atomic_store(&p->pid, 0);
+    }
+}
+
+static struct sim_proc *claim_self(struct sim_shared *s, pid_t pid)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < SIM_MAX_PROCS; i++) {
+            int32_t expect = 0;
+            if (atomic_compare_exchange_strong(&s->proc[i].pid, &expect, (int32_t)pid)) {
+                proc_clear(&s->proc[i]);
+                atomic_store(&s->proc[i].start_time, carve_proc_start_time(pid));
+                return &s->proc[i];
+            }
+        }
+        sim_reap();
+    }
+    return NULL;
+}
+
+struct sim_proc *sim_self(void)
+{
+    struct sim_shared *s = sim_shared();
+    if (!s)
+        return NULL;
+    pid_t pid = getpid();
+    struct sim_proc *p = atomic_load(&self);
+    if (p && atomic_load(&self_pid) == pid)
+        return p;
+    /* first use, or a fork child: its own entry, nothing of the parent's */
+    p = claim_self(s, pid);
+    if (!p)
+        return NULL;
+    static _Atomic bool registered;
+    if (!atomic_exchange(&registered, true))
+        atexit(release_self);
+    atomic_store(&self_pid, pid);
+    atomic_store(&self, p);
+    return p;
+}
+
+uint64_t sim_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sim_device_used(int dev)
+{
+    struct sim_shared *s = sim_shared();
+    if (!s || dev < 0 || dev >= SIM_MAX_DEVICES)
+        return 0;
+    sim_reap();
+    uint64_t sum = 0;
+    for (int i = 0; i < SIM_MAX_PROCS; i++)
+        if (atomic_load(&s->proc[i].pid) > 0)
+            sum += atomic_load(&s->proc[i].used[dev]);
+    return sum;
+}
+
+static uint64_t sum_used(struct sim_shared *s, int dev)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < SIM_MAX_PROCS; i++)
+        sum += atomic_load(&s->proc[i].used[dev]);
+    return sum;
+}
+
+bool sim_take(int dev, uint64_t bytes)
+{
+    struct sim_shared *s = sim_shared();
+    struct sim_proc *p = sim_self();
+    if (!s || !p)
+        return false;
+    /* add first, then check the sum: of two racing takers at least one sees the other */
+    atomic_fetch_add(&p->used[dev], bytes);
+    if (sum_used(s, dev) <= s->dev[dev].total)
+        return true;
+    sim_reap();
+    if (sum_used(s, dev) <= s->dev[dev].total)
+        return true;
+    atomic_fetch_sub(&p->used[dev], bytes);
+    return false;
+}
+
+void sim_give(int dev, uint64_t bytes)
+{
+    struct sim_proc *p = sim_self();
+    if (!p)
+        return;
+    uint64_t cur = atomic_load(&p->used[dev]);
+    while (!atomic_compare_exchange_weak(&p->used[dev], &cur, cur > bytes ? cur - bytes : 0))
+        ;
+}
+
+uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns)
+{
+    struct sim_shared *s = sim_shared();
+    uint64_t now = sim_now_ns();
+    uint64_t start = now > after_ns ? now : after_ns;
+    if (!s)
+        return start + ns;
+    struct sim_device_state *d = &s->dev[dev];
+    uint64_t busy = atomic_load(&d->busy_until_ns), begin, end;
+    do {
+        begin = busy > start ? busy : start;
+        end = begin + ns;
+    } while (!atomic_compare_exchange_weak(&d->busy_until_ns, &busy, end));
+    if (ns) {
+        uint64_t slot = atomic_fetch_add(&d->ring_head, 1) % SIM_RING;
+        atomic_store(&d->ring[slot].start_ns, begin);
+        atomic_store(&d->ring[slot].end_ns, end);
+        atomic_store(&d->ring[slot].pid, (int32_t)getpid());
+        struct sim_proc *p = sim_self();
+        if (p)
+            atomic_fetch_add(&p->busy_ns[dev], ns);
+    }
+    return end;
+}
+
+unsigned sim_busy_percent(int dev, int32_t pid, uint64_t window_ns)
+{
+    struct sim_shared *s = sim_shared();
+    if (!s || dev < 0 || dev >= SIM_MAX_DEVICES || window_ns == 0)
+        return 0;
+    uint64_t now = sim_now_ns(), from = now > window_ns ? now - window_ns : 0, busy = 0;
+    struct sim_device_state *d = &s->dev[dev];
+    for (int i = 0; i < SIM_RING; i++) {
+        uint64_t a = atomic_load(&d->ring[i].start_ns), b = atomic_load(&d->ring[i].end_ns);
+        if (pid > 0 && atomic_load(&d->ring[i].pid) != pid)
+            continue;
+        a = a < from ? from : a;
+        b = b > now ? now : b;
+        if (b > a)
+            busy += b - a;
+    }
+    unsigned pct = (unsigned)(busy * 100 / window_ns);
+    return pct > 100 ? 100 : pct;
+}
+
+int sim_uuid_bytes(const char *text, unsigned char out[16])
+{
+    if (strncmp(text, "GPU-", 4) != 0)
+        return -1;
+    const char *p = text + 4;
+    int n = 0;
+    while (*p && n < 16) {
+        if (*p == '-') {
+            p++;
+            continue;
+        }
+        unsigned v;
+        if (sscanf(p, "%2x", &v) != 1 || !p[1] || p[1] == '-')
+            return -1;
+        out[n++] = (unsigned char)v;
+        p += 2;
+    }
+    return n == 16 && *p == '\0' ? 0 : -1;
+}

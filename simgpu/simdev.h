@@ -1,0 +1,80 @@
+/* simdev.h - the simulated GPU's devices: their configuration (CARVE_SIM_* variables) and
+ * the state every process using them shares through one mapped file (memory in use per
+ * process, the kernel timeline, recent kernel intervals for utilisation). Used by both the
+ * simulated libcuda.so.1 and libnvidia-ml.so.1. */
+#ifndef CARVE_SIMDEV_H
+#define CARVE_SIMDEV_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SIM_MAX_DEVICES 16
+#define SIM_MAX_PROCS 512
+#define SIM_RING 4096
+
+struct sim_config {
+    int ndev;
+    uint64_t memory[SIM_MAX_DEVICES];
+    int sms;
+    char name[96];
+    char uuid[SIM_MAX_DEVICES][48]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+    bool mig;
+    uint64_t ctx_memory;
+    uint64_t module_memory;
+    char state_path[256];
+};
+
+struct sim_interval {
+    _Atomic uint64_t start_ns, end_ns;
+    _Atomic int32_t pid;
+};
+
+struct sim_proc {
+    _Atomic int32_t pid;
+    _Atomic uint64_t start_time;
+    _Atomic uint64_t used[SIM_MAX_DEVICES];
+    _Atomic uint32_t contexts[SIM_MAX_DEVICES];
+    _Atomic uint64_t busy_ns[SIM_MAX_DEVICES];
+};
+
+struct sim_device_state {
+    uint64_t total;
+    _Atomic uint64_t busy_until_ns; /* the device's kernel timeline, shared by all processes */
+    _Atomic uint64_t ring_head;
+    struct sim_interval ring[SIM_RING];
+};
+
+struct sim_shared {
+    uint64_t magic;
+    uint64_t config_hash;
+    uint32_t ndev;
+    uint32_t size;
+    struct sim_device_state dev[SIM_MAX_DEVICES];
+    struct sim_proc proc[SIM_MAX_PROCS];
+};
+
+/* The configuration, read once from the environment; never NULL. */
+const struct sim_config *sim_config(void);
+/* The shared state, mapped on first use; NULL (with a message on stderr) if it cannot be. */
+struct sim_shared *sim_shared(void);
+/* This process's entry in the shared state, claimed on first use; NULL when full. */
+struct sim_proc *sim_self(void);
+
+uint64_t sim_now_ns(void);
+/* Device memory in use by all live processes (dead ones are reaped first). */
+uint64_t sim_device_used(int dev);
+/* Takes bytes of device memory for this process; false when the device is full. */
+bool sim_take(int dev, uint64_t bytes);
+void sim_give(int dev, uint64_t bytes);
+/* Runs a kernel of duration ns on the device timeline after `after_ns`; returns its end. */
+uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns);
+/* Percent of [now - window, now] the device (or pid, if > 0) was busy. */
+unsigned sim_busy_percent(int dev, int32_t pid, uint64_t window_ns);
+/* Clears entries of processes that are gone. */
+void sim_reap(void);
+/* Parses "GPU-xxxxxxxx-..." into 16 bytes; 0 or -1. */
+int sim_uuid_bytes(const char *text, unsigned char out[16]);
+
+#endif

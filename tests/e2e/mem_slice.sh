@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# mem_slice.sh - libcarve's memory caps end to end on the simulated GPU.
+#
+#   BUILD=build bash tests/e2e/mem_slice.sh
+#
+# Runs the mem_* programs inside a 4 GiB slice: under `carve run --simulate` when
+# $BUILD/bin/carve exists, else in a slice made by mem_mkslice with the environment set by
+# hand. Checks the three resolution paths, concurrency, SIGKILL recovery, nvidia-smi's view,
+# per-device caps under a reordered CUDA_VISIBLE_DEVICES, and that the shm object is gone.
+# Each check prints a line; the last line is `N passed, N failed`.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+BUILD=${BUILD:-build}
+BUILD=${BUILD%/}
+E2E=$BUILD/tests/e2e
+LIB=$BUILD/lib/carve
+SIM=$LIB/sim
+CARVE=$BUILD/bin/carve
+GIB=$((1024 * 1024 * 1024))
+passed=0
+failed=0
+
+check() { # check NAME RC
+    if [ "$2" -eq 0 ]; then echo "ok - $1"; passed=$((passed + 1)); else echo "FAIL - $1"; failed=$((failed + 1)); fi
+}
+
+for f in "$LIB/libcarve.so" "$SIM/libcuda.so.1" "$SIM/libnvidia-ml.so.1" "$E2E/mem_direct"; do
+    if [ ! -e "$f" ]; then echo "FAIL - $f is missing: run make BUILD=$BUILD"; echo "0 passed, 1 failed"; exit 1; fi
+done
+
+state_dir=$(mktemp -d)
+trap 'rm -rf "$state_dir"' EXIT
+export CARVE_SIM_STATE=$state_dir/sim-state
+
+shm_list() { ls /dev/shm 2>/dev/null | grep '^carve\.' | sort; }
+
+# in_slice MEMSPEC CMD...: run CMD inside a fresh slice with caps MEMSPEC.
+in_slice() {
+    local mem=$1
+    shift
+    if [ -x "$CARVE" ]; then
+        "$CARVE" run --simulate --memory "$mem" -- "$@"
+        return
+    fi
+    local name rc
+    name=$(LD_LIBRARY_PATH="$SIM" CUDA_VISIBLE_DEVICES= "$E2E/mem_mkslice" create "$mem") || return 2
+    env CARVE_SLICE="$name" LD_PRELOAD="$PWD/$LIB/libcarve.so${LD_PRELOAD:+:$LD_PRELOAD}" \
+        LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PATH="$SIM/bin:$PATH" "$@"
+    rc=$?
+    "$E2E/mem_mkslice" remove "$name"
+    return $rc
+}
+
+if [ -x "$CARVE" ]; then echo "# slices made by $CARVE run --simulate"; else echo "# slices made by mem_mkslice (no $CARVE yet)"; fi
+shm_before=$(shm_list)
+export MEM_CAP=$((4 * GIB))
+
+for prog in mem_direct mem_dlsym mem_gpa; do
+    out=$(in_slice 4GiB "$E2E/$prog" 2>"$state_dir/err")
+    rc=$?
+    echo "$out" | sed 's/^/    /'
+    check "$prog: every counted API, the slice's view, over-cap denials, usage back to start" "$rc"
+    oom=$(grep -c '^carve: slice ".*" out of memory on GPU 0: cap 4.00 GiB, in use .*, requested .*$' "$state_dir/err")
+    other=$(grep -vc '^carve: slice ".*" out of memory on GPU 0: cap 4.00 GiB' "$state_dir/err")
+    check "$prog: one OOM line per denial on stderr ($oom lines, $other others)" \
+        "$([ "$oom" -ge 8 ] && [ "$other" -eq 0 ]; echo $?)"
+done
+
+CARVE_QUIET=1 in_slice 4GiB "$E2E/mem_direct" >/dev/null 2>"$state_dir/err"
+check "CARVE_QUIET=1: nothing on stderr ($(wc -l <"$state_dir/err") lines)" "$([ ! -s "$state_dir/err" ]; echo $?)"
+
+out=$(CARVE_SIM_CTX_MEMORY=0 in_slice 4GiB "$E2E/mem_stress" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_stress: 64 processes x 4 threads, usage never above the cap" "$rc"
+
+out=$(in_slice 4GiB "$E2E/mem_kill" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "mem_kill: memory of a SIGKILLed tenant comes back" "$rc"
+
+out=$(in_slice 4GiB nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>&1)
+check "nvidia-smi inside a 4 GiB slice reports memory.total 4096 (got '$out')" "$([ "$out" = 4096 ]; echo $?)"
+
+# per-device caps with a reordered CUDA_VISIBLE_DEVICES: CUDA ordinal 0 is physical GPU 1
+out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 MEM_CAP=$GIB in_slice 0=2GiB,1=1GiB \
+      "$E2E/mem_direct" 2>&1)
+rc=$?
+echo "$out" | grep -E '^(FAIL|# )' | sed 's/^/    /'
+check "CUDA_VISIBLE_DEVICES=1,0 with 0=2GiB,1=1GiB: device 0 has physical GPU 1's 1 GiB cap" "$rc"
+out=$(CARVE_SIM_DEVICES=2 in_slice 0=2GiB,1=1GiB nvidia-smi --query-gpu=memory.total \
+      --format=csv,noheader,nounits 2>&1 | tr '\n' ' ')
+check "nvidia-smi with 0=2GiB,1=1GiB reports '2048 1024 ' (got '$out')" "$([ "$out" = '2048 1024 ' ]; echo $?)"
+
+shm_after=$(shm_list)
+check "no slice shm object left in /dev/shm" "$([ "$shm_before" = "$shm_after" ]; echo $?)"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

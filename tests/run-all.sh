@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# run-all.sh - run every test suite of one build directory and count them.
+#
+#   bash tests/run-all.sh BUILDDIR
+#
+# A suite is one process: each executable in BUILDDIR/tests/unit/ (cmocka, timeout 120 s),
+# then each tests/e2e/*.sh run with BUILD=BUILDDIR (timeout 300 s). Pass or fail is the exit
+# status. For a sanitizer build (ASan in its binaries) the e2e scripts are skipped unless
+# their first lines carry `# san: yes`: an ASan libcarve cannot be LD_PRELOADed into
+# arbitrary programs. Logs go to BUILDDIR/test-logs/. The last line is `N passed, N failed`.
+set -uo pipefail
+
+UNIT_TIMEOUT=${UNIT_TIMEOUT:-120}
+E2E_TIMEOUT=${E2E_TIMEOUT:-300}
+TAIL_LINES=40
+
+cd "$(dirname "$0")/.." || exit 2
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 BUILDDIR" >&2
+    exit 2
+fi
+build=${1%/}
+if [ ! -d "$build" ]; then
+    echo "run-all: build directory '$build' does not exist; run make first" >&2
+    exit 2
+fi
+logdir="$build/test-logs"
+mkdir -p "$logdir"
+
+passed=0
+failed=0
+skipped=0
+failures=()
+
+# A build is a sanitizer build when its binaries carry the ASan runtime hooks.
+is_san_build() {
+    local f
+    for f in "$build/lib/carve/libcarve.so" "$build/bin/carve" "$build"/tests/unit/*; do
+        [ -f "$f" ] || continue
+        grep -qa '__asan_init' "$f" && return 0
+        return 1
+    done
+    case "$(basename "$build")" in *san*) return 0 ;; esac
+    return 1
+}
+
+# run_suite NAME LOG TIMEOUT CMD...: run one suite, print its result line, count it.
+run_suite() {
+    local name=$1 log=$2 limit=$3 rc start secs
+    shift 3
+    start=$(date +%s)
+    timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1 </dev/null
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    if [ "$rc" -eq 0 ]; then
+        printf '  %-40s PASS  (%ds)\n' "$name" "$secs"
+        passed=$((passed + 1))
+        return
+    fi
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        printf '  %-40s FAIL  (timed out after %ds)\n' "$name" "$limit"
+    else
+        printf '  %-40s FAIL  (exit %d, %ds)\n' "$name" "$rc" "$secs"
+    fi
+    failed=$((failed + 1))
+    failures+=("$name")
+    echo "  ---- last $TAIL_LINES lines of $log ----"
+    tail -n "$TAIL_LINES" "$log" | sed 's/^/  | /'
+    echo "  ----"
+}
+
+echo "== unit tests ($build/tests/unit)"
+found=0
+for t in "$build"/tests/unit/*; do
+    if [ ! -f "$t" ] || [ ! -x "$t" ]; then continue; fi
+    found=1
+    name="unit/$(basename "$t")"
+    run_suite "$name" "$logdir/unit-$(basename "$t").log" "$UNIT_TIMEOUT" "$t"
+done
+[ "$found" -eq 1 ] || echo "  (none built)"
+
+echo "== end-to-end tests (tests/e2e, BUILD=$build)"
+san=0
+is_san_build && san=1
+found=0
+for s in tests/e2e/*.sh; do
+    [ -f "$s" ] || continue
+    found=1
+    name="e2e/$(basename "$s" .sh)"
+    if [ "$san" -eq 1 ] && ! head -n 5 "$s" | grep -q '^# san: yes'; then
+        printf '  %-40s skip  (sanitizer build; not marked "# san: yes")\n' "$name"
+        skipped=$((skipped + 1))
+        continue
+    fi
+    run_suite "$name" "$logdir/e2e-$(basename "$s" .sh).log" "$E2E_TIMEOUT" \
+        env BUILD="$build" bash "$s"
+done
+[ "$found" -eq 1 ] || echo "  (none)"
+
+if [ "$failed" -gt 0 ]; then
+    echo "failed in $build: ${failures[*]}"
+fi
+[ "$skipped" -gt 0 ] && echo "($skipped skipped)"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

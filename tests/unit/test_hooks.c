@@ -1,0 +1,110 @@
+/* test_hooks.c - the tables generated from libcarve/hooks.def are consistent: every hook
+ * has an exported wrapper, names are unique, and every entry (hooked or only called)
+ * resolves in the simulated libcuda.so.1 / libnvidia-ml.so.1 to a function that is not
+ * our wrapper; the cuGetProcAddress and dlsym answers map real pointers to wrappers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <dlfcn.h>
+
+#include "libcarve.h"
+
+static const struct {
+    const char *name;
+    void **real;
+} all_reals[] = {
+#define CARVE_HOOK(lib, name) {#name, (void **)&carve__real.name},
+#define CARVE_REAL(lib, name) {#name, (void **)&carve__real.name},
+#include "hooks.def"
+};
+
+static void test_wrappers_and_names(void **state)
+{
+    (void)state;
+    assert_true(carve__nhooks > 0);
+    for (size_t i = 0; i < carve__nhooks; i++) {
+        assert_non_null(carve__hooks[i].wrapper);
+        assert_non_null(carve__hooks[i].real);
+        assert_ptr_equal(carve__hook_by_name(carve__hooks[i].name), &carve__hooks[i]);
+        for (size_t j = i + 1; j < carve__nhooks; j++)
+            assert_string_not_equal(carve__hooks[i].name, carve__hooks[j].name);
+    }
+    assert_null(carve__hook_by_name("cuNotAFunction"));
+    assert_null(carve__hook_by_name("malloc"));
+}
+
+static void test_every_entry_resolves(void **state)
+{
+    (void)state;
+    carve__init();
+    for (size_t i = 0; i < sizeof(all_reals) / sizeof(all_reals[0]); i++) {
+        if (!*all_reals[i].real)
+            fail_msg("%s does not resolve in the simulated driver/NVML", all_reals[i].name);
+        for (size_t j = i + 1; j < sizeof(all_reals) / sizeof(all_reals[0]); j++)
+            assert_string_not_equal(all_reals[i].name, all_reals[j].name);
+    }
+    for (size_t i = 0; i < carve__nhooks; i++)
+        assert_ptr_not_equal(*carve__hooks[i].real, carve__hooks[i].wrapper);
+}
+
+static void test_pointer_mapping(void **state)
+{
+    (void)state;
+    carve__init();
+    for (size_t i = 0; i < carve__nhooks; i++)
+        assert_ptr_equal(carve__wrap_pointer(*carve__hooks[i].real), carve__hooks[i].wrapper);
+    assert_ptr_equal(carve__wrap_pointer((void *)R.cuCtxGetDevice), (void *)R.cuCtxGetDevice);
+    assert_null(carve__wrap_pointer(NULL));
+}
+
+static void test_resolution_paths(void **state)
+{
+    (void)state;
+    carve__init();
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    /* dlsym answers a hooked name with the wrapper, an unhooked one with the real symbol */
+    assert_ptr_equal(dlsym(h, "cuMemAlloc_v2"), (void *)&cuMemAlloc_v2);
+    assert_ptr_equal(dlsym(h, "cuCtxGetDevice"), (void *)R.cuCtxGetDevice);
+    assert_null(dlsym(h, "cuNotAFunction"));
+    /* cuGetProcAddress_v2: base names, versioned answers, and itself */
+    void *p = NULL;
+    CUdriverProcAddressQueryResult qr;
+    assert_int_equal(cuGetProcAddress_v2("cuMemAlloc", &p, 12000, 0, &qr), CUDA_SUCCESS);
+    assert_ptr_equal(p, (void *)&cuMemAlloc_v2);
+    assert_int_equal(cuGetProcAddress_v2("cuGetProcAddress", &p, 12000, 0, &qr), CUDA_SUCCESS);
+    assert_ptr_equal(p, (void *)&cuGetProcAddress_v2);
+    assert_int_equal(cuGetProcAddress_v2("cuGetProcAddress", &p, 11030, 0, &qr), CUDA_SUCCESS);
+    assert_ptr_equal(p, (void *)&cuGetProcAddress);
+    assert_int_equal(cuGetProcAddress_v2("cuMemAllocAsync", &p, 12000,
+                                         CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &qr),
+                     CUDA_SUCCESS);
+    assert_ptr_equal(p, (void *)&cuMemAllocAsync_ptsz);
+}
+
+static void test_uuid_parse(void **state)
+{
+    (void)state;
+    unsigned char u[16];
+    assert_int_equal(carve__uuid_parse("GPU-00112233-4455-6677-8899-aabbccddeeff", u), 0);
+    assert_int_equal(u[0], 0x00);
+    assert_int_equal(u[4], 0x44);
+    assert_int_equal(u[15], 0xff);
+    assert_int_equal(carve__uuid_parse("MIG-00112233-4455-6677-8899-aabbccddeeff", u), -1);
+    assert_int_equal(carve__uuid_parse("GPU-0011", u), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wrappers_and_names),
+        cmocka_unit_test(test_every_entry_resolves),
+        cmocka_unit_test(test_pointer_mapping),
+        cmocka_unit_test(test_resolution_paths),
+        cmocka_unit_test(test_uuid_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
