@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 
 #include <cmocka.h>
 #include <pthread.h>
@@ -14,7 +15,8 @@
 static void test_grow_and_remove(void **state)
 {
     (void)state;
-    struct carve_allocmap m = {0};
+    struct carve_allocmap m;
+    memset(&m, 0, sizeof(m));
     for (uint64_t k = 1; k <= MANY; k++)
         assert_int_equal(carve_allocmap_insert(&m, k * 4096, k), 0);
     assert_int_equal(carve_allocmap_count(&m), MANY);
