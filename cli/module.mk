@@ -1,1 +1,9 @@
-# cli: build rules (filled in by the component)
+# cli: the carve command (build/bin/carve).
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(CLI_SRC:%.c=$(OBJ)/%.o)
+
+$(BIN)/carve: $(CLI_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -ldl
+
+ALL_TARGETS += $(BIN)/carve

@@ -115,6 +115,5 @@ void carve__overhead_reset(void);
 
 /* ---- view.c ---- */
 int carve__sdev_of_nvml(nvmlDevice_t dev);
-int carve__uuid_parse(const char *text, unsigned char out[16]);
 
 #endif

@@ -28,7 +28,6 @@ endif
 # libcuda; the others find the driver at run time.
 MEM_E2E_DIR  := $(TESTDIR)/e2e
 MEM_E2E_LIB  := $(OBJ)/tests/e2e/mem_common.o
-# mem_mkslice joins once it is adapted to common/slice.h (see its header)
 MEM_E2E_PROG := mem_direct mem_dlsym mem_gpa mem_stress mem_kill
 MEM_E2E_BIN  := $(MEM_E2E_PROG:%=$(MEM_E2E_DIR)/%)
 
@@ -42,9 +41,6 @@ $(MEM_E2E_DIR)/mem_kill: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
 $(MEM_E2E_DIR)/mem_stress: $(OBJ)/tests/e2e/mem_stress.o $(MEM_E2E_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
-$(MEM_E2E_DIR)/mem_mkslice: $(OBJ)/tests/e2e/mem_mkslice.o $(COMMON_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDFLAGS) -lpthread
 
 ALL_TARGETS += $(MEM_E2E_BIN)
 

@@ -2,6 +2,7 @@
  * tell a tenant about a capped device (total = the cap, used = the slice's usage), and the
  * process list trimmed to the slice's processes. Uncapped devices pass through. */
 #include "libcarve.h"
+#include "uuid.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,42 +49,14 @@ CARVE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     return r;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" -> 16 bytes; 0, or -1 when malformed. */
-int carve__uuid_parse(const char *text, unsigned char out[16])
-{
-    if (strncmp(text, "GPU-", 4) != 0)
-        return -1;
-    const char *s = text + 4;
-    for (int i = 0; i < 16; i++) {
-        if (*s == '-')
-            s++;
-        int hi = hexval(s[0]), lo = hi < 0 ? -1 : hexval(s[1]);
-        if (lo < 0)
-            return -1;
-        out[i] = (unsigned char)(hi << 4 | lo);
-        s += 2;
-    }
-    return *s == '\0' ? 0 : -1;
-}
-
 int carve__sdev_of_nvml(nvmlDevice_t dev)
 {
     char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     unsigned char uuid[16];
     if (!carve__active() || !R.nvmlDeviceGetUUID ||
         R.nvmlDeviceGetUUID(dev, text, sizeof(text)) != NVML_SUCCESS ||
-        carve__uuid_parse(text, uuid) != 0)
+        carve_uuid_parse(text, uuid) != 0)
         return -1;
     return carve__sdev_of_uuid(uuid);
 }

@@ -16,6 +16,7 @@
 
 #include "carve/cuda_abi.h"
 #include "simdev.h"
+#include "uuid.h"
 
 #define API __attribute__((visibility("default")))
 #define GRANULARITY (2ULL << 20)
@@ -193,7 +194,7 @@ static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
     if (!valid_dev(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     unsigned char b[16];
-    if (sim_uuid_bytes(sim_config()->uuid[visible[dev]], b) < 0)
+    if (carve_uuid_parse(sim_config()->uuid[visible[dev]], b) < 0)
         return CUDA_ERROR_UNKNOWN;
     memcpy(uuid->bytes, b, 16);
     return CUDA_SUCCESS;

@@ -16,6 +16,7 @@
 
 #include "size.h"
 #include "slice.h"
+#include "uuid.h"
 
 #define SIM_MAGIC 0x6361727665534d31ULL /* "carveSM1" */
 
@@ -70,7 +71,7 @@ static void read_uuids(void)
     char *save = NULL, *tok = strtok_r(buf, ",", &save);
     for (int i = 0; i < SIM_MAX_DEVICES; i++) {
         unsigned char b[16];
-        if (tok && sim_uuid_bytes(tok, b) == 0) {
+        if (tok && carve_uuid_parse(tok, b) == 0) {
             snprintf(config.uuid[i], sizeof(config.uuid[i]), "%s", tok);
         } else {
             snprintf(config.uuid[i], sizeof(config.uuid[i]),
@@ -346,24 +347,4 @@ unsigned sim_busy_percent(int dev, int32_t pid, uint64_t window_ns)
     }
     unsigned pct = (unsigned)(busy * 100 / window_ns);
     return pct > 100 ? 100 : pct;
-}
-
-int sim_uuid_bytes(const char *text, unsigned char out[16])
-{
-    if (strncmp(text, "GPU-", 4) != 0)
-        return -1;
-    const char *p = text + 4;
-    int n = 0;
-    while (*p && n < 16) {
-        if (*p == '-') {
-            p++;
-            continue;
-        }
-        unsigned v;
-        if (sscanf(p, "%2x", &v) != 1 || !p[1] || p[1] == '-')
-            return -1;
-        out[n++] = (unsigned char)v;
-        p += 2;
-    }
-    return n == 16 && *p == '\0' ? 0 : -1;
 }

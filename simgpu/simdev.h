@@ -74,7 +74,5 @@ uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns);
 unsigned sim_busy_percent(int dev, int32_t pid, uint64_t window_ns);
 /* Clears entries of processes that are gone. */
 void sim_reap(void);
-/* Parses "GPU-xxxxxxxx-..." into 16 bytes; 0 or -1. */
-int sim_uuid_bytes(const char *text, unsigned char out[16]);
 
 #endif

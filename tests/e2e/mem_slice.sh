@@ -3,9 +3,7 @@
 #
 #   BUILD=build bash tests/e2e/mem_slice.sh
 #
-# Runs the mem_* programs inside a 4 GiB slice: under `carve run --simulate` when
-# $BUILD/bin/carve exists, else in a slice made by mem_mkslice with the environment set by
-# hand. Checks the three resolution paths, concurrency, SIGKILL recovery, nvidia-smi's view,
+# Runs the mem_* programs inside a 4 GiB slice made by `carve run --simulate`. Checks the three resolution paths, concurrency, SIGKILL recovery, nvidia-smi's view,
 # per-device caps under a reordered CUDA_VISIBLE_DEVICES, and that the shm object is gone.
 # Each check prints a line; the last line is `N passed, N failed`.
 set -uo pipefail
@@ -25,7 +23,7 @@ check() { # check NAME RC
     if [ "$2" -eq 0 ]; then echo "ok - $1"; passed=$((passed + 1)); else echo "FAIL - $1"; failed=$((failed + 1)); fi
 }
 
-for f in "$LIB/libcarve.so" "$SIM/libcuda.so.1" "$SIM/libnvidia-ml.so.1" "$E2E/mem_direct"; do
+for f in "$CARVE" "$LIB/libcarve.so" "$SIM/libcuda.so.1" "$SIM/libnvidia-ml.so.1" "$E2E/mem_direct"; do
     if [ ! -e "$f" ]; then echo "FAIL - $f is missing: run make BUILD=$BUILD"; echo "0 passed, 1 failed"; exit 1; fi
 done
 
@@ -39,20 +37,9 @@ shm_list() { ls /dev/shm 2>/dev/null | grep '^carve\.' | sort; }
 in_slice() {
     local mem=$1
     shift
-    if [ -x "$CARVE" ]; then
-        "$CARVE" run --simulate --memory "$mem" -- "$@"
-        return
-    fi
-    local name rc
-    name=$(LD_LIBRARY_PATH="$SIM" CUDA_VISIBLE_DEVICES= "$E2E/mem_mkslice" create "$mem") || return 2
-    env CARVE_SLICE="$name" LD_PRELOAD="$PWD/$LIB/libcarve.so${LD_PRELOAD:+:$LD_PRELOAD}" \
-        LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PATH="$SIM/bin:$PATH" "$@"
-    rc=$?
-    "$E2E/mem_mkslice" remove "$name"
-    return $rc
+    "$CARVE" run --simulate --memory "$mem" -- "$@"
 }
 
-if [ -x "$CARVE" ]; then echo "# slices made by $CARVE run --simulate"; else echo "# slices made by mem_mkslice (no $CARVE yet)"; fi
 shm_before=$(shm_list)
 export MEM_CAP=$((4 * GIB))
 
@@ -61,8 +48,8 @@ for prog in mem_direct mem_dlsym mem_gpa; do
     rc=$?
     echo "$out" | sed 's/^/    /'
     check "$prog: every counted API, the slice's view, over-cap denials, usage back to start" "$rc"
-    oom=$(grep -c '^carve: slice ".*" out of memory on GPU 0: cap 4.00 GiB, in use .*, requested .*$' "$state_dir/err")
-    other=$(grep -vc '^carve: slice ".*" out of memory on GPU 0: cap 4.00 GiB' "$state_dir/err")
+    oom=$(grep -Ec '^carve: slice ".*" out of memory on GPU 0: cap 4 GiB, in use .*, requested .*$' "$state_dir/err")
+    other=$(grep -vc '^carve: slice ".*" out of memory on GPU 0: cap 4 GiB' "$state_dir/err")
     check "$prog: one OOM line per denial on stderr ($oom lines, $other others)" \
         "$([ "$oom" -ge 8 ] && [ "$other" -eq 0 ]; echo $?)"
 done

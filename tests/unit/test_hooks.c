@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 
 #include "libcarve.h"
+#include "uuid.h"
 
 static const struct {
     const char *name;
@@ -89,12 +90,12 @@ static void test_uuid_parse(void **state)
 {
     (void)state;
     unsigned char u[16];
-    assert_int_equal(carve__uuid_parse("GPU-00112233-4455-6677-8899-aabbccddeeff", u), 0);
+    assert_int_equal(carve_uuid_parse("GPU-00112233-4455-6677-8899-aabbccddeeff", u), 0);
     assert_int_equal(u[0], 0x00);
     assert_int_equal(u[4], 0x44);
     assert_int_equal(u[15], 0xff);
-    assert_int_equal(carve__uuid_parse("MIG-00112233-4455-6677-8899-aabbccddeeff", u), -1);
-    assert_int_equal(carve__uuid_parse("GPU-0011", u), -1);
+    assert_int_equal(carve_uuid_parse("MIG-00112233-4455-6677-8899-aabbccddeeff", u), -1);
+    assert_int_equal(carve_uuid_parse("GPU-0011", u), -1);
 }
 
 int main(void)

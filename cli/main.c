@@ -1,0 +1,74 @@
+/* main.c - the carve command: a table of subcommands, their one-line descriptions and usage. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int cmd_help(int argc, char **argv);
+
+static const struct subcommand {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *description;
+} subcommands[] = {
+    {"run", carve_cmd_run, "run a command in a GPU memory slice"},
+    {"help", cmd_help, "show help for carve or one of its subcommands"},
+};
+
+#define NSUB (sizeof(subcommands) / sizeof(subcommands[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: carve <command> [options]\n\n"
+               "carve slices one NVIDIA GPU among many workloads.\n\ncommands:\n");
+    for (size_t i = 0; i < NSUB; i++)
+        fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].description);
+    fprintf(f, "\n`carve help <command>` or `carve <command> --help` for a command's options.\n"
+               "`carve --version` prints the version.\n");
+}
+
+static const struct subcommand *find(const char *name)
+{
+    for (size_t i = 0; i < NSUB; i++)
+        if (strcmp(subcommands[i].name, name) == 0)
+            return &subcommands[i];
+    return NULL;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stdout);
+        return 0;
+    }
+    const struct subcommand *s = find(argv[1]);
+    if (!s || s->fn == cmd_help) {
+        fprintf(stderr, "carve help: no command `%s'\n", argv[1]);
+        return CARVE_EXIT_USAGE;
+    }
+    char *help_argv[] = {argv[1], "--help", NULL};
+    return s->fn(2, help_argv);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CARVE_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("carve %s\n", CARVE_VERSION);
+        return 0;
+    }
+    const struct subcommand *s = find(argv[1]);
+    if (!s) {
+        fprintf(stderr, "carve: unknown command `%s'\n\n", argv[1]);
+        usage(stderr);
+        return CARVE_EXIT_USAGE;
+    }
+    return s->fn(argc - 1, argv + 1);
+}
