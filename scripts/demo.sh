@@ -49,7 +49,7 @@ trap cleanup EXIT
 
 heading "two tenants, one GPU ($mode)"
 start_tenant() { # start_tenant NAME MEMORY
-    local cmd=("$CARVE" run "${sim[@]}" --memory "$2" --
+    local cmd=("$CARVE" run "${sim[@]}" --name "$1" --memory "$2" --
                "$MEMHOG" --label "$1" --step 256 --hold "$HOLD_S")
     echo "\$ ${cmd[*]} &"
     "${cmd[@]}" >"$logs/$1.log" 2>&1 &
