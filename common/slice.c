@@ -20,6 +20,7 @@
 #define ADMIT_RETRIES 64
 #define SLOT_FREE 0
 #define SLOT_REAPING (-1)
+#define REUSE_CHECK_NS 10000000ULL /* 10 ms */
 
 struct slice_dev {
     uint8_t uuid[16];
@@ -34,6 +35,7 @@ struct slice_slot {
     _Atomic int32_t pid; /* SLOT_FREE, SLOT_REAPING or the owner's pid */
     uint32_t pad;
     _Atomic uint64_t start_time;
+    _Atomic uint64_t reuse_checked_ns; /* when the pid-reuse check last ran */
     _Atomic uint64_t used[CARVE_SLICE_MAX_DEVICES];
     _Atomic uint64_t reserving[CARVE_SLICE_MAX_DEVICES];
 } __attribute__((aligned(64)));
@@ -171,16 +173,30 @@ uint64_t carve_proc_start_time(pid_t pid)
     return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-static bool slot_owner_dead(const struct slice_slot *sl, int32_t pid)
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool slot_owner_dead(struct slice_slot *sl, int32_t pid)
 {
     if (pid <= 0)
         return false;
     if (kill(pid, 0) < 0 && errno == ESRCH)
         return true;
+    /* A gone process is seen at once above. Reading /proc to catch a reused pid costs a few
+     * microseconds per slot, and a storm of refused admissions would pay it for every
+     * slot every time: a pid cannot be reused within the interval, so check once per it. */
+    uint64_t now = now_ns(), last = atomic_load(&sl->reuse_checked_ns);
+    if (now - last < REUSE_CHECK_NS)
+        return false;
+    atomic_store(&sl->reuse_checked_ns, now);
     uint64_t start = atomic_load(&sl->start_time);
-    uint64_t now = carve_proc_start_time(pid);
+    uint64_t current = carve_proc_start_time(pid);
     /* an unreadable /proc entry (hidepid, another namespace) proves nothing: keep it */
-    return start && now && start != now;
+    return start && current && start != current;
 }
 
 static void slot_clear(struct slice_slot *sl)
@@ -190,6 +206,7 @@ static void slot_clear(struct slice_slot *sl)
         atomic_store(&sl->reserving[d], 0);
     }
     atomic_store(&sl->start_time, 0);
+    atomic_store(&sl->reuse_checked_ns, 0);
 }
 
 /* Takes slot i from a dead owner; true when this caller cleared it. */
@@ -403,7 +420,7 @@ int carve_slice_find_uuid(const struct carve_slice *s, const uint8_t uuid[16])
 
 int carve_slice_pids(const struct carve_slice *s, unsigned int *out, int max)
 {
-    const struct slice_table *t = s->t;
+    struct slice_table *t = s->t;
     uint32_t hw = atomic_load(&t->slots_hw);
     int n = 0;
     for (uint32_t i = 0; i < hw && i < CARVE_SLICE_MAX_PROCS && n < max; i++) {
@@ -419,4 +436,11 @@ uint64_t carve_slice_slot_used(const struct carve_slice *s, int slot, int dev)
     if (!dev_ok(s->t, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
         return 0;
     return atomic_load(&s->t->slot[slot].used[dev]);
+}
+
+int carve_slice_slot_pid(const struct carve_slice *s, int slot)
+{
+    if (slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
+        return 0;
+    return atomic_load(&s->t->slot[slot].pid);
 }

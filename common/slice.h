@@ -68,6 +68,8 @@ int carve_slice_find_uuid(const struct carve_slice *s, const uint8_t uuid[16]);
 int carve_slice_reap(struct carve_slice *s);
 /* Pids of live member processes, at most max; returns the count. */
 int carve_slice_pids(const struct carve_slice *s, unsigned int *out, int max);
+/* Pid holding slot (0 free, -1 being cleared), for tests and listings. */
+int carve_slice_slot_pid(const struct carve_slice *s, int slot);
 /* Bytes slot counted on dev (tests and listings). */
 uint64_t carve_slice_slot_used(const struct carve_slice *s, int slot, int dev);
 

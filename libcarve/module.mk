@@ -38,7 +38,8 @@ $(MEM_E2E_DIR)/mem_dlsym $(MEM_E2E_DIR)/mem_gpa \
 $(MEM_E2E_DIR)/mem_kill: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
-$(MEM_E2E_DIR)/mem_stress: $(OBJ)/tests/e2e/mem_stress.o $(MEM_E2E_LIB) $(COMMON_LIB)
+$(MEM_E2E_DIR)/mem_stress: $(OBJ)/tests/e2e/mem_stress.o $(MEM_E2E_LIB) $(OBJ)/tests/snapshot.o \
+		$(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
 

@@ -179,8 +179,11 @@ static bool proc_dead(struct sim_proc *p, int32_t pid)
     return st && now && st != now;
 }
 
+/* Also forgets the start time: a claimed entry whose new owner has not stored its own yet
+ * must not look like a reused pid to a reaper in another process. */
 static void proc_clear(struct sim_proc *p)
 {
+    atomic_store(&p->start_time, 0);
     for (int d = 0; d < SIM_MAX_DEVICES; d++) {
         atomic_store(&p->used[d], 0);
         atomic_store(&p->contexts[d], 0);

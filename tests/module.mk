@@ -2,3 +2,5 @@
 -include tests/unit/module.mk
 -include tests/e2e/module.mk
 -include tests/fuzz/module.mk
+
+$(OBJ)/tests/%.o: CFLAGS += -Itests

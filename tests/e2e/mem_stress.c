@@ -4,6 +4,7 @@
  * lazily), half are fork+exec grandchildren-style fresh processes (LD_PRELOAD inherited).
  * Run with CARVE_SIM_CTX_MEMORY=0 so that contexts (charged, never refused) stay out. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,9 @@
 
 #include "mem_common.h"
 #include "slice.h"
+#include "snapshot.h"
 
+#define SNAPSHOTS 40
 #define PROCS 64
 #define THREADS 4
 #define ITERS 40
@@ -84,28 +87,31 @@ int main(int argc, char **argv)
             _exit(worker());
         }
     }
-    long samples = 0;
+    /* sums taken while every tenant is stopped: a running sum is no snapshot */
+    bool alive[PROCS];
+    for (int i = 0; i < PROCS; i++)
+        alive[i] = true;
+    struct tenants ts = {.pid = pids, .alive = alive, .n = PROCS};
     uint64_t peak = 0;
-    int running = PROCS, bad_exit = 0;
-    while (running > 0) {
-        uint64_t u = carve_slice_used(s, 0);
-        samples++;
-        if (u > peak)
-            peak = u;
-        int st;
-        pid_t done = waitpid(-1, &st, WNOHANG);
-        if (done > 0) {
-            running--;
-            bad_exit += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
-        } else {
-            usleep(200);
-        }
+    int snapshots;
+    for (snapshots = 0; snapshots < SNAPSHOTS && ts.done < PROCS; snapshots++) {
+        uint64_t u = snapshot_used(s, 0, &ts);
+        peak = u > peak ? u : peak;
+        usleep(5000);
     }
-    failed += mem_check(peak <= cap, "%ld samples of the slice's usage: peak %llu <= cap %llu",
-                        samples, (unsigned long long)peak, (unsigned long long)cap);
+    tenants_wait(&ts);
+    int bad_exit = ts.bad_exit;
+    failed += mem_check(peak <= cap, "%d snapshots of the stopped tenants: peak %llu <= cap %llu",
+                        snapshots, (unsigned long long)peak, (unsigned long long)cap);
+    failed += mem_check(peak > cap / 2, "the cap was contended: peak %llu > half the cap",
+                        (unsigned long long)peak);
     failed += mem_check(bad_exit == 0, "%d tenants x %d threads finished cleanly (%d did not)",
                         PROCS, THREADS, bad_exit);
     uint64_t left = carve_slice_used(s, 0);
+    for (int i = 0; left && i < CARVE_SLICE_MAX_PROCS; i++)
+        if (carve_slice_slot_used(s, i, 0))
+            printf("# slot %d (pid %d) still counts %llu\n", i, carve_slice_slot_pid(s, i),
+                   (unsigned long long)carve_slice_slot_used(s, i, 0));
     failed += mem_check(left == 0, "usage back to 0 after the tenants exited: %llu",
                         (unsigned long long)left);
     printf("mem_stress: %d failed\n", failed);

@@ -1,0 +1,276 @@
+/* test_slice.c - the slice table: admission against the cap, exact across 64 processes of 4
+ * threads each, recovery of a SIGKILLed process's usage, and pid-reuse safety. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "slice.h"
+#include "snapshot.h"
+
+#define MiB (1ULL << 20)
+#define GiB (1ULL << 30)
+#define PROCS 64
+#define THREADS 4
+#define ROUNDS 1000
+#define SNAPSHOTS 40
+
+static char name[64];
+
+static struct carve_slice *make_slice(uint64_t cap0, uint64_t cap1)
+{
+    static int seq;
+    snprintf(name, sizeof(name), "/carve.test.%d.%d", (int)getpid(), seq++);
+    struct carve_slice_spec spec = {.ndev = 2};
+    snprintf(spec.name, sizeof(spec.name), "unit");
+    spec.dev[0].cap = cap0;
+    spec.dev[0].uuid[0] = 0xa0;
+    spec.dev[1].cap = cap1;
+    spec.dev[1].uuid[0] = 0xa1;
+    spec.dev[1].index = 1;
+    struct carve_slice *s = NULL;
+    char err[256];
+    if (carve_slice_create(name, &spec, &s, err, sizeof(err)) != 0)
+        fail_msg("create: %s", err);
+    return s;
+}
+
+static void drop_slice(struct carve_slice *s)
+{
+    carve_slice_close(s);
+    assert_int_equal(carve_slice_unlink(name), 0);
+}
+
+static void test_basics(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0);
+    int slot = carve_slice_attach(s, getpid());
+    assert_true(slot >= 0);
+    assert_string_equal(carve_slice_name(s), "unit");
+    assert_int_equal(carve_slice_ndev(s), 2);
+    uint8_t uuid[16] = {0xa1};
+    assert_int_equal(carve_slice_find_uuid(s, uuid), 1);
+    uuid[0] = 0xee;
+    assert_int_equal(carve_slice_find_uuid(s, uuid), -1);
+
+    assert_int_equal(carve_slice_admit(s, slot, 0, 600 * MiB), 0);
+    assert_int_equal(carve_slice_admit(s, slot, 0, 424 * MiB), 0);
+    assert_int_equal(carve_slice_used(s, 0), GiB);
+    assert_int_equal(carve_slice_admit(s, slot, 0, 1), -ENOMEM); /* not a byte more */
+    assert_int_equal(carve_slice_denials(s, 0), 1);
+    carve_slice_release(s, slot, 0, 424 * MiB);
+    assert_int_equal(carve_slice_used(s, 0), 600 * MiB);
+    assert_int_equal(carve_slice_peak(s, 0), GiB);
+    carve_slice_release(s, slot, 0, GiB); /* more than held: clamps at zero */
+    assert_int_equal(carve_slice_used(s, 0), 0);
+
+    /* an uncapped device admits anything and still records it */
+    assert_int_equal(carve_slice_admit(s, slot, 1, 100 * GiB), 0);
+    assert_int_equal(carve_slice_used(s, 1), 100 * GiB);
+    assert_int_equal(carve_slice_cap(s, 1), 0);
+    /* forced charges pass the cap; the next admission is refused */
+    carve_slice_charge(s, slot, 0, GiB + MiB);
+    assert_int_equal(carve_slice_admit(s, slot, 0, 1), -ENOMEM);
+    assert_int_equal(carve_slice_admit(s, slot, 7, 1), -EINVAL);
+
+    unsigned pids[4];
+    assert_int_equal(carve_slice_pids(s, pids, 4), 1);
+    assert_int_equal(pids[0], (unsigned)getpid());
+    carve_slice_detach(s, slot);
+    assert_int_equal(carve_slice_used(s, 0), 0);
+    assert_int_equal(carve_slice_pids(s, pids, 4), 0);
+    drop_slice(s);
+}
+
+static void test_open_checks(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0), *t = NULL;
+    char err[256];
+    assert_int_equal(carve_slice_open(name, &t, err, sizeof(err)), 0);
+    int slot = carve_slice_attach(t, getpid());
+    assert_int_equal(carve_slice_admit(t, slot, 0, MiB), 0);
+    assert_int_equal(carve_slice_used(s, 0), MiB); /* one table, two mappings */
+    carve_slice_close(t);
+    drop_slice(s);
+
+    assert_int_not_equal(carve_slice_open("/carve.test.none", &t, err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "/carve.test.none"));
+
+    /* a shared-memory object that is not a slice is refused */
+    char other[64];
+    snprintf(other, sizeof(other), "/carve.test.other.%d", (int)getpid());
+    int fd = shm_open(other, O_CREAT | O_RDWR, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, 4096), 0);
+    close(fd);
+    assert_int_equal(carve_slice_open(other, &t, err, sizeof(err)), -EPROTO);
+    assert_non_null(strstr(err, "not a carve slice"));
+    shm_unlink(other);
+}
+
+struct hammer {
+    struct carve_slice *s;
+    int slot;
+    unsigned seed;
+};
+
+static void *hammer_thread(void *arg)
+{
+    struct hammer *h = arg;
+    uint64_t held[8] = {0};
+    for (int i = 0; i < ROUNDS; i++) {
+        int k = rand_r(&h->seed) % 8;
+        if (held[k]) {
+            carve_slice_release(h->s, h->slot, 0, held[k]);
+            held[k] = 0;
+        } else {
+            uint64_t b = 1 + (uint64_t)rand_r(&h->seed) % (64 * MiB);
+            if (carve_slice_admit(h->s, h->slot, 0, b) == 0)
+                held[k] = b;
+        }
+    }
+    for (int k = 0; k < 8; k++)
+        if (held[k])
+            carve_slice_release(h->s, h->slot, 0, held[k]);
+    return NULL;
+}
+
+static void hammer_child(int n)
+{
+    struct carve_slice *s;
+    if (carve_slice_open(name, &s, NULL, 0) != 0)
+        _exit(3);
+    int slot = carve_slice_attach(s, getpid());
+    if (slot < 0)
+        _exit(4);
+    pthread_t t[THREADS];
+    struct hammer h[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        h[i] = (struct hammer){s, slot, (unsigned)(n * 131 + i + 1)};
+        pthread_create(&t[i], NULL, hammer_thread, &h[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    /* this process's own books: everything it admitted it gave back */
+    _exit(carve_slice_slot_used(s, slot, 0) == 0 ? 0 : 5);
+}
+
+static void test_concurrent_admission(void **state)
+{
+    const uint64_t cap = 256 * MiB;
+    struct carve_slice *s = make_slice(cap, 0);
+    pid_t kids[PROCS];
+    for (int i = 0; i < PROCS; i++) {
+        kids[i] = fork();
+        assert_true(kids[i] >= 0);
+        if (kids[i] == 0)
+            hammer_child(i);
+    }
+    bool alive[PROCS];
+    for (int i = 0; i < PROCS; i++)
+        alive[i] = true;
+    struct tenants t = {.pid = kids, .alive = alive, .n = PROCS};
+    uint64_t max_seen = 0;
+    int snapshots;
+    for (snapshots = 0; snapshots < SNAPSHOTS && t.done < PROCS; snapshots++) {
+        uint64_t u = snapshot_used(s, 0, &t);
+        max_seen = u > max_seen ? u : max_seen;
+        usleep(2000);
+    }
+    tenants_wait(&t);
+    int bad_exit = t.bad_exit;
+    print_message("%d snapshots of the stopped tenants: max %llu of cap %llu; peak %llu, "
+                  "%llu denials\n", snapshots, (unsigned long long)max_seen,
+                  (unsigned long long)cap, (unsigned long long)carve_slice_peak(s, 0),
+                  (unsigned long long)carve_slice_denials(s, 0));
+    assert_int_equal(bad_exit, 0);
+    assert_true(max_seen <= cap);
+    assert_true(max_seen > cap / 2); /* the cap was actually contended */
+    assert_true(carve_slice_denials(s, 0) > 0);
+    assert_int_equal(carve_slice_used(s, 0), 0);
+    drop_slice(s);
+}
+
+static void test_sigkill_recovery(void **state)
+{
+    struct carve_slice *s = make_slice(4 * GiB, 0);
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    pid_t kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        struct carve_slice *c;
+        if (carve_slice_open(name, &c, NULL, 0) != 0)
+            _exit(3);
+        int slot = carve_slice_attach(c, getpid());
+        char ok = carve_slice_admit(c, slot, 0, 3 * GiB) == 0 ? 'y' : 'n';
+        (void)!write(pipefd[1], &ok, 1);
+        pause();
+        _exit(0);
+    }
+    char ok = 0;
+    assert_int_equal(read(pipefd[0], &ok, 1), 1);
+    assert_int_equal(ok, 'y');
+    assert_int_equal(carve_slice_used(s, 0), 3 * GiB);
+    int slot = carve_slice_attach(s, getpid());
+    /* the live child holds its 3 GiB: a second 3 GiB must wait */
+    assert_int_equal(carve_slice_admit(s, slot, 0, 3 * GiB), -ENOMEM);
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    /* the next decision that needs the memory reaps the dead slot first */
+    assert_int_equal(carve_slice_admit(s, slot, 0, 3 * GiB), 0);
+    assert_int_equal(carve_slice_used(s, 0), 3 * GiB);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    drop_slice(s);
+}
+
+static void test_reap_only_dead(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0);
+    int me = carve_slice_attach(s, getpid());
+    assert_int_equal(carve_slice_admit(s, me, 0, MiB), 0);
+    /* a live process with the right start time is never reaped */
+    assert_int_equal(carve_slice_reap(s), 0);
+    assert_int_equal(carve_slice_used(s, 0), MiB);
+
+    /* a slot claimed for a pid that no longer exists is */
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    int ghost = carve_slice_attach(s, gone);
+    assert_true(ghost >= 0);
+    assert_int_equal(carve_slice_admit(s, ghost, 0, 100 * MiB), 0);
+    assert_int_equal(carve_slice_reap(s), 1);
+    assert_int_equal(carve_slice_used(s, 0), MiB);
+    assert_true(carve_proc_start_time(getpid()) > 0);
+    carve_slice_detach(s, me);
+    drop_slice(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_basics),
+        cmocka_unit_test(test_open_checks),
+        cmocka_unit_test(test_concurrent_admission),
+        cmocka_unit_test(test_sigkill_recovery),
+        cmocka_unit_test(test_reap_only_dead),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
