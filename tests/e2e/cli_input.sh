@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# cli_input.sh - `carve run` refuses bad input with a clear message and exit status 2, passes
+# the command's own status through, and leaves no slice behind.
+#
+#   BUILD=build bash tests/e2e/cli_input.sh
+#
+# Each check prints a line; the last line is `N passed, N failed`.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+BUILD=${BUILD:-build}
+CARVE=$BUILD/bin/carve
+passed=0
+failed=0
+state_dir=$(mktemp -d)
+trap 'rm -rf "$state_dir"' EXIT
+export CARVE_SIM_STATE=$state_dir/sim-state CARVE_SIM_MEMORY=80GiB
+
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
+
+# expect STATUS FRAGMENT ARGS...: carve ARGS exits STATUS and prints FRAGMENT on stderr.
+expect() {
+    local want=$1 fragment=$2 err rc
+    shift 2
+    err=$("$CARVE" "$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" -eq "$want" ] && [[ "$err" == *"$fragment"* ]]; then
+        ok "carve $* -> $rc, says '$fragment'"
+    else
+        bad "carve $* -> $rc (want $want), stderr: $err"
+    fi
+}
+
+shm_before=$(ls /dev/shm | grep '^carve\.' | sort)
+
+expect 2 "unknown unit" run --simulate --memory 8XB -- true
+expect 2 "zero" run --simulate --memory 0 -- true
+expect 2 "negative" run --simulate --memory -1 -- true
+expect 2 "empty" run --simulate --memory "" -- true
+expect 2 "more than GPU 0 has (80 GiB)" run --simulate --memory 100TiB -- true
+expect 2 "names GPU 3, but this machine has 1 GPU" run --simulate --memory 3=1G -- true
+expect 2 "named twice" run --simulate --memory 0=1G,0=2G -- true
+expect 2 "no command given" run --simulate --memory 1G
+expect 2 "unknown option" run --simulate --bogus -- true
+expect 2 "unknown command" frobnicate
+expect 127 "cannot run" run --simulate --memory 1GiB -- /nonexistent/command
+expect 7 "" run --simulate --memory 1GiB -- sh -c 'exit 7'
+expect 143 "" run --simulate --memory 1GiB -- sh -c 'kill -TERM $$'
+expect 0 "" run --simulate --memory 512MiB -- true
+expect 0 "" --help
+expect 0 "" run --help
+expect 0 "" help run
+
+if CARVE_LIBDIR=/nonexistent "$CARVE" run --memory 1G -- true 2>"$state_dir/err"; then
+    bad "no driver and no --simulate is refused"
+elif grep -q 'no NVIDIA driver found' "$state_dir/err" || grep -q 'not found' "$state_dir/err"; then
+    ok "no driver and no --simulate: $(head -n1 "$state_dir/err")"
+else
+    bad "no driver and no --simulate: $(cat "$state_dir/err")"
+fi
+
+"$CARVE" run --help | grep -q ENVIRONMENT && ok "run --help has an ENVIRONMENT section" ||
+    bad "run --help lacks ENVIRONMENT"
+
+shm_after=$(ls /dev/shm | grep '^carve\.' | sort)
+if [ "$shm_before" = "$shm_after" ]; then
+    ok "no slice object left in /dev/shm"
+else
+    bad "slice objects left: $(comm -13 <(echo "$shm_before") <(echo "$shm_after"))"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
