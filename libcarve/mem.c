@@ -21,39 +21,39 @@ static CUresult settle(const struct carve_dev *d, uint64_t admitted, uint64_t ac
     return r;
 }
 
-CARVE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+/* Admits bytes, calls the driver (managed when flags >= 0), records what was counted. */
+static CUresult ptr_alloc_counted(CUdeviceptr *dptr, size_t bytes, int managed_flags)
 {
     struct carve_dev d;
-    if (!carve__dev_current(&d) || !dptr || bytesize == 0)
-        return R.cuMemAlloc_v2 ? R.cuMemAlloc_v2(dptr, bytesize) : CUDA_ERROR_NOT_INITIALIZED;
-    CUresult r = carve__admit(&d, bytesize);
+    bool managed = managed_flags >= 0;
+    if (managed ? !R.cuMemAllocManaged : !R.cuMemAlloc_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    bool count = carve__dev_current(&d) && dptr && bytes != 0;
+    CUresult r = count ? carve__admit(&d, bytes) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS)
         return r;
-    r = R.cuMemAlloc_v2(dptr, bytesize);
-    if (r != CUDA_SUCCESS) {
-        carve__release(d.sdev, bytesize);
+    r = managed ? R.cuMemAllocManaged(dptr, bytes, (unsigned int)managed_flags)
+                : R.cuMemAlloc_v2(dptr, bytes);
+    if (!count)
         return r;
-    }
-    carve__record(CARVE_KIND_PTR, *dptr, d.sdev, bytesize);
+    if (r != CUDA_SUCCESS)
+        carve__release(d.sdev, bytes);
+    else
+        carve__record(CARVE_KIND_PTR, *dptr, d.sdev, bytes);
     return r;
+}
+
+CARVE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    return ptr_alloc_counted(dptr, bytesize, -1);
 }
 
 CARVE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
-    struct carve_dev d;
-    if (!carve__dev_current(&d) || !dptr || bytesize == 0)
+    if (flags > INT32_MAX) /* no valid flag is that large: let the driver refuse it */
         return R.cuMemAllocManaged ? R.cuMemAllocManaged(dptr, bytesize, flags)
                                    : CUDA_ERROR_NOT_INITIALIZED;
-    CUresult r = carve__admit(&d, bytesize);
-    if (r != CUDA_SUCCESS)
-        return r;
-    r = R.cuMemAllocManaged(dptr, bytesize, flags);
-    if (r != CUDA_SUCCESS) {
-        carve__release(d.sdev, bytesize);
-        return r;
-    }
-    carve__record(CARVE_KIND_PTR, *dptr, d.sdev, bytesize);
-    return r;
+    return ptr_alloc_counted(dptr, bytesize, (int)flags);
 }
 
 CARVE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
@@ -224,51 +224,59 @@ static CUresult array_created(struct carve_dev *d, CUarray a, uint64_t estimate)
     return array_settle(d, CARVE_KIND_ARRAY, (uint64_t)(uintptr_t)a, estimate, rr, &req);
 }
 
-CARVE_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *desc)
+/* The driver call that creates an array, with its arguments: 2D and 3D share the rest. */
+struct array_call {
+    CUarray *handle;
+    const CUDA_ARRAY_DESCRIPTOR *desc2;
+    const CUDA_ARRAY3D_DESCRIPTOR *desc3;
+};
+
+static CUresult array_call_real(const struct array_call *c)
+{
+    return c->desc2 ? R.cuArrayCreate_v2(c->handle, c->desc2)
+                    : R.cuArray3DCreate_v2(c->handle, c->desc3);
+}
+
+/* Admits the estimate, creates, and settles to what the driver says the array takes. */
+static CUresult array_create_counted(const struct array_call *c, uint64_t est)
 {
     struct carve_dev d;
     bool counted;
-    carve__init();
-    if (!R.cuArrayCreate_v2)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!pHandle || !desc)
-        return R.cuArrayCreate_v2(pHandle, desc);
-    uint64_t est = array_estimate(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
     CUresult r = array_admit(&d, est, &counted);
     if (r != CUDA_SUCCESS)
         return r;
-    r = R.cuArrayCreate_v2(pHandle, desc);
+    r = array_call_real(c);
     if (!counted)
         return r;
     if (r != CUDA_SUCCESS) {
         carve__release(d.sdev, est);
         return r;
     }
-    return array_created(&d, *pHandle, est);
+    return array_created(&d, *c->handle, est);
+}
+
+CARVE_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *desc)
+{
+    carve__init();
+    if (!R.cuArrayCreate_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    struct array_call c = {pHandle, desc, NULL};
+    if (!pHandle || !desc)
+        return array_call_real(&c);
+    return array_create_counted(
+        &c, array_estimate(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels));
 }
 
 CARVE_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
 {
-    struct carve_dev d;
-    bool counted;
     carve__init();
     if (!R.cuArray3DCreate_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
+    struct array_call c = {pHandle, NULL, desc};
     if (!pHandle || !desc)
-        return R.cuArray3DCreate_v2(pHandle, desc);
-    uint64_t est = array_estimate(desc->Width, desc->Height, desc->Depth, desc->Format,
-                                  desc->NumChannels);
-    CUresult r = array_admit(&d, est, &counted);
-    if (r != CUDA_SUCCESS)
-        return r;
-    r = R.cuArray3DCreate_v2(pHandle, desc);
-    if (!counted)
-        return r;
-    if (r != CUDA_SUCCESS) {
-        carve__release(d.sdev, est);
-        return r;
-    }
-    return array_created(&d, *pHandle, est);
+        return array_call_real(&c);
+    return array_create_counted(&c, array_estimate(desc->Width, desc->Height, desc->Depth,
+                                                   desc->Format, desc->NumChannels));
 }
 
 CARVE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,

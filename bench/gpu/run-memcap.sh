@@ -21,20 +21,7 @@ CARVE="$BUILD/bin/carve"
 GPUDIR="$BUILD/gpu"
 LOGS="$GPUDIR/memcap-logs"
 
-if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "run-memcap: nvidia-smi -L finds no GPU; this check needs a real one" >&2
-    exit 2
-fi
-echo "== building carve"
-make -j"$(nproc)" BUILD="$BUILD" || { echo "run-memcap: make failed" >&2; exit 1; }
-rm -rf "$LOGS"
-mkdir -p "$LOGS" docs/results
-
-IFS=, read -r gpu driver < <(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0)
-gpu=$(echo "$gpu" | xargs)
-driver=$(echo "$driver" | xargs)
-slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | sed 's/[^a-z0-9][^a-z0-9]*/-/g; s/^-//; s/-$//')
-date=$(date +%Y-%m-%d)
+source bench/gpu/gpu-setup.sh run-memcap "$LOGS"
 report="docs/results/$date-memcap-$slug.md"
 
 echo "== building bench/gpu/memcap.cu"

@@ -20,22 +20,9 @@ STEPS=${STEPS:-100}
 CARVE="$BUILD/bin/carve"
 LOGS="$BUILD/gpu/overhead-logs"
 
-if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "run-overhead: nvidia-smi -L finds no GPU; this benchmark needs a real one" >&2
-    exit 2
-fi
-echo "== building carve"
-make -j"$(nproc)" BUILD="$BUILD" || { echo "run-overhead: make failed" >&2; exit 1; }
-rm -rf "$LOGS"
-mkdir -p "$LOGS" docs/results
-
-IFS=, read -r gpu driver < <(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0)
-gpu=$(echo "$gpu" | xargs)
-driver=$(echo "$driver" | xargs)
-slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | sed 's/[^a-z0-9][^a-z0-9]*/-/g; s/^-//; s/-$//')
+source bench/gpu/gpu-setup.sh run-overhead "$LOGS"
 total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0 | head -n1)
 memory="$(( ${total_mib%%[^0-9]*} / 1024 - 1 ))GiB"
-date=$(date +%Y-%m-%d)
 report="docs/results/$date-overhead-$slug.md"
 broken=0
 overhead_broken=0
