@@ -13,7 +13,7 @@ PACKAGES=(
     make
     pkg-config
     libcmocka-dev
-    libjansson-dev
+    libclang-rt-14-dev
     valgrind
     python3
     procps
