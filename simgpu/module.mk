@@ -25,3 +25,10 @@ $(SIM_SMI): $(OBJ)/simgpu/nvidia_smi.o $(SIM_NVML)
 		-Wl,-rpath,'$$ORIGIN/..'
 
 ALL_TARGETS += $(SIM_CUDA) $(SIM_NVML) $(SIM_SMI)
+
+# tests/e2e/sim_check: a driver-API program checking the simulated GPU itself.
+$(TESTDIR)/e2e/sim_check: $(OBJ)/tests/e2e/sim_check.o $(SIM_CUDA) $(SIM_NVML)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(OBJ)/tests/e2e/sim_check.o $(LDFLAGS) -L$(SIMDIR) -lcuda -lnvidia-ml \
+		-Wl,-rpath,'$$ORIGIN/../../lib/carve/sim'
+ALL_TARGETS += $(TESTDIR)/e2e/sim_check
