@@ -70,6 +70,23 @@ check "mem_kill: memory of a SIGKILLed tenant comes back" "$rc"
 out=$(in_slice 4GiB nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>&1)
 check "nvidia-smi inside a 4 GiB slice reports memory.total 4096 (got '$out')" "$([ "$out" = 4096 ]; echo $?)"
 
+# nvidia-smi inside a slice lists the slice's processes and no one else's: a tenant of
+# another slice holds memory meanwhile, and nvidia-smi outside sees both
+MEMHOG=$BUILD/bench/memhog
+in_slice 1GiB "$MEMHOG" --label outsider --max 256 --hold 4 >"$state_dir/outsider" 2>&1 &
+outsider=$!
+out=$(in_slice 2GiB sh -c '"$0" --label insider --max 256 --hold 4 >/dev/null 2>&1 & sleep 1.5
+      echo "insider $!"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader' "$MEMHOG")
+all=$(LD_LIBRARY_PATH="$SIM" "$SIM/bin/nvidia-smi" --query-compute-apps=pid --format=csv,noheader)
+wait "$outsider"
+insider=$(echo "$out" | sed -n 's/^insider //p')
+outsider_pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' "$state_dir/outsider" | head -n1)
+listed=$(echo "$out" | grep -v '^insider' | cut -d, -f1 | tr '\n' ' ')
+[ -n "$insider" ] && echo "$listed" | grep -qw "$insider" && ! echo "$listed" | grep -qw "${outsider_pid:-none}"
+check "nvidia-smi in a slice lists its tenant $insider and not $outsider_pid (listed: $listed)" $?
+echo "$all" | grep -qw "${outsider_pid:-none}" && echo "$all" | grep -qw "${insider:-none}"
+check "nvidia-smi outside lists both tenants ($(echo $all))" $?
+
 # per-device caps with a reordered CUDA_VISIBLE_DEVICES: CUDA ordinal 0 is physical GPU 1
 out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 MEM_CAP=$GIB in_slice 0=2GiB,1=1GiB \
       "$E2E/mem_direct" 2>&1)
