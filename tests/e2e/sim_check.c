@@ -255,6 +255,8 @@ static void check_graphs(CUstream s, CUfunction f)
     cuEventSynchronize(b);
     cuEventElapsedTime_v2(&ms, a, b);
     check(ms >= 29.5 && ms < 2000, "two replays of 3 x 5 ms: %.2f ms", ms);
+    cuEventDestroy_v2(a);
+    cuEventDestroy_v2(b);
     cuGraphExecDestroy(e);
     cuGraphDestroy(g);
 }
@@ -356,6 +358,10 @@ int main(void)
     check_proc_address();
     check_shared_timeline(f);
     check_sigkill();
+    cuModuleUnload(m);
+    cuStreamDestroy_v2(s);
+    cuDevicePrimaryCtxRelease_v2(0);
+    nvmlShutdown();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

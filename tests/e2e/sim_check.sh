@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# san: yes
 # sim_check.sh - the simulated GPU on its own: tests/e2e/sim_check.c under two
 # configurations (one 40 GiB GPU; two GPUs seen in reverse through CUDA_VISIBLE_DEVICES),
 # and its nvidia-smi.
