@@ -8,6 +8,9 @@ CSTD     = -std=c11 -D_GNU_SOURCE
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wno-unused-parameter
 OPT     ?= -O2 -g
+ifneq ($(findstring clang,$(CC)),)
+  OPT   += -gdwarf-4 # valgrind 3.19 (Debian 12) cannot read clang 14's default DWARF 5
+endif
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -fPIC -fvisibility=hidden -Iinclude -Icommon
 LDFLAGS +=
 ifeq ($(SAN),1)

@@ -3,8 +3,8 @@
 #
 #   bash scripts/test.sh
 #
-# Steps: gcc build, clang build, ASan+UBSan build, the suites of the gcc build and of the
-# sanitizer build (tests/run-all.sh), and `make fuzz-smoke` when that target exists. Each
+# Steps: gcc build, clang build, ASan+UBSan build, the suites of each build
+# (tests/run-all.sh), and `make fuzz-smoke` when that target exists. Each
 # build step counts as one suite; run-all's suites are added to the total. Logs of the build
 # steps go to build-logs/. Exits nonzero on any failure; the last line is `N passed, N failed`.
 set -uo pipefail
@@ -85,10 +85,12 @@ fi
 step build-gcc make -j"$JOBS"
 gcc_ok=$?
 step build-clang make -j"$JOBS" CC=clang BUILD=build-clang
+clang_ok=$?
 step build-san make -j"$JOBS" SAN=1 BUILD=build-san
 san_ok=$?
 
 if [ "$gcc_ok" -eq 0 ]; then suites build; else echo "== suites of build: skipped (build failed)"; fi
+if [ "$clang_ok" -eq 0 ]; then suites build-clang; else echo "== suites of build-clang: skipped (build failed)"; fi
 if [ "$san_ok" -eq 0 ]; then suites build-san; else echo "== suites of build-san: skipped (build failed)"; fi
 
 if make -n fuzz-smoke >/dev/null 2>&1; then
