@@ -21,6 +21,8 @@ CARVE_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
     if (!R.cuMemGetInfo_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
     size_t real_free = 0, real_total = 0;
+    /* pools the driver trimmed at a sync give their memory back before we report */
+    carve__pools_refresh();
     CUresult r = R.cuMemGetInfo_v2(&real_free, &real_total);
     if (r != CUDA_SUCCESS || !carve__dev_current(&d)) {
         if (free)
@@ -49,7 +51,7 @@ CARVE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     return r;
 }
 
-/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" -> 16 bytes; 0, or -1 when malformed. */
+/* The slice device of an NVML handle (matched by UUID), or -1. */
 int carve__sdev_of_nvml(nvmlDevice_t dev)
 {
     char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];

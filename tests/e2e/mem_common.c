@@ -129,7 +129,11 @@ static void walk_pools(struct walk *w, CUdevice dev)
                            u, w->base + 96 * MiB);
     expect_oom(w, a->cuMemAllocAsync(&q, w->cap, s), "cuMemAllocAsync");
     a->cuMemFreeAsync(p, s);
+    /* the default release threshold is 0: the driver trims the pool at the sync itself */
     a->cuStreamSynchronize(s);
+    expect_used(w, w->base, "after cuMemFreeAsync + a sync that trims the pool");
+    a->cuMemAllocAsync(&p, 96 * MiB, s);
+    a->cuMemFreeAsync(p, s);
     a->cuDeviceGetMemPool(&pool, dev);
     a->cuMemPoolTrimTo(pool, 0);
     expect_used(w, w->base, "after cuMemFreeAsync + cuMemPoolTrimTo");
