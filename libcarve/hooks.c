@@ -4,6 +4,7 @@
  * Real pointers are resolved with the real dlsym (dlvsym(RTLD_NEXT, "dlsym", ...)) on
  * RTLD_LOCAL handles of libcuda.so.1 and libnvidia-ml.so.1, never through our own dlsym. */
 #include "libcarve.h"
+#include "entries.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -91,6 +92,19 @@ void *carve__wrap_pointer(void *p)
     return p;
 }
 
+void *carve__gpa_answer(const char *symbol, int version, cuuint64_t flags, void *p)
+{
+    void *w = carve__wrap_pointer(p);
+    if (w != p || !p || !symbol)
+        return w;
+    /* a pointer that is none of the driver's exported symbols: answer by name instead, with
+     * the driver's own choice of version, so no entry point slips past the wrappers */
+    int i = carve_entry_find(symbol, version,
+                             (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, NULL);
+    const struct carve_hook *h = i >= 0 ? carve__hook_by_name(carve_entries[i].name) : NULL;
+    return h && *h->real ? h->wrapper : p;
+}
+
 /* dlsym(RTLD_NEXT, ...) means "after the caller's object": the real dlsym would take
  * libcarve as the caller, so walk the link map from the object that holds the caller. */
 static void *dlsym_next(const char *name, const void *caller)
@@ -130,7 +144,7 @@ CARVE_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaV
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = R.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn)
-        *pfn = carve__wrap_pointer(*pfn);
+        *pfn = carve__gpa_answer(symbol, cudaVersion, flags, *pfn);
     return r;
 }
 
@@ -143,6 +157,6 @@ CARVE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cu
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = R.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn)
-        *pfn = carve__wrap_pointer(*pfn);
+        *pfn = carve__gpa_answer(symbol, cudaVersion, flags, *pfn);
     return r;
 }

@@ -44,6 +44,9 @@ void *carve__real_dlsym(void *handle, const char *name);
 const struct carve_hook *carve__hook_by_name(const char *name);
 /* Our wrapper for a real pointer the driver handed out, or p itself. */
 void *carve__wrap_pointer(void *p);
+/* What cuGetProcAddress hands back for symbol when the driver answered p: our wrapper when
+ * p is a hooked entry point (matched by pointer, else by name and version), else p. */
+void *carve__gpa_answer(const char *symbol, int version, cuuint64_t flags, void *p);
 
 /* ---- state.c: the process's state and init ---- */
 enum { CARVE_ST_NONE, CARVE_ST_BUSY, CARVE_ST_READY };

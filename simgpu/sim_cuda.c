@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "carve/cuda_abi.h"
+#include "entries.h"
 #include "simdev.h"
 #include "uuid.h"
 
@@ -1675,17 +1676,10 @@ API CUresult cuEventDestroy_v2(CUevent e)
 
 /* ---------- cuGetProcAddress ---------- */
 
-/* One table: exported name, the base name callers ask for, the CUDA version that introduced
- * this ABI, and whether it is the per-thread-default-stream variant. */
-enum { PT = 1 };
-#define SIM_ENTRY(name, base, ver, flags) {#name, #base, ver, flags, (void *)&name},
-static const struct proc_entry {
-    const char *name, *base;
-    int version;
-    int flags;
-    void *fn;
-} proc_table[] = {
-#include "sim_entries.def"
+/* The functions of include/carve/driver_entries.def, in its order. */
+static void *const entry_fn[] = {
+#define CARVE_ENTRY(name, base, ver, flags) (void *)&name,
+#include "carve/driver_entries.def"
 };
 
 static CUresult proc_lookup(const char *symbol, void **pfn, int ver, cuuint64_t flags,
@@ -1693,32 +1687,18 @@ static CUresult proc_lookup(const char *symbol, void **pfn, int ver, cuuint64_t 
 {
     if (!symbol || !pfn)
         return CUDA_ERROR_INVALID_VALUE;
-    const struct proc_entry *best = NULL;
-    bool found_name = false;
-    bool want_pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-    for (size_t i = 0; i < sizeof(proc_table) / sizeof(proc_table[0]); i++) {
-        const struct proc_entry *e = &proc_table[i];
-        if (strcmp(e->base, symbol) != 0)
-            continue;
-        found_name = true;
-        if (e->version > ver)
-            continue;
-        bool pt = e->flags & PT;
-        if (pt && !want_pt)
-            continue;
-        /* prefer the newer ABI; at equal version the per-thread variant when asked */
-        if (!best || e->version > best->version ||
-            (e->version == best->version && pt && want_pt))
-            best = e;
-    }
-    if (!best) {
+    bool found_name;
+    int i = carve_entry_find(symbol, ver,
+                             (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0,
+                             &found_name);
+    if (i < 0) {
         *pfn = NULL;
         if (status)
             *status = found_name ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
                                  : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
         return CUDA_ERROR_NOT_FOUND;
     }
-    *pfn = best->fn;
+    *pfn = entry_fn[i];
     if (status)
         *status = CU_GET_PROC_ADDRESS_SUCCESS;
     return CUDA_SUCCESS;

@@ -98,6 +98,24 @@ static void test_uuid_parse(void **state)
     assert_int_equal(carve_uuid_parse("GPU-0011", u), -1);
 }
 
+/* A driver whose cuGetProcAddress hands out internal addresses still gets our wrappers. */
+static void test_answer_by_name(void **state)
+{
+    (void)state;
+    void *internal = (void *)0x1234;
+    assert_ptr_equal(carve__gpa_answer("cuMemAlloc", 12000, 0, internal),
+                     carve__hook_by_name("cuMemAlloc_v2")->wrapper);
+    assert_ptr_equal(carve__gpa_answer("cuLaunchKernel", 12000,
+                                       CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, internal),
+                     carve__hook_by_name("cuLaunchKernel_ptsz")->wrapper);
+    assert_ptr_equal(carve__gpa_answer("cuGetProcAddress", 11030, 0, internal),
+                     carve__hook_by_name("cuGetProcAddress")->wrapper);
+    assert_ptr_equal(carve__gpa_answer("cuCtxCreate", 12050, 0, internal),
+                     carve__hook_by_name("cuCtxCreate_v4")->wrapper);
+    assert_ptr_equal(carve__gpa_answer("cuDeviceGet", 12000, 0, internal), internal);
+    assert_ptr_equal(carve__gpa_answer("cuMemAllocAsync", 11000, 0, internal), internal);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -106,6 +124,7 @@ int main(void)
         cmocka_unit_test(test_pointer_mapping),
         cmocka_unit_test(test_resolution_paths),
         cmocka_unit_test(test_uuid_parse),
+        cmocka_unit_test(test_answer_by_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
