@@ -43,7 +43,8 @@ static const char run_help[] =
     "\n"
     "options:\n"
     "  -m, --memory SPEC   the cap: SIZE for every GPU, or IDX=SIZE[,IDX=SIZE...] per\n"
-    "                      physical GPU (nvidia-smi's index); GPUs not named are not capped\n"
+    "                      physical GPU (nvidia-smi's index); GPUs not named are not capped.\n"
+    "                      Without --memory, usage is recorded but nothing is capped.\n"
     "  -s, --simulate      run on carve's simulated GPU (no GPU or driver needed)\n"
     "  -n, --name NAME     the slice's name in messages (default: the command's name)\n"
     "  -q, --quiet         libcarve prints nothing, not even its out-of-memory line\n"
@@ -61,6 +62,10 @@ static const char run_help[] =
     "  LD_LIBRARY_PATH and PATH (the simulated libcuda, libnvidia-ml and nvidia-smi).\n"
     "  read: CARVE_LIBDIR (where libcarve.so and sim/ are; default ../lib/carve beside\n"
     "  the carve executable); CARVE_SIM_* configure the simulated GPU (docs/internals.md).\n"
+    "\n"
+    "FILES\n"
+    "  /dev/shm/carve.UID.PID.RAND: the slice table, removed when COMMAND ends (also when\n"
+    "  carve run is sent SIGINT, SIGTERM, SIGHUP or SIGQUIT: it passes them to COMMAND).\n"
     "\n"
     "example:\n"
     "  carve run --memory 8GiB -- python train.py\n";
@@ -83,7 +88,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+m:sn:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:m:sn:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': o->memory = optarg; break;
         case 's': o->simulate = true; break;
@@ -138,7 +143,10 @@ static int nvml_open(struct nvml *n, const char *path)
     n->by_index = (__typeof__(n->by_index))dlsym(n->handle, "nvmlDeviceGetHandleByIndex_v2");
     n->uuid = (__typeof__(n->uuid))dlsym(n->handle, "nvmlDeviceGetUUID");
     n->memory = (__typeof__(n->memory))dlsym(n->handle, "nvmlDeviceGetMemoryInfo");
-    return n->init && n->shutdown && n->count && n->by_index && n->uuid && n->memory ? 0 : -1;
+    if (n->init && n->shutdown && n->count && n->by_index && n->uuid && n->memory)
+        return 0;
+    dlclose(n->handle); /* dlerror() still says which symbol is missing */
+    return -1;
 }
 
 /* Lists the physical GPUs through NVML; returns how many, or -1 with a message printed. */
@@ -197,6 +205,21 @@ static int cap_error(const char *spec, unsigned idx, unsigned long long cap,
     return CARVE_EXIT_USAGE;
 }
 
+static bool has_index(const struct gpu *gpus, int ngpu, unsigned idx)
+{
+    for (int i = 0; i < ngpu; i++)
+        if (gpus[i].index == idx)
+            return true;
+    return false;
+}
+
+/* The last part of a command's path (without touching argv, which is exec'd later). */
+static const char *command_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
+
 /* Fills the slice spec from the memory spec and the GPUs; 0 or an exit status. */
 static int build_spec(const struct run_opts *o, const struct gpu *gpus, int ngpu,
                       struct carve_slice_spec *spec)
@@ -208,7 +231,7 @@ static int build_spec(const struct run_opts *o, const struct gpu *gpus, int ngpu
         return CARVE_EXIT_USAGE;
     }
     for (int i = 0; i < CARVE_SPEC_MAX_DEVICES; i++)
-        if (mem.per_index[i] && i >= ngpu) {
+        if (mem.per_index[i] && !has_index(gpus, ngpu, (unsigned)i)) {
             fprintf(stderr, "carve run: --memory %s names GPU %d, but this machine has %d "
                             "GPU%s (0-%d)\n", o->memory, i, ngpu, ngpu == 1 ? "" : "s",
                     ngpu - 1);
@@ -216,10 +239,10 @@ static int build_spec(const struct run_opts *o, const struct gpu *gpus, int ngpu
         }
     memset(spec, 0, sizeof(*spec));
     snprintf(spec->name, sizeof(spec->name), "%s",
-             o->name ? o->name : basename(o->command[0]));
+             o->name ? o->name : command_name(o->command[0]));
     spec->ndev = ngpu < CARVE_SLICE_MAX_DEVICES ? ngpu : CARVE_SLICE_MAX_DEVICES;
     for (int i = 0; i < spec->ndev; i++) {
-        uint64_t cap = mem.all ? mem.all : mem.per_index[i];
+        uint64_t cap = mem.all ? mem.all : mem.per_index[gpus[i].index];
         if (cap > gpus[i].total)
             return cap_error(o->memory, gpus[i].index, cap, gpus[i].total);
         if (carve_uuid_parse(gpus[i].uuid, spec->dev[i].uuid) < 0) {
@@ -280,9 +303,12 @@ static int setup_env(const struct run_opts *o, const char *libdir, const char *s
 
 static volatile sig_atomic_t child_pid;
 
-static void forward_signal(int sig)
+/* Passes a signal on to the command. A terminal's ^C, ^\ or hangup already reaches the
+ * command (it stays in the foreground process group): only signals sent to carve itself
+ * (kill, a job scheduler) are forwarded, so that the command does not get them twice. */
+static void forward_signal(int sig, siginfo_t *info, void *ctx)
 {
-    if (child_pid > 0)
+    if (child_pid > 0 && (!info || info->si_code != SI_KERNEL))
         kill((pid_t)child_pid, sig);
 }
 
@@ -294,22 +320,33 @@ static void exec_child(char **command)
     _exit(e == ENOENT ? CARVE_EXIT_NOTFOUND : CARVE_EXIT_NOEXEC);
 }
 
-/* Runs the command and returns the exit status carve run should have. */
+/* Runs the command and returns the exit status carve run should have. The handlers go in
+ * before the fork, so that no signal can end carve (and strand the slice) once it has a
+ * child; execvp resets them to their defaults in the command. */
 static int run_and_wait(char **command)
 {
     static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-    struct sigaction sa = {.sa_handler = forward_signal};
+    struct sigaction sa = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO};
+    sigset_t block, old;
     sigemptyset(&sa.sa_mask);
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
+        sigaction(forwarded[i], &sa, NULL);
+        sigaddset(&block, forwarded[i]);
+    }
+    /* held back until child_pid is known, then forwarded */
+    sigprocmask(SIG_BLOCK, &block, &old);
     pid_t pid = fork();
+    if (pid == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        exec_child(command);
+    }
+    child_pid = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
         fprintf(stderr, "carve run: fork: %s\n", strerror(errno));
         return CARVE_EXIT_NOEXEC;
     }
-    if (pid == 0)
-        exec_child(command);
-    child_pid = pid;
-    for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-        sigaction(forwarded[i], &sa, NULL);
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)

@@ -47,6 +47,9 @@ int carve_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
         return size_error(err, errlen, -EINVAL, s ? s : "", "empty");
     if (*s == '-')
         return size_error(err, errlen, -EINVAL, s, "negative");
+    for (const char *c = s; *c; c++)
+        if (isspace((unsigned char)*c))
+            return size_error(err, errlen, -EINVAL, s, "contains a space");
     const char *p = s;
     uint64_t whole = 0;
     int digits = 0;
@@ -118,23 +121,41 @@ static int spec_error(char *err, size_t errlen, const char *s, const char *why)
     return -EINVAL;
 }
 
+/* "IDX" of an IDX=SIZE entry: 0-15, decimal digits only. */
+static int parse_spec_index(const char *spec, const char *tok, unsigned long *idx, char *err,
+                            size_t errlen)
+{
+    char why[96];
+    char *end;
+    errno = 0;
+    *idx = isdigit((unsigned char)tok[0]) ? strtoul(tok, &end, 10) : 0;
+    if (!isdigit((unsigned char)tok[0]) || *end) {
+        snprintf(why, sizeof(why), "GPU index `%.16s' is not a number", tok);
+        return spec_error(err, errlen, spec, why);
+    }
+    if (errno || *idx >= CARVE_SPEC_MAX_DEVICES) {
+        snprintf(why, sizeof(why), "GPU index `%.16s' is out of range", tok);
+        return spec_error(err, errlen, spec, why);
+    }
+    return 0;
+}
+
 static int parse_spec_entry(const char *spec, char *tok, struct carve_memory_spec *out,
                             char *err, size_t errlen)
 {
     char *eq = strchr(tok, '=');
     *eq = '\0';
-    char *end;
-    if (!isdigit((unsigned char)tok[0]))
-        return spec_error(err, errlen, spec, "a GPU index is not a number");
-    errno = 0;
-    unsigned long idx = strtoul(tok, &end, 10);
-    if (*end || errno || idx >= CARVE_SPEC_MAX_DEVICES)
-        return spec_error(err, errlen, spec, "a GPU index is out of range");
-    if (out->per_index[idx])
-        return spec_error(err, errlen, spec, "a GPU index is named twice");
-    uint64_t bytes;
-    int r = carve_parse_size(eq + 1, &bytes, err, errlen);
+    unsigned long idx;
+    int r = parse_spec_index(spec, tok, &idx, err, errlen);
     if (r < 0)
+        return r;
+    if (out->per_index[idx]) {
+        char why[64];
+        snprintf(why, sizeof(why), "GPU index %lu is named twice", idx);
+        return spec_error(err, errlen, spec, why);
+    }
+    uint64_t bytes;
+    if ((r = carve_parse_size(eq + 1, &bytes, err, errlen)) < 0)
         return r;
     out->per_index[idx] = bytes;
     out->per_index_count++;

@@ -1,5 +1,6 @@
 /* slice.c - the slice table in shared memory and its lock-free admission. */
 #include "slice.h"
+#include "slice_layout.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,43 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SLICE_MAGIC 0x6361727665534c43ULL /* "carveSLC" */
-#define SLICE_VERSION 1
 #define ADMIT_RETRIES 64
-#define SLOT_FREE 0
-#define SLOT_REAPING (-1)
 #define REUSE_CHECK_NS 10000000ULL /* 10 ms */
-
-struct slice_dev {
-    uint8_t uuid[16];
-    int32_t index;
-    uint32_t pad;
-    uint64_t cap;
-    _Atomic uint64_t denials;
-    _Atomic uint64_t peak;
-};
-
-struct slice_slot {
-    _Atomic int32_t pid; /* SLOT_FREE, SLOT_REAPING or the owner's pid */
-    uint32_t pad;
-    _Atomic uint64_t start_time;
-    _Atomic uint64_t reuse_checked_ns; /* when the pid-reuse check last ran */
-    _Atomic uint64_t used[CARVE_SLICE_MAX_DEVICES];
-    _Atomic uint64_t reserving[CARVE_SLICE_MAX_DEVICES];
-} __attribute__((aligned(64)));
-
-struct slice_table {
-    uint64_t magic;
-    uint32_t version;
-    uint32_t size;
-    char name[CARVE_SLICE_NAME_MAX];
-    int32_t ndev;
-    int32_t owner_pid;
-    uint64_t created;
-    struct slice_dev dev[CARVE_SLICE_MAX_DEVICES];
-    _Atomic uint32_t slots_hw; /* slots [0, slots_hw) have ever been claimed */
-    struct slice_slot slot[CARVE_SLICE_MAX_PROCS] __attribute__((aligned(64)));
-};
 
 struct carve_slice {
     struct slice_table *t;
@@ -113,6 +79,29 @@ int carve_slice_create(const char *shm_name, const struct carve_slice_spec *spec
     return 0;
 }
 
+/* Checks the head of a mapped object: magic, version, size. 0 or -EPROTO with a message. */
+static int check_head(const char *shm_name, int fd, off_t size, char *err, size_t errlen)
+{
+    struct {
+        uint64_t magic;
+        uint32_t version, size;
+    } head;
+    if (size < (off_t)sizeof(head) || pread(fd, &head, sizeof(head), 0) != sizeof(head) ||
+        head.magic != SLICE_MAGIC)
+        return fail(err, errlen, -EPROTO, "%s is not a carve slice (%s)", shm_name);
+    if (head.version != SLICE_VERSION) {
+        if (err && errlen)
+            snprintf(err, errlen, "slice %s has table version %u; this carve reads version %u "
+                     "(carve and libcarve from different builds?)", shm_name, head.version,
+                     SLICE_VERSION);
+        return -EPROTO;
+    }
+    if (head.size != sizeof(struct slice_table) || size != (off_t)sizeof(struct slice_table))
+        return fail(err, errlen, -EPROTO, "slice %s has the wrong size for its version (%s)",
+                    shm_name);
+    return 0;
+}
+
 int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err, size_t errlen)
 {
     int fd = shm_open(shm_name, O_RDWR, 0);
@@ -120,22 +109,17 @@ int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err, 
         return fail(err, errlen, -errno, "cannot open slice %s: %s", shm_name);
     struct stat st;
     int r = fstat(fd, &st) < 0 ? -errno : 0;
-    if (r == 0 && (size_t)st.st_size != sizeof(struct slice_table))
-        r = -EPROTO;
-    if (r == 0)
-        r = map_table(fd, out);
-    close(fd);
-    if (r < 0)
-        return fail(err, errlen, r, "slice %s is not a carve slice of this version: %s",
-                    shm_name);
-    struct slice_table *t = (*out)->t;
-    if (t->magic != SLICE_MAGIC || t->version != SLICE_VERSION || t->size != sizeof(*t)) {
-        carve_slice_close(*out);
-        *out = NULL;
-        return fail(err, errlen, -EPROTO, "slice %s is not a carve slice of this version: %s",
-                    shm_name);
+    if (r < 0) {
+        fail(err, errlen, r, "cannot open slice %s: %s", shm_name);
+        goto out;
     }
-    return 0;
+    if ((r = check_head(shm_name, fd, st.st_size, err, errlen)) < 0)
+        goto out;
+    if ((r = map_table(fd, out)) < 0)
+        fail(err, errlen, r, "cannot map slice %s: %s", shm_name);
+out:
+    close(fd);
+    return r;
 }
 
 void carve_slice_close(struct carve_slice *s)
@@ -276,17 +260,23 @@ static bool dev_ok(const struct slice_table *t, int dev)
     return dev >= 0 && dev < t->ndev;
 }
 
-/* Sum over claimed slots of used (+ reserving when asked). */
-static uint64_t sum_slots(const struct slice_table *t, int dev, bool with_reserving)
+struct slot_sums {
+    uint64_t used, reserving;
+};
+
+/* Sums used and reserving over the slots ever claimed. Each slot's reserving is read before
+ * its used: an admission adds to used and only then clears reserving, so a reader that finds
+ * reserving already cleared is sure to find the bytes in used, and no in-flight commit slips
+ * between the two reads unseen. */
+static struct slot_sums sum_slots(const struct slice_table *t, int dev)
 {
     uint32_t hw = atomic_load(&t->slots_hw);
-    uint64_t sum = 0;
+    struct slot_sums s = {0, 0};
     for (uint32_t i = 0; i < hw && i < CARVE_SLICE_MAX_PROCS; i++) {
-        sum += atomic_load(&t->slot[i].used[dev]);
-        if (with_reserving)
-            sum += atomic_load(&t->slot[i].reserving[dev]);
+        s.reserving += atomic_load(&t->slot[i].reserving[dev]);
+        s.used += atomic_load(&t->slot[i].used[dev]);
     }
-    return sum;
+    return s;
 }
 
 static void note_peak(struct slice_dev *d, uint64_t used)
@@ -306,22 +296,24 @@ static void backoff(int attempt)
     sched_yield();
 }
 
-/* One admission round: 1 admitted, 0 denied (does not fit even alone), -1 contended. */
+/* One admission round: 1 admitted, 0 denied (does not fit even alone), -1 contended.
+ * A slot is shared by its process's threads, so reservations are added and taken back, never
+ * stored: two threads reserving at once are both visible in the sum. */
 static int admit_round(struct slice_table *t, struct slice_slot *sl, int dev, uint64_t bytes)
 {
     uint64_t cap = t->dev[dev].cap;
-    atomic_store(&sl->reserving[dev], bytes);
-    uint64_t total = sum_slots(t, dev, true); /* includes our own reservation */
-    if (total <= cap) {
+    atomic_fetch_add(&sl->reserving[dev], bytes);
+    struct slot_sums sum = sum_slots(t, dev); /* reserving includes our own request */
+    if (sum.used + sum.reserving <= cap) {
         /* used first, then reserving: at every instant our bytes are visible somewhere */
         atomic_fetch_add(&sl->used[dev], bytes);
-        atomic_store(&sl->reserving[dev], 0);
-        note_peak(&t->dev[dev], total);
+        atomic_fetch_sub(&sl->reserving[dev], bytes);
+        note_peak(&t->dev[dev], sum.used + bytes);
         return 1;
     }
-    atomic_store(&sl->reserving[dev], 0);
-    uint64_t committed = sum_slots(t, dev, false);
-    return committed > cap || bytes > cap - committed ? 0 : -1;
+    atomic_fetch_sub(&sl->reserving[dev], bytes);
+    /* only other admissions in flight stand in the way: worth another try */
+    return sum.used > cap || bytes > cap - sum.used ? 0 : -1;
 }
 
 int carve_slice_admit(struct carve_slice *s, int slot, int dev, uint64_t bytes)
@@ -332,6 +324,7 @@ int carve_slice_admit(struct carve_slice *s, int slot, int dev, uint64_t bytes)
     struct slice_slot *sl = &t->slot[slot];
     if (t->dev[dev].cap == 0) { /* not capped: record only */
         atomic_fetch_add(&sl->used[dev], bytes);
+        note_peak(&t->dev[dev], sum_slots(t, dev).used);
         return 0;
     }
     if (bytes > t->dev[dev].cap)
@@ -372,12 +365,12 @@ void carve_slice_charge(struct carve_slice *s, int slot, int dev, uint64_t bytes
     if (!dev_ok(t, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
         return;
     atomic_fetch_add(&t->slot[slot].used[dev], bytes);
-    note_peak(&t->dev[dev], sum_slots(t, dev, false));
+    note_peak(&t->dev[dev], sum_slots(t, dev).used);
 }
 
 uint64_t carve_slice_used(const struct carve_slice *s, int dev)
 {
-    return dev_ok(s->t, dev) ? sum_slots(s->t, dev, false) : 0;
+    return dev_ok(s->t, dev) ? sum_slots(s->t, dev).used : 0;
 }
 
 uint64_t carve_slice_cap(const struct carve_slice *s, int dev)

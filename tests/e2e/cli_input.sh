@@ -42,13 +42,20 @@ expect 2 "more than GPU 0 has (80 GiB)" run --simulate --memory 100TiB -- true
 expect 2 "names GPU 3, but this machine has 1 GPU" run --simulate --memory 3=1G -- true
 expect 2 "named twice" run --simulate --memory 0=1G,0=2G -- true
 expect 2 "no command given" run --simulate --memory 1G
+expect 2 "needs a value" run --simulate --memory
+expect 2 "contains a space" run --simulate --memory "8 G" -- true
+expect 2 "GPU index \`x' is not a number" run --simulate --memory x=1G -- true
+expect 2 "expected SIZE (every GPU) or IDX=SIZE" run --simulate --memory 0=1G, -- true
+expect 2 "no command \`bogus'" help bogus
 expect 2 "unknown option" run --simulate --bogus -- true
 expect 2 "unknown command" frobnicate
 expect 127 "cannot run" run --simulate --memory 1GiB -- /nonexistent/command
 expect 7 "" run --simulate --memory 1GiB -- sh -c 'exit 7'
 expect 143 "" run --simulate --memory 1GiB -- sh -c 'kill -TERM $$'
 expect 0 "" run --simulate --memory 512MiB -- true
+expect 0 "" run --simulate --memory 512MiB true
 expect 0 "" --help
+expect 0 "" --version
 expect 0 "" run --help
 expect 0 "" help run
 
@@ -62,6 +69,19 @@ fi
 
 "$CARVE" run --help | grep -q ENVIRONMENT && ok "run --help has an ENVIRONMENT section" ||
     bad "run --help lacks ENVIRONMENT"
+
+# a SIGTERM sent to carve reaches the command, and carve ends with its status
+"$CARVE" run --simulate --memory 1GiB -- sleep 30 &
+carve_pid=$!
+sleep 0.5
+kill -TERM "$carve_pid"
+wait "$carve_pid"
+rc=$?
+[ "$rc" -eq 143 ] && ok "SIGTERM to carve is forwarded: status $rc" ||
+    bad "SIGTERM to carve: status $rc, want 143"
+
+"$CARVE" --version | grep -Eq '^carve [0-9]+\.[0-9]+\.[0-9]+$' && ok "--version prints carve X.Y.Z" ||
+    bad "--version: $("$CARVE" --version)"
 
 shm_after=$(ls /dev/shm | grep '^carve\.' | sort)
 if [ "$shm_before" = "$shm_after" ]; then

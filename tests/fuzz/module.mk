@@ -4,7 +4,7 @@
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 20
 FUZZ_DIR     := $(BUILD)/fuzz
-FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Icommon \
+FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -Iinclude -Icommon \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
 $(FUZZ_DIR)/fuzz_size: tests/fuzz/fuzz_size.c common/size.c common/size.h

@@ -26,6 +26,9 @@ static void test_accepted(void **state)
         {"4096", 4096},        {"4096B", 4096},          {"2t", 2ULL << 40},
         {"1K", 1024},          {"3kb", 3000},            {"0.5M", 512 * 1024},
         {"16TiB", 16ULL << 40}, {"1.25G", 5 * GiB / 4},
+        {"2TB", 2000000000000ULL}, {"1.5KB", 1500}, {"7MIB", 7 * MiB},
+        {"18446744073709551615", UINT64_MAX}, {"16777215TiB", 16777215ULL << 40},
+        {"1.0", 1},            {"0.001K", 1},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint64_t v = 0;
@@ -46,8 +49,12 @@ static void test_rejected(void **state)
     } cases[] = {
         {"8XB", -EINVAL, "unknown unit"},  {"0", -EDOM, "zero"},
         {"0GiB", -EDOM, "zero"},           {"-1", -EINVAL, "negative"},
-        {"", -EINVAL, "empty"},            {" 8G", -EINVAL, "no number"},
-        {"8G ", -EINVAL, "unknown unit"},  {"1.5", -EINVAL, "a fraction of a byte"},
+        {"", -EINVAL, "empty"},            {" 8G", -EINVAL, "space"},
+        {"8G ", -EINVAL, "space"},         {"8 G", -EINVAL, "space"},
+        {"8\tG", -EINVAL, "space"},        {"8Gx", -EINVAL, "unknown unit"},
+        {"8GiBB", -EINVAL, "unknown unit"}, {"1e9", -EINVAL, "unknown unit"},
+        {"0x10", -EINVAL, "unknown unit"}, {"+8G", -EINVAL, "no number"},
+        {"18446744073709551615K", -ERANGE, "too large"},  {"1.5", -EINVAL, "a fraction of a byte"},
         {".5G", -EINVAL, "no number"},     {"1.G", -EINVAL, "no digits"},
         {"18446744073709551616", -ERANGE, "too large"},
         {"99999999T", -ERANGE, "too large"}, {"G", -EINVAL, "no number"},
@@ -108,6 +115,8 @@ static void test_memory_spec(void **state)
         {"a=1G", "not a number"},     {"8G,1=1G", "mixes"},       {"0=8XB", "unknown unit"},
         {"", "empty"},                {",0=1G", "empty entry"},   {"0=0", "zero"},
         {"-1=1G", "not a number"},
+        {"1 =1G", "not a number"},    {"99999999999999999999=1G", "out of range"},
+        {"=1G", "not a number"},      {"0=", "empty"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';

@@ -1,5 +1,6 @@
 /* test_slice.c - the slice table: admission against the cap, exact across 64 processes of 4
- * threads each, recovery of a SIGKILLed process's usage, and pid-reuse safety. */
+ * threads each, recovery of a SIGKILLed process's usage, pid-reuse safety, and refusal of
+ * tables that are not slices of this version. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@
 #include <cmocka.h>
 
 #include "slice.h"
+#include "slice_layout.h"
 #include "snapshot.h"
 
 #define MiB (1ULL << 20)
@@ -122,16 +124,48 @@ static void test_open_checks(void **state)
     shm_unlink(other);
 }
 
+/* Maps the table behind the API, to forge what a test needs (versions, start times). */
+static struct slice_table *raw_table(void)
+{
+    int fd = shm_open(name, O_RDWR, 0);
+    assert_true(fd >= 0);
+    void *p = mmap(NULL, sizeof(struct slice_table), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    assert_true(p != MAP_FAILED);
+    return p;
+}
+
+static void test_version_mismatch(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0), *t = NULL;
+    struct slice_table *raw = raw_table();
+    char err[256] = "";
+    raw->version = SLICE_VERSION + 1;
+    assert_int_equal(carve_slice_open(name, &t, err, sizeof(err)), -EPROTO);
+    assert_null(t);
+    assert_non_null(strstr(err, "table version"));
+    raw->version = SLICE_VERSION;
+    raw->size += 64; /* right version, wrong layout */
+    assert_int_equal(carve_slice_open(name, &t, err, sizeof(err)), -EPROTO);
+    assert_non_null(strstr(err, "wrong size"));
+    raw->size -= 64;
+    assert_int_equal(carve_slice_open(name, &t, err, sizeof(err)), 0);
+    carve_slice_close(t);
+    munmap(raw, sizeof(*raw));
+    drop_slice(s);
+}
+
 struct hammer {
     struct carve_slice *s;
     int slot;
     unsigned seed;
+    uint64_t held[8];
 };
 
 static void *hammer_thread(void *arg)
 {
     struct hammer *h = arg;
-    uint64_t held[8] = {0};
+    uint64_t *held = h->held;
     for (int i = 0; i < ROUNDS; i++) {
         int k = rand_r(&h->seed) % 8;
         if (held[k]) {
@@ -143,10 +177,7 @@ static void *hammer_thread(void *arg)
                 held[k] = b;
         }
     }
-    for (int k = 0; k < 8; k++)
-        if (held[k])
-            carve_slice_release(h->s, h->slot, 0, held[k]);
-    return NULL;
+    return NULL; /* what it still holds, the process checks against its slot, then gives */
 }
 
 static void hammer_child(int n)
@@ -160,13 +191,23 @@ static void hammer_child(int n)
     pthread_t t[THREADS];
     struct hammer h[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        h[i] = (struct hammer){s, slot, (unsigned)(n * 131 + i + 1)};
+        h[i] = (struct hammer){s, slot, (unsigned)(n * 131 + i + 1), {0}};
         pthread_create(&t[i], NULL, hammer_thread, &h[i]);
     }
-    for (int i = 0; i < THREADS; i++)
+    uint64_t held = 0;
+    for (int i = 0; i < THREADS; i++) {
         pthread_join(t[i], NULL);
-    /* this process's own books: everything it admitted it gave back */
-    _exit(carve_slice_slot_used(s, slot, 0) == 0 ? 0 : 5);
+        for (int k = 0; k < 8; k++)
+            held += h[i].held[k];
+    }
+    /* this process's own books: its slot counts exactly what its threads still hold... */
+    if (carve_slice_slot_used(s, slot, 0) != held)
+        _exit(5);
+    for (int i = 0; i < THREADS; i++)
+        for (int k = 0; k < 8; k++)
+            carve_slice_release(s, slot, 0, h[i].held[k]);
+    /* ...and nothing once they gave it back */
+    _exit(carve_slice_slot_used(s, slot, 0) == 0 ? 0 : 6);
 }
 
 static void test_concurrent_admission(void **state)
@@ -199,6 +240,9 @@ static void test_concurrent_admission(void **state)
                   (unsigned long long)carve_slice_denials(s, 0));
     assert_int_equal(bad_exit, 0);
     assert_true(max_seen <= cap);
+    /* every admission's view (committed + in flight, its own included) fitted the cap; a
+     * reservation lost between two threads of one process would show here */
+    assert_true(carve_slice_peak(s, 0) <= cap);
     assert_true(max_seen > cap / 2); /* the cap was actually contended */
     assert_true(carve_slice_denials(s, 0) > 0);
     assert_int_equal(carve_slice_used(s, 0), 0);
@@ -263,14 +307,64 @@ static void test_reap_only_dead(void **state)
     drop_slice(s);
 }
 
+static void test_pid_reuse(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0);
+    struct slice_table *raw = raw_table();
+    /* a slot for this (live) process, and one for its parent that wants memory */
+    int mine = carve_slice_attach(s, getpid());
+    int other = carve_slice_attach(s, getppid());
+    assert_true(mine >= 0 && other >= 0 && mine != other);
+    assert_int_equal(raw->slot[mine].start_time, carve_proc_start_time(getpid()));
+    assert_int_equal(carve_slice_admit(s, mine, 0, 900 * MiB), 0);
+    /* the owner is alive with its own start time: its bytes stand, the request is refused */
+    assert_int_equal(carve_slice_admit(s, other, 0, 200 * MiB), -ENOMEM);
+    assert_int_equal(carve_slice_used(s, 0), 900 * MiB);
+    assert_int_equal(carve_slice_slot_pid(s, mine), getpid());
+
+    /* the same pid with another start time is another process: the slot's owner is gone */
+    atomic_store(&raw->slot[mine].start_time, carve_proc_start_time(getpid()) + 1);
+    usleep(20000); /* past the interval between two reuse checks of one slot */
+    assert_int_equal(carve_slice_admit(s, other, 0, 200 * MiB), 0);
+    assert_int_equal(carve_slice_used(s, 0), 200 * MiB);
+    assert_int_equal(carve_slice_slot_pid(s, mine), 0);
+    assert_int_equal(carve_slice_slot_used(s, mine, 0), 0);
+    munmap(raw, sizeof(*raw));
+    drop_slice(s);
+}
+
+static void test_attach_full(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0);
+    for (int i = 0; i < CARVE_SLICE_MAX_PROCS; i++)
+        assert_int_equal(carve_slice_attach(s, getpid()), i);
+    assert_int_equal(carve_slice_attach(s, getpid()), -ENOSPC);
+    carve_slice_detach(s, 17);
+    assert_int_equal(carve_slice_attach(s, getpid()), 17); /* a freed slot is reused */
+    drop_slice(s);
+}
+
+/* A failed assertion leaves its test early: the slice object goes anyway. */
+static int unlink_slice(void **state)
+{
+    if (name[0])
+        shm_unlink(name);
+    return 0;
+}
+
+#define SLICE_TEST(f) cmocka_unit_test_teardown(f, unlink_slice)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_basics),
-        cmocka_unit_test(test_open_checks),
-        cmocka_unit_test(test_concurrent_admission),
-        cmocka_unit_test(test_sigkill_recovery),
-        cmocka_unit_test(test_reap_only_dead),
+        SLICE_TEST(test_basics),
+        SLICE_TEST(test_open_checks),
+        SLICE_TEST(test_version_mismatch),
+        SLICE_TEST(test_concurrent_admission),
+        SLICE_TEST(test_sigkill_recovery),
+        SLICE_TEST(test_reap_only_dead),
+        SLICE_TEST(test_pid_reuse),
+        SLICE_TEST(test_attach_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
