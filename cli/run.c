@@ -194,14 +194,19 @@ static int list_gpus(const struct run_opts *o, const char *libdir, struct gpu *g
     return got;
 }
 
-static int cap_error(const char *spec, unsigned idx, unsigned long long cap,
-                     unsigned long long total)
+/* "--memory 100GiB is more than GPU 0 has (80 GiB)"; a per-GPU spec names the entry. */
+static int cap_error(const struct carve_memory_spec *mem, const char *spec, unsigned idx,
+                     unsigned long long cap, unsigned long long total)
 {
     char c[32], t[32];
     carve_format_size(cap, c, sizeof(c));
     carve_format_size(total, t, sizeof(t));
-    fprintf(stderr, "carve run: --memory %s: %s is more than GPU %u has (%s)\n", spec, c, idx,
-            t);
+    if (mem->all)
+        fprintf(stderr, "carve run: --memory %s is more than GPU %u has (%s)\n", spec, idx,
+                t);
+    else
+        fprintf(stderr, "carve run: --memory %s: %u=%s is more than GPU %u has (%s)\n", spec,
+                idx, c, idx, t);
     return CARVE_EXIT_USAGE;
 }
 
@@ -244,7 +249,7 @@ static int build_spec(const struct run_opts *o, const struct gpu *gpus, int ngpu
     for (int i = 0; i < spec->ndev; i++) {
         uint64_t cap = mem.all ? mem.all : mem.per_index[gpus[i].index];
         if (cap > gpus[i].total)
-            return cap_error(o->memory, gpus[i].index, cap, gpus[i].total);
+            return cap_error(&mem, o->memory, gpus[i].index, cap, gpus[i].total);
         if (carve_uuid_parse(gpus[i].uuid, spec->dev[i].uuid) < 0) {
             fprintf(stderr, "carve run: GPU %u has a UUID carve cannot read: %s\n",
                     gpus[i].index, gpus[i].uuid);
