@@ -103,3 +103,4 @@ if [ "$status" -ne 0 ]; then
     exit 1
 fi
 echo "each tenant was held to its own slice while both shared the GPU"
+echo "(a slice also counts the tenant's CUDA context: see 'free at start' above)"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sets gpu, driver, slug, date for the sourcing script
 # gpu-setup.sh - sourced by the run-*.sh scripts: checks for a real GPU, builds carve, makes
 # the log folder, and sets gpu, driver, slug and date for the report's name.
 #   usage: source bench/gpu/gpu-setup.sh NAME LOGDIR   (BUILD set by the caller)

@@ -83,9 +83,11 @@ insider=$(echo "$out" | sed -n 's/^insider //p')
 outsider_pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' "$state_dir/outsider" | head -n1)
 listed=$(echo "$out" | grep -v '^insider' | cut -d, -f1 | tr '\n' ' ')
 [ -n "$insider" ] && echo "$listed" | grep -qw "$insider" && ! echo "$listed" | grep -qw "${outsider_pid:-none}"
-check "nvidia-smi in a slice lists its tenant $insider and not $outsider_pid (listed: $listed)" $?
+rc=$?
+check "nvidia-smi in a slice lists its tenant $insider and not $outsider_pid (listed: $listed)" $rc
 echo "$all" | grep -qw "${outsider_pid:-none}" && echo "$all" | grep -qw "${insider:-none}"
-check "nvidia-smi outside lists both tenants ($(echo $all))" $?
+rc=$?
+check "nvidia-smi outside lists both tenants ($(echo "$all" | tr '\n' ' '))" $rc
 
 # per-device caps with a reordered CUDA_VISIBLE_DEVICES: CUDA ordinal 0 is physical GPU 1
 out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 MEM_CAP=$GIB in_slice 0=2GiB,1=1GiB \
