@@ -10,7 +10,8 @@
 #include "simdev.h"
 
 #define API __attribute__((visibility("default")))
-#define UTIL_WINDOW_NS 1000000000ULL
+/* the sample period of a data-center GPU (H100: 1/6 s), not a whole second */
+#define UTIL_WINDOW_NS (1000000000ULL / 6)
 
 struct nvmlDevice_st {
     int index;

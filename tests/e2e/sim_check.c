@@ -303,8 +303,8 @@ static void check_shared_timeline(CUfunction f)
     check(wall >= 195, "two processes x 100 ms of kernels take %.0f ms (serialised)", wall);
     nvmlUtilization_t u = {0};
     nvmlDeviceGetUtilizationRates(nvml_dev(getenv("SIM_CHECK_REORDER") ? 1 : 0), &u);
-    /* 200 ms of kernels ended just now: at least that share of the last second */
-    check(u.gpu >= 19 && u.gpu <= 100, "NVML utilisation just after: %u%% >= 19%%", u.gpu);
+    /* the device was busy for the 200 ms that just ended: NVML samples the last 1/6 s */
+    check(u.gpu >= 30 && u.gpu <= 100, "NVML utilisation just after: %u%% >= 30%%", u.gpu);
 }
 
 static void check_sigkill(void)
