@@ -322,9 +322,8 @@ int carve_slice_admit(struct carve_slice *s, int slot, int dev, uint64_t bytes)
     if (!dev_ok(t, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
         return -EINVAL;
     struct slice_slot *sl = &t->slot[slot];
-    if (t->dev[dev].cap == 0) { /* not capped: record only */
+    if (t->dev[dev].cap == 0) { /* not capped: record only, one atomic (no sum, no peak) */
         atomic_fetch_add(&sl->used[dev], bytes);
-        note_peak(&t->dev[dev], sum_slots(t, dev).used);
         return 0;
     }
     if (bytes > t->dev[dev].cap)

@@ -57,6 +57,7 @@ void carve_slice_charge(struct carve_slice *s, int slot, int dev, uint64_t bytes
 
 uint64_t carve_slice_used(const struct carve_slice *s, int dev);
 uint64_t carve_slice_cap(const struct carve_slice *s, int dev);
+/* Highest usage an admission saw on a capped device (uncapped devices keep no peak). */
 uint64_t carve_slice_peak(const struct carve_slice *s, int dev);
 uint64_t carve_slice_denials(const struct carve_slice *s, int dev);
 int carve_slice_ndev(const struct carve_slice *s);
