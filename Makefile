@@ -34,10 +34,15 @@ include common/module.mk
 include libcarve/module.mk
 include simgpu/module.mk
 include cli/module.mk
+include carved/module.mk
 include tests/module.mk
 include bench/module.mk
 
 real-all: $(ALL_TARGETS)
+
+# product: carve without its unit tests, for machines that lack cmocka (the GPU runs)
+.PHONY: product
+product: $(filter-out $(TEST_TARGETS),$(ALL_TARGETS))
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -26,7 +26,22 @@
     X(cuModuleLoadData)                                                                       \
     X(cuModuleGetFunction)                                                                    \
     X(cuModuleUnload)                                                                         \
-    X(cuLaunchKernel)
+    X(cuLaunchKernel)                                                                         \
+    X(cuDeviceGetAttribute)                                                                   \
+    X(cuStreamCreate)                                                                         \
+    X(cuStreamDestroy_v2)                                                                     \
+    X(cuStreamSynchronize)                                                                    \
+    X(cuStreamBeginCapture_v2)                                                                \
+    X(cuStreamEndCapture)                                                                     \
+    X(cuGraphInstantiateWithFlags)                                                            \
+    X(cuGraphLaunch)                                                                          \
+    X(cuGraphExecDestroy)                                                                     \
+    X(cuGraphDestroy)                                                                         \
+    X(cuEventCreate)                                                                          \
+    X(cuEventRecord)                                                                          \
+    X(cuEventSynchronize)                                                                     \
+    X(cuEventElapsedTime)                                                                     \
+    X(cuEventDestroy_v2)
 
 struct bcu {
     void *handle;

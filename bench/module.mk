@@ -3,12 +3,16 @@
 BENCH_BIN  := $(BUILD)/bench
 BENCH_LOAD := $(OBJ)/bench/cuda_load.o
 
-ALL_TARGETS += $(BENCH_BIN)/overhead $(BENCH_BIN)/memhog
+ALL_TARGETS += $(BENCH_BIN)/overhead $(BENCH_BIN)/memhog $(BENCH_BIN)/compute_load
 
 $(BENCH_BIN)/overhead: $(OBJ)/bench/overhead.o $(BENCH_LOAD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ldl
 
 $(BENCH_BIN)/memhog: $(OBJ)/bench/memhog.o $(BENCH_LOAD)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ldl
+
+$(BENCH_BIN)/compute_load: $(OBJ)/bench/compute_load.o $(BENCH_LOAD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ldl

@@ -2,6 +2,10 @@
 #ifndef CARVE_CLI_H
 #define CARVE_CLI_H
 
+#include <stddef.h>
+
+#include <jansson.h>
+
 #define CARVE_VERSION "0.1.0"
 
 enum {
@@ -11,5 +15,13 @@ enum {
 };
 
 int carve_cmd_run(int argc, char **argv);
+int carve_cmd_slice(int argc, char **argv);
+int carve_cmd_ps(int argc, char **argv);
+
+/* carved's socket (CARVE_SOCKET or /run/carve/carved.sock); a connected fd or -1. */
+const char *carve_socket_path(void);
+int carve_daemon_connect(void);
+/* Sends req (taken) and returns carved's reply when it says ok; else NULL with its error. */
+json_t *carve_daemon_call(int fd, json_t *req, char *err, size_t errlen);
 
 #endif

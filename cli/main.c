@@ -11,7 +11,9 @@ static const struct subcommand {
     int (*fn)(int argc, char **argv);
     const char *description;
 } subcommands[] = {
-    {"run", carve_cmd_run, "run a command in a GPU memory slice"},
+    {"run", carve_cmd_run, "run a command in a GPU slice"},
+    {"slice", carve_cmd_slice, "make, list and delete carved's slices"},
+    {"ps", carve_cmd_ps, "slices, their processes and escapes, as carved sees them"},
     {"help", cmd_help, "show help for carve or one of its subcommands"},
 };
 

@@ -15,36 +15,49 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "carve/nvml_abi.h"
 #include "cli.h"
+#include "gpus.h"
 #include "size.h"
+#include "board.h"
 #include "slice.h"
 #include "uuid.h"
 
-struct gpu {
-    unsigned index;
-    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    unsigned long long total;
-};
-
 struct run_opts {
     const char *memory;
+    const char *compute_arg;
+    const char *priority_arg;
+    struct carve_compute compute;
     const char *name;
+    const char *slice; /* --slice: run in this slice of carved's */
     bool simulate;
     bool quiet;
     char **command;
 };
 
 static const char run_help[] =
-    "usage: carve run [--memory SPEC] [--simulate] [--name NAME] [--quiet] [--] COMMAND [ARGS...]\n"
+    "usage: carve run [--memory SPEC] [--compute SHARE] [--priority CLASS] [--simulate]\n"
+    "                 [--name NAME] [--quiet] [--] COMMAND [ARGS...]\n"
+    "       carve run --slice NAME [--simulate] [--quiet] [--] COMMAND [ARGS...]\n"
     "\n"
-    "Runs COMMAND in a GPU memory slice: COMMAND and every process it starts see a GPU\n"
-    "whose memory is the cap, and together cannot allocate more than the cap.\n"
+    "Runs COMMAND in a GPU slice: COMMAND and every process it starts see a GPU whose\n"
+    "memory is the cap, together cannot allocate more than the cap, and together use the\n"
+    "GPU's time within their compute share.\n"
     "\n"
     "options:\n"
     "  -m, --memory SPEC   the cap: SIZE for every GPU, or IDX=SIZE[,IDX=SIZE...] per\n"
     "                      physical GPU (nvidia-smi's index); GPUs not named are not capped.\n"
     "                      Without --memory, usage is recorded but nothing is capped.\n"
+    "  -c, --compute SHARE share of each GPU's time: `30%' holds the slice to at most 30%\n"
+    "                      (even on an idle GPU); `30%+' guarantees at least 30% and lets\n"
+    "                      it use idle time on top. Guarantees on one GPU add up to 100%\n"
+    "                      at most. Without --compute, launches are not paced.\n"
+    "  -p, --priority CLASS latency, batch or normal (default): while a latency slice\n"
+    "                      launches work, batch slices on its GPU keep a short queue and\n"
+    "                      a lower rate (CARVE_BATCH_YIELD, default 80%); see\n"
+    "                      docs/compute.md.\n"
+    "  -S, --slice NAME    run in slice NAME of carved (carve slice create); the slice's\n"
+    "                      settings apply, so --memory, --compute and --priority cannot\n"
+    "                      be given with it\n"
     "  -s, --simulate      run on carve's simulated GPU (no GPU or driver needed)\n"
     "  -n, --name NAME     the slice's name in messages (default: the command's name)\n"
     "  -q, --quiet         libcarve prints nothing, not even its out-of-memory line\n"
@@ -63,12 +76,23 @@ static const char run_help[] =
     "  read: CARVE_LIBDIR (where libcarve.so and sim/ are; default ../lib/carve beside\n"
     "  the carve executable); CARVE_SIM_* configure the simulated GPU (docs/internals.md).\n"
     "\n"
+    "CARVED\n"
+    "  When carved runs (something listens on CARVE_SOCKET, default\n"
+    "  /run/carve/carved.sock), carve run asks it for the slice, which ends with the\n"
+    "  command; carved's config decides whether users may make slices. Without carved,\n"
+    "  carve run makes the slice itself.\n"
+    "\n"
     "FILES\n"
     "  /dev/shm/carve.UID.PID.RAND: the slice table, removed when COMMAND ends (also when\n"
     "  carve run is sent SIGINT, SIGTERM, SIGHUP or SIGQUIT: it passes them to COMMAND).\n"
     "\n"
-    "example:\n"
-    "  carve run --memory 8GiB -- python train.py\n";
+    "  /dev/shm/carve-board-UUID: the slices with compute settings on one GPU, removed\n"
+    "  when the last of them ends.\n"
+    "\n"
+    "examples:\n"
+    "  carve run --memory 8GiB -- python train.py\n"
+    "  carve run --memory 20GiB --compute 30% -- python serve.py\n"
+    "  carve run --compute 50%+ --priority latency -- python serve.py\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -83,15 +107,33 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     static const struct option longopts[] = {
         {"memory", required_argument, NULL, 'm'}, {"simulate", no_argument, NULL, 's'},
         {"name", required_argument, NULL, 'n'},   {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"compute", required_argument, NULL, 'c'}, {"priority", required_argument, NULL, 'p'},
+        {"slice", required_argument, NULL, 'S'},  {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+:m:sn:qh", longopts, NULL)) != -1) {
+    char err[256];
+    while ((c = getopt_long(argc, argv, "+:m:c:p:sn:qhS:", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': o->memory = optarg; break;
+        case 'c':
+            if (strcmp(optarg, "--") == 0)
+                return usage_error("option `%s' needs a value", "--compute");
+            o->compute_arg = optarg;
+            if (carve_parse_compute(optarg, &o->compute, err, sizeof(err)) < 0)
+                return usage_error("--compute: %s", err);
+            break;
+        case 'p':
+            if (strcmp(optarg, "--") == 0)
+                return usage_error("option `%s' needs a value", "--priority");
+            o->priority_arg = optarg;
+            if (carve_parse_priority(optarg, &o->compute.priority, err, sizeof(err)) < 0)
+                return usage_error("--priority: %s", err);
+            break;
         case 's': o->simulate = true; break;
+        case 'S': o->slice = optarg; break;
         case 'n': o->name = optarg; break;
         case 'q': o->quiet = true; break;
         case 'h': fputs(run_help, stdout); return 0;
@@ -101,121 +143,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     }
     if (optind >= argc)
         return usage_error("no command given%s", "");
+    if (o->slice && (o->memory || o->compute_arg || o->priority_arg))
+        return usage_error("--slice %s has its own settings: drop --memory, --compute and "
+                           "--priority", o->slice);
     o->command = &argv[optind];
     return -1;
-}
-
-/* The lib/carve directory: CARVE_LIBDIR, or ../lib/carve beside the executable. */
-static int find_libdir(char *out, size_t len)
-{
-    const char *env = getenv("CARVE_LIBDIR");
-    if (env && *env) {
-        snprintf(out, len, "%s", env);
-        return 0;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = '\0';
-    snprintf(out, len, "%s/../lib/carve", dirname(exe));
-    return 0;
-}
-
-struct nvml {
-    void *handle;
-    __typeof__(&nvmlInit_v2) init;
-    __typeof__(&nvmlShutdown) shutdown;
-    __typeof__(&nvmlDeviceGetCount_v2) count;
-    __typeof__(&nvmlDeviceGetHandleByIndex_v2) by_index;
-    __typeof__(&nvmlDeviceGetUUID) uuid;
-    __typeof__(&nvmlDeviceGetMemoryInfo) memory;
-};
-
-static int nvml_open(struct nvml *n, const char *path)
-{
-    n->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!n->handle)
-        return -1;
-    n->init = (__typeof__(n->init))dlsym(n->handle, "nvmlInit_v2");
-    n->shutdown = (__typeof__(n->shutdown))dlsym(n->handle, "nvmlShutdown");
-    n->count = (__typeof__(n->count))dlsym(n->handle, "nvmlDeviceGetCount_v2");
-    n->by_index = (__typeof__(n->by_index))dlsym(n->handle, "nvmlDeviceGetHandleByIndex_v2");
-    n->uuid = (__typeof__(n->uuid))dlsym(n->handle, "nvmlDeviceGetUUID");
-    n->memory = (__typeof__(n->memory))dlsym(n->handle, "nvmlDeviceGetMemoryInfo");
-    if (n->init && n->shutdown && n->count && n->by_index && n->uuid && n->memory)
-        return 0;
-    dlclose(n->handle); /* dlerror() still says which symbol is missing */
-    return -1;
-}
-
-/* Lists the physical GPUs through NVML; returns how many, or -1 with a message printed. */
-static int list_gpus(const struct run_opts *o, const char *libdir, struct gpu *gpus, int max)
-{
-    char path[PATH_MAX + 64];
-    struct nvml n = {0};
-    if (o->simulate)
-        snprintf(path, sizeof(path), "%s/sim/libnvidia-ml.so.1", libdir);
-    else
-        snprintf(path, sizeof(path), "libnvidia-ml.so.1");
-    if (nvml_open(&n, path) < 0) {
-        const char *why = dlerror();
-        if (o->simulate)
-            fprintf(stderr, "carve run: the simulated GPU is missing (%s); build carve with "
-                            "make\n", why ? why : path);
-        else
-            fprintf(stderr, "carve run: no NVIDIA driver found (%s); to try carve without a "
-                            "GPU, use --simulate\n", why ? why : path);
-        return -1;
-    }
-    unsigned count = 0;
-    nvmlReturn_t r = n.init();
-    if (r == NVML_SUCCESS)
-        r = n.count(&count);
-    int got = 0;
-    for (unsigned i = 0; r == NVML_SUCCESS && i < count && got < max; i++) {
-        nvmlDevice_t d;
-        nvmlMemory_t m;
-        if (n.by_index(i, &d) != NVML_SUCCESS ||
-            n.uuid(d, gpus[got].uuid, sizeof(gpus[got].uuid)) != NVML_SUCCESS ||
-            n.memory(d, &m) != NVML_SUCCESS)
-            continue;
-        gpus[got].index = i;
-        gpus[got].total = m.total;
-        got++;
-    }
-    if (r == NVML_SUCCESS)
-        n.shutdown();
-    dlclose(n.handle);
-    if (r != NVML_SUCCESS) {
-        fprintf(stderr, "carve run: NVML could not list the GPUs (error %d)\n", r);
-        return -1;
-    }
-    return got;
-}
-
-/* "--memory 100GiB is more than GPU 0 has (80 GiB)"; a per-GPU spec names the entry. */
-static int cap_error(const struct carve_memory_spec *mem, const char *spec, unsigned idx,
-                     unsigned long long cap, unsigned long long total)
-{
-    char c[32], t[32];
-    carve_format_size(cap, c, sizeof(c));
-    carve_format_size(total, t, sizeof(t));
-    if (mem->all)
-        fprintf(stderr, "carve run: --memory %s is more than GPU %u has (%s)\n", spec, idx,
-                t);
-    else
-        fprintf(stderr, "carve run: --memory %s: %u=%s is more than GPU %u has (%s)\n", spec,
-                idx, c, idx, t);
-    return CARVE_EXIT_USAGE;
-}
-
-static bool has_index(const struct gpu *gpus, int ngpu, unsigned idx)
-{
-    for (int i = 0; i < ngpu; i++)
-        if (gpus[i].index == idx)
-            return true;
-    return false;
 }
 
 /* The last part of a command's path (without touching argv, which is exec'd later). */
@@ -223,42 +155,6 @@ static const char *command_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash && slash[1] ? slash + 1 : path;
-}
-
-/* Fills the slice spec from the memory spec and the GPUs; 0 or an exit status. */
-static int build_spec(const struct run_opts *o, const struct gpu *gpus, int ngpu,
-                      struct carve_slice_spec *spec)
-{
-    struct carve_memory_spec mem = {0};
-    char err[256];
-    if (o->memory && carve_parse_memory_spec(o->memory, &mem, err, sizeof(err)) < 0) {
-        fprintf(stderr, "carve run: --memory: %s\n", err);
-        return CARVE_EXIT_USAGE;
-    }
-    for (int i = 0; i < CARVE_SPEC_MAX_DEVICES; i++)
-        if (mem.per_index[i] && !has_index(gpus, ngpu, (unsigned)i)) {
-            fprintf(stderr, "carve run: --memory %s names GPU %d, but this machine has %d "
-                            "GPU%s (0-%d)\n", o->memory, i, ngpu, ngpu == 1 ? "" : "s",
-                    ngpu - 1);
-            return CARVE_EXIT_USAGE;
-        }
-    memset(spec, 0, sizeof(*spec));
-    snprintf(spec->name, sizeof(spec->name), "%s",
-             o->name ? o->name : command_name(o->command[0]));
-    spec->ndev = ngpu < CARVE_SLICE_MAX_DEVICES ? ngpu : CARVE_SLICE_MAX_DEVICES;
-    for (int i = 0; i < spec->ndev; i++) {
-        uint64_t cap = mem.all ? mem.all : mem.per_index[gpus[i].index];
-        if (cap > gpus[i].total)
-            return cap_error(&mem, o->memory, gpus[i].index, cap, gpus[i].total);
-        if (carve_uuid_parse(gpus[i].uuid, spec->dev[i].uuid) < 0) {
-            fprintf(stderr, "carve run: GPU %u has a UUID carve cannot read: %s\n",
-                    gpus[i].index, gpus[i].uuid);
-            return CARVE_EXIT_USAGE;
-        }
-        spec->dev[i].index = (int)gpus[i].index;
-        spec->dev[i].cap = cap;
-    }
-    return 0;
 }
 
 /* Prepends value to the ':'-list in variable name. */
@@ -361,6 +257,32 @@ static int run_and_wait(char **command)
     return WEXITSTATUS(status);
 }
 
+static void leave_boards(const struct carve_slice_spec *spec, struct carve_board **boards)
+{
+    for (int i = 0; i < spec->ndev; i++)
+        if (boards[i])
+            carve_board_leave(boards[i], spec->dev[i].board_entry);
+}
+
+/* Puts the slice on the board of each GPU when it has compute settings; 0 or exit status. */
+static int join_boards(struct carve_slice_spec *spec, struct carve_board **boards)
+{
+    for (int i = 0; i < spec->ndev; i++) {
+        const struct carve_compute *c = &spec->dev[i].compute;
+        if (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL)
+            continue;
+        char err[512];
+        int r = carve_board_join(spec->dev[i].uuid, c, spec->name, getpid(), &boards[i],
+                                 &spec->dev[i].board_entry, err, sizeof(err));
+        if (r < 0) {
+            fprintf(stderr, "carve run: GPU %d: %s\n", spec->dev[i].index, err);
+            leave_boards(spec, boards);
+            return CARVE_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
 static void make_shm_name(char *buf, size_t len)
 {
     unsigned int rnd = 0;
@@ -369,35 +291,90 @@ static void make_shm_name(char *buf, size_t len)
     snprintf(buf, len, "/carve.%u.%d.%08x", (unsigned)getuid(), (int)getpid(), rnd);
 }
 
+/* With carved: the slice is carved's (--slice NAME, or one made for this command that ends
+ * with it); carve run only sets up the environment and waits. */
+static int run_through_carved(const struct run_opts *o, const char *libdir, int fd)
+{
+    char err[1024], name[CARVE_SLICE_NAME_MAX];
+    if (fd < 0) {
+        fprintf(stderr, "carve run: --slice %s needs carved, and it is not running (no one "
+                        "listens on %s)\n", o->slice, carve_socket_path());
+        return CARVE_EXIT_USAGE;
+    }
+    json_t *req;
+    if (o->slice) {
+        req = json_pack("{s:s,s:s}", "op", "join", "name", o->slice);
+    } else {
+        snprintf(name, sizeof(name), "%.40s-%d", o->name ? o->name : command_name(o->command[0]),
+                 (int)getpid());
+        for (char *c = name; *c; c++)
+            if (!strchr(CARVE_SLICE_NAME_CHARS, *c))
+                *c = '_';
+        req = json_pack("{s:s,s:s,s:b,s:s?,s:s?,s:s?}", "op", "create", "name", name, "run", 1,
+                        "memory", o->memory, "compute", o->compute_arg, "priority",
+                        o->priority_arg);
+    }
+    json_t *r = carve_daemon_call(fd, req, err, sizeof(err));
+    close(fd); /* not held while the command runs: carved serves many */
+    if (!r) {
+        fprintf(stderr, "carve run: carved: %s\n", err);
+        return CARVE_EXIT_USAGE;
+    }
+    char shm[128];
+    snprintf(shm, sizeof(shm), "%s", json_string_value(json_object_get(r, "shm")) ?: "");
+    json_decref(r);
+    int ret = setup_env(o, libdir, shm) < 0 ? CARVE_EXIT_USAGE : run_and_wait(o->command);
+    if (!o->slice && (fd = carve_daemon_connect()) >= 0) {
+        r = carve_daemon_call(fd, json_pack("{s:s,s:s}", "op", "delete", "name", name), err,
+                              sizeof(err));
+        json_decref(r);
+        close(fd);
+    } /* else carved ends the slice when it sees this carve run gone */
+    return ret;
+}
+
 int carve_cmd_run(int argc, char **argv)
 {
     struct run_opts o = {0};
     int ret = parse_opts(argc, argv, &o);
     if (ret >= 0)
         return ret;
-    char libdir[PATH_MAX];
-    if (find_libdir(libdir, sizeof(libdir)) < 0) {
+    char libdir[PATH_MAX], nvml[PATH_MAX + 64], err[512];
+    if (carve_find_libdir(libdir, sizeof(libdir)) < 0) {
         fprintf(stderr, "carve run: cannot find carve's libraries; set CARVE_LIBDIR\n");
         return CARVE_EXIT_USAGE;
     }
-    struct gpu gpus[CARVE_SLICE_MAX_DEVICES];
-    int ngpu = list_gpus(&o, libdir, gpus, CARVE_SLICE_MAX_DEVICES);
-    if (ngpu < 0)
+    int dfd = carve_daemon_connect();
+    if (dfd >= 0 || o.slice)
+        return run_through_carved(&o, libdir, dfd);
+    struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
+    carve_nvml_path(o.simulate, libdir, nvml, sizeof(nvml));
+    int ngpu = carve_gpus_list(nvml, o.simulate, gpus, CARVE_SLICE_MAX_DEVICES, err, sizeof(err));
+    if (ngpu < 0) {
+        fprintf(stderr, "carve run: %s\n", err);
         return CARVE_EXIT_USAGE;
+    }
     if (ngpu == 0) {
         fprintf(stderr, "carve run: NVML lists no GPU on this machine%s\n",
                 o.simulate ? " (CARVE_SIM_DEVICES=0?)" : "; to try carve, use --simulate");
         return CARVE_EXIT_USAGE;
     }
     struct carve_slice_spec spec;
-    if ((ret = build_spec(&o, gpus, ngpu, &spec)) != 0)
-        return ret;
+    if (carve_spec_build(&spec, o.name ? o.name : command_name(o.command[0]), o.memory,
+                         &o.compute, gpus, ngpu, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve run: %s\n", err);
+        return CARVE_EXIT_USAGE;
+    }
 
-    char shm_name[96], err[256];
+    char shm_name[96];
     struct carve_slice *slice = NULL;
+    struct carve_board *boards[CARVE_SLICE_MAX_DEVICES] = {0};
+    if ((ret = join_boards(&spec, boards)) != 0)
+        return ret;
     make_shm_name(shm_name, sizeof(shm_name));
     if (carve_slice_create(shm_name, &spec, &slice, err, sizeof(err)) < 0) {
         fprintf(stderr, "carve run: %s\n", err);
+        leave_boards(&spec, boards);
         return CARVE_EXIT_USAGE;
     }
     ret = CARVE_EXIT_USAGE;
@@ -407,5 +384,6 @@ int carve_cmd_run(int argc, char **argv)
 out:
     carve_slice_close(slice);
     carve_slice_unlink(shm_name);
+    leave_boards(&spec, boards);
     return ret;
 }

@@ -21,6 +21,9 @@
 
 struct carve_slice {
     struct slice_table *t;
+    const struct slice_terms *k; /* mapped read-only */
+    uid_t terms_uid;             /* who owns the terms object, and its mode: the trust */
+    mode_t terms_mode;           /* check of libcarve (carve_slice_terms_owner) */
 };
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, const char *arg)
@@ -30,19 +33,49 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, const char 
     return code;
 }
 
-static int map_table(int fd, struct carve_slice **out)
+static int terms_name(const char *shm_name, char *out, size_t len)
 {
-    void *p = mmap(NULL, sizeof(struct slice_table), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
+    int n = snprintf(out, len, "%s%s", shm_name, SLICE_TERMS_SUFFIX);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Creates one object of the slice (O_EXCL) with size bytes, mapped read-write. */
+static int create_object(const char *name, mode_t mode, size_t size, void **out)
+{
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, mode);
+    if (fd < 0)
         return -errno;
-    struct carve_slice *s = calloc(1, sizeof(*s));
-    if (!s) {
-        munmap(p, sizeof(struct slice_table));
-        return -ENOMEM;
+    int r = 0;
+    /* shm_open's mode passes through the umask; the slice's modes are deliberate */
+    if (fchmod(fd, mode) < 0 || ftruncate(fd, (off_t)size) < 0)
+        r = -errno;
+    void *p = r ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (!r && p == MAP_FAILED)
+        r = -errno;
+    close(fd);
+    if (r) {
+        shm_unlink(name);
+        return r;
     }
-    s->t = p;
-    *out = s;
+    *out = p;
     return 0;
+}
+
+static void fill_terms(struct slice_terms *k, const struct carve_slice_spec *spec)
+{
+    k->version = SLICE_VERSION;
+    k->size = sizeof(*k);
+    snprintf(k->name, sizeof(k->name), "%s", spec->name);
+    k->ndev = spec->ndev;
+    k->owner_pid = getpid();
+    k->created = (uint64_t)time(NULL);
+    for (int i = 0; i < spec->ndev; i++) {
+        memcpy(k->dev[i].uuid, spec->dev[i].uuid, 16);
+        k->dev[i].index = spec->dev[i].index;
+        k->dev[i].cap = spec->dev[i].cap;
+        k->dev[i].compute = spec->dev[i].compute;
+        k->dev[i].board_entry = spec->dev[i].board_entry;
+    }
 }
 
 int carve_slice_create(const char *shm_name, const struct carve_slice_spec *spec,
@@ -50,37 +83,45 @@ int carve_slice_create(const char *shm_name, const struct carve_slice_spec *spec
 {
     if (spec->ndev < 0 || spec->ndev > CARVE_SLICE_MAX_DEVICES)
         return fail(err, errlen, -EINVAL, "slice %s: bad device count (%s)", shm_name);
-    int fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0)
-        return fail(err, errlen, -errno, "cannot create slice %s: %s", shm_name);
-    int r = ftruncate(fd, sizeof(struct slice_table)) < 0 ? -errno : 0;
-    if (r == 0)
-        r = map_table(fd, out);
-    close(fd);
+    char kname[256];
+    if (terms_name(shm_name, kname, sizeof(kname)) < 0)
+        return fail(err, errlen, -ENAMETOOLONG, "slice name %s: %s", shm_name);
+    mode_t table_mode = spec->table_mode ? spec->table_mode : 0600;
+    struct carve_slice *s = calloc(1, sizeof(*s));
+    if (!s)
+        return fail(err, errlen, -ENOMEM, "cannot set up slice %s: %s", shm_name);
+    struct slice_terms *k = NULL;
+    struct slice_table *t = NULL;
+    int r = create_object(kname, 0644, sizeof(*k), (void **)&k);
     if (r < 0) {
-        shm_unlink(shm_name);
-        return fail(err, errlen, r, "cannot set up slice %s: %s", shm_name);
+        free(s);
+        return fail(err, errlen, r, "cannot create slice %s: %s", shm_name);
     }
-    struct slice_table *t = (*out)->t; /* fresh from ftruncate: all zero */
+    r = create_object(shm_name, table_mode, sizeof(*t), (void **)&t);
+    if (r < 0) {
+        munmap(k, sizeof(*k));
+        shm_unlink(kname);
+        free(s);
+        return fail(err, errlen, r, "cannot create slice %s: %s", shm_name);
+    }
+    fill_terms(k, spec); /* both fresh from ftruncate: all zero */
     t->version = SLICE_VERSION;
     t->size = sizeof(*t);
-    snprintf(t->name, sizeof(t->name), "%s", spec->name);
-    t->ndev = spec->ndev;
-    t->owner_pid = getpid();
-    t->created = (uint64_t)time(NULL);
-    for (int i = 0; i < spec->ndev; i++) {
-        memcpy(t->dev[i].uuid, spec->dev[i].uuid, 16);
-        t->dev[i].index = spec->dev[i].index;
-        t->dev[i].cap = spec->dev[i].cap;
-    }
-    /* the magic goes last: a tenant that maps early sees an unfinished table as invalid */
+    /* the magics go last: a tenant that maps early sees an unfinished slice as invalid */
     atomic_thread_fence(memory_order_release);
+    k->magic = SLICE_MAGIC;
     t->magic = SLICE_MAGIC;
+    s->t = t;
+    s->k = k;
+    s->terms_uid = geteuid();
+    s->terms_mode = 0644;
+    *out = s;
     return 0;
 }
 
-/* Checks the head of a mapped object: magic, version, size. 0 or -EPROTO with a message. */
-static int check_head(const char *shm_name, int fd, off_t size, char *err, size_t errlen)
+/* Checks the head of an object: magic, version, size. 0 or -EPROTO with a message. */
+static int check_head(const char *shm_name, int fd, off_t size, size_t want, char *err,
+                      size_t errlen)
 {
     struct {
         uint64_t magic;
@@ -96,30 +137,62 @@ static int check_head(const char *shm_name, int fd, off_t size, char *err, size_
                      SLICE_VERSION);
         return -EPROTO;
     }
-    if (head.size != sizeof(struct slice_table) || size != (off_t)sizeof(struct slice_table))
+    if (head.size != want || size != (off_t)want)
         return fail(err, errlen, -EPROTO, "slice %s has the wrong size for its version (%s)",
                     shm_name);
     return 0;
 }
 
-int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err, size_t errlen)
+/* Opens and maps one object of a slice after checking its head; st gets its fstat. */
+static int open_object(const char *name, bool writable, size_t want, void **out,
+                       struct stat *st, char *err, size_t errlen)
 {
-    int fd = shm_open(shm_name, O_RDWR, 0);
+    int fd = shm_open(name, writable ? O_RDWR : O_RDONLY, 0);
     if (fd < 0)
-        return fail(err, errlen, -errno, "cannot open slice %s: %s", shm_name);
-    struct stat st;
-    int r = fstat(fd, &st) < 0 ? -errno : 0;
+        return fail(err, errlen, -errno, "cannot open slice %s: %s", name);
+    int r = fstat(fd, st) < 0 ? -errno : 0;
     if (r < 0) {
-        fail(err, errlen, r, "cannot open slice %s: %s", shm_name);
+        fail(err, errlen, r, "cannot open slice %s: %s", name);
         goto out;
     }
-    if ((r = check_head(shm_name, fd, st.st_size, err, errlen)) < 0)
+    if ((r = check_head(name, fd, st->st_size, want, err, errlen)) < 0)
         goto out;
-    if ((r = map_table(fd, out)) < 0)
-        fail(err, errlen, r, "cannot map slice %s: %s", shm_name);
+    void *p = mmap(NULL, want, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        r = fail(err, errlen, -errno, "cannot map slice %s: %s", name);
+        goto out;
+    }
+    *out = p;
 out:
     close(fd);
     return r;
+}
+
+int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err, size_t errlen)
+{
+    char kname[256];
+    if (terms_name(shm_name, kname, sizeof(kname)) < 0)
+        return fail(err, errlen, -ENAMETOOLONG, "slice name %s: %s", shm_name);
+    struct carve_slice *s = calloc(1, sizeof(*s));
+    if (!s)
+        return fail(err, errlen, -ENOMEM, "cannot open slice %s: %s", shm_name);
+    struct stat kst, tst;
+    void *k = NULL, *t = NULL;
+    int r = open_object(shm_name, true, sizeof(struct slice_table), &t, &tst, err, errlen);
+    if (r == 0)
+        r = open_object(kname, false, sizeof(struct slice_terms), &k, &kst, err, errlen);
+    if (r < 0) {
+        if (t)
+            munmap(t, sizeof(struct slice_table));
+        free(s);
+        return r;
+    }
+    s->k = k;
+    s->t = t;
+    s->terms_uid = kst.st_uid;
+    s->terms_mode = kst.st_mode & 07777;
+    *out = s;
+    return 0;
 }
 
 void carve_slice_close(struct carve_slice *s)
@@ -127,12 +200,29 @@ void carve_slice_close(struct carve_slice *s)
     if (!s)
         return;
     munmap(s->t, sizeof(struct slice_table));
+    munmap((void *)s->k, sizeof(struct slice_terms));
     free(s);
 }
 
 int carve_slice_unlink(const char *shm_name)
 {
+    char kname[256];
+    if (terms_name(shm_name, kname, sizeof(kname)) == 0)
+        shm_unlink(kname);
     return shm_unlink(shm_name) < 0 ? -errno : 0;
+}
+
+void carve_slice_terms_owner(const struct carve_slice *s, uid_t *uid, mode_t *mode)
+{
+    *uid = s->terms_uid;
+    *mode = s->terms_mode;
+}
+
+bool carve_slice_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 0 && n < CARVE_SLICE_NAME_MAX && strspn(name, CARVE_SLICE_NAME_CHARS) == n &&
+           strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
 uint64_t carve_proc_start_time(pid_t pid)
@@ -255,9 +345,9 @@ void carve_slice_detach(struct carve_slice *s, int slot)
     atomic_store(&sl->pid, SLOT_FREE);
 }
 
-static bool dev_ok(const struct slice_table *t, int dev)
+static bool dev_ok(const struct carve_slice *s, int dev)
 {
-    return dev >= 0 && dev < t->ndev;
+    return dev >= 0 && dev < s->k->ndev;
 }
 
 struct slot_sums {
@@ -299,9 +389,9 @@ static void backoff(int attempt)
 /* One admission round: 1 admitted, 0 denied (does not fit even alone), -1 contended.
  * A slot is shared by its process's threads, so reservations are added and taken back, never
  * stored: two threads reserving at once are both visible in the sum. */
-static int admit_round(struct slice_table *t, struct slice_slot *sl, int dev, uint64_t bytes)
+static int admit_round(struct slice_table *t, struct slice_slot *sl, int dev, uint64_t cap,
+                       uint64_t bytes)
 {
-    uint64_t cap = t->dev[dev].cap;
     atomic_fetch_add(&sl->reserving[dev], bytes);
     struct slot_sums sum = sum_slots(t, dev); /* reserving includes our own request */
     if (sum.used + sum.reserving <= cap) {
@@ -319,18 +409,19 @@ static int admit_round(struct slice_table *t, struct slice_slot *sl, int dev, ui
 int carve_slice_admit(struct carve_slice *s, int slot, int dev, uint64_t bytes)
 {
     struct slice_table *t = s->t;
-    if (!dev_ok(t, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
+    if (!dev_ok(s, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
         return -EINVAL;
     struct slice_slot *sl = &t->slot[slot];
-    if (t->dev[dev].cap == 0) { /* not capped: record only, one atomic (no sum, no peak) */
+    uint64_t cap = s->k->dev[dev].cap;
+    if (cap == 0) { /* not capped: record only, one atomic (no sum, no peak) */
         atomic_fetch_add(&sl->used[dev], bytes);
         return 0;
     }
-    if (bytes > t->dev[dev].cap)
+    if (bytes > cap)
         goto deny;
     bool reaped = false;
     for (int attempt = 0; attempt < ADMIT_RETRIES; attempt++) {
-        int r = admit_round(t, sl, dev, bytes);
+        int r = admit_round(t, sl, dev, cap, bytes);
         if (r == 1)
             return 0;
         if (r == 0) {
@@ -350,7 +441,7 @@ deny:
 void carve_slice_release(struct carve_slice *s, int slot, int dev, uint64_t bytes)
 {
     struct slice_table *t = s->t;
-    if (!dev_ok(t, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
+    if (!dev_ok(s, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
         return;
     _Atomic uint64_t *u = &t->slot[slot].used[dev];
     uint64_t cur = atomic_load(u);
@@ -361,7 +452,7 @@ void carve_slice_release(struct carve_slice *s, int slot, int dev, uint64_t byte
 void carve_slice_charge(struct carve_slice *s, int slot, int dev, uint64_t bytes)
 {
     struct slice_table *t = s->t;
-    if (!dev_ok(t, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
+    if (!dev_ok(s, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
         return;
     atomic_fetch_add(&t->slot[slot].used[dev], bytes);
     note_peak(&t->dev[dev], sum_slots(t, dev).used);
@@ -369,43 +460,43 @@ void carve_slice_charge(struct carve_slice *s, int slot, int dev, uint64_t bytes
 
 uint64_t carve_slice_used(const struct carve_slice *s, int dev)
 {
-    return dev_ok(s->t, dev) ? sum_slots(s->t, dev).used : 0;
+    return dev_ok(s, dev) ? sum_slots(s->t, dev).used : 0;
 }
 
 uint64_t carve_slice_cap(const struct carve_slice *s, int dev)
 {
-    return dev_ok(s->t, dev) ? s->t->dev[dev].cap : 0;
+    return dev_ok(s, dev) ? s->k->dev[dev].cap : 0;
 }
 
 uint64_t carve_slice_peak(const struct carve_slice *s, int dev)
 {
-    return dev_ok(s->t, dev) ? atomic_load(&s->t->dev[dev].peak) : 0;
+    return dev_ok(s, dev) ? atomic_load(&s->t->dev[dev].peak) : 0;
 }
 
 uint64_t carve_slice_denials(const struct carve_slice *s, int dev)
 {
-    return dev_ok(s->t, dev) ? atomic_load(&s->t->dev[dev].denials) : 0;
+    return dev_ok(s, dev) ? atomic_load(&s->t->dev[dev].denials) : 0;
 }
 
 int carve_slice_ndev(const struct carve_slice *s)
 {
-    return s->t->ndev;
+    return s->k->ndev;
 }
 
 int carve_slice_dev_index(const struct carve_slice *s, int dev)
 {
-    return dev_ok(s->t, dev) ? s->t->dev[dev].index : -1;
+    return dev_ok(s, dev) ? s->k->dev[dev].index : -1;
 }
 
 const char *carve_slice_name(const struct carve_slice *s)
 {
-    return s->t->name;
+    return s->k->name;
 }
 
 int carve_slice_find_uuid(const struct carve_slice *s, const uint8_t uuid[16])
 {
-    for (int i = 0; i < s->t->ndev; i++)
-        if (memcmp(s->t->dev[i].uuid, uuid, 16) == 0)
+    for (int i = 0; i < s->k->ndev; i++)
+        if (memcmp(s->k->dev[i].uuid, uuid, 16) == 0)
             return i;
     return -1;
 }
@@ -425,7 +516,7 @@ int carve_slice_pids(const struct carve_slice *s, unsigned int *out, int max)
 
 uint64_t carve_slice_slot_used(const struct carve_slice *s, int slot, int dev)
 {
-    if (!dev_ok(s->t, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
+    if (!dev_ok(s, dev) || slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
         return 0;
     return atomic_load(&s->t->slot[slot].used[dev]);
 }
@@ -435,4 +526,129 @@ int carve_slice_slot_pid(const struct carve_slice *s, int slot)
     if (slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
         return 0;
     return atomic_load(&s->t->slot[slot].pid);
+}
+
+struct carve_compute carve_slice_compute(const struct carve_slice *s, int dev)
+{
+    struct carve_compute none = {0, 0, 0};
+    return dev_ok(s, dev) ? s->k->dev[dev].compute : none;
+}
+
+int carve_slice_board_entry(const struct carve_slice *s, int dev)
+{
+    return dev_ok(s, dev) ? s->k->dev[dev].board_entry : -1;
+}
+
+int carve_slice_dev_uuid(const struct carve_slice *s, int dev, uint8_t uuid[16])
+{
+    if (!dev_ok(s, dev))
+        return -EINVAL;
+    memcpy(uuid, s->k->dev[dev].uuid, 16);
+    return 0;
+}
+
+/* At a share of rate_bp, cost_ns of GPU time takes cost_ns * 10000 / rate_bp of wall time. */
+static int64_t pace_step(uint64_t cost_ns, uint32_t rate_bp)
+{
+    if (rate_bp == 0 || rate_bp > CARVE_BP_FULL)
+        rate_bp = CARVE_BP_FULL;
+    if (cost_ns > (uint64_t)INT64_MAX / CARVE_BP_FULL)
+        cost_ns = (uint64_t)INT64_MAX / CARVE_BP_FULL;
+    return (int64_t)(cost_ns * CARVE_BP_FULL / rate_bp);
+}
+
+/* a + b for b >= 0, saturating: a clock pushed past the end of time stays there */
+static int64_t clock_add(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+void carve_slice_pace_debt(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
+                           uint64_t now_ns)
+{
+    if (!dev_ok(s, dev))
+        return;
+    struct slice_pace *p = &s->t->pace[dev];
+    int64_t step = pace_step(cost_ns, rate_bp), now = (int64_t)now_ns;
+    int64_t tat = atomic_load(&p->tat_ns), next;
+    do
+        next = clock_add(tat > now ? tat : now, step);
+    while (!atomic_compare_exchange_weak(&p->tat_ns, &tat, next));
+    atomic_fetch_add_explicit(&p->charged_ns, cost_ns, memory_order_relaxed);
+}
+
+uint64_t carve_slice_pace(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
+                          uint64_t tau_ns, uint64_t now_ns)
+{
+    if (!dev_ok(s, dev))
+        return 0;
+    struct slice_pace *p = &s->t->pace[dev];
+    int64_t step = pace_step(cost_ns, rate_bp);
+    int64_t now = (int64_t)now_ns, tat = atomic_load(&p->tat_ns), next;
+    do {
+        if (tat > now + (int64_t)tau_ns)
+            return (uint64_t)(tat - now - (int64_t)tau_ns);
+        /* idle time earns no credit beyond tau: start from now, not from an old tat */
+        next = clock_add(tat > now ? tat : now, step);
+    } while (!atomic_compare_exchange_weak(&p->tat_ns, &tat, next));
+    atomic_fetch_add_explicit(&p->charged_ns, cost_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->launches, 1, memory_order_relaxed);
+    return 0;
+}
+
+int64_t carve_slice_pace_clock(const struct carve_slice *s, int dev)
+{
+    return dev_ok(s, dev) ? atomic_load(&s->t->pace[dev].tat_ns) : 0;
+}
+
+void carve_slice_pace_refund(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
+                             uint64_t now_ns)
+{
+    if (!dev_ok(s, dev))
+        return;
+    struct slice_pace *p = &s->t->pace[dev];
+    int64_t step = pace_step(cost_ns, rate_bp), now = (int64_t)now_ns;
+    int64_t tat = atomic_load(&p->tat_ns), next;
+    do {
+        if (tat <= now)
+            return;
+        next = tat - step > now ? tat - step : now;
+    } while (!atomic_compare_exchange_weak(&p->tat_ns, &tat, next));
+}
+
+int64_t carve_slice_queue_clock(const struct carve_slice *s, int dev)
+{
+    return dev_ok(s, dev) ? atomic_load(&s->t->pace[dev].queue_ns) : 0;
+}
+
+void carve_slice_turn_admit(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
+                            uint64_t now_ns)
+{
+    if (!dev_ok(s, dev))
+        return;
+    struct slice_pace *p = &s->t->pace[dev];
+    int64_t now = (int64_t)now_ns, q = atomic_load(&p->queue_ns), next;
+    do
+        next = clock_add(q > now ? q : now, pace_step(cost_ns, CARVE_BP_FULL));
+    while (!atomic_compare_exchange_weak(&p->queue_ns, &q, next));
+    carve_slice_pace_debt(s, dev, cost_ns, rate_bp, now_ns); /* the share clock, and charged */
+    atomic_fetch_add_explicit(&p->launches, 1, memory_order_relaxed);
+}
+
+void carve_slice_note_held(struct carve_slice *s, int dev, uint64_t ns)
+{
+    if (dev_ok(s, dev))
+        atomic_fetch_add_explicit(&s->t->pace[dev].held_ns, ns, memory_order_relaxed);
+}
+
+struct carve_pace_stats carve_slice_pace_stats(const struct carve_slice *s, int dev)
+{
+    struct carve_pace_stats st = {0, 0, 0};
+    if (dev_ok(s, dev)) {
+        const struct slice_pace *p = &s->t->pace[dev];
+        st.charged_ns = atomic_load(&p->charged_ns);
+        st.held_ns = atomic_load(&p->held_ns);
+        st.launches = atomic_load(&p->launches);
+    }
+    return st;
 }

@@ -11,13 +11,19 @@
 #ifndef CARVE_SLICE_H
 #define CARVE_SLICE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "compute.h"
+
 #define CARVE_SLICE_MAX_DEVICES 16
 #define CARVE_SLICE_MAX_PROCS 256
 #define CARVE_SLICE_NAME_MAX 64
+/* What a slice's name may hold: carved puts names in shared-memory object names, and the
+ * config, the socket API and carve run all check them with carve_slice_name_ok. */
+#define CARVE_SLICE_NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
 
 struct carve_slice;
 
@@ -25,22 +31,30 @@ struct carve_slice_dev_spec {
     uint8_t uuid[16];
     int index;    /* physical (NVML) index */
     uint64_t cap; /* bytes; 0 = not capped (usage is still recorded) */
+    struct carve_compute compute; /* share_bp 0 and normal priority: not paced */
+    int board_entry;              /* entry on the GPU's board (board.h), -1 if none */
 };
 
 struct carve_slice_spec {
     char name[CARVE_SLICE_NAME_MAX]; /* shown in messages and listings */
+    mode_t table_mode; /* of the table tenants write; 0 = 0600 (the terms are always 0644) */
     int ndev;
     struct carve_slice_dev_spec dev[CARVE_SLICE_MAX_DEVICES];
 };
 
-/* Owner side: creates the shared-memory object `shm_name` (O_EXCL, mode 0600). */
+/* Owner side: creates the slice's two shared-memory objects, `shm_name` (the table, mode
+ * spec->table_mode) and `shm_name`.terms (mode 0644), both O_EXCL. */
 int carve_slice_create(const char *shm_name, const struct carve_slice_spec *spec,
                        struct carve_slice **out, char *err, size_t errlen);
-/* Tenant side: maps an existing slice, checking its magic, version and size. */
+/* Tenant side: maps an existing slice (its terms read-only), checking magic, version and
+ * size of both objects. */
 int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err,
                      size_t errlen);
 void carve_slice_close(struct carve_slice *s);
 int carve_slice_unlink(const char *shm_name);
+/* Who owns the slice's terms, and their mode: a tenant trusts caps only from a slice whose
+ * terms it cannot write (libcarve checks them against carved's socket when carved runs). */
+void carve_slice_terms_owner(const struct carve_slice *s, uid_t *uid, mode_t *mode);
 
 /* Claims a slot for pid (reusing a dead process's slot); returns its index or -ENOSPC. */
 int carve_slice_attach(struct carve_slice *s, pid_t pid);
@@ -73,6 +87,43 @@ int carve_slice_pids(const struct carve_slice *s, unsigned int *out, int max);
 int carve_slice_slot_pid(const struct carve_slice *s, int slot);
 /* Bytes slot counted on dev (tests and listings). */
 uint64_t carve_slice_slot_used(const struct carve_slice *s, int slot, int dev);
+
+/* The compute settings of device dev, and the slice's entry on that GPU's board (-1: none). */
+struct carve_compute carve_slice_compute(const struct carve_slice *s, int dev);
+int carve_slice_board_entry(const struct carve_slice *s, int dev);
+
+/* Paces the slice's launches on dev (GCRA): work of cost_ns GPU time is admitted when the
+ * slice is at most tau_ns ahead of its rate_bp share of wall time, and then moves it ahead
+ * by cost_ns / share. Returns 0 when admitted, else the ns to wait before asking again.
+ * Lock-free across the slice's processes and threads; no syscall. */
+uint64_t carve_slice_pace(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
+                          uint64_t tau_ns, uint64_t now_ns);
+/* Moves the slice's clock ahead by cost_ns at rate_bp without asking: work already launched
+ * that was charged too little (its cost was learned afterwards). */
+void carve_slice_pace_debt(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
+                           uint64_t now_ns);
+/* Where the slice's pacing clock stands (ns, CLOCK_MONOTONIC): its admitted work is paid
+ * for until then. */
+int64_t carve_slice_pace_clock(const struct carve_slice *s, int dev);
+/* Taking turns (compute.h's windows): when the work admitted so far would end at full speed,
+ * and admitting work: both clocks move (the queue at full speed, the share at rate_bp). */
+int64_t carve_slice_queue_clock(const struct carve_slice *s, int dev);
+void carve_slice_turn_admit(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
+                            uint64_t now_ns);
+/* Moves the slice's clock back by cost_ns at rate_bp (work that was charged too much), not
+ * earlier than now_ns. */
+void carve_slice_pace_refund(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
+                             uint64_t now_ns);
+/* The UUID of slice device dev: 0, or -EINVAL. */
+int carve_slice_dev_uuid(const struct carve_slice *s, int dev, uint8_t uuid[16]);
+void carve_slice_note_held(struct carve_slice *s, int dev, uint64_t ns);
+struct carve_pace_stats {
+    uint64_t charged_ns, held_ns, launches;
+};
+struct carve_pace_stats carve_slice_pace_stats(const struct carve_slice *s, int dev);
+
+/* 1 to CARVE_SLICE_NAME_MAX - 1 of CARVE_SLICE_NAME_CHARS, and not "." or "..". */
+bool carve_slice_name_ok(const char *name);
 
 /* Process start time in clock ticks since boot (/proc/<pid>/stat field 22), 0 if unknown. */
 uint64_t carve_proc_start_time(pid_t pid);

@@ -1,6 +1,9 @@
-/* slice_layout.h - the slice table's layout in shared memory: private to slice.c, and to the
- * unit tests that forge slots and versions. Every process mapping a slice must agree on it;
- * change SLICE_VERSION with any change here. */
+/* slice_layout.h - a slice's layout in shared memory: private to slice.c, and to the unit
+ * tests that forge slots and versions. A slice is two objects: its terms (name, caps,
+ * shares: written once by whoever made the slice, mapped read-only by tenants, and not
+ * writable by them when carved made it) and its table (what tenants write: usage slots,
+ * pacing clocks, counters). Every process mapping a slice must agree on both; change
+ * SLICE_VERSION with any change here. */
 #ifndef CARVE_SLICE_LAYOUT_H
 #define CARVE_SLICE_LAYOUT_H
 
@@ -10,18 +13,45 @@
 #include "slice.h"
 
 #define SLICE_MAGIC 0x6361727665534c43ULL /* "carveSLC" */
-#define SLICE_VERSION 1
+#define SLICE_VERSION 4
+#define SLICE_TERMS_SUFFIX ".terms" /* the terms object is the table's name + this */
 #define SLOT_FREE 0
 #define SLOT_REAPING (-1)
 
-struct slice_dev {
+struct slice_terms_dev {
     uint8_t uuid[16];
     int32_t index;
     uint32_t pad;
     uint64_t cap;
+    struct carve_compute compute;
+    int32_t board_entry; /* this slice's entry on the GPU's board, -1 if none */
+};
+
+struct slice_terms {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t size;
+    char name[CARVE_SLICE_NAME_MAX];
+    int32_t ndev;
+    int32_t owner_pid;
+    uint64_t created;
+    struct slice_terms_dev dev[CARVE_SLICE_MAX_DEVICES];
+};
+
+struct slice_dev {
     _Atomic uint64_t denials;
     _Atomic uint64_t peak;
 };
+
+/* The pacing of a slice's launches on one GPU, written by every launch that is paced: a
+ * line of its own, away from the memory counters. */
+struct slice_pace {
+    _Atomic int64_t tat_ns;      /* when the work admitted so far has "paid" its time */
+    _Atomic int64_t queue_ns;    /* taking turns: when the work admitted so far would end */
+    _Atomic uint64_t charged_ns; /* estimated GPU time admitted */
+    _Atomic uint64_t held_ns;    /* time launches waited */
+    _Atomic uint64_t launches;   /* paced launches admitted */
+} __attribute__((aligned(64)));
 
 struct slice_slot {
     _Atomic int32_t pid; /* SLOT_FREE, SLOT_REAPING or the owner's pid */
@@ -36,11 +66,8 @@ struct slice_table {
     uint64_t magic;
     uint32_t version;
     uint32_t size;
-    char name[CARVE_SLICE_NAME_MAX];
-    int32_t ndev;
-    int32_t owner_pid;
-    uint64_t created;
     struct slice_dev dev[CARVE_SLICE_MAX_DEVICES];
+    struct slice_pace pace[CARVE_SLICE_MAX_DEVICES];
     _Atomic uint32_t slots_hw; /* slots [0, slots_hw) have ever been claimed */
     struct slice_slot slot[CARVE_SLICE_MAX_PROCS] __attribute__((aligned(64)));
 };

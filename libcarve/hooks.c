@@ -82,6 +82,15 @@ const struct carve_hook *carve__hook_by_name(const char *name)
     return NULL;
 }
 
+/* For benchmarks: the driver's own function behind a wrapper, so that one process can time
+ * both in alternation (bench/overhead --paired) and drift between processes cancels out. */
+CARVE_EXPORT void *carve_real_symbol(const char *name)
+{
+    carve__init();
+    const struct carve_hook *h = carve__hook_by_name(name);
+    return h ? *h->real : NULL;
+}
+
 void *carve__wrap_pointer(void *p)
 {
     if (!p)

@@ -48,6 +48,26 @@ void *carve__wrap_pointer(void *p);
  * p is a hooked entry point (matched by pointer, else by name and version), else p. */
 void *carve__gpa_answer(const char *symbol, int version, cuuint64_t flags, void *p);
 
+/* exported for bench/overhead --paired: the driver function behind a wrapper, or NULL */
+void *carve_real_symbol(const char *name);
+
+/* ---- pace.c: compute shares ---- */
+struct carve_slice;
+/* Reads the slice's compute settings and opens the GPUs' boards (at init, and in a fork
+ * child); sets carve__pacing when any launch is to be paced or seen. */
+void carve__pace_setup(struct carve_slice *slice);
+extern _Atomic int carve__pacing;
+struct carve_pace_pair;
+struct carve_launch {
+    struct carve_pace_pair *pair; /* events bracketing this launch, when sampled */
+    CUstream stream;
+};
+/* Before a launch: charge its estimated cost, wait while the slice is ahead of its share,
+ * and maybe start a sample. key names the kernel and grid (or the graph). */
+void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream);
+/* After it: finish the sample when the launch went through. */
+void carve__launch_end(struct carve_launch *L, CUresult launched);
+
 /* ---- state.c: the process's state and init ---- */
 enum { CARVE_ST_NONE, CARVE_ST_BUSY, CARVE_ST_READY };
 extern _Atomic int carve__state;
@@ -61,6 +81,8 @@ static inline void carve__init(void)
 
 /* true when this process is in a slice (after carve__init) */
 bool carve__active(void);
+/* CARVE_SLICE names a slice carved did not make while carved runs: no contexts. */
+bool carve__refused(void);
 
 /* A device as the accounting sees it: CUDA ordinal and slice device index. */
 struct carve_dev {

@@ -138,6 +138,8 @@ void carve__overhead_end(struct carve_probe *p)
 
 CARVE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
+    if (carve__refused())
+        return CUDA_ERROR_NOT_PERMITTED;
     WITH_OVERHEAD(cuDevicePrimaryCtxRetain, (pctx, dev))
 }
 
@@ -153,12 +155,16 @@ CARVE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 
 CARVE_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
+    if (carve__refused())
+        return CUDA_ERROR_NOT_PERMITTED;
     WITH_OVERHEAD(cuCtxCreate_v2, (pctx, flags, dev))
 }
 
 CARVE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
                                      unsigned int flags, CUdevice dev)
 {
+    if (carve__refused())
+        return CUDA_ERROR_NOT_PERMITTED;
     WITH_OVERHEAD(cuCtxCreate_v4, (pctx, params, flags, dev))
 }
 

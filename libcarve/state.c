@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "allocmap.h"
@@ -20,6 +23,11 @@
 #include "slice.h"
 
 #define MAX_CU_DEVICES 64
+/* Where carved listens. Compiled in, not read from the environment: the environment is the
+ * tenant's, and the check below must not be something a tenant can switch off. */
+#ifndef CARVE_RUNDIR
+#define CARVE_RUNDIR "/run/carve"
+#endif
 #define SDEV_UNKNOWN (-2)
 
 _Atomic int carve__state;
@@ -31,6 +39,7 @@ static struct {
     pid_t pid;                 /* the process that holds the slot */
     bool forked;               /* a fork child: claim a new slot, forget the parent's records */
     bool quiet;
+    bool refused;              /* CARVE_SLICE names a slice carved did not make: no GPU */
     char name[128];
     _Atomic int sdev_of[MAX_CU_DEVICES];
     _Atomic uint64_t counted[CARVE_SLICE_MAX_DEVICES];
@@ -67,6 +76,43 @@ static void init_child(void)
         carve_slice_close(st.slice);
         st.slice = NULL;
     }
+    carve__pace_setup(st.slice);
+}
+
+/* The uid of a live carved (its socket's owner, when something accepts connections
+ * there), or -1 when none runs: then carve works standalone and trusts any slice. */
+static long live_carved_uid(void)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s/carved.sock", CARVE_RUNDIR);
+    struct stat sb;
+    if (stat(a.sun_path, &sb) < 0 || !S_ISSOCK(sb.st_mode))
+        return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int r = connect(fd, (struct sockaddr *)&a, sizeof(a));
+    close(fd);
+    return r == 0 ? (long)sb.st_uid : -1;
+}
+
+/* With carved running, caps count only from a slice whose terms carved's user owns and
+ * nobody else can write: a tenant that points CARVE_SLICE at a slice of its own making
+ * (a bigger cap) is refused rather than trusted. */
+static bool slice_trusted(struct carve_slice *s, char *why, size_t len)
+{
+    long daemon = live_carved_uid();
+    if (daemon < 0)
+        return true;
+    uid_t uid;
+    mode_t mode;
+    carve_slice_terms_owner(s, &uid, &mode);
+    if ((long)uid == daemon && !(mode & 022))
+        return true;
+    snprintf(why, len, "slice \"%s\" was not made by carved (its terms belong to uid %u, "
+             "mode %03o; carved runs as uid %ld): no GPU context will be created; run "
+             "through `carve run`", carve_slice_name(s), (unsigned)uid, (unsigned)mode, daemon);
+    return false;
 }
 
 static void init_slice(void)
@@ -87,6 +133,13 @@ static void init_slice(void)
     const char *label = carve_slice_name(s);
     if (label && *label)
         snprintf(st.name, sizeof(st.name), "%s", label);
+    char why[320];
+    if (!slice_trusted(s, why, sizeof(why))) {
+        fprintf(stderr, "carve: %s\n", why); /* even when quiet: the process will fail */
+        st.refused = true;
+        carve_slice_close(s);
+        return;
+    }
     st.pid = getpid();
     st.slot = carve_slice_attach(s, st.pid);
     if (st.slot < 0) {
@@ -112,6 +165,7 @@ static void do_init(void)
     reset_process_state();
     carve__resolve_real();
     init_slice();
+    carve__pace_setup(st.slice);
     pthread_atfork(NULL, NULL, atfork_child);
 }
 
@@ -139,6 +193,12 @@ __attribute__((destructor)) static void carve_fini(void)
 {
     if (st.slice && !st.forked && st.pid == getpid())
         carve_slice_detach(st.slice, st.slot);
+}
+
+bool carve__refused(void)
+{
+    carve__init();
+    return st.refused;
 }
 
 bool carve__active(void)

@@ -5,18 +5,22 @@
 # when something is missing. Runs as root, or through sudo when that is available.
 set -euo pipefail
 
-# The one list. Build: compilers and make. Tests: cmocka (unit), jansson (JSON checks),
-# valgrind (leak checks), python3 (e2e helpers), procps (ps/pgrep in e2e scripts).
+# The one list. Build: compilers and make; jansson (carved's socket protocol and state
+# files) and libmicrohttpd (carved's metrics and dashboard). Tests: cmocka (unit), valgrind (leak checks),
+# python3 (e2e helpers), procps (ps/pgrep in e2e scripts), shellcheck (the shell scripts).
 PACKAGES=(
     build-essential
     clang
     make
     pkg-config
+    libjansson-dev
+    libmicrohttpd-dev
     libcmocka-dev
     libclang-rt-14-dev
     valgrind
     python3
     procps
+    shellcheck
 )
 
 missing=()

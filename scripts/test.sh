@@ -3,7 +3,7 @@
 #
 #   bash scripts/test.sh
 #
-# Steps: gcc build, clang build, ASan+UBSan build, the suites of each build
+# Steps: shellcheck of every tracked shell script, gcc build, clang build, ASan+UBSan build, the suites of each build
 # (tests/run-all.sh), and `make fuzz-smoke` when that target exists. Each
 # build step counts as one suite; run-all's suites are added to the total. Logs of the build
 # steps go to build-logs/. Exits nonzero on any failure; the last line is `N passed, N failed`.
@@ -82,6 +82,8 @@ if [ "$rc" -ne 0 ]; then
     exit 1
 fi
 
+mapfile -t shell_scripts < <(git ls-files '*.sh' .ci/run 2>/dev/null || find . -name '*.sh' -not -path './build*')
+step lint-shell shellcheck -x -S warning "${shell_scripts[@]}"
 step build-gcc make -j"$JOBS"
 gcc_ok=$?
 step build-clang make -j"$JOBS" CC=clang BUILD=build-clang

@@ -1444,6 +1444,21 @@ API CUresult cuStreamIsCapturing(CUstream hs, CUstreamCaptureStatus *st)
     return CUDA_SUCCESS;
 }
 
+/* The sim enforces no capture-mode rules; it keeps the per-thread mode so that
+ * exchanging it round-trips as it does on the real driver. */
+static _Thread_local CUstreamCaptureMode thread_capture_mode;
+
+API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    NEED_INIT();
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode old = thread_capture_mode;
+    thread_capture_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
 static uint64_t kernel_ns(struct CUfunc_st *f, void **params)
 {
     if (f->kind == KERNEL_SLEEP && params && params[0])

@@ -9,7 +9,7 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
     exit 2
 fi
 echo "== building carve"
-make -j"$(nproc)" BUILD="$BUILD" || { echo "$gpu_setup_name: make failed" >&2; exit 1; }
+make -j"$(nproc)" BUILD="$BUILD" product || { echo "$gpu_setup_name: make failed" >&2; exit 1; }
 rm -rf "$gpu_setup_logs"
 mkdir -p "$gpu_setup_logs" docs/results
 IFS=, read -r gpu driver < <(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0)

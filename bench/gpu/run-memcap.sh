@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.." || exit 2
 BUILD=${BUILD:-build}
 CAP=4GiB
 CAP_BYTES=$((4 * 1024 * 1024 * 1024))
-CASE_TIMEOUT=900
+CASE_TIMEOUT=${CASE_TIMEOUT:-300}
 CARVE="$BUILD/bin/carve"
 GPUDIR="$BUILD/gpu"
 LOGS="$GPUDIR/memcap-logs"

@@ -31,7 +31,7 @@ state_dir=$(mktemp -d)
 trap 'rm -rf "$state_dir"' EXIT
 export CARVE_SIM_STATE=$state_dir/sim-state
 
-shm_list() { ls /dev/shm 2>/dev/null | grep '^carve\.' | sort; }
+shm_list() { find /dev/shm -maxdepth 1 -name 'carve.*' -printf '%f\n' 2>/dev/null | sort; }
 
 # in_slice MEMSPEC CMD...: run CMD inside a fresh slice with caps MEMSPEC.
 in_slice() {

@@ -45,8 +45,7 @@ check "nvidia-smi memory.total for 40 GiB: '$got'" $?
 got=$(CARVE_SIM_DEVICES=2 "${smi[@]}" -L | grep -c '^GPU ')
 [ "$got" = 2 ]
 check "nvidia-smi -L lists 2 GPUs: $got" $?
-"${smi[@]}" --query-gpu=bogus >/dev/null 2>&1
-[ $? -ne 0 ]
+! "${smi[@]}" --query-gpu=bogus >/dev/null 2>&1
 check "nvidia-smi refuses an unknown field" $?
 
 echo "$passed passed, $failed failed"

@@ -2,20 +2,27 @@
 #   make fuzz         builds them into build/fuzz/
 #   make fuzz-smoke   runs each for FUZZ_SECONDS on a copy of its seed corpus
 FUZZ_CC      ?= clang
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 8
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -Iinclude -Icommon \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_NAMES   := size compute config # fuzz_config is built by carved/config.mk
 
 $(FUZZ_DIR)/fuzz_size: tests/fuzz/fuzz_size.c common/size.c common/size.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_size.c common/size.c -o $@
 
+$(FUZZ_DIR)/fuzz_compute: tests/fuzz/fuzz_compute.c common/compute.c common/compute.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_compute.c common/compute.c -o $@
+
 .PHONY: fuzz fuzz-smoke
-fuzz: $(FUZZ_DIR)/fuzz_size
+fuzz: $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
 
 fuzz-smoke: fuzz
-	rm -rf $(FUZZ_DIR)/corpus-size && mkdir -p $(FUZZ_DIR)/corpus-size
-	cp tests/fuzz/corpus/size/* $(FUZZ_DIR)/corpus-size/
-	$(FUZZ_DIR)/fuzz_size -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-		$(FUZZ_DIR)/corpus-size
+	set -e; for h in $(FUZZ_NAMES); do \
+		rm -rf $(FUZZ_DIR)/corpus-$$h && mkdir -p $(FUZZ_DIR)/corpus-$$h; \
+		cp tests/fuzz/corpus/$$h/* $(FUZZ_DIR)/corpus-$$h/; \
+		$(FUZZ_DIR)/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			$(FUZZ_DIR)/corpus-$$h; \
+	done

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -348,8 +349,80 @@ static void test_attach_full(void **state)
 static int unlink_slice(void **state)
 {
     if (name[0])
-        shm_unlink(name);
+        carve_slice_unlink(name);
     return 0;
+}
+
+
+/* The terms (caps, shares) are a second object, 0644 whatever the umask, mapped read-only;
+ * a tenant of another user can use the table but cannot open the terms for writing. */
+static void test_terms_read_only(void **state)
+{
+    static int seq;
+    snprintf(name, sizeof(name), "/carve.test.terms.%d.%d", (int)getpid(), seq++);
+    struct carve_slice_spec spec = {.ndev = 1, .table_mode = 0666};
+    spec.dev[0].cap = GiB;
+    struct carve_slice *s = NULL, *t = NULL;
+    char err[256], kname[80];
+    mode_t old_umask = umask(077);
+    assert_int_equal(carve_slice_create(name, &spec, &s, err, sizeof(err)), 0);
+    umask(old_umask);
+    uid_t uid;
+    mode_t mode;
+    assert_int_equal(carve_slice_open(name, &t, err, sizeof(err)), 0);
+    carve_slice_terms_owner(t, &uid, &mode);
+    assert_int_equal(uid, geteuid());
+    assert_int_equal(mode, 0644);
+    carve_slice_close(t);
+    snprintf(kname, sizeof(kname), "%s.terms", name);
+    struct stat st;
+    int fd = shm_open(name, O_RDONLY, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0666);
+    close(fd);
+    if (geteuid() == 0) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            if (setgid(65534) < 0 || setuid(65534) < 0)
+                _exit(10);
+            struct carve_slice *c = NULL;
+            char e[256];
+            if (carve_slice_open(name, &c, e, sizeof(e)) != 0)
+                _exit(11); /* a tenant of another user can join */
+            if (shm_open(kname, O_RDWR, 0) >= 0 || errno != EACCES)
+                _exit(12); /* ... but cannot write the terms */
+            int slot = carve_slice_attach(c, getpid());
+            if (slot < 0 || carve_slice_admit(c, slot, 0, 2 * GiB) != -ENOMEM)
+                _exit(13);
+            _exit(carve_slice_cap(c, 0) == GiB ? 0 : 14);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    carve_slice_close(s);
+    assert_int_equal(carve_slice_unlink(name), 0);
+    assert_int_equal(shm_open(kname, O_RDONLY, 0), -1); /* unlink takes both objects */
+}
+
+static void test_name_rule(void **state)
+{
+    assert_true(carve_slice_name_ok("train-1.v2_a"));
+    assert_false(carve_slice_name_ok(""));
+    assert_false(carve_slice_name_ok("."));
+    assert_false(carve_slice_name_ok(".."));
+    assert_false(carve_slice_name_ok("a/b"));
+    assert_false(carve_slice_name_ok("a b"));
+    char longest[CARVE_SLICE_NAME_MAX + 1];
+    memset(longest, 'x', sizeof(longest));
+    longest[CARVE_SLICE_NAME_MAX - 1] = '\0';
+    assert_true(carve_slice_name_ok(longest)); /* 63 characters */
+    longest[CARVE_SLICE_NAME_MAX - 1] = 'x';
+    longest[CARVE_SLICE_NAME_MAX] = '\0';
+    assert_false(carve_slice_name_ok(longest)); /* 64 */
 }
 
 #define SLICE_TEST(f) cmocka_unit_test_teardown(f, unlink_slice)
@@ -365,6 +438,8 @@ int main(void)
         SLICE_TEST(test_reap_only_dead),
         SLICE_TEST(test_pid_reuse),
         SLICE_TEST(test_attach_full),
+        SLICE_TEST(test_terms_read_only),
+        cmocka_unit_test(test_name_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

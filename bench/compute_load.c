@@ -1,0 +1,300 @@
+/* compute_load.c - a tenant that keeps the GPU busy and reports, from the GPU side, the
+ * share of the GPU's time it got: the work its completed kernels represent, per window.
+ *
+ *   compute_load [--kind big|small|graph] [--kernel-us N] [--seconds S] [--window-ms W]
+ *                [--depth D] [--graph-nodes G] [--iters-per-us X] [--label L]
+ *   compute_load --kind latency [--graph-nodes G] [--think-us T] ...
+ *   compute_load --calibrate            (real GPU: prints the spin loop's iterations per us)
+ *
+ * A unit of work is one kernel (big: 10 ms by default; small: 20 us) or one graph replay of
+ * G small kernels captured from a stream. Up to D units are in flight; an event after each
+ * unit tells when it completed. A kernel's work is what it takes alone: on the simulated GPU
+ * the built-in carve_sleep kernel's duration; on a real GPU a spin loop (one FMA chain per
+ * thread, two blocks per SM) whose iterations per microsecond --calibrate measures alone.
+ * So the share reported is work done per wall time, measured where the work is done, not
+ * from carve's own books. Prints one JSON line per window and a summary line.
+ *
+ * --kind latency is a closed-loop latency tenant instead: a request is G small kernels and a
+ * wait for them; then it thinks T us. The summary gives the p50 and p99 in us of the requests
+ * after the first half second. */
+#include <stdbool.h>
+#include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_load.h"
+
+#define MAX_DEPTH 64
+
+/* The FMA chain's result is stored when it is infinite (never): the store keeps the compiler
+ * from removing the loop, which it did when the result was unused. */
+static const char spin_ptx[] =
+    ".version 7.0\n"
+    ".target sm_75\n"
+    ".address_size 64\n"
+    ".visible .entry carve_spin(.param .u64 iters, .param .u64 out)\n"
+    "{\n"
+    "    .reg .u64 %rd<4>;\n"
+    "    .reg .f32 %f<2>;\n"
+    "    .reg .pred %p<3>;\n"
+    "    ld.param.u64 %rd1, [iters];\n"
+    "    ld.param.u64 %rd3, [out];\n"
+    "    mov.u64 %rd2, 0;\n"
+    "    cvt.rn.f32.u64 %f1, %rd1;\n"
+    "LOOP:\n"
+    "    fma.rn.f32 %f1, %f1, 0f3F7FFFFF, 0f3A83126F;\n"
+    "    add.u64 %rd2, %rd2, 1;\n"
+    "    setp.lt.u64 %p1, %rd2, %rd1;\n"
+    "    @%p1 bra LOOP;\n"
+    "    setp.eq.f32 %p2, %f1, 0f7F800000;\n"
+    "    @%p2 st.global.f32 [%rd3], %f1;\n"
+    "    ret;\n"
+    "}\n";
+
+struct opts {
+    const char *kind, *label;
+    double kernel_us, seconds, window_ms, iters_per_us, think_us;
+    int depth, graph_nodes;
+    bool calibrate;
+};
+
+struct load {
+    struct bcu cu;
+    bool sim;
+    CUmodule mod;
+    CUfunction fn;
+    CUstream stream;
+    unsigned grid;
+    unsigned long long param; /* ns (simulated) or loop iterations (real) */
+    CUdeviceptr out;          /* the spin kernel's never-taken store */
+    CUgraphExec exec;
+};
+
+static int usage(const char *why)
+{
+    fprintf(stderr, "compute_load: %s\nusage: compute_load [--kind big|small|graph] "
+            "[--kernel-us N] [--seconds S] [--window-ms W] [--depth D] [--graph-nodes G] "
+            "[--iters-per-us X] [--label L] | --calibrate\n", why);
+    return 2;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        double x = v ? strtod(v, &end) : 0;
+        bool num_ok = v && end && !*end && x > 0;
+        if (!strcmp(a, "--calibrate")) {
+            o->calibrate = true;
+            continue;
+        }
+        if (!v)
+            return usage("an option needs a value");
+        if (!strcmp(a, "--kind")) o->kind = v;
+        else if (!strcmp(a, "--label")) o->label = v;
+        else if (!num_ok) return usage("a number option needs a positive number");
+        else if (!strcmp(a, "--kernel-us")) o->kernel_us = x;
+        else if (!strcmp(a, "--seconds")) o->seconds = x;
+        else if (!strcmp(a, "--window-ms")) o->window_ms = x;
+        else if (!strcmp(a, "--iters-per-us")) o->iters_per_us = x;
+        else if (!strcmp(a, "--depth")) o->depth = (int)x;
+        else if (!strcmp(a, "--think-us")) o->think_us = x;
+        else if (!strcmp(a, "--graph-nodes")) o->graph_nodes = (int)x;
+        else return usage("unknown option");
+        i++;
+    }
+    if (strcmp(o->kind, "big") && strcmp(o->kind, "small") && strcmp(o->kind, "graph") &&
+        strcmp(o->kind, "latency"))
+        return usage("--kind is big, small, graph or latency");
+    if (o->depth == 0)
+        o->depth = strcmp(o->kind, "big") ? 16 : 4;
+    if (o->depth < 1 || o->depth > MAX_DEPTH)
+        return usage("--depth is 1-64");
+    if (o->kernel_us == 0)
+        o->kernel_us = strcmp(o->kind, "big") ? 20 : 10000;
+    return -1;
+}
+
+static int launch_kernel(struct load *L)
+{
+    void *params[] = {&L->param, &L->out};
+    return L->cu.cuLaunchKernel(L->fn, L->grid, 1, 1, L->sim ? 1 : 128, 1, 1, 0, L->stream,
+                                params, NULL) == CUDA_SUCCESS ? 0 : -1;
+}
+
+static int setup(struct load *L, const struct opts *o)
+{
+    if (bcu_open(&L->cu, 0) != 0)
+        return -1;
+    L->sim = strstr(L->cu.name, "simulated") != NULL;
+    const char *image = L->sim ? CARVE_SIM_KERNEL_IMAGE : spin_ptx;
+    if (L->cu.cuModuleLoadData(&L->mod, image) != CUDA_SUCCESS ||
+        L->cu.cuModuleGetFunction(&L->fn, L->mod, L->sim ? "carve_sleep" : "carve_spin") !=
+            CUDA_SUCCESS) {
+        fprintf(stderr, "compute_load: cannot load the %s kernel\n", L->sim ? "sleep" : "spin");
+        return -1;
+    }
+    if (!L->sim && L->cu.cuMemAlloc_v2(&L->out, 64) != CUDA_SUCCESS) {
+        fprintf(stderr, "compute_load: cannot allocate 64 bytes of device memory\n");
+        return -1;
+    }
+    int sms = 1;
+    L->cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, L->cu.dev);
+    L->grid = L->sim ? 1 : (unsigned)(sms > 0 ? sms : 1) * 2;
+    if (L->cu.cuStreamCreate(&L->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        fprintf(stderr, "compute_load: cannot create a stream\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Real GPU: iterations of the spin loop per microsecond, alone (the fastest of 5 tries). */
+static double calibrate(struct load *L)
+{
+    CUevent a, b;
+    L->cu.cuEventCreate(&a, 0);
+    L->cu.cuEventCreate(&b, 0);
+    double best_ms = 0;
+    L->param = 2000000;
+    for (int i = 0; i < 6; i++) {
+        L->cu.cuEventRecord(a, L->stream);
+        launch_kernel(L);
+        L->cu.cuEventRecord(b, L->stream);
+        L->cu.cuEventSynchronize(b);
+        float ms = 0;
+        L->cu.cuEventElapsedTime(&ms, a, b);
+        if (i > 0 && (best_ms == 0 || ms < best_ms)) /* the first warms up */
+            best_ms = ms;
+    }
+    L->cu.cuEventDestroy_v2(a);
+    L->cu.cuEventDestroy_v2(b);
+    return best_ms > 0 ? (double)L->param / (best_ms * 1000.0) : 0;
+}
+
+static int make_graph(struct load *L, int nodes)
+{
+    CUgraph g;
+    if (L->cu.cuStreamBeginCapture_v2(L->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) !=
+        CUDA_SUCCESS)
+        return -1;
+    for (int i = 0; i < nodes; i++)
+        launch_kernel(L);
+    if (L->cu.cuStreamEndCapture(L->stream, &g) != CUDA_SUCCESS ||
+        L->cu.cuGraphInstantiateWithFlags(&L->exec, g, 0) != CUDA_SUCCESS)
+        return -1;
+    L->cu.cuGraphDestroy(g);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int run_latency(struct load *L, const struct opts *o)
+{
+    size_t cap = 1 << 20, n = 0;
+    double *lat = malloc(cap * sizeof(*lat));
+    if (!lat)
+        return 1;
+    uint64_t start = bcu_now_ns(), end = start + (uint64_t)(o->seconds * 1e9);
+    uint64_t warm_until = start + 500000000ull; /* the first half second is not counted */
+    while (bcu_now_ns() < end && n < cap) {
+        uint64_t t0 = bcu_now_ns();
+        for (int k = 0; k < o->graph_nodes; k++)
+            if (launch_kernel(L) != 0) {
+                fprintf(stderr, "compute_load: launch failed\n");
+                free(lat);
+                return 1;
+            }
+        L->cu.cuStreamSynchronize(L->stream);
+        if (t0 >= warm_until)
+            lat[n++] = (double)(bcu_now_ns() - t0) / 1000.0;
+        struct timespec ts = {0, (long)(o->think_us * 1000)};
+        nanosleep(&ts, NULL);
+    }
+    qsort(lat, n, sizeof(*lat), cmp_double);
+    printf("{\"label\": \"%s\", \"kind\": \"latency\", \"requests\": %zu, \"p50_us\": %.1f, "
+           "\"p99_us\": %.1f, \"device\": \"%s\"}\n", o->label, n, n ? lat[n / 2] : 0,
+           n ? lat[(n * 99) / 100] : 0, L->cu.name);
+    free(lat);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {.kind = "big", .label = "load", .seconds = 10, .window_ms = 1000,
+                     .depth = 0, .graph_nodes = 10, .think_us = 2000};
+    int r = parse(argc, argv, &o);
+    if (r >= 0)
+        return r;
+    struct load L = {0};
+    if (setup(&L, &o) != 0)
+        return 1;
+    if (o.calibrate) {
+        if (L.sim) {
+            printf("{\"iters_per_us\": 0, \"simulated\": true}\n");
+            return 0;
+        }
+        printf("{\"iters_per_us\": %.3f}\n", calibrate(&L));
+        return 0;
+    }
+    if (!L.sim && o.iters_per_us <= 0)
+        o.iters_per_us = calibrate(&L);
+    L.param = L.sim ? (unsigned long long)(o.kernel_us * 1000)
+                    : (unsigned long long)(o.kernel_us * o.iters_per_us);
+    if (!strcmp(o.kind, "latency"))
+        return run_latency(&L, &o);
+    bool graph = !strcmp(o.kind, "graph");
+    if (graph && make_graph(&L, o.graph_nodes) != 0) {
+        fprintf(stderr, "compute_load: cannot capture the graph\n");
+        return 1;
+    }
+    double unit_ns = o.kernel_us * 1000 * (graph ? o.graph_nodes : 1);
+    CUevent done[MAX_DEPTH];
+    for (int i = 0; i < o.depth; i++)
+        L.cu.cuEventCreate(&done[i], 0);
+
+    uint64_t start = bcu_now_ns(), window = (uint64_t)(o.window_ms * 1e6);
+    uint64_t end = start + (uint64_t)(o.seconds * 1e9), win_start = start;
+    double win_work = 0, total_work = 0;
+    int w = 0;
+    for (uint64_t i = 0;; i++) {
+        int slot = (int)(i % (uint64_t)o.depth);
+        if (i >= (uint64_t)o.depth) { /* the unit launched depth ago has completed */
+            L.cu.cuEventSynchronize(done[slot]);
+            win_work += unit_ns;
+            total_work += unit_ns;
+        }
+        uint64_t now = bcu_now_ns();
+        while (now >= win_start + window) {
+            printf("{\"label\": \"%s\", \"window\": %d, \"share\": %.2f}\n", o.label, w++,
+                   100.0 * win_work / (double)window);
+            win_work = 0;
+            win_start += window;
+        }
+        if (now >= end)
+            break;
+        int lr = graph ? (L.cu.cuGraphLaunch(L.exec, L.stream) == CUDA_SUCCESS ? 0 : -1)
+                       : launch_kernel(&L);
+        if (lr != 0 || L.cu.cuEventRecord(done[slot], L.stream) != CUDA_SUCCESS) {
+            fprintf(stderr, "compute_load: launch failed\n");
+            return 1;
+        }
+    }
+    uint64_t stop = bcu_now_ns();
+    L.cu.cuStreamSynchronize(L.stream);
+    printf("{\"label\": \"%s\", \"kind\": \"%s\", \"total_share\": %.2f, \"seconds\": %.2f, "
+           "\"device\": \"%s\"}\n", o.label, o.kind,
+           100.0 * total_work / (double)(stop - start), (double)(stop - start) / 1e9,
+           L.cu.name);
+    fflush(stdout);
+    if (graph)
+        L.cu.cuGraphExecDestroy(L.exec);
+    L.cu.cuStreamDestroy_v2(L.stream);
+    bcu_close(&L.cu);
+    return 0;
+}

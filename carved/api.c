@@ -1,0 +1,153 @@
+/* api.c - carved's socket API: one JSON object per line in, one per line out. Who asks is
+ * the socket's peer credentials (SO_PEERCRED), never anything in the request.
+ *
+ *   {"op":"create","name":N,"memory":S,"compute":S,"priority":S,"users":[U],"groups":[G],
+ *    "run":true}   -> {"ok":true,"slice":N,"shm":SHM}   (run: ends with the asking process)
+ *   {"op":"join","name":N}   -> {"ok":true,"shm":SHM}
+ *   {"op":"delete","name":N} -> {"ok":true}
+ *   {"op":"list"} / {"op":"ps"} -> {"ok":true,"snapshot":{...}}   (carved.h's snapshot)
+ *   any error -> {"ok":false,"error":"what is wrong and what to do"} */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+static json_t *fail(const char *fmt, const char *arg)
+{
+    char msg[768];
+    snprintf(msg, sizeof(msg), fmt, arg);
+    return json_pack("{s:b,s:s}", "ok", 0, "error", msg);
+}
+
+/* A user or group given by name or number; false when unknown. */
+static bool id_of(json_t *v, bool group, unsigned *out)
+{
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = (unsigned)json_integer_value(v);
+        return true;
+    }
+    if (!json_is_string(v))
+        return false;
+    const char *s = json_string_value(v);
+    if (group) {
+        struct group *g = getgrnam(s);
+        if (g)
+            *out = g->gr_gid;
+        return g != NULL;
+    }
+    struct passwd *p = getpwnam(s);
+    if (p)
+        *out = p->pw_uid;
+    return p != NULL;
+}
+
+static json_t *read_ids(json_t *a, bool group, unsigned *out, int *n)
+{
+    size_t i;
+    json_t *v;
+    *n = 0;
+    if (a && !json_is_array(a))
+        return fail("`%s' must be a list", group ? "groups" : "users");
+    json_array_foreach(a, i, v) {
+        if (*n >= CARVED_MAX_IDS)
+            return fail("at most 32 %s per slice", group ? "groups" : "users");
+        if (!id_of(v, group, &out[*n]))
+            return fail(group ? "no such group: %s" : "no such user: %s",
+                        json_is_string(v) ? json_string_value(v) : "(not a name or number)");
+        (*n)++;
+    }
+    return NULL;
+}
+
+static json_t *copy_field(json_t *req, const char *key, char *out, size_t len)
+{
+    json_t *v = json_object_get(req, key);
+    out[0] = '\0';
+    if (!v || json_is_null(v))
+        return NULL;
+    if (!json_is_string(v) || strlen(json_string_value(v)) >= len)
+        return fail("`%s' must be a short string", key);
+    snprintf(out, len, "%s", json_string_value(v));
+    return NULL;
+}
+
+static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pid_t pid)
+{
+    bool run = json_is_true(json_object_get(req, "run"));
+    if (!registry_is_admin(d, uid, gid) && !d->conf.allow_user_slices)
+        return fail("only carved's admins may make slices here (allow_user_slices = no); %s",
+                    run ? "ask for a slice and use carve run --slice NAME" : "ask an admin");
+    struct carved_slice_conf c = {.idle_policy = -1};
+    json_t *e;
+    if ((e = copy_field(req, "name", c.name, sizeof(c.name))) ||
+        (e = copy_field(req, "memory", c.memory, sizeof(c.memory))) ||
+        (e = copy_field(req, "compute", c.compute, sizeof(c.compute))) ||
+        (e = copy_field(req, "priority", c.priority, sizeof(c.priority))) ||
+        (e = read_ids(json_object_get(req, "users"), false, c.users, &c.nusers)) ||
+        (e = read_ids(json_object_get(req, "groups"), true, c.groups, &c.ngroups)))
+        return e;
+    char err[768];
+    if (registry_create(d, &c, run ? ORIGIN_RUN : ORIGIN_API, uid, run ? pid : 0, err,
+                        sizeof(err)) < 0)
+        return fail("%s", err);
+    struct dslice *s = registry_find(d, c.name);
+    return json_pack("{s:b,s:s,s:s}", "ok", 1, "slice", s->name, "shm", s->shm);
+}
+
+static struct dslice *named(struct carved *d, json_t *req, json_t **e)
+{
+    json_t *v = json_object_get(req, "name");
+    *e = NULL;
+    if (!json_is_string(v)) {
+        *e = fail("%s", "the request needs a slice `name'");
+        return NULL;
+    }
+    struct dslice *s = registry_find(d, json_string_value(v));
+    if (!s)
+        *e = fail("no slice named `%s' (carve slice list shows them)", json_string_value(v));
+    return s;
+}
+
+json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid_t pid)
+{
+    json_error_t je;
+    json_t *req = json_loads(line, JSON_REJECT_DUPLICATES, &je), *e = NULL, *reply = NULL;
+    if (!json_is_object(req)) {
+        json_decref(req);
+        return fail("the request is not a JSON object: %s", je.text);
+    }
+    const char *op = json_string_value(json_object_get(req, "op"));
+    struct dslice *s;
+    char err[768];
+    if (!op) {
+        reply = fail("%s", "the request has no `op' (create, join, delete, list, ps)");
+    } else if (strcmp(op, "create") == 0) {
+        reply = op_create(d, req, uid, gid, pid);
+    } else if (strcmp(op, "join") == 0 || strcmp(op, "delete") == 0) {
+        bool join = op[0] == 'j';
+        if (!(s = named(d, req, &e)))
+            reply = e;
+        else if (join && !registry_may_join(d, s, uid, gid))
+            reply = fail("slice `%s' is not open to you (its users and groups are set by "
+                         "its owner or carved's config)", s->name);
+        else if (!join && !registry_may_manage(d, s, uid, gid))
+            reply = fail("slice `%s' belongs to another user or to carved's config", s->name);
+        else if (join)
+            reply = json_pack("{s:b,s:s}", "ok", 1, "shm", s->shm);
+        else if (registry_delete(d, s, err, sizeof(err)) < 0)
+            reply = fail("%s", err);
+        else
+            reply = json_pack("{s:b}", "ok", 1);
+    } else if (strcmp(op, "list") == 0 || strcmp(op, "ps") == 0) {
+        reply = d->snapshot ? json_pack("{s:b,s:O}", "ok", 1, "snapshot", d->snapshot)
+                            : fail("%s", "carved has not read the GPUs yet; try again in a second");
+    } else {
+        reply = fail("unknown op `%s' (create, join, delete, list, ps)", op);
+    }
+    json_decref(req);
+    return reply ? reply : fail("%s", "out of memory");
+}

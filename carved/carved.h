@@ -1,0 +1,116 @@
+/* carved.h - the node daemon's shared declarations: its configuration, and the snapshot of
+ * the node (GPUs, slices, processes, escapes) that the socket API, the metrics and the
+ * dashboard all read. Each component keeps its own state static; this header is the
+ * contract between them. */
+#ifndef CARVED_H
+#define CARVED_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "slice.h"
+
+#define CARVED_NAME_MAX CARVE_SLICE_NAME_MAX /* a slice's name, with its NUL */
+#define CARVED_SPEC_MAX 128     /* a --memory / --compute / --priority text, with its NUL */
+#define CARVED_MAX_IDS 32       /* users or groups named on one line */
+#define CARVED_MAX_CONF_SLICES 256
+
+enum carved_policy {
+    CARVED_POLICY_REPORT = 0, /* flag it in `carve ps`, the metrics and the log */
+    CARVED_POLICY_KILL = 1,   /* escapes: SIGKILL the process */
+    CARVED_POLICY_RECLAIM = 2 /* idle slices: end the slice's processes, free its memory */
+};
+
+/* A slice declared in the config file ([slice NAME] section). Sizes and shares are kept as
+ * the user wrote them and parsed with the CLI's parsers (size.h, compute.h) when the slice
+ * is made, so both accept exactly the same forms; the config parser checks them at load. */
+struct carved_slice_conf {
+    char name[CARVED_NAME_MAX];
+    char memory[CARVED_SPEC_MAX];   /* "" = no cap; else a carve run --memory SPEC */
+    char compute[CARVED_SPEC_MAX];  /* "" = unpaced; else "30%" or "30%+" */
+    char priority[CARVED_SPEC_MAX]; /* "" = normal; latency | batch | normal */
+    uid_t users[CARVED_MAX_IDS];    /* who may run in it (besides root) */
+    int nusers;
+    gid_t groups[CARVED_MAX_IDS];   /* members of these groups may too */
+    int ngroups;
+    int idle_policy;                /* -1: the node's; else CARVED_POLICY_REPORT/_RECLAIM */
+    int line;                       /* where it was declared, for messages */
+};
+
+struct carved_config {
+    char socket_path[108];   /* the unix socket of the API (default /run/carve/carved.sock) */
+    char state_dir[PATH_MAX]; /* slices survive restarts here (default /var/lib/carve) */
+    char listen[128];        /* HTTP: "127.0.0.1:9477"; "" or "off" = no HTTP listener */
+    uint64_t poll_ms;        /* how often NVML and the slices are read (default 1000) */
+    uint64_t idle_after_s;   /* memory held, no kernel for this long = idle (default 1800) */
+    int idle_policy;         /* report (default) | reclaim */
+    int escape_policy;       /* report (default) | kill */
+    bool allow_user_slices;  /* may non-admins create slices (`carve run --memory` through
+                                carved, `carve slice create`)? default yes */
+    uid_t admins[CARVED_MAX_IDS]; /* may create/delete any slice (root always may) */
+    int nadmins;
+    gid_t admin_groups[CARVED_MAX_IDS];
+    int nadmin_groups;
+    struct carved_slice_conf slices[CARVED_MAX_CONF_SLICES];
+    int nslices;
+};
+
+/* Fills c with the defaults above. */
+void carved_config_defaults(struct carved_config *c);
+/* Parses a config text (file name used in messages only). 0, or -EINVAL with a message
+ * "FILE:LINE: what is wrong (what is accepted)" in err. On error c holds the defaults plus
+ * whatever was read before the bad line; callers discard it. Never crashes on any bytes. */
+int carved_config_parse(const char *text, size_t len, const char *file, struct carved_config *c,
+                        char *err, size_t errlen);
+/* Reads and parses a file: 0, -errno (cannot read, message names the file) or -EINVAL. */
+int carved_config_load(const char *path, struct carved_config *c, char *err, size_t errlen);
+
+/* The HTTP listener (libmicrohttpd, its own thread): GET /metrics (Prometheus text),
+ * /api/state (the snapshot as JSON), / (the dashboard). It serves the latest snapshot given
+ * to carved_http_publish; until the first one, /metrics and /api/state answer 503. */
+int carved_http_start(const char *listen, char *err, size_t errlen);
+/* Takes a reference to snap (the caller keeps its own); thread-safe. */
+void carved_http_publish(json_t *snap);
+void carved_http_stop(void);
+/* The Prometheus text for a snapshot (malloc'd, NUL-terminated; NULL on out of memory).
+ * Exposed for tests. */
+char *carved_metrics_render(const json_t *snap);
+
+/*
+ * The snapshot (schema version 1), built by the monitor every poll. Every field is always
+ * present; sizes in bytes, times in seconds, shares in percent of one GPU's time.
+ *
+ * {
+ *   "version": 1, "node": "hostname", "time": 1763900000.5, "simulated": true,
+ *   "gpus": [ {
+ *       "index": 0, "uuid": "GPU-...", "name": "NVIDIA H100 80GB HBM3",
+ *       "memory_total": N, "memory_used": N, "utilization": 37,
+ *       "processes": [ { "pid": 123, "used_memory": N, "sm_util": 12,
+ *                        "slice": "train" or null, "user": "alice", "command": "python" } ]
+ *   } ],
+ *   "slices": [ {
+ *       "name": "train", "owner": "alice", "uid": 1000, "created": 1763900000,
+ *       "origin": "config" | "api" | "run",   (run: made by `carve run` for one command)
+ *       "devices": [ { "index": 0, "uuid": "GPU-...", "memory_cap": N (0 = none),
+ *                      "memory_used": N, "memory_peak": N, "oom_denials": N,
+ *                      "compute": "30%" or "", "priority": "normal",
+ *                      "compute_share": 28.5 (achieved, last poll interval),
+ *                      "held_seconds_total": 1.25, "launches_total": N } ],
+ *       "processes": [ { "pid": 123, "user": "alice", "command": "python",
+ *                        "memory_used": N } ],
+ *       "idle": false, "idle_seconds": 12.0 (memory held and no kernel since),
+ *       "idle_gpu_hours": 0.0 (accumulated while flagged idle), "policy_idle": "report"
+ *   } ],
+ *   "escapes": [ { "gpu": 0, "uuid": "GPU-...", "pid": 456, "user": "bob",
+ *                  "command": "a.out", "used_memory": N, "action": "reported" | "killed" } ],
+ *   "totals": { "escapes": N (seen since start), "escapes_killed": N,
+ *               "idle_reclaims": N, "oom_denials": N }
+ * }
+ */
+#define CARVED_SNAPSHOT_VERSION 1
+
+#endif

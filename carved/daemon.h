@@ -1,0 +1,83 @@
+/* daemon.h - what carved's own files share: the registry of slices it owns (registry.c),
+ * the monitor that reads NVML and the slices into a snapshot (monitor.c), and the request
+ * handler of the socket API (api.c). One daemon per node; single-threaded except for the
+ * HTTP thread, which only ever sees published snapshots. */
+#ifndef CARVED_DAEMON_H
+#define CARVED_DAEMON_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "board.h"
+#include "carved.h"
+#include "gpus.h"
+#include "slice.h"
+
+#define CARVED_MAX_SLICES 1024
+
+enum carved_origin { ORIGIN_CONFIG, ORIGIN_API, ORIGIN_RUN };
+
+struct dslice {
+    bool used;
+    char name[CARVED_NAME_MAX];
+    char shm[96];
+    char memory[CARVED_SPEC_MAX], compute[CARVED_SPEC_MAX], priority[CARVED_SPEC_MAX];
+    int origin;
+    uid_t owner;
+    pid_t creator; /* ORIGIN_RUN: the carve run that asked; the slice ends with it */
+    uid_t users[CARVED_MAX_IDS];
+    int nusers;
+    gid_t groups[CARVED_MAX_IDS];
+    int ngroups;
+    int idle_policy;
+    long long created;
+    struct carve_slice *handle;
+    struct carve_slice_spec spec;
+    struct carve_board *boards[CARVE_SLICE_MAX_DEVICES];
+    /* the monitor's books */
+    double idle_since;      /* when it last was busy or held no memory */
+    double idle_gpu_hours;
+    bool idle;
+    unsigned long long last_charged[CARVE_SLICE_MAX_DEVICES];
+    double share[CARVE_SLICE_MAX_DEVICES];
+};
+
+struct carved {
+    struct carved_config conf;
+    bool simulate;
+    char libdir[PATH_MAX];
+    struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
+    int ngpu;
+    struct dslice slices[CARVED_MAX_SLICES];
+    unsigned long long escapes_total, escapes_killed, idle_reclaims;
+    json_t *snapshot; /* the latest, owned */
+};
+
+/* registry.c */
+int registry_load(struct carved *d, char *err, size_t errlen);
+int registry_save(const struct carved *d, char *err, size_t errlen);
+struct dslice *registry_find(struct carved *d, const char *name);
+/* Makes a slice from its request (strings as the CLI takes them); 0 or -errno + message. */
+int registry_create(struct carved *d, const struct carved_slice_conf *req, int origin,
+                    uid_t owner, pid_t creator, char *err, size_t errlen);
+int registry_delete(struct carved *d, struct dslice *s, char *err, size_t errlen);
+/* May the user (uid, with its groups) run in s / manage s? */
+bool registry_may_join(const struct carved *d, const struct dslice *s, uid_t uid, gid_t gid);
+bool registry_may_manage(const struct carved *d, const struct dslice *s, uid_t uid, gid_t gid);
+bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid);
+const char *registry_origin_name(int origin);
+
+/* monitor.c */
+int monitor_open(struct carved *d, char *err, size_t errlen);
+/* One poll: reads NVML and the slices, applies the escape and idle policies, and rebuilds
+ * d->snapshot. */
+void monitor_poll(struct carved *d, double now);
+void monitor_close(void);
+
+/* api.c: one request line in, one reply (a new JSON object) out. */
+json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid_t pid);
+
+/* main.c */
+void carved_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,351 @@
+/* main.c - carved, the node daemon: reads its config, adopts or makes its slices, and then
+ * serves its socket API, polls the GPUs and publishes snapshots for the HTTP side, until
+ * SIGTERM or SIGINT. Slices outlive carved: a restart adopts them (registry.c). */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#define MAX_CLIENTS 64
+#define LINE_MAX_BYTES 65536
+
+static const char help[] =
+    "usage: carved [--config FILE] [--simulate] [--socket PATH] [--state-dir DIR]\n"
+    "              [--listen HOST:PORT|off] [--check-config]\n"
+    "\n"
+    "The carve node daemon: owns the node's GPU slices, enforces who may use them, sees\n"
+    "every GPU process (escapes), flags and reclaims idle slices, and serves Prometheus\n"
+    "metrics (/metrics) and a dashboard (/) over HTTP.\n"
+    "\n"
+    "options (each overrides the config file's setting):\n"
+    "  -c, --config FILE   default /etc/carve/carved.conf when it exists, else built-in\n"
+    "                      defaults (see carved.conf.example)\n"
+    "  -s, --simulate      use carve's simulated GPU instead of the driver\n"
+    "  -S, --socket PATH   the API socket (default /run/carve/carved.sock)\n"
+    "  -d, --state-dir DIR where slices are kept across restarts (default /var/lib/carve)\n"
+    "  -l, --listen ADDR   HTTP address (default 127.0.0.1:9477); off for none\n"
+    "  -n, --check-config  parse the config, print what is wrong, and exit\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "exit status: 0 after SIGTERM/SIGINT; 2 for a bad option or config; 1 when it cannot\n"
+    "start (socket, state directory, NVML).\n";
+
+static volatile sig_atomic_t stopping;
+
+void carved_log(const char *fmt, ...)
+{
+    char when[32];
+    time_t t = time(NULL);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", localtime(&t));
+    fprintf(stderr, "%s carved: ", when);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static void on_stop(int sig)
+{
+    stopping = 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct opts {
+    const char *config, *socket, *state_dir, *listen;
+    bool simulate, check;
+};
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'}, {"simulate", no_argument, NULL, 's'},
+        {"socket", required_argument, NULL, 'S'}, {"state-dir", required_argument, NULL, 'd'},
+        {"listen", required_argument, NULL, 'l'}, {"check-config", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":c:sS:d:l:nh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c': o->config = optarg; break;
+        case 's': o->simulate = true; break;
+        case 'S': o->socket = optarg; break;
+        case 'd': o->state_dir = optarg; break;
+        case 'l': o->listen = optarg; break;
+        case 'n': o->check = true; break;
+        case 'h': fputs(help, stdout); return 0;
+        case ':':
+            fprintf(stderr, "carved: option `%s' needs a value (see carved --help)\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "carved: unknown option `%s' (see carved --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "carved: unexpected argument `%s' (see carved --help)\n", argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+static int load_config(struct carved *d, const struct opts *o)
+{
+    char err[1024];
+    carved_config_defaults(&d->conf);
+    const char *path = o->config;
+    if (!path && access("/etc/carve/carved.conf", F_OK) == 0)
+        path = "/etc/carve/carved.conf";
+    if (path && carved_config_load(path, &d->conf, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carved: %s\n", err);
+        return 2;
+    }
+    if (o->socket && strlen(o->socket) >= sizeof(d->conf.socket_path)) {
+        fprintf(stderr, "carved: --socket %s is longer than a unix socket path may be (107)\n", o->socket);
+        return 2;
+    }
+    if (o->socket)
+        snprintf(d->conf.socket_path, sizeof(d->conf.socket_path), "%s", o->socket);
+    if (o->state_dir)
+        snprintf(d->conf.state_dir, sizeof(d->conf.state_dir), "%s", o->state_dir);
+    if (o->listen)
+        snprintf(d->conf.listen, sizeof(d->conf.listen), "%s", o->listen);
+    return 0;
+}
+
+static int make_dir(const char *path, mode_t mode)
+{
+    if (mkdir(path, mode) == 0 || errno == EEXIST)
+        return 0;
+    carved_log("cannot make %s: %s", path, strerror(errno));
+    return -1;
+}
+
+/* Listens on the API socket, world-connectable: who may do what is decided per request from
+ * the peer's credentials. A socket left by a dead carved is replaced; a live one is not. */
+static int listen_socket(const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    char dir[sizeof(a.sun_path)];
+    size_t len = strlen(path);
+    if (len >= sizeof(a.sun_path)) {
+        carved_log("socket path %s is too long", path);
+        return -1;
+    }
+    memcpy(a.sun_path, path, len + 1);
+    memcpy(dir, path, len + 1);
+    if (make_dir(dirname(dir), 0755) < 0)
+        return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+        carved_log("another carved already listens on %s", path);
+        close(fd);
+        return -1;
+    }
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(path, 0666) < 0 ||
+        listen(fd, 128) < 0) {
+        carved_log("cannot listen on %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+struct client {
+    int fd;
+    size_t len;
+    char buf[LINE_MAX_BYTES];
+};
+
+static struct client clients[MAX_CLIENTS];
+
+static void drop(struct client *c)
+{
+    close(c->fd);
+    c->fd = -1;
+    c->len = 0;
+}
+
+static void reply(struct client *c, json_t *r)
+{
+    char *text = json_dumps(r, JSON_COMPACT);
+    json_decref(r);
+    if (!text)
+        return;
+    size_t n = strlen(text);
+    if (write(c->fd, text, n) < 0 || write(c->fd, "\n", 1) < 0)
+        drop(c);
+    free(text);
+}
+
+/* Reads what a client sent; answers each complete line. */
+static void serve(struct carved *d, struct client *c)
+{
+    ssize_t n = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+    if (n <= 0) {
+        drop(c);
+        return;
+    }
+    c->len += (size_t)n;
+    char *nl;
+    while (c->fd >= 0 && (nl = memchr(c->buf, '\n', c->len))) {
+        *nl = '\0';
+        struct ucred cred;
+        socklen_t cl = sizeof(cred);
+        if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+            drop(c);
+            return;
+        }
+        const char *op = strstr(c->buf, "\"op\"");
+        json_t *r = api_handle(d, c->buf, cred.uid, cred.gid, cred.pid);
+        if (op && (strstr(op, "create") || strstr(op, "delete")))
+            monitor_poll(d, now_s()); /* listings right after show the change */
+        reply(c, r);
+        size_t rest = c->len - (size_t)(nl + 1 - c->buf);
+        memmove(c->buf, nl + 1, rest);
+        c->len = rest;
+    }
+    if (c->fd >= 0 && c->len == sizeof(c->buf) - 1) {
+        reply(c, json_pack("{s:b,s:s}", "ok", 0, "error", "request longer than 64 KiB"));
+        drop(c);
+    }
+}
+
+static void accept_client(int lfd)
+{
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    /* reads happen only after poll says so; a client that stops reading its reply cannot
+     * hold carved for more than this */
+    struct timeval tv = {.tv_sec = 1};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        if (clients[i].fd < 0) {
+            clients[i].fd = fd;
+            clients[i].len = 0;
+            return;
+        }
+    close(fd); /* full: the client sees EOF and says so */
+}
+
+static void loop(struct carved *d, int lfd)
+{
+    double next = 0;
+    while (!stopping) {
+        struct pollfd p[MAX_CLIENTS + 1];
+        int map[MAX_CLIENTS + 1], n = 0;
+        p[n] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        map[n++] = -1;
+        for (int i = 0; i < MAX_CLIENTS; i++)
+            if (clients[i].fd >= 0) {
+                p[n] = (struct pollfd){.fd = clients[i].fd, .events = POLLIN};
+                map[n++] = i;
+            }
+        double now = now_s();
+        int wait_ms = next > now ? (int)((next - now) * 1000) + 1 : 0;
+        int r = poll(p, (nfds_t)n, wait_ms);
+        for (int i = 0; r > 0 && i < n; i++) {
+            if (!p[i].revents)
+                continue;
+            if (map[i] < 0)
+                accept_client(lfd);
+            else
+                serve(d, &clients[map[i]]);
+        }
+        now = now_s();
+        if (now >= next) {
+            monitor_poll(d, now);
+            carved_http_publish(d->snapshot);
+            next = now + (double)d->conf.poll_ms / 1000.0;
+        }
+    }
+}
+
+static struct carved daemon_state;
+
+int main(int argc, char **argv)
+{
+    struct opts o = {0};
+    int r = parse_args(argc, argv, &o);
+    if (r >= 0)
+        return r;
+    struct carved *d = &daemon_state;
+    if ((r = load_config(d, &o)) != 0)
+        return r;
+    if (o.check) {
+        printf("carved: config ok: %d slice%s, socket %s, state %s, listen %s\n", d->conf.nslices,
+               d->conf.nslices == 1 ? "" : "s", d->conf.socket_path, d->conf.state_dir,
+               d->conf.listen[0] ? d->conf.listen : "off");
+        return 0;
+    }
+    d->simulate = o.simulate;
+    char err[1024];
+    if (carve_find_libdir(d->libdir, sizeof(d->libdir)) < 0 || monitor_open(d, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carved: %s\n", d->libdir[0] ? err : "cannot find carve's libraries; set CARVE_LIBDIR");
+        return 1;
+    }
+    if (make_dir(d->conf.state_dir, 0700) < 0)
+        return 1;
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        clients[i].fd = -1;
+    if (registry_load(d, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carved: %s\n", err);
+        return 2;
+    }
+    int lfd = listen_socket(d->conf.socket_path);
+    if (lfd < 0)
+        return 1;
+    if (carved_http_start(d->conf.listen, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carved: %s\n", err);
+        close(lfd);
+        unlink(d->conf.socket_path);
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    carved_log("ready: %d GPU%s%s, %d slice%s kept, socket %s, http %s", d->ngpu,
+               d->ngpu == 1 ? "" : "s", d->simulate ? " (simulated)" : "", d->conf.nslices,
+               d->conf.nslices == 1 ? "" : "s", d->conf.socket_path,
+               d->conf.listen[0] ? d->conf.listen : "off");
+    loop(d, lfd);
+    carved_log("stopping; slices stay for the next carved");
+    carved_http_stop();
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        if (clients[i].fd >= 0)
+            drop(&clients[i]);
+    close(lfd);
+    unlink(d->conf.socket_path);
+    for (int i = 0; i < CARVED_MAX_SLICES; i++)
+        if (d->slices[i].used)
+            carve_slice_close(d->slices[i].handle);
+    json_decref(d->snapshot);
+    monitor_close();
+    return 0;
+}

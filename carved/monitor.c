@@ -1,0 +1,332 @@
+/* monitor.c - carved's view of the node, once per poll: every GPU process NVML sees, which
+ * slice each belongs to (or none: an escape), each slice's memory, achieved share and idle
+ * time; the escape and idle policies; and the snapshot (carved.h) built from all of it. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "carve/nvml_abi.h"
+#include "daemon.h"
+#include "uuid.h"
+
+#define MAX_PROCS 1024
+
+static struct {
+    void *handle;
+    __typeof__(&nvmlInit_v2) init;
+    __typeof__(&nvmlShutdown) shutdown;
+    __typeof__(&nvmlDeviceGetHandleByIndex_v2) by_index;
+    __typeof__(&nvmlDeviceGetMemoryInfo) memory;
+    __typeof__(&nvmlDeviceGetUtilizationRates) util;
+    __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) procs;
+    __typeof__(&nvmlDeviceGetProcessUtilization) proc_util;
+} nv;
+
+static double last_poll;
+
+int monitor_open(struct carved *d, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 64];
+    carve_nvml_path(d->simulate, d->libdir, path, sizeof(path));
+    d->ngpu = carve_gpus_list(path, d->simulate, d->gpus, CARVE_SLICE_MAX_DEVICES, err, errlen);
+    if (d->ngpu < 0)
+        return -ENODEV;
+    nv.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!nv.handle) {
+        snprintf(err, errlen, "cannot load %s: %s", path, dlerror());
+        return -ENODEV;
+    }
+    nv.init = (__typeof__(nv.init))dlsym(nv.handle, "nvmlInit_v2");
+    nv.shutdown = (__typeof__(nv.shutdown))dlsym(nv.handle, "nvmlShutdown");
+    nv.by_index = (__typeof__(nv.by_index))dlsym(nv.handle, "nvmlDeviceGetHandleByIndex_v2");
+    nv.memory = (__typeof__(nv.memory))dlsym(nv.handle, "nvmlDeviceGetMemoryInfo");
+    nv.util = (__typeof__(nv.util))dlsym(nv.handle, "nvmlDeviceGetUtilizationRates");
+    nv.procs = (__typeof__(nv.procs))dlsym(nv.handle, "nvmlDeviceGetComputeRunningProcesses_v3");
+    nv.proc_util = (__typeof__(nv.proc_util))dlsym(nv.handle, "nvmlDeviceGetProcessUtilization");
+    if (!nv.init || !nv.shutdown || !nv.by_index || !nv.memory || !nv.procs ||
+        nv.init() != NVML_SUCCESS) {
+        snprintf(err, errlen, "%s lacks what carved needs (NVML process listing)", path);
+        dlclose(nv.handle);
+        nv.handle = NULL;
+        return -ENODEV;
+    }
+    return 0;
+}
+
+void monitor_close(void)
+{
+    if (nv.handle) {
+        nv.shutdown();
+        dlclose(nv.handle);
+        nv.handle = NULL;
+    }
+}
+
+static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    FILE *f = fopen(path, "r");
+    cmd[0] = '\0';
+    if (f) {
+        if (fgets(cmd, (int)clen, f))
+            cmd[strcspn(cmd, "\n")] = '\0';
+        fclose(f);
+    }
+    struct stat st;
+    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+    struct passwd *pw = stat(path, &st) == 0 ? getpwuid(st.st_uid) : NULL;
+    if (pw)
+        snprintf(user, ulen, "%s", pw->pw_name);
+    else if (stat(path, &st) == 0)
+        snprintf(user, ulen, "%u", (unsigned)st.st_uid);
+    else
+        snprintf(user, ulen, "?");
+}
+
+/* Who is in which slice, read once per poll: finding a slice's members checks each slot's
+ * process (a syscall), too dear to repeat for every GPU process NVML lists. */
+#define MAX_MEMBERS 65536
+static struct member {
+    unsigned pid;
+    struct dslice *slice;
+} members[MAX_MEMBERS];
+static int nmembers;
+
+static void read_members(struct carved *d)
+{
+    unsigned pids[CARVE_SLICE_MAX_PROCS];
+    nmembers = 0;
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
+        struct dslice *s = &d->slices[i];
+        if (!s->used)
+            continue;
+        int n = carve_slice_pids(s->handle, pids, CARVE_SLICE_MAX_PROCS);
+        for (int j = 0; j < n && nmembers < MAX_MEMBERS; j++)
+            members[nmembers++] = (struct member){pids[j], s};
+    }
+}
+
+/* The slice whose member pid is, or NULL. */
+static struct dslice *slice_of_pid(unsigned pid)
+{
+    for (int i = 0; i < nmembers; i++)
+        if (members[i].pid == pid)
+            return members[i].slice;
+    return NULL;
+}
+
+static int policy_of(const struct carved *d, const struct dslice *s)
+{
+    return s->idle_policy >= 0 ? s->idle_policy : d->conf.idle_policy;
+}
+
+static const char *policy_name(int p)
+{
+    return p == CARVED_POLICY_KILL ? "kill" : p == CARVED_POLICY_RECLAIM ? "reclaim" : "report";
+}
+
+/* Per GPU: its processes into gpu["processes"], escapes into escapes; sm util per pid summed
+ * into the slices' busy flags. */
+static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_slices)
+{
+    const struct carve_gpu_info *gi = &d->gpus[g];
+    json_t *procs = json_array();
+    nvmlDevice_t dev;
+    nvmlMemory_t mem = {0, 0, 0};
+    nvmlUtilization_t util = {0, 0};
+    if (nv.by_index(gi->index, &dev) == NVML_SUCCESS) {
+        nv.memory(dev, &mem);
+        if (nv.util)
+            nv.util(dev, &util);
+        static nvmlProcessInfo_t infos[MAX_PROCS];
+        static nvmlProcessUtilizationSample_t samples[MAX_PROCS];
+        unsigned n = MAX_PROCS, ns = MAX_PROCS;
+        if (nv.procs(dev, &n, infos) != NVML_SUCCESS)
+            n = 0;
+        if (!nv.proc_util || nv.proc_util(dev, samples, &ns, 0) != NVML_SUCCESS)
+            ns = 0;
+        for (unsigned i = 0; i < n; i++) {
+            unsigned sm = 0;
+            for (unsigned j = 0; j < ns; j++)
+                if (samples[j].pid == infos[i].pid)
+                    sm = samples[j].smUtil;
+            char user[64], cmd[64];
+            proc_user((pid_t)infos[i].pid, user, sizeof(user), cmd, sizeof(cmd));
+            struct dslice *s = slice_of_pid(infos[i].pid);
+            if (s && sm > 0)
+                busy_slices[s - d->slices] = true;
+            json_array_append_new(procs, json_pack("{s:I,s:I,s:I,s:o,s:s,s:s}",
+                "pid", (json_int_t)infos[i].pid, "used_memory", (json_int_t)infos[i].usedGpuMemory,
+                "sm_util", (json_int_t)sm, "slice", s ? json_string(s->name) : json_null(),
+                "user", user, "command", cmd));
+            if (s || infos[i].pid == (unsigned)getpid())
+                continue;
+            const char *action = "reported";
+            if (d->conf.escape_policy == CARVED_POLICY_KILL && kill((pid_t)infos[i].pid, SIGKILL) == 0) {
+                action = "killed";
+                d->escapes_killed++;
+                carved_log("escape: pid %u (%s, user %s) on GPU %u outside every slice: killed",
+                           infos[i].pid, cmd, user, gi->index);
+            }
+            json_array_append_new(escapes, json_pack("{s:i,s:s,s:I,s:s,s:s,s:I,s:s}",
+                "gpu", (int)gi->index, "uuid", gi->uuid, "pid", (json_int_t)infos[i].pid,
+                "user", user, "command", cmd, "used_memory", (json_int_t)infos[i].usedGpuMemory,
+                "action", action));
+        }
+    }
+    return json_pack("{s:i,s:s,s:s,s:I,s:I,s:i,s:o}", "index", (int)gi->index, "uuid", gi->uuid,
+                     "name", gi->name, "memory_total", (json_int_t)(mem.total ? mem.total : gi->total),
+                     "memory_used", (json_int_t)mem.used, "utilization", (int)util.gpu,
+                     "processes", procs);
+}
+
+static json_t *slice_devices(struct dslice *s, double dt)
+{
+    json_t *devs = json_array();
+    for (int i = 0; i < s->spec.ndev; i++) {
+        struct carve_pace_stats ps = carve_slice_pace_stats(s->handle, i);
+        if (dt > 0 && ps.charged_ns >= s->last_charged[i])
+            s->share[i] = 100.0 * (double)(ps.charged_ns - s->last_charged[i]) / (dt * 1e9);
+        s->last_charged[i] = ps.charged_ns;
+        char uuid[96];
+        carve_uuid_format(s->spec.dev[i].uuid, uuid, sizeof(uuid));
+        json_array_append_new(devs, json_pack("{s:i,s:s,s:I,s:I,s:I,s:I,s:s,s:s,s:f,s:f,s:I}",
+            "index", s->spec.dev[i].index, "uuid", uuid,
+            "memory_cap", (json_int_t)carve_slice_cap(s->handle, i),
+            "memory_used", (json_int_t)carve_slice_used(s->handle, i),
+            "memory_peak", (json_int_t)carve_slice_peak(s->handle, i),
+            "oom_denials", (json_int_t)carve_slice_denials(s->handle, i),
+            "compute", s->compute, "priority", s->priority[0] ? s->priority : "normal",
+            "compute_share", s->share[i], "held_seconds_total", (double)ps.held_ns / 1e9,
+            "launches_total", (json_int_t)ps.launches));
+    }
+    return devs;
+}
+
+static uint64_t slice_memory(const struct dslice *s)
+{
+    uint64_t used = 0;
+    for (int i = 0; i < s->spec.ndev; i++)
+        used += carve_slice_used(s->handle, i);
+    return used;
+}
+
+/* Idle: holds device memory and ran no kernel (no SM time, no paced launch) since
+ * idle_since. Returns true when the policy ended the slice's processes. */
+static bool judge_idle(struct carved *d, struct dslice *s, bool busy, double now, double dt,
+                       int nprocs, const unsigned *pids)
+{
+    if (busy || slice_memory(s) == 0) {
+        s->idle_since = now;
+        s->idle = false;
+        return false;
+    }
+    if (s->idle_since == 0)
+        s->idle_since = now;
+    bool was = s->idle;
+    s->idle = now - s->idle_since >= (double)d->conf.idle_after_s;
+    if (s->idle)
+        s->idle_gpu_hours += dt / 3600.0;
+    if (s->idle && !was)
+        carved_log("slice %s idle: holds memory, no kernel for %.0f s (policy %s)", s->name,
+                   now - s->idle_since, policy_name(policy_of(d, s)));
+    if (!s->idle || policy_of(d, s) != CARVED_POLICY_RECLAIM)
+        return false;
+    for (int i = 0; i < nprocs; i++)
+        kill((pid_t)pids[i], SIGKILL);
+    carve_slice_reap(s->handle);
+    d->idle_reclaims++;
+    carved_log("slice %s reclaimed: %d process(es) ended", s->name, nprocs);
+    return true;
+}
+
+static json_t *slice_json(struct carved *d, struct dslice *s, bool busy, double now, double dt)
+{
+    unsigned pids[CARVE_SLICE_MAX_PROCS];
+    int n = carve_slice_pids(s->handle, pids, CARVE_SLICE_MAX_PROCS);
+    if (judge_idle(d, s, busy, now, dt, n, pids))
+        n = 0;
+    json_t *procs = json_array();
+    for (int i = 0; i < n; i++) {
+        char user[64], cmd[64];
+        proc_user((pid_t)pids[i], user, sizeof(user), cmd, sizeof(cmd));
+        uint64_t used = 0;
+        for (int slot = 0; slot < CARVE_SLICE_MAX_PROCS; slot++)
+            if (carve_slice_slot_pid(s->handle, slot) == (int)pids[i])
+                for (int dv = 0; dv < s->spec.ndev; dv++)
+                    used += carve_slice_slot_used(s->handle, slot, dv);
+        json_array_append_new(procs, json_pack("{s:I,s:s,s:s,s:I}", "pid", (json_int_t)pids[i],
+                                               "user", user, "command", cmd, "memory_used",
+                                               (json_int_t)used));
+    }
+    struct passwd *pw = getpwuid(s->owner);
+    char owner[32];
+    snprintf(owner, sizeof(owner), "%u", (unsigned)s->owner);
+    return json_pack("{s:s,s:s,s:I,s:I,s:s,s:o,s:o,s:b,s:f,s:f,s:s}", "name", s->name,
+                     "owner", pw ? pw->pw_name : owner, "uid", (json_int_t)s->owner,
+                     "created", (json_int_t)s->created, "origin", registry_origin_name(s->origin),
+                     "devices", slice_devices(s, dt), "processes", procs, "idle", s->idle,
+                     "idle_seconds", s->idle_since > 0 ? now - s->idle_since : 0.0,
+                     "idle_gpu_hours", s->idle_gpu_hours, "policy_idle",
+                     policy_name(policy_of(d, s)));
+}
+
+/* A slice made for one `carve run` ends with it: when that carve run is gone and no process
+ * is left in the slice (a SIGKILLed carve run cannot ask for it). */
+static void end_orphan_runs(struct carved *d)
+{
+    unsigned pids[1];
+    char err[256];
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
+        struct dslice *s = &d->slices[i];
+        if (!s->used || s->origin != ORIGIN_RUN || s->creator <= 0)
+            continue;
+        if (kill(s->creator, 0) == 0 || errno != ESRCH)
+            continue;
+        if (carve_slice_pids(s->handle, pids, 1) == 0)
+            registry_delete(d, s, err, sizeof(err));
+    }
+}
+
+void monitor_poll(struct carved *d, double now)
+{
+    double dt = last_poll > 0 ? now - last_poll : 0;
+    last_poll = now;
+    end_orphan_runs(d);
+    read_members(d);
+    static bool busy[CARVED_MAX_SLICES];
+    memset(busy, 0, sizeof(busy));
+    json_t *gpus = json_array(), *escapes = json_array(), *slices = json_array();
+    for (int g = 0; g < d->ngpu && nv.handle; g++)
+        json_array_append_new(gpus, gpu_json(d, g, escapes, busy));
+    d->escapes_total += json_array_size(escapes);
+    unsigned long long denials = 0;
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
+        struct dslice *s = &d->slices[i];
+        if (!s->used)
+            continue;
+        for (int dv = 0; dv < s->spec.ndev; dv++) {
+            denials += carve_slice_denials(s->handle, dv);
+            struct carve_pace_stats ps = carve_slice_pace_stats(s->handle, dv);
+            busy[i] |= ps.charged_ns != s->last_charged[dv];
+        }
+        json_array_append_new(slices, slice_json(d, s, busy[i], now, dt));
+    }
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    json_t *snap = json_pack("{s:i,s:s,s:f,s:b,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I}}",
+        "version", CARVED_SNAPSHOT_VERSION, "node", host, "time", now, "simulated", d->simulate,
+        "gpus", gpus, "slices", slices, "escapes", escapes, "totals",
+        "escapes", (json_int_t)d->escapes_total, "escapes_killed", (json_int_t)d->escapes_killed,
+        "idle_reclaims", (json_int_t)d->idle_reclaims, "oom_denials", (json_int_t)denials);
+    if (snap) {
+        json_decref(d->snapshot);
+        d->snapshot = snap;
+    }
+}

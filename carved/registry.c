@@ -1,0 +1,327 @@
+/* registry.c - the slices carved owns: making them (the same checks as carve run, through
+ * gpus.c), who may join or manage them, and keeping them in state_dir/slices.json so that a
+ * restarted carved adopts the slices its tenants are still running in. */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+static const char *origin_names[] = {"config", "api", "run"};
+
+const char *registry_origin_name(int origin)
+{
+    return origin >= 0 && origin <= ORIGIN_RUN ? origin_names[origin] : "api";
+}
+
+static int origin_of(const char *s)
+{
+    for (int i = 0; i <= ORIGIN_RUN; i++)
+        if (s && strcmp(s, origin_names[i]) == 0)
+            return i;
+    return ORIGIN_API;
+}
+
+struct dslice *registry_find(struct carved *d, const char *name)
+{
+    for (int i = 0; i < CARVED_MAX_SLICES; i++)
+        if (d->slices[i].used && strcmp(d->slices[i].name, name) == 0)
+            return &d->slices[i];
+    return NULL;
+}
+
+static bool in_groups(uid_t uid, gid_t gid, const gid_t *groups, int n)
+{
+    if (n == 0)
+        return false;
+    struct passwd *pw = getpwuid(uid);
+    gid_t list[256];
+    int count = 256;
+    if (!pw || getgrouplist(pw->pw_name, gid, list, &count) < 0) {
+        list[0] = gid;
+        count = 1;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < count; j++)
+            if (groups[i] == list[j])
+                return true;
+    return false;
+}
+
+bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid)
+{
+    if (uid == 0 || uid == geteuid())
+        return true;
+    for (int i = 0; i < d->conf.nadmins; i++)
+        if (d->conf.admins[i] == uid)
+            return true;
+    return in_groups(uid, gid, d->conf.admin_groups, d->conf.nadmin_groups);
+}
+
+bool registry_may_manage(const struct carved *d, const struct dslice *s, uid_t uid, gid_t gid)
+{
+    if (registry_is_admin(d, uid, gid))
+        return true;
+    return s->origin != ORIGIN_CONFIG && s->owner == uid;
+}
+
+bool registry_may_join(const struct carved *d, const struct dslice *s, uid_t uid, gid_t gid)
+{
+    if (registry_may_manage(d, s, uid, gid))
+        return true;
+    for (int i = 0; i < s->nusers; i++)
+        if (s->users[i] == uid)
+            return true;
+    return in_groups(uid, gid, s->groups, s->ngroups);
+}
+
+static void leave_boards(struct dslice *s)
+{
+    for (int i = 0; i < s->spec.ndev; i++)
+        if (s->boards[i]) {
+            carve_board_leave(s->boards[i], s->spec.dev[i].board_entry);
+            s->boards[i] = NULL;
+        }
+}
+
+static int join_boards(struct dslice *s, char *err, size_t errlen)
+{
+    for (int i = 0; i < s->spec.ndev; i++) {
+        const struct carve_compute *c = &s->spec.dev[i].compute;
+        if (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL)
+            continue;
+        char why[512];
+        if (carve_board_join(s->spec.dev[i].uuid, c, s->name, getpid(), &s->boards[i],
+                             &s->spec.dev[i].board_entry, why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "GPU %d: %s", s->spec.dev[i].index, why);
+            leave_boards(s);
+            return -EDQUOT;
+        }
+    }
+    return 0;
+}
+
+static int check_name(const char *name, char *err, size_t errlen)
+{
+    if (carve_slice_name_ok(name))
+        return 0;
+    snprintf(err, errlen, "slice name `%.80s' is not 1-%d of A-Z a-z 0-9 . _ - (nor . or ..)",
+             name, CARVE_SLICE_NAME_MAX - 1);
+    return -EINVAL;
+}
+
+static struct dslice *free_entry(struct carved *d)
+{
+    for (int i = 0; i < CARVED_MAX_SLICES; i++)
+        if (!d->slices[i].used)
+            return &d->slices[i];
+    return NULL;
+}
+
+/* Fills s from the request: parsed and checked, the slice spec built; no object made. */
+static int prepare(struct carved *d, struct dslice *s, const struct carved_slice_conf *req,
+                   char *err, size_t errlen)
+{
+    struct carve_compute c = {0, 0, 0};
+    char why[256];
+    if (req->compute[0] && carve_parse_compute(req->compute, &c, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "--compute: %s", why);
+        return -EINVAL;
+    }
+    if (req->priority[0] && carve_parse_priority(req->priority, &c.priority, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "--priority: %s", why);
+        return -EINVAL;
+    }
+    /* same sizes as the request's fields, which are NUL-terminated */
+    memcpy(s->name, req->name, sizeof(s->name));
+    memcpy(s->memory, req->memory, sizeof(s->memory));
+    memcpy(s->compute, req->compute, sizeof(s->compute));
+    memcpy(s->priority, req->priority, sizeof(s->priority));
+    s->name[sizeof(s->name) - 1] = s->memory[sizeof(s->memory) - 1] = '\0';
+    s->compute[sizeof(s->compute) - 1] = s->priority[sizeof(s->priority) - 1] = '\0';
+    memcpy(s->users, req->users, sizeof(s->users));
+    s->nusers = req->nusers;
+    memcpy(s->groups, req->groups, sizeof(s->groups));
+    s->ngroups = req->ngroups;
+    s->idle_policy = req->idle_policy;
+    return carve_spec_build(&s->spec, s->name, req->memory[0] ? req->memory : NULL, &c, d->gpus,
+                            d->ngpu, err, errlen);
+}
+
+/* Tenants of any user write the table; only carved can write the terms (slice.h). */
+#define TABLE_MODE 0666
+
+int registry_create(struct carved *d, const struct carved_slice_conf *req, int origin,
+                    uid_t owner, pid_t creator, char *err, size_t errlen)
+{
+    int r = check_name(req->name, err, errlen);
+    if (r < 0)
+        return r;
+    if (registry_find(d, req->name)) {
+        snprintf(err, errlen, "a slice named `%s' exists already (carve slice list)", req->name);
+        return -EEXIST;
+    }
+    struct dslice *s = free_entry(d);
+    if (!s) {
+        snprintf(err, errlen, "carved holds %d slices, its most; delete some first",
+                 CARVED_MAX_SLICES);
+        return -ENOSPC;
+    }
+    memset(s, 0, sizeof(*s));
+    if ((r = prepare(d, s, req, err, errlen)) < 0 || (r = join_boards(s, err, errlen)) < 0)
+        return r;
+    unsigned rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+        rnd = (unsigned)time(NULL) ^ (unsigned)getpid();
+    char shm[sizeof(s->shm)];
+    snprintf(shm, sizeof(shm), "/carve.d.%s.%08x", req->name, rnd);
+    memcpy(s->shm, shm, sizeof(shm));
+    s->spec.table_mode = TABLE_MODE;
+    if ((r = carve_slice_create(s->shm, &s->spec, &s->handle, err, errlen)) < 0) {
+        leave_boards(s);
+        return r;
+    }
+    s->origin = origin;
+    s->owner = owner;
+    s->creator = creator;
+    s->created = (long long)time(NULL);
+    s->used = true;
+    carved_log("slice %s made (%s, owner uid %u, memory %s, compute %s)", s->name,
+               registry_origin_name(origin), (unsigned)owner, s->memory[0] ? s->memory : "-",
+               s->compute[0] ? s->compute : "-");
+    return registry_save(d, err, errlen);
+}
+
+int registry_delete(struct carved *d, struct dslice *s, char *err, size_t errlen)
+{
+    carved_log("slice %s removed", s->name);
+    carve_slice_close(s->handle);
+    carve_slice_unlink(s->shm);
+    leave_boards(s);
+    memset(s, 0, sizeof(*s));
+    return registry_save(d, err, errlen);
+}
+
+static json_t *ids_json(const unsigned *ids, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(ids[i]));
+    return a;
+}
+
+int registry_save(const struct carved *d, char *err, size_t errlen)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
+        const struct dslice *s = &d->slices[i];
+        if (!s->used)
+            continue;
+        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s:i}",
+            "name", s->name, "shm", s->shm, "memory", s->memory, "compute", s->compute,
+            "priority", s->priority, "origin", registry_origin_name(s->origin),
+            "owner", (json_int_t)s->owner, "creator", (json_int_t)s->creator,
+            "created", (json_int_t)s->created, "users", ids_json(s->users, s->nusers),
+            "groups", ids_json(s->groups, s->ngroups), "idle_policy", s->idle_policy));
+    }
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+    snprintf(path, sizeof(path), "%s/slices.json", d->conf.state_dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    json_t *root = json_pack("{s:i,s:o}", "version", 1, "slices", list);
+    int r = json_dump_file(root, tmp, JSON_INDENT(2)) == 0 && rename(tmp, path) == 0 ? 0 : -errno;
+    json_decref(root);
+    if (r < 0)
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(-r));
+    return r;
+}
+
+static void ids_from(json_t *a, unsigned *out, int *n)
+{
+    size_t i;
+    json_t *v;
+    *n = 0;
+    json_array_foreach(a, i, v)
+        if (json_is_integer(v) && *n < CARVED_MAX_IDS)
+            out[(*n)++] = (unsigned)json_integer_value(v);
+}
+
+/* Takes one saved slice back: its objects still exist (tenants may be running in them), or
+ * they are made again from the saved request. */
+static void adopt(struct carved *d, json_t *o)
+{
+    struct carved_slice_conf req = {.idle_policy = -1};
+    const char *name = "", *shm = "", *memory = "", *compute = "", *priority = "", *origin = "";
+    json_int_t owner = 0, creator = 0, created = 0;
+    int idle_policy = -1;
+    json_t *users = NULL, *groups = NULL;
+    if (json_unpack(o, "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s?i}", "name", &name,
+                    "shm", &shm, "memory", &memory, "compute", &compute, "priority", &priority,
+                    "origin", &origin, "owner", &owner, "creator", &creator, "created", &created,
+                    "users", &users, "groups", &groups, "idle_policy", &idle_policy) < 0) {
+        carved_log("state: a saved slice is malformed; skipped");
+        return;
+    }
+    snprintf(req.name, sizeof(req.name), "%s", name);
+    snprintf(req.memory, sizeof(req.memory), "%s", memory);
+    snprintf(req.compute, sizeof(req.compute), "%s", compute);
+    snprintf(req.priority, sizeof(req.priority), "%s", priority);
+    ids_from(users, req.users, &req.nusers);
+    ids_from(groups, req.groups, &req.ngroups);
+    req.idle_policy = idle_policy;
+    char err[512];
+    struct carve_slice *h = NULL;
+    struct dslice *s = free_entry(d);
+    if (!s || check_name(name, err, sizeof(err)) < 0 || registry_find(d, name))
+        return;
+    memset(s, 0, sizeof(*s));
+    if (carve_slice_open(shm, &h, err, sizeof(err)) == 0 && prepare(d, s, &req, err, sizeof(err)) == 0) {
+        s->handle = h;
+        snprintf(s->shm, sizeof(s->shm), "%s", shm);
+        s->origin = origin_of(origin);
+        s->owner = (uid_t)owner;
+        s->creator = (pid_t)creator;
+        s->created = created;
+        s->used = true;
+        join_boards(s, err, sizeof(err));
+        carved_log("slice %s adopted from %s", name, shm);
+        return;
+    }
+    carve_slice_close(h);
+    if (registry_create(d, &req, origin_of(origin), (uid_t)owner, (pid_t)creator, err,
+                        sizeof(err)) < 0)
+        carved_log("state: cannot make slice %s again: %s", name, err);
+}
+
+int registry_load(struct carved *d, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/slices.json", d->conf.state_dir);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (root) {
+        size_t i;
+        json_t *o;
+        json_array_foreach(json_object_get(root, "slices"), i, o)
+            adopt(d, o);
+        json_decref(root);
+    } else if (access(path, F_OK) == 0) {
+        snprintf(err, errlen, "%s:%d: %s (move the file away to start without saved slices)",
+                 path, je.line, je.text);
+        return -EINVAL;
+    }
+    for (int i = 0; i < d->conf.nslices; i++) {
+        const struct carved_slice_conf *c = &d->conf.slices[i];
+        if (registry_find(d, c->name))
+            continue;
+        if (registry_create(d, c, ORIGIN_CONFIG, geteuid(), 0, err, errlen) < 0)
+            return -EINVAL;
+    }
+    return registry_save(d, err, errlen);
+}

@@ -1,0 +1,288 @@
+/* daemon.c - carve's side of carved's socket API (carved/api.c): one request, one reply;
+ * and the commands that need carved: `carve slice create|list|delete` and `carve ps`. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "size.h"
+
+const char *carve_socket_path(void)
+{
+    const char *env = getenv("CARVE_SOCKET");
+    return env && *env ? env : "/run/carve/carved.sock";
+}
+
+int carve_daemon_connect(void)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", carve_socket_path());
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+json_t *carve_daemon_call(int fd, json_t *req, char *err, size_t errlen)
+{
+    char *text = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    if (!text || write(fd, text, strlen(text)) < 0 || write(fd, "\n", 1) < 0) {
+        snprintf(err, errlen, "cannot talk to carved at %s: %s", carve_socket_path(), strerror(errno));
+        free(text);
+        return NULL;
+    }
+    free(text);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (len + 1 >= cap) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger)
+                break;
+            buf = bigger;
+        }
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        if (memchr(buf + len - (size_t)n, '\n', (size_t)n))
+            break;
+    }
+    json_t *reply = NULL;
+    if (buf && len) {
+        buf[len] = '\0';
+        reply = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+    }
+    free(buf);
+    if (!json_is_object(reply)) {
+        snprintf(err, errlen, "carved at %s gave no answer (it may have stopped)", carve_socket_path());
+        json_decref(reply);
+        return NULL;
+    }
+    if (!json_is_true(json_object_get(reply, "ok"))) {
+        snprintf(err, errlen, "%s", json_string_value(json_object_get(reply, "error")) ?: "refused");
+        json_decref(reply);
+        return NULL;
+    }
+    return reply;
+}
+
+/* Connects and calls; prints the error as "carve CMD: ..." and returns NULL on failure. */
+static json_t *call(const char *cmd, json_t *req)
+{
+    char err[1024];
+    int fd = carve_daemon_connect();
+    if (fd < 0) {
+        fprintf(stderr, "carve %s: carved is not running (no one listens on %s; start it, or "
+                        "set CARVE_SOCKET)\n", cmd, carve_socket_path());
+        json_decref(req);
+        return NULL;
+    }
+    json_t *r = carve_daemon_call(fd, req, err, sizeof(err));
+    close(fd);
+    if (!r)
+        fprintf(stderr, "carve %s: %s\n", cmd, err);
+    return r;
+}
+
+static int usage_error(const char *cmd, const char *what, const char *arg)
+{
+    fprintf(stderr, "carve %s: ", cmd);
+    fprintf(stderr, what, arg);
+    fprintf(stderr, "\n(see carve %s --help)\n", cmd);
+    return CARVE_EXIT_USAGE;
+}
+
+/* "alice,bob" into a JSON list of names (carved resolves them). */
+static json_t *name_list(const char *s)
+{
+    json_t *a = json_array();
+    char *copy = strdup(s), *save = NULL;
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save))
+        json_array_append_new(a, json_string(t));
+    free(copy);
+    return a;
+}
+
+static const char slice_help[] =
+    "usage: carve slice create NAME [--memory SPEC] [--compute SHARE] [--priority CLASS]\n"
+    "                   [--users U,U...] [--groups G,G...]\n"
+    "       carve slice list [--json]\n"
+    "       carve slice delete NAME\n"
+    "\n"
+    "Slices kept by carved, the node daemon: they exist until deleted (carved restarts\n"
+    "included) and any number of `carve run --slice NAME` commands run in them together,\n"
+    "sharing the cap. --memory, --compute and --priority take what carve run takes.\n"
+    "--users and --groups name who else may run in the slice (names or numbers).\n"
+    "The socket is CARVE_SOCKET (default /run/carve/carved.sock).\n";
+
+static int slice_create(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"memory", required_argument, NULL, 'm'}, {"compute", required_argument, NULL, 'c'},
+        {"priority", required_argument, NULL, 'p'}, {"users", required_argument, NULL, 'u'},
+        {"groups", required_argument, NULL, 'g'}, {NULL, 0, NULL, 0},
+    };
+    json_t *req = json_pack("{s:s}", "op", "create");
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":m:c:p:u:g:", longopts, NULL)) != -1) {
+        const char *key = c == 'm' ? "memory" : c == 'c' ? "compute" : c == 'p' ? "priority" : NULL;
+        if (key)
+            json_object_set_new(req, key, json_string(optarg));
+        else if (c == 'u' || c == 'g')
+            json_object_set_new(req, c == 'u' ? "users" : "groups", name_list(optarg));
+        else {
+            json_decref(req);
+            return usage_error("slice create", c == ':' ? "option `%s' needs a value" : "unknown option `%s'",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1) {
+        json_decref(req);
+        return usage_error("slice create", "give one NAME%s", "");
+    }
+    json_object_set_new(req, "name", json_string(argv[optind]));
+    json_t *r = call("slice create", req);
+    if (!r)
+        return 1;
+    printf("slice %s made\n", argv[optind]);
+    json_decref(r);
+    return 0;
+}
+
+static void print_slices(json_t *snap)
+{
+    printf("%-20s %-10s %-7s %5s %-22s %-8s %s\n", "SLICE", "OWNER", "ORIGIN", "PROCS",
+           "MEMORY (used / cap)", "COMPUTE", "IDLE");
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(snap, "slices"), i, s) {
+        json_t *dev = json_array_get(json_object_get(s, "devices"), 0);
+        char used[32] = "-", cap[32] = "none", mem[64];
+        carve_format_size((uint64_t)json_integer_value(json_object_get(dev, "memory_used")), used, sizeof(used));
+        uint64_t c = (uint64_t)json_integer_value(json_object_get(dev, "memory_cap"));
+        if (c)
+            carve_format_size(c, cap, sizeof(cap));
+        snprintf(mem, sizeof(mem), "%s / %s", used, cap);
+        const char *compute = json_string_value(json_object_get(dev, "compute"));
+        char idle[32];
+        snprintf(idle, sizeof(idle), "%s%.0fs", json_is_true(json_object_get(s, "idle")) ? "IDLE " : "",
+                 json_real_value(json_object_get(s, "idle_seconds")));
+        printf("%-20s %-10s %-7s %5zu %-22s %-8s %s\n", json_string_value(json_object_get(s, "name")),
+               json_string_value(json_object_get(s, "owner")), json_string_value(json_object_get(s, "origin")),
+               json_array_size(json_object_get(s, "processes")), mem, compute && *compute ? compute : "-", idle);
+    }
+}
+
+static int slice_list(int argc, char **argv)
+{
+    bool as_json = argc > 1 && strcmp(argv[1], "--json") == 0;
+    if (argc > (as_json ? 2 : 1))
+        return usage_error("slice list", "unexpected argument `%s'", argv[as_json ? 2 : 1]);
+    json_t *r = call("slice list", json_pack("{s:s}", "op", "list"));
+    if (!r)
+        return 1;
+    json_t *snap = json_object_get(r, "snapshot");
+    if (as_json)
+        json_dumpf(json_object_get(snap, "slices"), stdout, JSON_INDENT(2));
+    else
+        print_slices(snap);
+    if (as_json)
+        putchar('\n');
+    json_decref(r);
+    return 0;
+}
+
+int carve_cmd_slice(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(slice_help, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CARVE_EXIT_USAGE : 0;
+    }
+    if (strcmp(argv[1], "create") == 0)
+        return slice_create(argc - 1, argv + 1);
+    if (strcmp(argv[1], "list") == 0)
+        return slice_list(argc - 1, argv + 1);
+    if (strcmp(argv[1], "delete") == 0) {
+        if (argc != 3)
+            return usage_error("slice delete", "give one NAME%s", "");
+        json_t *r = call("slice delete", json_pack("{s:s,s:s}", "op", "delete", "name", argv[2]));
+        if (!r)
+            return 1;
+        printf("slice %s deleted\n", argv[2]);
+        json_decref(r);
+        return 0;
+    }
+    return usage_error("slice", "unknown action `%s' (create, list, delete)", argv[1]);
+}
+
+static const char ps_help[] =
+    "usage: carve ps [--json]\n"
+    "\n"
+    "What carved sees: each slice with its processes (pid, user, command, memory), memory\n"
+    "used and cap, achieved compute share and idle time; then every GPU process that is in\n"
+    "no slice (an escape: a static binary, or one that dropped LD_PRELOAD).\n"
+    "--json prints carved's whole snapshot (the schema is in carved/carved.h).\n";
+
+int carve_cmd_ps(int argc, char **argv)
+{
+    bool as_json = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            as_json = true;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(ps_help, stdout);
+            return 0;
+        } else
+            return usage_error("ps", "unknown option `%s'", argv[i]);
+    }
+    json_t *r = call("ps", json_pack("{s:s}", "op", "ps"));
+    if (!r)
+        return 1;
+    json_t *snap = json_object_get(r, "snapshot");
+    if (as_json) {
+        json_dumpf(snap, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(r);
+        return 0;
+    }
+    print_slices(snap);
+    size_t i, j;
+    json_t *s, *p;
+    printf("\n%-20s %8s %-10s %-16s %s\n", "SLICE", "PID", "USER", "COMMAND", "MEMORY");
+    json_array_foreach(json_object_get(snap, "slices"), i, s)
+        json_array_foreach(json_object_get(s, "processes"), j, p) {
+            char used[32];
+            carve_format_size((uint64_t)json_integer_value(json_object_get(p, "memory_used")), used, sizeof(used));
+            printf("%-20s %8lld %-10s %-16s %s\n", json_string_value(json_object_get(s, "name")),
+                   (long long)json_integer_value(json_object_get(p, "pid")),
+                   json_string_value(json_object_get(p, "user")),
+                   json_string_value(json_object_get(p, "command")), used);
+        }
+    json_t *esc = json_object_get(snap, "escapes");
+    printf("\nescapes (GPU processes in no slice): %zu\n", json_array_size(esc));
+    json_array_foreach(esc, i, p)
+        printf("  GPU %lld pid %lld user %s command %s: %s\n",
+               (long long)json_integer_value(json_object_get(p, "gpu")),
+               (long long)json_integer_value(json_object_get(p, "pid")),
+               json_string_value(json_object_get(p, "user")),
+               json_string_value(json_object_get(p, "command")),
+               json_string_value(json_object_get(p, "action")));
+    json_decref(r);
+    return 0;
+}

@@ -1,0 +1,161 @@
+/* compute.c - parsing compute shares and priorities, and the rate policy (see compute.h). */
+#include "compute.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static int bad_compute(const char *s, const char *why, char *err, size_t errlen)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "`%s' %s; give a percentage in (0, 100]: `30%%' for at most "
+                 "30%% of the GPU, `30%%+' for at least 30%% (plus idle time)", s, why);
+    return -EINVAL;
+}
+
+int carve_parse_compute(const char *s, struct carve_compute *out, char *err, size_t errlen)
+{
+    if (!s || !*s)
+        return bad_compute(s ? s : "", "is empty", err, errlen);
+    const char *p = s;
+    uint64_t whole = 0, frac = 0;
+    int frac_digits = 0, digits = 0;
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        whole = whole * 10 + (uint64_t)(*p - '0');
+        if (whole > 1000)
+            return bad_compute(s, "is more than 100%", err, errlen);
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (frac_digits < 2) {
+                frac = frac * 10 + (uint64_t)(*p - '0');
+                frac_digits++;
+            } else if (*p != '0') {
+                return bad_compute(s, "has more precision than 0.01%", err, errlen);
+            }
+    }
+    if (digits == 0)
+        return bad_compute(s, *s == '-' ? "is negative" : "is not a percentage", err, errlen);
+    while (frac_digits < 2) {
+        frac *= 10;
+        frac_digits++;
+    }
+    if (*p == '%')
+        p++;
+    uint8_t mode = CARVE_COMPUTE_CAP;
+    if (*p == '+') {
+        mode = CARVE_COMPUTE_GUARANTEE;
+        p++;
+    }
+    if (*p)
+        return bad_compute(s, "is not a percentage", err, errlen);
+    uint64_t bp = whole * 100 + frac;
+    if (bp == 0)
+        return bad_compute(s, "is zero", err, errlen);
+    if (bp > CARVE_BP_FULL)
+        return bad_compute(s, "is more than 100%", err, errlen);
+    out->share_bp = (uint32_t)bp;
+    out->mode = mode;
+    return 0;
+}
+
+static const char *const priority_names[] = {"normal", "latency", "batch"};
+
+int carve_parse_priority(const char *s, uint8_t *out, char *err, size_t errlen)
+{
+    for (uint8_t i = 0; i < sizeof(priority_names) / sizeof(priority_names[0]); i++)
+        if (s && strcmp(s, priority_names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    if (err && errlen)
+        snprintf(err, errlen, "unknown priority `%s'; use latency, batch or normal", s ? s : "");
+    return -EINVAL;
+}
+
+const char *carve_priority_name(uint8_t priority)
+{
+    return priority < sizeof(priority_names) / sizeof(priority_names[0])
+               ? priority_names[priority] : "unknown";
+}
+
+void carve_format_compute(const struct carve_compute *c, char *buf, size_t len)
+{
+    const char *plus = c->mode == CARVE_COMPUTE_GUARANTEE ? "+" : "";
+    if (c->share_bp % 100 == 0)
+        snprintf(buf, len, "%u%%%s", c->share_bp / 100, plus);
+    else if (c->share_bp % 10 == 0)
+        snprintf(buf, len, "%u.%u%%%s", c->share_bp / 100, c->share_bp % 100 / 10, plus);
+    else
+        snprintf(buf, len, "%u.%02u%%%s", c->share_bp / 100, c->share_bp % 100, plus);
+}
+
+struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int me,
+                                     uint32_t batch_yield_bp)
+{
+    struct carve_rate r = {CARVE_BP_FULL, false};
+    if (me < 0 || me >= n)
+        return r;
+    const struct carve_compute *mine = &peers[me].compute;
+    uint64_t caps = 0, guarantees = 0;
+    bool latency_active = false;
+    for (int i = 0; i < n; i++) {
+        const struct carve_compute *c = &peers[i].compute;
+        if (i != me && !peers[i].active)
+            continue;
+        if (i != me && c->priority == CARVE_PRIO_LATENCY)
+            latency_active = true;
+        if (c->share_bp == 0)
+            continue;
+        if (c->mode == CARVE_COMPUTE_CAP) {
+            if (i != me)
+                caps += c->share_bp;
+        } else {
+            guarantees += c->share_bp;
+        }
+    }
+    if (mine->share_bp && mine->mode == CARVE_COMPUTE_CAP) {
+        r.rate_bp = mine->share_bp;
+    } else if (mine->share_bp) {
+        uint64_t spare = caps < CARVE_BP_FULL ? CARVE_BP_FULL - caps : 0;
+        uint64_t rate = guarantees ? spare * mine->share_bp / guarantees : CARVE_BP_FULL;
+        if (rate < mine->share_bp)
+            rate = mine->share_bp;
+        r.rate_bp = rate > CARVE_BP_FULL ? CARVE_BP_FULL : (uint32_t)rate;
+    }
+    if (mine->priority == CARVE_PRIO_BATCH && latency_active) {
+        r.yielding = true;
+        if (batch_yield_bp && r.rate_bp > batch_yield_bp)
+            r.rate_bp = batch_yield_bp;
+    }
+    return r;
+}
+
+bool carve_compute_window(const struct carve_peer *peers, int n, int me, uint32_t batch_yield_bp,
+                          uint32_t *offset_bp, uint32_t *width_bp)
+{
+    if (me < 0 || me >= n || peers[me].compute.share_bp == 0)
+        return false;
+    uint64_t before = 0, total = 0, mine = 0;
+    int paced = 0;
+    for (int j = 0; j < n; j++) {
+        if (peers[j].compute.share_bp == 0 || (j != me && !peers[j].active))
+            continue;
+        uint64_t w = carve_compute_rate(peers, n, j, batch_yield_bp).rate_bp;
+        if (j < me)
+            before += w;
+        if (j == me)
+            mine = w;
+        total += w;
+        paced++;
+    }
+    if (paced < 2)
+        return false;
+    if (total > CARVE_BP_FULL) { /* caps are not checked against each other: shrink all */
+        before = before * CARVE_BP_FULL / total;
+        mine = mine * CARVE_BP_FULL / total;
+    }
+    *offset_bp = (uint32_t)before;
+    *width_bp = (uint32_t)mine;
+    return true;
+}

@@ -1,0 +1,172 @@
+/* gpus.c - listing GPUs through NVML (loaded with dlopen: carve's tools need no driver at
+ * build time) and building slice specs; see gpus.h. */
+#include "gpus.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "carve/nvml_abi.h"
+#include "size.h"
+#include "uuid.h"
+
+void carve_nvml_path(int simulate, const char *libdir, char *out, size_t len)
+{
+    if (simulate)
+        snprintf(out, len, "%s/sim/libnvidia-ml.so.1", libdir);
+    else
+        snprintf(out, len, "libnvidia-ml.so.1");
+}
+
+int carve_find_libdir(char *out, size_t len)
+{
+    const char *env = getenv("CARVE_LIBDIR");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    snprintf(out, len, "%s/../lib/carve", dirname(exe));
+    return 0;
+}
+
+struct nvml {
+    void *handle;
+    __typeof__(&nvmlInit_v2) init;
+    __typeof__(&nvmlShutdown) shutdown;
+    __typeof__(&nvmlDeviceGetCount_v2) count;
+    __typeof__(&nvmlDeviceGetHandleByIndex_v2) by_index;
+    __typeof__(&nvmlDeviceGetUUID) uuid;
+    __typeof__(&nvmlDeviceGetName) name;
+    __typeof__(&nvmlDeviceGetMemoryInfo) memory;
+};
+
+static int nvml_open(struct nvml *n, const char *path)
+{
+    n->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!n->handle)
+        return -1;
+    n->init = (__typeof__(n->init))dlsym(n->handle, "nvmlInit_v2");
+    n->shutdown = (__typeof__(n->shutdown))dlsym(n->handle, "nvmlShutdown");
+    n->count = (__typeof__(n->count))dlsym(n->handle, "nvmlDeviceGetCount_v2");
+    n->by_index = (__typeof__(n->by_index))dlsym(n->handle, "nvmlDeviceGetHandleByIndex_v2");
+    n->uuid = (__typeof__(n->uuid))dlsym(n->handle, "nvmlDeviceGetUUID");
+    n->name = (__typeof__(n->name))dlsym(n->handle, "nvmlDeviceGetName");
+    n->memory = (__typeof__(n->memory))dlsym(n->handle, "nvmlDeviceGetMemoryInfo");
+    if (n->init && n->shutdown && n->count && n->by_index && n->uuid && n->name && n->memory)
+        return 0;
+    dlclose(n->handle); /* dlerror() still says which symbol is missing */
+    return -1;
+}
+
+int carve_gpus_list(const char *nvml_path, int simulate, struct carve_gpu_info *gpus, int max,
+                    char *err, size_t errlen)
+{
+    struct nvml n = {0};
+    if (nvml_open(&n, nvml_path) < 0) {
+        const char *why = dlerror();
+        if (simulate)
+            snprintf(err, errlen, "the simulated GPU is missing (%s); build carve with make",
+                     why ? why : nvml_path);
+        else
+            snprintf(err, errlen, "no NVIDIA driver found (%s); to try carve without a GPU, "
+                     "use --simulate", why ? why : nvml_path);
+        return -1;
+    }
+    unsigned count = 0;
+    nvmlReturn_t r = n.init();
+    if (r == NVML_SUCCESS)
+        r = n.count(&count);
+    int got = 0;
+    for (unsigned i = 0; r == NVML_SUCCESS && i < count && got < max; i++) {
+        nvmlDevice_t d;
+        nvmlMemory_t m;
+        struct carve_gpu_info *g = &gpus[got];
+        if (n.by_index(i, &d) != NVML_SUCCESS ||
+            n.uuid(d, g->uuid, sizeof(g->uuid)) != NVML_SUCCESS ||
+            n.memory(d, &m) != NVML_SUCCESS)
+            continue;
+        if (n.name(d, g->name, sizeof(g->name)) != NVML_SUCCESS)
+            snprintf(g->name, sizeof(g->name), "GPU %u", i);
+        g->index = i;
+        g->total = m.total;
+        got++;
+    }
+    if (r == NVML_SUCCESS)
+        n.shutdown();
+    dlclose(n.handle);
+    if (r != NVML_SUCCESS) {
+        snprintf(err, errlen, "NVML could not list the GPUs (error %d)", r);
+        return -1;
+    }
+    return got;
+}
+
+static bool has_index(const struct carve_gpu_info *gpus, int ngpu, unsigned idx)
+{
+    for (int i = 0; i < ngpu; i++)
+        if (gpus[i].index == idx)
+            return true;
+    return false;
+}
+
+/* "--memory 100GiB is more than GPU 0 has (80 GiB)"; a per-GPU spec names the entry. */
+static int cap_error(const struct carve_memory_spec *mem, const char *spec, unsigned idx,
+                     uint64_t cap, uint64_t total, char *err, size_t errlen)
+{
+    char c[32], t[32];
+    carve_format_size(cap, c, sizeof(c));
+    carve_format_size(total, t, sizeof(t));
+    if (mem->all)
+        snprintf(err, errlen, "--memory %s is more than GPU %u has (%s)", spec, idx, t);
+    else
+        snprintf(err, errlen, "--memory %s: %u=%s is more than GPU %u has (%s)", spec, idx, c,
+                 idx, t);
+    return -EINVAL;
+}
+
+int carve_spec_build(struct carve_slice_spec *spec, const char *name, const char *memory,
+                     const struct carve_compute *compute, const struct carve_gpu_info *gpus,
+                     int ngpu, char *err, size_t errlen)
+{
+    struct carve_memory_spec mem = {0};
+    char why[256];
+    if (memory && carve_parse_memory_spec(memory, &mem, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "--memory: %s", why);
+        return -EINVAL;
+    }
+    for (int i = 0; i < CARVE_SPEC_MAX_DEVICES; i++)
+        if (mem.per_index[i] && !has_index(gpus, ngpu, (unsigned)i)) {
+            snprintf(err, errlen, "--memory %s names GPU %d, but this machine has %d GPU%s "
+                     "(0-%d)", memory, i, ngpu, ngpu == 1 ? "" : "s", ngpu - 1);
+            return -EINVAL;
+        }
+    memset(spec, 0, sizeof(*spec));
+    snprintf(spec->name, sizeof(spec->name), "%s", name);
+    spec->ndev = ngpu < CARVE_SLICE_MAX_DEVICES ? ngpu : CARVE_SLICE_MAX_DEVICES;
+    for (int i = 0; i < spec->ndev; i++) {
+        uint64_t cap = mem.all ? mem.all : mem.per_index[gpus[i].index];
+        if (cap > gpus[i].total)
+            return cap_error(&mem, memory, gpus[i].index, cap, gpus[i].total, err, errlen);
+        if (carve_uuid_parse(gpus[i].uuid, spec->dev[i].uuid) < 0) {
+            snprintf(err, errlen, "GPU %u has a UUID carve cannot read: %s", gpus[i].index,
+                     gpus[i].uuid);
+            return -EINVAL;
+        }
+        spec->dev[i].index = (int)gpus[i].index;
+        spec->dev[i].cap = cap;
+        spec->dev[i].compute = *compute;
+        spec->dev[i].board_entry = -1;
+    }
+    return 0;
+}

@@ -1,0 +1,35 @@
+/* gpus.h - the machine's GPUs as carve's tools see them (through NVML, the real one or the
+ * simulated one), and turning a slice request (memory spec, compute share) into a slice
+ * spec for them. Shared by `carve run` and carved, so that both accept and refuse exactly
+ * the same requests with the same messages. Not used inside tenant processes. */
+#ifndef CARVE_GPUS_H
+#define CARVE_GPUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compute.h"
+#include "slice.h"
+
+struct carve_gpu_info {
+    unsigned index;
+    char uuid[96];
+    char name[96];
+    uint64_t total;
+};
+
+/* The NVML library to load: the simulated one under libdir/sim, or the driver's. */
+void carve_nvml_path(int simulate, const char *libdir, char *out, size_t len);
+/* The lib/carve directory: CARVE_LIBDIR, or ../lib/carve beside the executable. */
+int carve_find_libdir(char *out, size_t len);
+/* Lists up to max GPUs through the NVML at nvml_path: their count, or -1 with a message
+ * (what is missing and what to do) in err. */
+int carve_gpus_list(const char *nvml_path, int simulate, struct carve_gpu_info *gpus, int max,
+                    char *err, size_t errlen);
+/* Fills spec for the GPUs from a --memory SPEC (NULL: no cap; "" is refused) and compute settings: 0, or
+ * -EINVAL with a message naming the value ("--memory 100GiB is more than GPU 0 has"). */
+int carve_spec_build(struct carve_slice_spec *spec, const char *name, const char *memory,
+                     const struct carve_compute *compute, const struct carve_gpu_info *gpus,
+                     int ngpu, char *err, size_t errlen);
+
+#endif

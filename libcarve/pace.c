@@ -1,0 +1,494 @@
+/* pace.c - compute shares: every launch of a slice with compute settings is charged its
+ * estimated GPU time against the slice's pacing clock (common/slice.c, GCRA), and waits when
+ * the slice is ahead of its share.
+ *
+ * The GPU time of a launch is not known when it is made, so it is learned: now and then a
+ * launch is bracketed by two events on its stream, and the elapsed time between them is a
+ * sample for that kernel (function and grid) or graph. Contention only ever lengthens a
+ * sample (the stream waits while another context runs), so the estimate is the minimum of a
+ * window of samples. Launches of a kernel not measured yet are charged a typical cost, and
+ * the difference is charged as debt when the first sample arrives.
+ *
+ * The rate a slice may use comes from the board of its GPU (common/board.c): a cap is fixed,
+ * a guarantee takes what active caps leave in proportion to the active guarantees, and a
+ * batch slice steps back while a latency slice is active. It is refreshed every few
+ * milliseconds, not per launch.
+ *
+ * A launch that is not held costs: the context's device, the stream's capture status, the
+ * clock (vDSO), a hash lookup and one compare-and-swap on the slice's clock. */
+#include "libcarve.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "board.h"
+#include "slice.h"
+
+#define MAX_CU 64
+#define EST_SLOTS 4096u        /* kernels and graphs with an estimate, per process */
+#define EST_PROBE 16u
+#define WINDOW 8u              /* samples per minimum window */
+#define SAMPLE_EVERY 64u       /* launches of a key between samples, once warm */
+#define PAIRS 32               /* event pairs for samples in flight */
+#define POLL_NS 200000ull      /* how often samples in flight are looked at */
+#define REFRESH_NS 2000000ull  /* how often the rate is recomputed from the board */
+#define SLEEP_MAX_NS 2000000ull
+#define DEFAULT_TYPICAL_NS 20000u
+
+enum { PAIR_FREE, PAIR_BUSY, PAIR_PENDING };
+
+struct est {
+    _Atomic uint64_t key;     /* 0: empty */
+    _Atomic uint32_t est_ns;  /* 0: no sample yet */
+    _Atomic uint32_t win_min;
+    _Atomic uint32_t win_n;
+    _Atomic uint32_t samples;
+    _Atomic uint32_t since_sample;
+    _Atomic uint32_t sampling;     /* a sample is in flight */
+    _Atomic uint64_t pending_n;    /* launches charged a typical cost before the first sample */
+    _Atomic uint64_t pending_ns;   /* what they were charged */
+    _Atomic uint64_t charged_n;    /* launches charged the current estimate */
+    _Atomic int sdev;
+};
+
+struct carve_pace_pair {
+    _Atomic int state;
+    CUcontext ctx;
+    CUevent start, end;
+    struct est *est;
+};
+
+struct pace_dev {
+    struct carve_board *board;
+    int entry;
+    struct carve_compute compute;
+    _Atomic uint32_t rate_bp;
+    _Atomic uint32_t yielding;
+    _Atomic uint32_t window;   /* 1 while taking turns with other paced slices */
+    _Atomic uint32_t win_off;  /* its window within each period, basis points */
+    _Atomic uint32_t win_width;
+    _Atomic uint64_t next_refresh;
+};
+
+static struct {
+    struct carve_slice *slice;
+    _Atomic int sdev_of[MAX_CU]; /* -2 unknown, -1 not paced */
+    struct pace_dev dev[CARVE_SLICE_MAX_DEVICES];
+    struct est est[EST_SLOTS];
+    struct carve_pace_pair pair[PAIRS];
+    _Atomic uint32_t typical_ns;
+    _Atomic uint64_t next_poll;
+    uint64_t tau_ns, yield_tau_ns, active_ns, period_ns;
+    uint32_t batch_yield_bp;
+} P;
+
+_Atomic int carve__pacing;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t env_us(const char *name, uint64_t dflt_us)
+{
+    const char *v = getenv(name);
+    char *end;
+    if (!v || !*v)
+        return dflt_us * 1000;
+    unsigned long long x = strtoull(v, &end, 10);
+    return *end ? dflt_us * 1000 : x * 1000;
+}
+
+void carve__pace_setup(struct carve_slice *slice)
+{
+    memset(&P, 0, sizeof(P));
+    for (int i = 0; i < MAX_CU; i++)
+        atomic_store(&P.sdev_of[i], -2);
+    atomic_store(&P.typical_ns, DEFAULT_TYPICAL_NS);
+    atomic_store(&carve__pacing, 0);
+    if (!slice)
+        return;
+    /* tunables for experiments; the defaults are documented in docs/compute.md */
+    P.tau_ns = env_us("CARVE_PACE_AHEAD_US", 20000);
+    P.yield_tau_ns = env_us("CARVE_PACE_YIELD_AHEAD_US", 0);
+    P.active_ns = env_us("CARVE_PACE_ACTIVE_US", 100000);
+    P.period_ns = env_us("CARVE_PACE_PERIOD_US", 50000);
+    if (P.period_ns == 0)
+        P.period_ns = 50000000;
+    const char *y = getenv("CARVE_BATCH_YIELD");
+    struct carve_compute yc = {8000, 0, 0};
+    if (y && *y)
+        carve_parse_compute(y, &yc, NULL, 0);
+    P.batch_yield_bp = yc.share_bp;
+    P.slice = slice;
+    bool any = false;
+    for (int d = 0; d < carve_slice_ndev(slice); d++) {
+        struct pace_dev *pd = &P.dev[d];
+        pd->compute = carve_slice_compute(slice, d);
+        pd->entry = carve_slice_board_entry(slice, d);
+        atomic_store(&pd->rate_bp, pd->compute.share_bp && pd->compute.mode == CARVE_COMPUTE_CAP
+                                       ? pd->compute.share_bp : CARVE_BP_FULL);
+        if (pd->compute.share_bp == 0 && pd->compute.priority == CARVE_PRIO_NORMAL)
+            continue;
+        any = true;
+        uint8_t uuid[16];
+        if (pd->entry >= 0 && carve_slice_dev_uuid(slice, d, uuid) == 0 &&
+            carve_board_open(uuid, &pd->board) < 0)
+            pd->board = NULL;
+    }
+    atomic_store(&carve__pacing, any);
+}
+
+/* CARVE_PACE_DEBUG=1: the estimates, on stderr at exit (for tuning, not a stable format). */
+__attribute__((destructor)) static void pace_debug(void)
+{
+    const char *d = getenv("CARVE_PACE_DEBUG");
+    if (!d || strcmp(d, "1") != 0 || !P.slice)
+        return;
+    for (uint32_t i = 0; i < EST_SLOTS; i++)
+        if (atomic_load(&P.est[i].key))
+            fprintf(stderr, "carve pace: key %016llx est %u ns, %u samples\n",
+                    (unsigned long long)atomic_load(&P.est[i].key), atomic_load(&P.est[i].est_ns),
+                    atomic_load(&P.est[i].samples));
+}
+
+/* The slice device a CUDA ordinal paces on, or -1. */
+static int sdev_of(CUdevice cu)
+{
+    if (cu < 0 || cu >= MAX_CU)
+        return -1;
+    int s = atomic_load_explicit(&P.sdev_of[cu], memory_order_relaxed);
+    if (s != -2)
+        return s;
+    CUuuid u;
+    if (!R.cuDeviceGetUuid_v2 || R.cuDeviceGetUuid_v2(&u, cu) != CUDA_SUCCESS)
+        return -1;
+    s = carve_slice_find_uuid(P.slice, (const uint8_t *)u.bytes);
+    if (s >= 0 && P.dev[s].compute.share_bp == 0 &&
+        P.dev[s].compute.priority == CARVE_PRIO_NORMAL)
+        s = -1;
+    atomic_store_explicit(&P.sdev_of[cu], s, memory_order_relaxed);
+    return s;
+}
+
+static uint64_t mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    k ^= k >> 33;
+    return k;
+}
+
+/* The estimate entry for key, created if need be; NULL when the table is full there. */
+static struct est *est_of(uint64_t key, int sdev)
+{
+    key |= 1; /* never 0, the empty mark */
+    uint64_t h = mix(key);
+    for (uint32_t i = 0; i < EST_PROBE; i++) {
+        struct est *e = &P.est[(h + i) & (EST_SLOTS - 1)];
+        uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        if (k == key)
+            return e;
+        if (k == 0) {
+            uint64_t empty = 0;
+            if (atomic_compare_exchange_strong(&e->key, &empty, key)) {
+                atomic_store(&e->sdev, sdev);
+                return e;
+            }
+            if (empty == key)
+                return e;
+        }
+    }
+    return NULL;
+}
+
+/* Runs f with this thread's capture mode relaxed: the event calls below are "potentially
+ * unsafe" during another thread's global-mode capture and would invalidate it otherwise. */
+static CUstreamCaptureMode relax(void)
+{
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (R.cuThreadExchangeStreamCaptureMode)
+        R.cuThreadExchangeStreamCaptureMode(&m);
+    return m;
+}
+
+static void unrelax(CUstreamCaptureMode m)
+{
+    if (R.cuThreadExchangeStreamCaptureMode)
+        R.cuThreadExchangeStreamCaptureMode(&m);
+}
+
+static void take_sample(struct est *e, uint64_t ns)
+{
+    uint32_t s = ns > UINT32_MAX ? UINT32_MAX : (ns ? (uint32_t)ns : 1);
+    uint32_t n = atomic_fetch_add(&e->win_n, 1);
+    uint32_t m = atomic_load(&e->win_min);
+    if (n == 0 || s < m)
+        atomic_store(&e->win_min, s);
+    bool first = atomic_fetch_add(&e->samples, 1) == 0;
+    uint32_t est = atomic_load(&e->est_ns);
+    if (est == 0 || s < est) {
+        atomic_store(&e->est_ns, s); /* down at once: a shorter run is closer to the truth */
+        /* and what the longer estimate overcharged is given back: while slices learn, an
+         * early sample that waited behind another slice would otherwise starve this one */
+        uint64_t n_old = atomic_exchange(&e->charged_n, 0);
+        int sdev = atomic_load(&e->sdev);
+        if (est && n_old && sdev >= 0)
+            carve_slice_pace_refund(P.slice, sdev, (uint64_t)(est - s) * n_old,
+                                    atomic_load(&P.dev[sdev].rate_bp), now_ns());
+    } else if (n + 1 >= WINDOW) {
+        /* up slowly, by a quarter per window at most: a whole window can be contended */
+        uint32_t w = atomic_load(&e->win_min), up = est + est / 4;
+        atomic_store(&e->est_ns, w < up ? w : up);
+    }
+    if (n + 1 >= WINDOW)
+        atomic_store(&e->win_n, 0);
+    /* a typical cost for kernels not measured yet: a slow average of first estimates */
+    uint32_t t = atomic_load(&P.typical_ns);
+    atomic_store(&P.typical_ns, (uint32_t)(((uint64_t)t * 7 + s) / 8));
+    if (first) {
+        uint64_t n_pending = atomic_exchange(&e->pending_n, 0);
+        uint64_t charged = atomic_exchange(&e->pending_ns, 0);
+        uint64_t owed = n_pending * atomic_load(&e->est_ns);
+        int sdev = atomic_load(&e->sdev);
+        if (owed > charged && sdev >= 0)
+            carve_slice_pace_debt(P.slice, sdev, owed - charged,
+                                  atomic_load(&P.dev[sdev].rate_bp), now_ns());
+    }
+}
+
+static void poll_samples(uint64_t now)
+{
+    uint64_t next = atomic_load_explicit(&P.next_poll, memory_order_relaxed);
+    if (now < next || !atomic_compare_exchange_strong(&P.next_poll, &next, now + POLL_NS))
+        return;
+    CUstreamCaptureMode m = relax();
+    for (int i = 0; i < PAIRS; i++) {
+        struct carve_pace_pair *p = &P.pair[i];
+        int want = PAIR_PENDING;
+        if (atomic_load(&p->state) != PAIR_PENDING ||
+            !atomic_compare_exchange_strong(&p->state, &want, PAIR_BUSY))
+            continue;
+        CUresult q = R.cuEventQuery(p->end);
+        if (q == CUDA_ERROR_NOT_READY) {
+            atomic_store(&p->state, PAIR_PENDING);
+            continue;
+        }
+        float ms = 0;
+        CUresult r = q == CUDA_SUCCESS && R.cuEventElapsedTime_v2
+                         ? R.cuEventElapsedTime_v2(&ms, p->start, p->end)
+                         : (q == CUDA_SUCCESS && R.cuEventElapsedTime
+                                ? R.cuEventElapsedTime(&ms, p->start, p->end)
+                                : CUDA_ERROR_INVALID_VALUE);
+        if (r == CUDA_SUCCESS && ms >= 0)
+            take_sample(p->est, (uint64_t)((double)ms * 1e6));
+        atomic_store(&p->est->sampling, 0);
+        atomic_store(&p->state, PAIR_FREE);
+    }
+    unrelax(m);
+}
+
+/* A free event pair of the current context, or NULL. */
+static struct carve_pace_pair *claim_pair(CUcontext ctx)
+{
+    for (int i = 0; i < PAIRS; i++) {
+        struct carve_pace_pair *p = &P.pair[i];
+        int want = PAIR_FREE;
+        if (atomic_load(&p->state) != PAIR_FREE || (p->ctx && p->ctx != ctx) ||
+            !atomic_compare_exchange_strong(&p->state, &want, PAIR_BUSY))
+            continue;
+        if (p->ctx == ctx)
+            return p;
+        if (!p->ctx) { /* first use: make its events in this context */
+            if (R.cuEventCreate(&p->start, 0) == CUDA_SUCCESS) {
+                if (R.cuEventCreate(&p->end, 0) == CUDA_SUCCESS) {
+                    p->ctx = ctx;
+                    return p;
+                }
+                R.cuEventDestroy_v2(p->start);
+            }
+        }
+        atomic_store(&p->state, PAIR_FREE);
+        return NULL;
+    }
+    return NULL;
+}
+
+static void refresh_rate(int sdev, uint64_t now)
+{
+    struct pace_dev *pd = &P.dev[sdev];
+    uint64_t next = atomic_load_explicit(&pd->next_refresh, memory_order_relaxed);
+    if (now < next || !atomic_compare_exchange_strong(&pd->next_refresh, &next,
+                                                      now + REFRESH_NS))
+        return;
+    if (!pd->board)
+        return; /* alone: a cap is its share, a guarantee or a priority has no one to meet */
+    struct carve_peer peers[CARVE_BOARD_ENTRIES];
+    int me;
+    int n = carve_board_peers(pd->board, pd->entry, now, P.active_ns, peers,
+                              CARVE_BOARD_ENTRIES, &me);
+    struct carve_rate r = carve_compute_rate(peers, n, me, P.batch_yield_bp);
+    uint32_t off = 0, width = 0;
+    bool window = carve_compute_window(peers, n, me, P.batch_yield_bp, &off, &width);
+    atomic_store_explicit(&pd->rate_bp, r.rate_bp, memory_order_relaxed);
+    atomic_store_explicit(&pd->yielding, r.yielding, memory_order_relaxed);
+    atomic_store_explicit(&pd->win_off, off, memory_order_relaxed);
+    atomic_store_explicit(&pd->win_width, width, memory_order_relaxed);
+    atomic_store_explicit(&pd->window, window, memory_order_relaxed);
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* Time division: admits work of cost ns when it can finish inside this slice's window of the
+ * current period (its queue included), else waits for the window. A kernel longer than the
+ * whole window goes while the slice is behind its share: it runs over, and the share clock
+ * charges the overrun to the next windows. */
+static void take_turn(int sdev, uint64_t cost, uint64_t now)
+{
+    struct pace_dev *pd = &P.dev[sdev];
+    uint64_t held = 0;
+    for (;;) {
+        uint64_t period = P.period_ns;
+        uint64_t off = atomic_load_explicit(&pd->win_off, memory_order_relaxed) * period /
+                       CARVE_BP_FULL;
+        uint64_t width = atomic_load_explicit(&pd->win_width, memory_order_relaxed) * period /
+                         CARVE_BP_FULL;
+        uint64_t start = now - now % period + off, end = start + width, wait;
+        int64_t q = carve_slice_queue_clock(P.slice, sdev);
+        int64_t share = carve_slice_pace_clock(P.slice, sdev);
+        uint64_t queued_until = q > (int64_t)now ? (uint64_t)q : now;
+        /* in the window: work that ends inside it goes; work that would run over goes only
+         * while the slice is behind its share, so that overruns even out over the periods */
+        bool fits = queued_until + cost <= end;
+        bool owed = share - (int64_t)now <= (int64_t)period; /* a period of lead, as GCRA's tau */
+        if (now >= start && now < end && queued_until < end && (fits || owed)) {
+            carve_slice_turn_admit(P.slice, sdev, cost,
+                                   atomic_load_explicit(&pd->rate_bp, memory_order_relaxed),
+                                   now);
+            break;
+        }
+        if (now < start)
+            wait = start - now;
+        else if (now < end && queued_until < end)
+            wait = (uint64_t)(share - (int64_t)now - (int64_t)period) < end - now
+                       ? (uint64_t)(share - (int64_t)now - (int64_t)period) : end - now;
+        else
+            wait = start + period - now;
+        if (!atomic_load_explicit(&pd->window, memory_order_relaxed) || wait == 0)
+            break; /* alone again (refresh below): pace as usual from the next launch */
+        sleep_ns(wait < SLEEP_MAX_NS ? wait : SLEEP_MAX_NS);
+        uint64_t t = now_ns();
+        held += t - now;
+        now = t;
+        refresh_rate(sdev, now);
+        if (pd->board)
+            carve_board_note_launch(pd->board, pd->entry, now);
+    }
+    if (held)
+        carve_slice_note_held(P.slice, sdev, held);
+}
+
+void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
+{
+    L->pair = NULL;
+    CUdevice cu;
+    if (!P.slice || !R.cuCtxGetDevice || R.cuCtxGetDevice(&cu) != CUDA_SUCCESS)
+        return;
+    int sdev = sdev_of(cu);
+    if (sdev < 0)
+        return;
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (R.cuStreamIsCapturing && R.cuStreamIsCapturing(stream, &cs) == CUDA_SUCCESS &&
+        cs != CU_STREAM_CAPTURE_STATUS_NONE)
+        return; /* recorded into a graph, not run: its graph's launches are what count */
+    struct pace_dev *pd = &P.dev[sdev];
+    uint64_t now = now_ns();
+    if (pd->board)
+        carve_board_note_launch(pd->board, pd->entry, now);
+    if (pd->compute.share_bp == 0 && pd->compute.priority != CARVE_PRIO_BATCH)
+        return; /* a latency (or normal) slice without a share is never held: only seen */
+    poll_samples(now);
+    refresh_rate(sdev, now);
+    uint32_t rate = atomic_load_explicit(&pd->rate_bp, memory_order_relaxed);
+    bool yielding = atomic_load_explicit(&pd->yielding, memory_order_relaxed);
+    struct est *e = est_of(key, sdev);
+    uint32_t cost = e ? atomic_load_explicit(&e->est_ns, memory_order_relaxed) : 0;
+    if (cost)
+        atomic_fetch_add_explicit(&e->charged_n, 1, memory_order_relaxed);
+    else {
+        cost = atomic_load_explicit(&P.typical_ns, memory_order_relaxed);
+        if (e) {
+            atomic_fetch_add(&e->pending_n, 1);
+            atomic_fetch_add(&e->pending_ns, cost);
+        }
+    }
+    if (atomic_load_explicit(&pd->window, memory_order_relaxed)) {
+        take_turn(sdev, cost, now);
+    } else if (rate < CARVE_BP_FULL || yielding) {
+        uint64_t tau = yielding ? P.yield_tau_ns : P.tau_ns, held = 0, wait;
+        while ((wait = carve_slice_pace(P.slice, sdev, cost, rate, tau, now)) != 0) {
+            /* sleep past the limit by half the lead allowed, up to 1 ms: the launches that
+             * follow then go through together instead of each sleeping a few microseconds,
+             * which the kernel's timer would stretch into idle gaps */
+            wait += tau / 2 < 1000000 ? tau / 2 : 1000000;
+            sleep_ns(wait < SLEEP_MAX_NS ? wait : SLEEP_MAX_NS);
+            uint64_t t = now_ns();
+            held += t - now;
+            now = t;
+            refresh_rate(sdev, now); /* the latency slice may have gone quiet meanwhile */
+            rate = atomic_load_explicit(&pd->rate_bp, memory_order_relaxed);
+            yielding = atomic_load_explicit(&pd->yielding, memory_order_relaxed);
+            tau = yielding ? P.yield_tau_ns : P.tau_ns;
+            if (pd->board)
+                carve_board_note_launch(pd->board, pd->entry, now);
+        }
+        if (held)
+            carve_slice_note_held(P.slice, sdev, held);
+    }
+    if (!e)
+        return;
+    uint32_t since = atomic_fetch_add_explicit(&e->since_sample, 1, memory_order_relaxed);
+    bool want = atomic_load_explicit(&e->samples, memory_order_relaxed) < WINDOW ||
+                since + 1 >= SAMPLE_EVERY;
+    uint32_t idle = 0;
+    if (!want || !atomic_compare_exchange_strong(&e->sampling, &idle, 1))
+        return;
+    CUcontext ctx;
+    if (!R.cuCtxGetCurrent || R.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
+        !(L->pair = claim_pair(ctx)) ||
+        R.cuEventRecord(L->pair->start, stream) != CUDA_SUCCESS) {
+        if (L->pair)
+            atomic_store(&L->pair->state, PAIR_FREE);
+        L->pair = NULL;
+        atomic_store(&e->sampling, 0);
+        return;
+    }
+    atomic_store(&e->since_sample, 0);
+    L->pair->est = e;
+    L->stream = stream;
+}
+
+void carve__launch_end(struct carve_launch *L, CUresult launched)
+{
+    struct carve_pace_pair *p = L->pair;
+    if (!p)
+        return;
+    if (launched == CUDA_SUCCESS && R.cuEventRecord(p->end, L->stream) == CUDA_SUCCESS) {
+        atomic_store(&p->state, PAIR_PENDING);
+        return;
+    }
+    atomic_store(&p->est->sampling, 0);
+    atomic_store(&p->state, PAIR_FREE);
+}

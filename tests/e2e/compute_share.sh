@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# compute_share.sh - compute shares on the simulated GPU: caps and guarantees hold their
+# targets for big kernels, small kernels and graph replays; a guarantee uses idle time; a
+# batch slice makes room for a latency slice; bad --compute/--priority input is refused.
+#
+#   BUILD=build bash tests/e2e/compute_share.sh
+#
+# Shares are measured by bench/compute_load from the work its completed kernels represent
+# (the simulated GPU runs carve_sleep kernels for exactly their duration), not from carve's
+# books. Each run lasts SECONDS (default 4); window 0 is the learning second (kernel costs
+# are measured while the slices already run) and is left out; every later 1-second window
+# must be within 5 points of the target and their mean within 2. The full 30-second runs on
+# a real GPU are bench/gpu/run-compute.sh. The last line is `N passed, N failed`.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+BUILD=${BUILD:-build}
+CARVE=$BUILD/bin/carve
+LOAD=$BUILD/bench/compute_load
+SECONDS_EACH=${SECONDS_EACH:-4}
+passed=0
+failed=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export CARVE_SIM_STATE=$work/sim-state CARVE_SIM_MEMORY=80GiB
+
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
+
+# judge TARGET FILE: the windows after the first within 5 points of TARGET, mean within 2.
+judge() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+target, path = float(sys.argv[1]), sys.argv[2]
+w = [json.loads(l)["share"] for l in open(path) if '"window"' in l]
+w = w[1:]
+if not w:
+    print("no windows"); sys.exit(1)
+mean = sum(w) / len(w)
+worst = max(abs(x - target) for x in w)
+print(f"windows {', '.join(f'{x:.1f}' for x in w)}; mean {mean:.2f}")
+sys.exit(0 if worst <= 5 and abs(mean - target) <= 2 else 1)
+PY
+}
+
+# shares KIND SHARE...: one slice per SHARE at once, each running compute_load KIND.
+shares() {
+    local kind=$1 i=0 s pids=()
+    shift
+    for s in "$@"; do
+        "$CARVE" run --simulate --quiet --compute "$s" -- "$LOAD" --kind "$kind" \
+            --seconds "$SECONDS_EACH" --label "s$i" >"$work/$kind.$i" 2>&1 &
+        pids+=($!)
+        i=$((i + 1))
+    done
+    wait "${pids[@]}"
+    i=0
+    for s in "$@"; do
+        local target=${s%%[%+]*} line
+        if line=$(judge "$target" "$work/$kind.$i"); then
+            ok "$kind kernels, slices at $*: slice $i ($s) got $line"
+        else
+            bad "$kind kernels, slices at $*: slice $i ($s) got $line; log: $(tail -n 3 "$work/$kind.$i")"
+        fi
+        i=$((i + 1))
+    done
+}
+
+# Four slices of big (10 ms) kernels take several seconds to learn their costs on the
+# simulated GPU, whose one queue makes every early sample wait behind the others' work: that
+# case is measured by bench/compute-accuracy.sh, not asserted here (docs/compute.md).
+shares big 30% 70%
+for kind in small graph; do
+    shares "$kind" 30% 70%
+    shares "$kind" 25% 25% 25% 25%
+done
+shares small 30%+ 70%+
+
+# a guarantee alone takes the idle GPU; next to a 50% cap it takes what the cap leaves
+total() { python3 -c 'import json,sys; print([json.loads(l)["total_share"] for l in open(sys.argv[1]) if "total_share" in l][-1])' "$1"; }
+"$CARVE" run --simulate --quiet --compute 20%+ -- "$LOAD" --kind big --seconds 2 >"$work/g.alone"
+t=$(total "$work/g.alone")
+if python3 -c "import sys; sys.exit(0 if $t >= 90 else 1)"; then
+    ok "a 20%+ guarantee alone uses the idle GPU: $t%"
+else
+    bad "a 20%+ guarantee alone got $t%, want >= 90%"
+fi
+"$CARVE" run --simulate --quiet --compute 50% -- "$LOAD" --kind big --seconds 3 >"$work/c50" &
+cap_pid=$!
+"$CARVE" run --simulate --quiet --compute 20%+ -- "$LOAD" --kind big --seconds 3 >"$work/g20"
+wait "$cap_pid"
+if line=$(judge 50 "$work/g20"); then
+    ok "a 20%+ guarantee next to a busy 50% cap takes the other 50%: $line"
+else
+    bad "a 20%+ guarantee next to a busy 50% cap: $line (want 50)"
+fi
+
+# latency priority: a batch slice keeps a short queue while a latency slice is active
+p99() { python3 -c 'import json,sys; print([json.loads(l)["p99_us"] for l in open(sys.argv[1]) if "p99_us" in l][-1])' "$1"; }
+pair_latency() { # pair_latency TAG LATENCY_OPTS BATCH_OPTS (options split on spaces)
+    # shellcheck disable=SC2086
+    "$CARVE" run --simulate --quiet $3 -- "$LOAD" --kind big --seconds 3 >"$work/batch.$1" &
+    local b=$!
+    sleep 0.3
+    # shellcheck disable=SC2086
+    "$CARVE" run --simulate --quiet $2 -- "$LOAD" --kind latency --seconds 2 >"$work/lat.$1"
+    wait "$b"
+}
+pair_latency plain "" ""
+pair_latency prio "--priority latency" "--priority batch"
+plain_p99=$(p99 "$work/lat.plain")
+prio_p99=$(p99 "$work/lat.prio")
+if python3 -c "import sys; sys.exit(0 if $prio_p99 * 2 < $plain_p99 else 1)"; then
+    ok "latency p99 next to a batch slice: $plain_p99 us plain, $prio_p99 us with priorities"
+else
+    bad "priorities did not cut the latency p99 by half: $plain_p99 us plain, $prio_p99 us"
+fi
+
+# input
+expect() { # expect FRAGMENT ARGS...: carve run ARGS exits 2 naming FRAGMENT
+    local fragment=$1 err rc
+    shift
+    err=$("$CARVE" run --simulate "$@" -- true 2>&1)
+    rc=$?
+    if [ "$rc" -eq 2 ] && [[ "$err" == *"$fragment"* ]]; then
+        ok "carve run $* -> 2, says '$fragment'"
+    else
+        bad "carve run $* -> $rc (want 2 and '$fragment'): $err"
+    fi
+}
+expect "is zero" --compute 0
+expect "is zero" --compute 0%
+expect "more than 100%" --compute 101%
+expect "is negative" --compute -5%
+expect "is not a percentage" --compute abc
+expect "is not a percentage" --compute 30%%
+expect "unknown priority \`urgent'" --priority urgent
+expect "needs a value" --compute
+"$CARVE" run --simulate --compute 60%+ -- sleep 3 &
+holder=$!
+sleep 0.5
+expect "already hold guarantees of 60.00%" --compute 50%+
+if "$CARVE" run --simulate --compute 40%+ -- true && "$CARVE" run --simulate --compute 50% -- true; then
+    ok "next to a 60%+ guarantee, 40%+ and a 50% cap are accepted"
+else
+    bad "next to a 60%+ guarantee, 40%+ or a 50% cap was refused"
+fi
+wait "$holder"
+
+leftover=$(find /dev/shm -maxdepth 1 -name 'carve-board-*' | wc -l)
+if [ "$leftover" -eq 0 ]; then
+    ok "no GPU board is left in /dev/shm"
+else
+    bad "$leftover carve-board-* objects left in /dev/shm"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
