@@ -14,7 +14,9 @@ cd "$(dirname "$0")/.." || exit 2
 JOBS=${JOBS:-2}
 LOGDIR="build-logs"
 TAIL_LINES=40
+SUMMARY_LINES=15
 mkdir -p "$LOGDIR"
+rm -f build*/test-logs/failed.txt # an earlier run's, which the summary must not repeat
 
 passed=0
 failed=0
@@ -104,6 +106,14 @@ fi
 echo
 echo "== total ($(( $(date +%s) - start ))s)"
 if [ "$failed" -gt 0 ]; then
+    # CI shows the end of this output: repeat what each failed suite printed last
+    for list in build*/test-logs/failed.txt; do
+        [ -s "$list" ] || continue
+        while read -r log; do
+            echo "---- end of $log ----"
+            tail -n "$SUMMARY_LINES" "$log" | sed 's/^/| /'
+        done <"$list"
+    done
     echo "failed: ${failures[*]}"
 fi
 echo "$passed passed, $failed failed"

@@ -7,7 +7,8 @@
 # then each tests/e2e/*.sh run with BUILD=BUILDDIR (timeout 300 s). Pass or fail is the exit
 # status. For a sanitizer build (ASan in its binaries) the e2e scripts are skipped unless
 # their first lines carry `# san: yes`: an ASan libcarve cannot be LD_PRELOADed into
-# arbitrary programs. Logs go to BUILDDIR/test-logs/. The last line is `N passed, N failed`.
+# arbitrary programs. Logs go to BUILDDIR/test-logs/, and failed.txt there lists the
+# logs of the suites that failed. The last line is `N passed, N failed`.
 set -uo pipefail
 
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-120}
@@ -27,6 +28,9 @@ if [ ! -d "$build" ]; then
 fi
 logdir="$build/test-logs"
 mkdir -p "$logdir"
+# the logs of this run's failed suites, one path a line, for scripts/test.sh's final summary
+failed_list="$logdir/failed.txt"
+: >"$failed_list"
 
 passed=0
 failed=0
@@ -65,6 +69,7 @@ run_suite() {
     fi
     failed=$((failed + 1))
     failures+=("$name")
+    echo "$log" >>"$failed_list"
     echo "  ---- last $TAIL_LINES lines of $log ----"
     tail -n "$TAIL_LINES" "$log" | sed 's/^/  | /'
     echo "  ----"
