@@ -9,7 +9,8 @@
 # (the simulated GPU runs carve_sleep kernels for exactly their duration), not from carve's
 # books. Each run lasts SECONDS (default 4); window 0 is the learning second (kernel costs
 # are measured while the slices already run) and is left out; every later 1-second window
-# must be within 5 points of the target and their mean within 2. The full 30-second runs on
+# must be within 5 points of the target and their mean within 2 (for guarantees, the slice's
+# part of the work all slices did; see judge_split). A group that misses is run once more. The full 30-second runs on
 # a real GPU are bench/gpu/run-compute.sh. The last line is `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -43,8 +44,34 @@ sys.exit(0 if worst <= 5 and abs(mean - target) <= 2 else 1)
 PY
 }
 
-# shares KIND SHARE...: one slice per SHARE at once, each running compute_load KIND.
-shares() {
+# judge_split TARGET FILE OTHERS...: like judge, but on FILE's part of the work that FILE and
+# OTHERS did together in each window. Guarantees that add up to 100% are a split of whatever
+# the GPU did; on a loaded CI machine the tenants' own CPU time can leave the simulated GPU
+# idle for a moment, which lowers every share alike and says nothing about carve.
+judge_split() {
+    python3 - "$@" <<'PY'
+import json, sys
+target, paths = float(sys.argv[1]), sys.argv[2:]
+def windows(p):
+    return {j["window"]: j["share"] for j in map(json.loads, open(p)) if "window" in j}
+mine, others = windows(paths[0]), [windows(p) for p in paths[1:]]
+w = []
+for k in sorted(mine)[1:]:
+    total = mine[k] + sum(o.get(k, 0.0) for o in others)
+    if total > 0:
+        w.append(100.0 * mine[k] / total)
+if not w:
+    print("no windows"); sys.exit(1)
+mean = sum(w) / len(w)
+worst = max(abs(x - target) for x in w)
+print(f"parts of the work {', '.join(f'{x:.1f}' for x in w)}; mean {mean:.2f}")
+sys.exit(0 if worst <= 5 and abs(mean - target) <= 2 else 1)
+PY
+}
+
+# measure KIND SHARE...: one slice per SHARE at once, each running compute_load KIND; the
+# logs are $work/KIND.I.
+measure() {
     local kind=$1 i=0 s pids=()
     shift
     for s in "$@"; do
@@ -54,16 +81,49 @@ shares() {
         i=$((i + 1))
     done
     wait "${pids[@]}"
-    i=0
+}
+
+# verdicts KIND SHARE...: one line per slice, "ok ..." or "FAIL ...", for the last measure.
+verdicts() {
+    local kind=$1 i=0 s n=$(($# - 1)) target line others j
+    shift
     for s in "$@"; do
-        local target=${s%%[%+]*} line
-        if line=$(judge "$target" "$work/$kind.$i"); then
-            ok "$kind kernels, slices at $*: slice $i ($s) got $line"
+        target=${s%%[%+]*}
+        if [[ $s == *+ ]]; then
+            others=()
+            for ((j = 0; j < n; j++)); do [ "$j" -ne "$i" ] && others+=("$work/$kind.$j"); done
+            line=$(judge_split "$target" "$work/$kind.$i" "${others[@]}")
         else
-            bad "$kind kernels, slices at $*: slice $i ($s) got $line; log: $(tail -n 3 "$work/$kind.$i")"
+            line=$(judge "$target" "$work/$kind.$i")
+        fi
+        if [ $? -eq 0 ]; then
+            echo "ok slice $i ($s) got $line"
+        else
+            echo "FAIL slice $i ($s) got $line; log: $(tail -n 3 "$work/$kind.$i" | tr '\n' ' ')"
         fi
         i=$((i + 1))
     done
+}
+
+# shares KIND SHARE...: measure and judge; a group that misses is measured once more, since a
+# 2-CPU CI machine running other suites can starve the tenants for a second. A limiter that
+# is wrong misses both times.
+shares() {
+    local result first=""
+    measure "$@"
+    result=$(verdicts "$@")
+    if [[ $result == *FAIL* ]]; then
+        first=" (passed on the second try; first: $(echo "$result" | tr '\n' ' '))"
+        measure "$@"
+        result=$(verdicts "$@")
+    fi
+    while read -r verdict rest; do
+        if [ "$verdict" = ok ]; then
+            ok "$1 kernels, slices at ${*:2}: $rest$first"
+        else
+            bad "$1 kernels, slices at ${*:2}: $rest"
+        fi
+    done <<<"$result"
 }
 
 # Four slices of big (10 ms) kernels take several seconds to learn their costs on the
