@@ -585,9 +585,10 @@ uint64_t carve_slice_pace(struct carve_slice *s, int dev, uint64_t cost_ns, uint
     struct slice_pace *p = &s->t->pace[dev];
     int64_t step = pace_step(cost_ns, rate_bp);
     int64_t now = (int64_t)now_ns, tat = atomic_load(&p->tat_ns), next;
+    int64_t horizon = clock_add(now, tau_ns > INT64_MAX ? INT64_MAX : (int64_t)tau_ns);
     do {
-        if (tat > now + (int64_t)tau_ns)
-            return (uint64_t)(tat - now - (int64_t)tau_ns);
+        if (tat > horizon)
+            return (uint64_t)(tat - horizon);
         /* idle time earns no credit beyond tau: start from now, not from an old tat */
         next = clock_add(tat > now ? tat : now, step);
     } while (!atomic_compare_exchange_weak(&p->tat_ns, &tat, next));

@@ -101,7 +101,10 @@ static uint64_t env_us(const char *name, uint64_t dflt_us)
     if (!v || !*v)
         return dflt_us * 1000;
     unsigned long long x = strtoull(v, &end, 10);
-    return *end ? dflt_us * 1000 : x * 1000;
+    if (*end)
+        return dflt_us * 1000;
+    /* an experiment's tunable past an hour means "forever"; it must not wrap to a small one */
+    return x > 3600000000ull ? 3600000000000ull : x * 1000;
 }
 
 void carve__pace_setup(struct carve_slice *slice)

@@ -127,6 +127,17 @@ static void test_pace_tolerance(void **state)
     expect_stats(s, 1, 2000, 0, 2);
 }
 
+/* A tolerance as large as the clock itself admits everything; it must not wrap around to a
+ * horizon in the past (which would hold every launch for ever). */
+static void test_pace_huge_tolerance(void **state)
+{
+    struct carve_slice *s = *state;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(carve_slice_pace(s, 0, 1000000, 5000, UINT64_MAX, T), 0);
+    assert_int_equal(carve_slice_pace(s, 0, 1000000, 5000, (uint64_t)INT64_MAX, T), 0);
+    expect_stats(s, 0, 6000000, 0, 6);
+}
+
 static void test_pace_idle_earns_no_credit(void **state)
 {
     struct carve_slice *s = *state;
@@ -436,6 +447,7 @@ int main(void)
         PACE_TEST(test_fresh),
         PACE_TEST(test_pace_admit_and_wait),
         PACE_TEST(test_pace_tolerance),
+        PACE_TEST(test_pace_huge_tolerance),
         PACE_TEST(test_pace_idle_earns_no_credit),
         PACE_TEST(test_pace_rates),
         PACE_TEST(test_pace_sustained),
