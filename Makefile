@@ -31,6 +31,7 @@ TEST_TARGETS :=
 all: real-all
 
 include common/module.mk
+include planner/module.mk
 include libcarve/module.mk
 include simgpu/module.mk
 include cli/module.mk

@@ -2,7 +2,7 @@
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(OBJ)/%.o)
 
-$(BIN)/carve: $(CLI_OBJ) $(COMMON_LIB)
+$(BIN)/carve: $(CLI_OBJ) $(PLANNER_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ljansson -ldl
 
