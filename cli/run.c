@@ -272,8 +272,9 @@ static int join_boards(struct carve_slice_spec *spec, struct carve_board **board
         if (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL)
             continue;
         char err[512];
-        int r = carve_board_join(spec->dev[i].uuid, c, spec->name, getpid(), &boards[i],
-                                 &spec->dev[i].board_entry, err, sizeof(err));
+        int r = carve_board_join(spec->dev[i].uuid, CARVE_BOARD_MODE_SHARED, c, spec->name,
+                                 getpid(), &boards[i], &spec->dev[i].board_entry, err,
+                                 sizeof(err));
         if (r < 0) {
             fprintf(stderr, "carve run: GPU %d: %s\n", spec->dev[i].index, err);
             leave_boards(spec, boards);
