@@ -16,6 +16,7 @@
 
 #include "carve/cuda_abi.h"
 #include "entries.h"
+#include "sim_mig.h"
 #include "simdev.h"
 #include "uuid.h"
 
@@ -29,12 +30,21 @@
 
 static int initialized;
 static int visible[SIM_MAX_DEVICES]; /* ordinal -> physical index */
+static unsigned visible_gi[SIM_MAX_DEVICES]; /* ordinal -> MIG GPU instance ID, 0: whole GPU */
 static int nvisible;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int physical_of_entry(const char *e, const struct sim_config *c)
+static int physical_of_entry(const char *e, const struct sim_config *c, unsigned *gi)
 {
     char *end;
+    struct sim_mig_gi g;
+    *gi = 0;
+    if (strncmp(e, "MIG-", 4) == 0) { /* a MIG device: its instance, on its GPU */
+        if (!c->mig_on || !sim_mig_find_uuid(e, &g) || g.dev >= c->ndev)
+            return -1;
+        *gi = g.gi;
+        return g.dev;
+    }
     if (*e >= '0' && *e <= '9') {
         long v = strtol(e, &end, 10);
         return *end == '\0' && v < c->ndev ? (int)v : -1;
@@ -66,7 +76,8 @@ static void set_visible(void)
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok && nvisible < SIM_MAX_DEVICES;
          tok = strtok_r(NULL, ",", &save)) {
-        int phys = physical_of_entry(tok, c);
+        unsigned gi;
+        int phys = physical_of_entry(tok, c, &gi);
         if (phys < 0)
             break; /* as the driver does: the list ends at the first invalid entry */
         bool dup = false;
@@ -74,7 +85,10 @@ static void set_visible(void)
             dup |= visible[i] == phys;
         if (dup)
             break;
+        visible_gi[nvisible] = gi;
         visible[nvisible++] = phys;
+        if (gi)
+            break; /* as CUDA does: one MIG device per process */
     }
 }
 
@@ -219,6 +233,11 @@ API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     if (!valid_dev(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     *bytes = sim_config()->memory[visible[dev]];
+    struct sim_mig_gi g;
+    const struct mig_profile *p;
+    if (visible_gi[dev] && sim_mig_find_uuid(getenv("CUDA_VISIBLE_DEVICES"), &g) &&
+        (p = mig_profile_by_nvml_id(sim_mig_model(), g.nvml_id)))
+        *bytes = p->memory_mib << 20; /* a MIG device has its instance's memory */
     return CUDA_SUCCESS;
 }
 
@@ -298,6 +317,7 @@ static bool ctx_charge(CUdevice dev)
     if (!p || !sim_take(phys, sim_config()->ctx_memory))
         return false;
     atomic_fetch_add(&p->contexts[phys], 1);
+    atomic_store(&p->mig_gi[phys], visible_gi[dev]);
     return true;
 }
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mig.h"
 #include "size.h"
 #include "slice.h"
 #include "uuid.h"
@@ -94,9 +95,18 @@ static void read_config(void)
     v = getenv("CARVE_SIM_NAME");
     snprintf(config.name, sizeof(config.name), "%s",
              v && *v ? v : "NVIDIA H100 80GB HBM3 (simulated)");
+    /* CARVE_SIM_MODEL=A100-40GB ...: that model's NVML name and memory, unless given */
+    const struct mig_model *model = mig_model_find(getenv("CARVE_SIM_MODEL"));
+    if (model && !(v && *v))
+        snprintf(config.name, sizeof(config.name), "NVIDIA %s (simulated)", model->nvml_match);
+    v = getenv("CARVE_SIM_MEMORY");
+    if (model && !(v && *v))
+        for (int i = 0; i < SIM_MAX_DEVICES; i++)
+            config.memory[i] = model->memory_mib << 20;
     read_uuids();
     v = getenv("CARVE_SIM_MIG");
-    config.mig = v && strcmp(v, "1") == 0;
+    config.mig_on = v && (strcmp(v, "1") == 0 || strcmp(v, "on") == 0);
+    config.mig = config.mig_on || (v && strcmp(v, "off") == 0);
     config.ctx_memory = env_size("CARVE_SIM_CTX_MEMORY", 500ULL << 20);
     config.module_memory = env_size("CARVE_SIM_MODULE_MEMORY", 2ULL << 20);
     v = getenv("CARVE_SIM_STATE");
@@ -188,6 +198,7 @@ static void proc_clear(struct sim_proc *p)
         atomic_store(&p->used[d], 0);
         atomic_store(&p->contexts[d], 0);
         atomic_store(&p->busy_ns[d], 0);
+        atomic_store(&p->mig_gi[d], 0);
     }
 }
 

@@ -20,7 +20,8 @@ struct sim_config {
     int sms;
     char name[96];
     char uuid[SIM_MAX_DEVICES][48]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
-    bool mig;
+    bool mig;    /* MIG-capable (CARVE_SIM_MIG set to 1, on or off) */
+    bool mig_on; /* MIG mode on (CARVE_SIM_MIG=1 or on) */
     uint64_t ctx_memory;
     uint64_t module_memory;
     char state_path[256];
@@ -37,6 +38,7 @@ struct sim_proc {
     _Atomic uint64_t used[SIM_MAX_DEVICES];
     _Atomic uint32_t contexts[SIM_MAX_DEVICES];
     _Atomic uint64_t busy_ns[SIM_MAX_DEVICES];
+    _Atomic uint32_t mig_gi[SIM_MAX_DEVICES]; /* the MIG GPU instance it runs in, 0: none */
 };
 
 struct sim_device_state {
