@@ -25,6 +25,8 @@ int carve_cmd_mig(int argc, char **argv);
 int carve_mig_choose(const char *instance, const char *memory, const char *compute,
                      bool simulate, char *uuid, size_t uuidlen, int *lock_fd, char *err,
                      size_t errlen);
+/* Lets the MIG device carve_mig_choose locked go. */
+void carve_mig_release(int lock_fd);
 
 /* carved's socket (CARVE_SOCKET or /run/carve/carved.sock); a connected fd or -1. */
 const char *carve_socket_path(void);

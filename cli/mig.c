@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -886,19 +887,41 @@ fail:
 /* ---------- carve run --mode mig ---------- */
 
 /* a lock per MIG device, held by carve run while its command runs, so that two carve runs do
-   not both take the same free instance before either has a process in it */
+   not both take the same free instance before either has a process in it. The file goes when
+   the lock does; a lock taken on a file that was removed meanwhile is taken again. */
 static int lock_instance(const char *uuid)
 {
     char path[160];
     snprintf(path, sizeof(path), "/dev/shm/carve-mig-%u-%s.lock", (unsigned)getuid(), uuid);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    for (int tries = 0; tries < 4; tries++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return -1;
+        struct stat held, now;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            close(fd);
+            return -1;
+        }
+        if (fstat(fd, &held) == 0 && stat(path, &now) == 0 && held.st_ino == now.st_ino &&
+            held.st_dev == now.st_dev)
+            return fd;
         close(fd);
-        return -1;
     }
-    return fd;
+    return -1;
+}
+
+void carve_mig_release(int lock_fd)
+{
+    char link[64], path[PATH_MAX];
+    if (lock_fd < 0)
+        return;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", lock_fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
+    if (n > 0) {
+        path[n] = '\0';
+        unlink(path);
+    }
+    close(lock_fd);
 }
 
 int carve_mig_choose(const char *instance, const char *memory, const char *compute,
@@ -949,8 +972,7 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
             int fd = lock_instance(l->uuid);
             if (fd < 0)
                 continue; /* another carve run has it */
-            if (*lock_fd >= 0)
-                close(*lock_fd);
+            carve_mig_release(*lock_fd); /* a smaller one fits: let the bigger one go */
             *lock_fd = fd;
             best = l;
         }

@@ -394,8 +394,7 @@ static int run_in_mig(const struct run_opts *o, const char *libdir)
             fprintf(stderr, "carve run: in MIG device %s\n", uuid);
         ret = run_and_wait(o->command);
     }
-    if (lock_fd >= 0)
-        close(lock_fd);
+    carve_mig_release(lock_fd);
     return ret;
 }
 

@@ -31,6 +31,7 @@
 static int initialized;
 static int visible[SIM_MAX_DEVICES]; /* ordinal -> physical index */
 static unsigned visible_gi[SIM_MAX_DEVICES]; /* ordinal -> MIG GPU instance ID, 0: whole GPU */
+static uint64_t mig_memory; /* the MIG device's memory, when one is visible */
 static int nvisible;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -43,6 +44,9 @@ static int physical_of_entry(const char *e, const struct sim_config *c, unsigned
         if (!c->mig_on || !sim_mig_find_uuid(e, &g) || g.dev >= c->ndev)
             return -1;
         *gi = g.gi;
+        const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), g.nvml_id);
+        mig_memory = p ? p->memory_mib << 20 : 0;
+        sim_set_mig(g.gi, mig_memory);
         return g.dev;
     }
     if (*e >= '0' && *e <= '9') {
@@ -232,12 +236,8 @@ API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!valid_dev(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    *bytes = sim_config()->memory[visible[dev]];
-    struct sim_mig_gi g;
-    const struct mig_profile *p;
-    if (visible_gi[dev] && sim_mig_find_uuid(getenv("CUDA_VISIBLE_DEVICES"), &g) &&
-        (p = mig_profile_by_nvml_id(sim_mig_model(), g.nvml_id)))
-        *bytes = p->memory_mib << 20; /* a MIG device has its instance's memory */
+    /* a MIG device has its instance's memory */
+    *bytes = visible_gi[dev] ? mig_memory : sim_config()->memory[visible[dev]];
     return CUDA_SUCCESS;
 }
 
@@ -719,6 +719,10 @@ API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     if (!free_bytes || !total)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t t = sim_config()->memory[c->phys], used = sim_device_used(c->phys);
+    if (visible_gi[c->dev]) { /* in a MIG instance: its memory, used by its processes */
+        t = mig_memory;
+        used = sim_instance_used(c->phys, visible_gi[c->dev]);
+    }
     *total = t;
     *free_bytes = used < t ? t - used : 0;
     return CUDA_SUCCESS;

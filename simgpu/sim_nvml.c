@@ -183,25 +183,14 @@ API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int leng
     return copy_string(uuid, length, sim_config()->uuid[d->index]);
 }
 
-/* memory in use by the processes in GPU instance gi of device dev */
-static uint64_t instance_used(int dev, unsigned gi)
-{
-    struct sim_shared *s = sim_shared();
-    uint64_t used = 0;
-    sim_reap();
-    for (int i = 0; s && i < SIM_MAX_PROCS; i++)
-        if (atomic_load(&s->proc[i].pid) > 0 && atomic_load(&s->proc[i].mig_gi[dev]) == gi)
-            used += atomic_load(&s->proc[i].used[dev]);
-    return used;
-}
-
 static void memory_of(nvmlDevice_t d, unsigned long long *total, unsigned long long *used)
 {
     struct sim_mig_gi g;
     if (mig_instance_of(d, &g)) {
         const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), g.nvml_id);
         *total = p ? p->memory_mib << 20 : 0;
-        *used = instance_used(d->index, d->gi);
+        sim_reap();
+        *used = sim_instance_used(d->index, d->gi);
     } else {
         *total = sim_config()->memory[d->index];
         *used = sim_device_used(d->index);

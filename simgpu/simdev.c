@@ -291,18 +291,47 @@ static uint64_t sum_used(struct sim_shared *s, int dev)
     return sum;
 }
 
+/* the MIG instance this process runs in (CUDA_VISIBLE_DEVICES=MIG-...), 0 for none */
+static unsigned mig_gi_self;
+static uint64_t mig_limit_self;
+
+void sim_set_mig(unsigned gi, uint64_t limit)
+{
+    mig_gi_self = gi;
+    mig_limit_self = limit;
+}
+
+uint64_t sim_instance_used(int dev, unsigned gi)
+{
+    struct sim_shared *s = sim_shared();
+    uint64_t sum = 0;
+    for (int i = 0; s && i < SIM_MAX_PROCS; i++)
+        if (atomic_load(&s->proc[i].pid) > 0 && atomic_load(&s->proc[i].mig_gi[dev]) == gi)
+            sum += atomic_load(&s->proc[i].used[dev]);
+    return sum;
+}
+
+static bool fits(struct sim_shared *s, int dev)
+{
+    if (sum_used(s, dev) > s->dev[dev].total)
+        return false;
+    return !mig_gi_self || sim_instance_used(dev, mig_gi_self) <= mig_limit_self;
+}
+
 bool sim_take(int dev, uint64_t bytes)
 {
     struct sim_shared *s = sim_shared();
     struct sim_proc *p = sim_self();
     if (!s || !p)
         return false;
+    if (mig_gi_self) /* counted in its instance, whose memory is its own */
+        atomic_store(&p->mig_gi[dev], mig_gi_self);
     /* add first, then check the sum: of two racing takers at least one sees the other */
     atomic_fetch_add(&p->used[dev], bytes);
-    if (sum_used(s, dev) <= s->dev[dev].total)
+    if (fits(s, dev))
         return true;
     sim_reap();
-    if (sum_used(s, dev) <= s->dev[dev].total)
+    if (fits(s, dev))
         return true;
     atomic_fetch_sub(&p->used[dev], bytes);
     return false;

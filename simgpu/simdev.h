@@ -70,6 +70,10 @@ uint64_t sim_device_used(int dev);
 /* Takes bytes of device memory for this process; false when the device is full. */
 bool sim_take(int dev, uint64_t bytes);
 void sim_give(int dev, uint64_t bytes);
+/* This process runs in MIG GPU instance gi (0: none), which has limit bytes of memory. */
+void sim_set_mig(unsigned gi, uint64_t limit);
+/* Device memory in use by the processes in MIG GPU instance gi of dev. */
+uint64_t sim_instance_used(int dev, unsigned gi);
 /* Runs a kernel of duration ns on the device timeline after `after_ns`; returns its end. */
 uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns);
 /* Percent of [now - window, now] the device (or pid, if > 0) was busy. */
