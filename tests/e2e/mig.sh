@@ -101,6 +101,9 @@ big_gi=$(echo "$list" | json_eval "[i['gpu_instance'] for i in j[0]['instances']
 seen=$("$CARVE" run --mode mig --simulate --quiet --mig-instance "$small" -- \
     sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
 check "run --mig-instance: the command sees CUDA_VISIBLE_DEVICES=$small" test "$seen" = "$small"
+seen=$("$CARVE" run --mode mig --simulate --quiet --mig-instance "$small" -- nvidia-smi -L)
+check "nvidia-smi -L in the command lists MIG 1g.10gb $small" \
+    grep -q "MIG 1g.10gb .*(UUID: $small)" <<<"$seen"
 seen=$("$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
 check "run --memory 20GiB picks the 3g.40gb" test "$seen" = "$big"
 seen=$("$CARVE" run --mode mig --simulate --quiet --memory 1GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
