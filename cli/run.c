@@ -17,26 +17,15 @@
 
 #include "cli.h"
 #include "gpus.h"
+#include "modes.h"
 #include "size.h"
 #include "board.h"
 #include "slice.h"
 #include "uuid.h"
 
-struct run_opts {
-    const char *memory;
-    const char *compute_arg;
-    const char *priority_arg;
-    struct carve_compute compute;
-    const char *name;
-    const char *slice; /* --slice: run in this slice of carved's */
-    bool simulate;
-    bool quiet;
-    char **command;
-};
-
 static const char run_help[] =
-    "usage: carve run [--memory SPEC] [--compute SHARE] [--priority CLASS] [--simulate]\n"
-    "                 [--name NAME] [--quiet] [--] COMMAND [ARGS...]\n"
+    "usage: carve run [--memory SPEC] [--compute SHARE] [--priority CLASS] [--mode MODE]\n"
+    "                 [--simulate] [--name NAME] [--quiet] [--] COMMAND [ARGS...]\n"
     "       carve run --slice NAME [--simulate] [--quiet] [--] COMMAND [ARGS...]\n"
     "\n"
     "Runs COMMAND in a GPU slice: COMMAND and every process it starts see a GPU whose\n"
@@ -58,6 +47,8 @@ static const char run_help[] =
     "  -S, --slice NAME    run in slice NAME of carved (carve slice create); the slice's\n"
     "                      settings apply, so --memory, --compute and --priority cannot\n"
     "                      be given with it\n"
+    "  -M, --mode MODE     how the GPU is shared (MODES below): carve (default),\n"
+    "                      timeslice or mps; the slice's memory cap applies in every mode\n"
     "  -s, --simulate      run on carve's simulated GPU (no GPU or driver needed)\n"
     "  -n, --name NAME     the slice's name in messages (default: the command's name)\n"
     "  -q, --quiet         libcarve prints nothing, not even its out-of-memory line\n"
@@ -66,8 +57,8 @@ static const char run_help[] =
     "SIZE: a number with an optional unit. B; K, M, G, T and KiB, MiB, GiB, TiB are\n"
     "1024-based (8G = 8GiB); KB, MB, GB, TB are 1000-based. Examples: 512MiB, 8G, 1.5GiB.\n"
     "\n"
-    "exit status: COMMAND's status, or 128+N when signal N ended it; 2 for bad input\n"
-    "(nothing is run); 126 when COMMAND cannot be executed; 127 when it is not found.\n"
+    "exit status: COMMAND's status, or 128+N when signal N ended it; 2 for bad input or a\n"
+    "mode that cannot be set up (nothing is run); 126 when COMMAND cannot be executed; 127 when it is not found.\n"
     "\n"
     "ENVIRONMENT\n"
     "  set for COMMAND: CARVE_SLICE (the slice's shared-memory object), LD_PRELOAD (gets\n"
@@ -75,6 +66,11 @@ static const char run_help[] =
     "  LD_LIBRARY_PATH and PATH (the simulated libcuda, libnvidia-ml and nvidia-smi).\n"
     "  read: CARVE_LIBDIR (where libcarve.so and sim/ are; default ../lib/carve beside\n"
     "  the carve executable); CARVE_SIM_* configure the simulated GPU (docs/internals.md).\n"
+    "  --mode mps sets CUDA_VISIBLE_DEVICES (the GPU's UUID), CUDA_MPS_PIPE_DIRECTORY,\n"
+    "  CUDA_MPS_LOG_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (--compute) and\n"
+    "  CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (--memory), and reads CUDA_VISIBLE_DEVICES (which\n"
+    "  GPU), CARVE_MPS_CONTROL (the nvidia-cuda-mps-control to run; default: PATH's) and\n"
+    "  CARVE_MPS_DIR (where the run directories go).\n"
     "\n"
     "CARVED\n"
     "  When carved runs (something listens on CARVE_SOCKET, default\n"
@@ -92,7 +88,8 @@ static const char run_help[] =
     "examples:\n"
     "  carve run --memory 8GiB -- python train.py\n"
     "  carve run --memory 20GiB --compute 30% -- python serve.py\n"
-    "  carve run --compute 50%+ --priority latency -- python serve.py\n";
+    "  carve run --compute 50%+ --priority latency -- python serve.py\n"
+    "  carve run --mode mps --memory 8GiB --compute 30% -- python train.py\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -109,13 +106,13 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         {"name", required_argument, NULL, 'n'},   {"quiet", no_argument, NULL, 'q'},
         {"compute", required_argument, NULL, 'c'}, {"priority", required_argument, NULL, 'p'},
         {"slice", required_argument, NULL, 'S'},  {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"mode", required_argument, NULL, 'M'},   {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
     int c;
     char err[256];
-    while ((c = getopt_long(argc, argv, "+:m:c:p:sn:qhS:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:m:c:p:sn:qhS:M:", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': o->memory = optarg; break;
         case 'c':
@@ -136,7 +133,19 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         case 'S': o->slice = optarg; break;
         case 'n': o->name = optarg; break;
         case 'q': o->quiet = true; break;
-        case 'h': fputs(run_help, stdout); return 0;
+        case 'M':
+            if (!(o->mode = carve_run_mode_find(optarg))) {
+                char modes[128];
+                carve_run_modes_list(modes, sizeof(modes));
+                snprintf(err, sizeof(err), "--mode: unknown mode `%.64s' (modes: %s)", optarg,
+                         modes);
+                return usage_error("%s", err);
+            }
+            break;
+        case 'h':
+            fputs(run_help, stdout);
+            carve_run_modes_help(stdout);
+            return 0;
         case ':': return usage_error("option `%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option `%s'", argv[optind - 1]);
         }
@@ -333,17 +342,11 @@ static int run_through_carved(const struct run_opts *o, const char *libdir, int 
     return ret;
 }
 
-int carve_cmd_run(int argc, char **argv)
+/* The slice, the command in it, and the slice gone again: the same in every mode. */
+static int run_in_slice(struct run_opts o, const char *libdir)
 {
-    struct run_opts o = {0};
-    int ret = parse_opts(argc, argv, &o);
-    if (ret >= 0)
-        return ret;
-    char libdir[PATH_MAX], nvml[PATH_MAX + 64], err[512];
-    if (carve_find_libdir(libdir, sizeof(libdir)) < 0) {
-        fprintf(stderr, "carve run: cannot find carve's libraries; set CARVE_LIBDIR\n");
-        return CARVE_EXIT_USAGE;
-    }
+    char nvml[PATH_MAX + 64], err[512];
+    int ret;
     int dfd = carve_daemon_connect();
     if (dfd >= 0 || o.slice)
         return run_through_carved(&o, libdir, dfd);
@@ -385,5 +388,29 @@ out:
     carve_slice_close(slice);
     carve_slice_unlink(shm_name);
     leave_boards(&spec, boards);
+    return ret;
+}
+
+int carve_cmd_run(int argc, char **argv)
+{
+    struct run_opts o = {.mode = &carve_run_modes[0]};
+    int ret = parse_opts(argc, argv, &o);
+    if (ret >= 0)
+        return ret;
+    char libdir[PATH_MAX];
+    if (carve_find_libdir(libdir, sizeof(libdir)) < 0) {
+        fprintf(stderr, "carve run: cannot find carve's libraries; set CARVE_LIBDIR\n");
+        return CARVE_EXIT_USAGE;
+    }
+    /* --mode: the mechanism is set up around the slice and taken down after it */
+    struct run_mode_ctx mode = {.libdir = libdir};
+    if (o.mode->prepare && (ret = o.mode->prepare(&o, &mode)) != 0) {
+        if (mode.finish)
+            mode.finish(&mode);
+        return ret;
+    }
+    ret = run_in_slice(o, libdir);
+    if (mode.finish)
+        mode.finish(&mode);
     return ret;
 }
