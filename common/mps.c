@@ -174,12 +174,19 @@ int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t
         snprintf(err, errlen, "the MPS run directory's path is too long: %s/mps-%s", base, uuid);
         return -ENAMETOOLONG;
     }
-    /* the base may be shared (/run/carve, carved's) or ours; its mps-UUID entry is ours */
+    /* the base may be shared (/run/carve, carved's) or ours; its mps-UUID entry is ours, and
+     * others must not be able to swap it for theirs: no base others may write to, unless
+     * its sticky bit keeps them off our entries (as /tmp's does) */
     struct stat st;
     if (stat(base, &st) < 0) {
         int r = own_dir(base, err, errlen);
         if (r < 0)
             return r;
+    } else if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
+        snprintf(err, errlen, "%s may be written by others (mode %03o, no sticky bit): set "
+                              "CARVE_MPS_DIR to a directory of yours", base,
+                 (unsigned)(st.st_mode & 0777));
+        return -EPERM;
     }
     return own_dir(out, err, errlen);
 }
