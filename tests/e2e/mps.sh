@@ -188,7 +188,7 @@ CUDA_VISIBLE_DEVICES=0,1 expect "names more than one GPU" run --simulate --mode 
 CUDA_VISIBLE_DEVICES=7 expect "CUDA_VISIBLE_DEVICES=7: this machine has 1 GPU (0)" run --simulate --mode mps -- true
 CUDA_VISIBLE_DEVICES=GPU-ffff expect "names no GPU of this machine" run --simulate --mode mps -- true
 CUDA_VISIBLE_DEVICES=MIG-1234 expect "is a MIG device" run --simulate --mode mps -- true
-CUDA_VISIBLE_DEVICES= expect "CUDA_VISIBLE_DEVICES is empty" run --simulate --mode mps -- true
+CUDA_VISIBLE_DEVICES='' expect "CUDA_VISIBLE_DEVICES is empty" run --simulate --mode mps -- true
 CUDA_VISIBLE_DEVICES=x expect "is neither a GPU index" run --simulate --mode mps -- true
 CARVE_MPS_CONTROL=$tmp/none expect "CARVE_MPS_CONTROL=$tmp/none cannot be run" run --simulate --mode mps -- true
 CARVE_MPS_DIR=$tmp/$(printf 'd%.0s' $(seq 60)) expect "set CARVE_MPS_DIR to a shorter place" run --simulate --mode mps -- true
