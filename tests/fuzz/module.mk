@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 8
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -Iinclude -Icommon \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_NAMES   := size compute config # fuzz_config is built by carved/config.mk
+FUZZ_NAMES   := size compute config mps # fuzz_config is built by carved/config.mk
 
 $(FUZZ_DIR)/fuzz_size: tests/fuzz/fuzz_size.c common/size.c common/size.h
 	@mkdir -p $(dir $@)
@@ -15,6 +15,11 @@ $(FUZZ_DIR)/fuzz_size: tests/fuzz/fuzz_size.c common/size.c common/size.h
 $(FUZZ_DIR)/fuzz_compute: tests/fuzz/fuzz_compute.c common/compute.c common/compute.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_compute.c common/compute.c -o $@
+
+# common/mps.c reads start times with slice.c, whose pacing calls compute.c
+$(FUZZ_DIR)/fuzz_mps: tests/fuzz/fuzz_mps.c common/mps.c common/mps.h common/slice.c common/compute.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_mps.c common/mps.c common/slice.c common/compute.c -o $@
 
 .PHONY: fuzz fuzz-smoke
 fuzz: $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
