@@ -30,7 +30,9 @@ for f in "$CARVE" "$MEMHOG" "$SIMBIN/nvidia-cuda-mps-control"; do
 done
 
 tmp=$(mktemp -d /tmp/carve-mps-e2e.XXXXXX)
+carved_pid=
 cleanup() {
+    [ -n "$carved_pid" ] && kill "$carved_pid" 2>/dev/null && wait "$carved_pid" 2>/dev/null
     # daemons a failed check may have left behind: only ours, by the pids they recorded
     local p
     for p in $(sed -n 's/^start pid=\([0-9]*\).*/\1/p' "$tmp/sim.mps" 2>/dev/null); do
@@ -111,8 +113,7 @@ starts=$(events start)
 "$CARVE" run --simulate --mode mps -- sh -c 'echo $$ >"$0/victim.pid"; exec sleep 30' "$tmp" &
 victim_carve=$!
 wait_for "$tmp/victim.pid"
-kill -KILL "$victim_carve"
-wait "$victim_carve" 2>/dev/null
+{ kill -KILL "$victim_carve"; wait "$victim_carve"; } 2>/dev/null # (bash's "Killed" line too)
 kill "$(cat "$tmp/victim.pid")" 2>/dev/null
 rm -f /dev/shm/carve.*."$victim_carve".* # its slice table: a SIGKILLed carve run cannot remove it
 d=$(last_daemon)
@@ -201,6 +202,24 @@ mkdir -p "$tmp/open" && chmod 0777 "$tmp/open"
 CARVE_MPS_DIR=$tmp/open expect "may be written by others (mode 777, no sticky bit)" run --simulate --mode mps -- true
 mkdir -p "$tmp/theirs/mps-$uuid0" && chmod 0777 "$tmp/theirs/mps-$uuid0"
 CARVE_MPS_DIR=$tmp/theirs expect "is not a directory of yours that only you can write" run --simulate --mode mps -- true
+
+# --- through carved (a private one: its own socket, no HTTP) ----------------------------------
+printf 'poll_interval = 200ms\n' >"$tmp/carved.conf"
+"$BUILD/bin/carved" --simulate --config "$tmp/carved.conf" --socket "$tmp/carved.sock" \
+    --state-dir "$tmp/carved-state" --listen off >"$tmp/carved.log" 2>&1 &
+carved_pid=$!
+for _ in $(seq 50); do CARVE_SOCKET=$tmp/carved.sock "$CARVE" slice list >/dev/null 2>&1 && break; sleep 0.1; done
+starts=$(events start)
+out=$(CARVE_SOCKET=$tmp/carved.sock "$CARVE" run --simulate --mode mps --memory 1GiB --compute 30% -- \
+      sh -c '"$0" slice list --json | grep "\"compute\":"; echo "threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"
+             "$1" --max 4096 --hold 0 2>/dev/null | grep "when full"' "$CARVE" "$MEMHOG")
+rc=$?
+[[ $out == *'"compute": ""'* ]] && [[ $out == *threads=30* ]] && [[ $out == *"total 1024 MiB"* ]]
+check "with carved: its slice caps at 1 GiB and paces nothing, MPS gets threads=30 (status $rc)" \
+    "$([ $? -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && ! alive "$(last_daemon)"; echo $?)"
+grep -q "removed" "$tmp/carved.log"
+check "with carved: the run's slice is removed after the command" $?
+kill "$carved_pid"; wait "$carved_pid" 2>/dev/null; carved_pid=
 
 # --- timeslice and carve ------------------------------------------------------------------------
 starts=$(events start)
