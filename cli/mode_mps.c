@@ -156,6 +156,7 @@ static int control_run(const struct mps_state *st, const char *arg, const char *
         dup2(in[0], 0);
         dup2(out, 1);
         dup2(out, 2);
+        close_range(3, ~0U, 0); /* a long-lived daemon keeps none of carve run's files */
         setsid(); /* a daemon it starts is no part of carve run's terminal session */
         execve(st->control, argv, env);
         dprintf(2, "carve run: cannot run %s: %s\n", st->control, strerror(errno));

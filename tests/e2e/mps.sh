@@ -56,7 +56,8 @@ last_daemon() { sed -n 's/^start pid=\([0-9]*\).*/\1/p' "$REC" | tail -n1; }
 live_clients() { grep -vc '^#' "$rundir/clients" 2>/dev/null; }
 # wait_for FILE: up to 10 s
 wait_for() { local i; for i in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
-shm_list() { find /dev/shm -maxdepth 1 -name 'carve.*' -printf '%f\n' 2>/dev/null | sort; }
+# carve run's slice objects of this user (carve.UID.PID.RAND; carved's and others' differ)
+shm_list() { find /dev/shm -maxdepth 1 -name "carve.$(id -u).*" -printf '%f\n' 2>/dev/null | grep -E '^carve\.[0-9]+\.[0-9]+\.[0-9a-f]{8}(\.terms)?$' | sort; }
 shm_before=$(shm_list)
 
 # --- two concurrent clients share one daemon ---------------------------------------------
