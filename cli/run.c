@@ -17,32 +17,15 @@
 
 #include "cli.h"
 #include "gpus.h"
+#include "modes.h"
 #include "size.h"
 #include "board.h"
 #include "slice.h"
 #include "uuid.h"
 
-/* --mode: how the command's GPU share is made. carve: libcarve's slices (the default);
-   mig: a MIG instance, isolated by the hardware (cli/mig.c). Other modes go here. */
-enum run_mode { RUN_MODE_CARVE, RUN_MODE_MIG };
-
-struct run_opts {
-    enum run_mode mode;
-    const char *mig_instance; /* --mig-instance: a MIG device UUID */
-    const char *memory;
-    const char *compute_arg;
-    const char *priority_arg;
-    struct carve_compute compute;
-    const char *name;
-    const char *slice; /* --slice: run in this slice of carved's */
-    bool simulate;
-    bool quiet;
-    char **command;
-};
-
 static const char run_help[] =
-    "usage: carve run [--memory SPEC] [--compute SHARE] [--priority CLASS] [--simulate]\n"
-    "                 [--name NAME] [--quiet] [--] COMMAND [ARGS...]\n"
+    "usage: carve run [--memory SPEC] [--compute SHARE] [--priority CLASS] [--mode MODE]\n"
+    "                 [--simulate] [--name NAME] [--quiet] [--] COMMAND [ARGS...]\n"
     "       carve run --slice NAME [--simulate] [--quiet] [--] COMMAND [ARGS...]\n"
     "       carve run --mode mig [--mig-instance UUID | --memory SIZE] [--compute PCT%]\n"
     "                 [--simulate] [--] COMMAND [ARGS...]\n"
@@ -66,13 +49,13 @@ static const char run_help[] =
     "  -S, --slice NAME    run in slice NAME of carved (carve slice create); the slice's\n"
     "                      settings apply, so --memory, --compute and --priority cannot\n"
     "                      be given with it\n"
+    "  -M, --mode MODE     how the GPU is shared (MODES below): carve (default),\n"
+    "                      timeslice or mps keep the slice's memory cap; mig runs in a MIG\n"
+    "                      instance (CUDA_VISIBLE_DEVICES=its MIG-... UUID, no libcarve):\n"
+    "                      the one --mig-instance names, else the smallest free one with\n"
+    "                      at least --memory SIZE and --compute PCT% of the GPU's SMs (see\n"
+    "                      carve mig --help; make them with carve mig apply)\n"
     "  -s, --simulate      run on carve's simulated GPU (no GPU or driver needed)\n"
-    "  -M, --mode MODE     carve (default): a slice made by libcarve, as above; mig: run in\n"
-    "                      a MIG instance (CUDA_VISIBLE_DEVICES=its MIG-... UUID, no\n"
-    "                      libcarve): the one --mig-instance names, else a free one with\n"
-    "                      at least --memory SIZE and --compute PCT% of the GPU's SMs, the\n"
-    "                      smallest such (see carve mig --help; make them with carve mig\n"
-    "                      apply)\n"
     "  -I, --mig-instance UUID  (--mode mig) the MIG device to run in\n"
     "  -n, --name NAME     the slice's name in messages (default: the command's name)\n"
     "  -q, --quiet         libcarve prints nothing, not even its out-of-memory line\n"
@@ -81,8 +64,9 @@ static const char run_help[] =
     "SIZE: a number with an optional unit. B; K, M, G, T and KiB, MiB, GiB, TiB are\n"
     "1024-based (8G = 8GiB); KB, MB, GB, TB are 1000-based. Examples: 512MiB, 8G, 1.5GiB.\n"
     "\n"
-    "exit status: COMMAND's status, or 128+N when signal N ended it; 2 for bad input\n"
-    "(nothing is run); 126 when COMMAND cannot be executed; 127 when it is not found.\n"
+    "exit status: COMMAND's status, or 128+N when signal N ended it; 2 for bad input or a\n"
+    "mode that cannot be set up (nothing is run); 126 when COMMAND cannot be executed;\n"
+    "127 when it is not found.\n"
     "\n"
     "ENVIRONMENT\n"
     "  set for COMMAND: CARVE_SLICE (the slice's shared-memory object), LD_PRELOAD (gets\n"
@@ -90,6 +74,11 @@ static const char run_help[] =
     "  LD_LIBRARY_PATH and PATH (the simulated libcuda, libnvidia-ml and nvidia-smi).\n"
     "  read: CARVE_LIBDIR (where libcarve.so and sim/ are; default ../lib/carve beside\n"
     "  the carve executable); CARVE_SIM_* configure the simulated GPU (docs/internals.md).\n"
+    "  --mode mps sets CUDA_VISIBLE_DEVICES (the GPU's UUID), CUDA_MPS_PIPE_DIRECTORY,\n"
+    "  CUDA_MPS_LOG_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (--compute) and\n"
+    "  CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (--memory), and reads CUDA_VISIBLE_DEVICES (which\n"
+    "  GPU), CARVE_MPS_CONTROL (the nvidia-cuda-mps-control to run; default: PATH's) and\n"
+    "  CARVE_MPS_DIR (where the run directories go).\n"
     "\n"
     "CARVED\n"
     "  When carved runs (something listens on CARVE_SOCKET, default\n"
@@ -107,7 +96,8 @@ static const char run_help[] =
     "examples:\n"
     "  carve run --memory 8GiB -- python train.py\n"
     "  carve run --memory 20GiB --compute 30% -- python serve.py\n"
-    "  carve run --compute 50%+ --priority latency -- python serve.py\n";
+    "  carve run --compute 50%+ --priority latency -- python serve.py\n"
+    "  carve run --mode mps --memory 8GiB --compute 30% -- python train.py\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -133,23 +123,12 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     char err[256];
     while ((c = getopt_long(argc, argv, "+:m:c:p:sn:qhS:M:I:", longopts, NULL)) != -1) {
         switch (c) {
-        case 'M':
-            if (strcmp(optarg, "carve") == 0)
-                o->mode = RUN_MODE_CARVE;
-            else if (strcmp(optarg, "mig") == 0)
-                o->mode = RUN_MODE_MIG;
-            else
-                return usage_error("--mode %s: carve or mig", optarg);
-            break;
         case 'I': o->mig_instance = optarg; break;
         case 'm': o->memory = optarg; break;
         case 'c':
             if (strcmp(optarg, "--") == 0)
                 return usage_error("option `%s' needs a value", "--compute");
-            o->compute_arg = optarg;
-            if (carve_parse_compute(optarg, &o->compute, err, sizeof(err)) < 0 &&
-                o->mode != RUN_MODE_MIG) /* --mode mig reads it as a plain share, later */
-                return usage_error("--compute: %s", err);
+            o->compute_arg = optarg; /* parsed below, once --mode is known */
             break;
         case 'p':
             if (strcmp(optarg, "--") == 0)
@@ -162,7 +141,19 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         case 'S': o->slice = optarg; break;
         case 'n': o->name = optarg; break;
         case 'q': o->quiet = true; break;
-        case 'h': fputs(run_help, stdout); return 0;
+        case 'M':
+            if (!(o->mode = carve_run_mode_find(optarg))) {
+                char modes[128];
+                carve_run_modes_list(modes, sizeof(modes));
+                snprintf(err, sizeof(err), "--mode: unknown mode `%.64s' (modes: %s)", optarg,
+                         modes);
+                return usage_error("%s", err);
+            }
+            break;
+        case 'h':
+            fputs(run_help, stdout);
+            carve_run_modes_help(stdout);
+            return 0;
         case ':': return usage_error("option `%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option `%s'", argv[optind - 1]);
         }
@@ -172,12 +163,17 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     if (o->slice && (o->memory || o->compute_arg || o->priority_arg))
         return usage_error("--slice %s has its own settings: drop --memory, --compute and "
                            "--priority", o->slice);
-    if (o->mig_instance && o->mode != RUN_MODE_MIG)
+    /* a slice's share is carve's --compute; a MIG instance reads it as a plain share later */
+    if (o->compute_arg && !o->mode->no_slice &&
+        carve_parse_compute(o->compute_arg, &o->compute, err, sizeof(err)) < 0)
+        return usage_error("--compute: %s", err);
+    bool mig = strcmp(o->mode->name, "mig") == 0;
+    if (o->mig_instance && !mig)
         return usage_error("--mig-instance %s needs --mode mig", o->mig_instance);
-    if (o->mode == RUN_MODE_MIG && (o->slice || o->priority_arg || o->name))
+    if (mig && (o->slice || o->priority_arg || o->name))
         return usage_error("--mode mig runs in a MIG instance: --slice, --priority and --name "
                            "do not apply%s", "");
-    if (o->mode == RUN_MODE_MIG && o->mig_instance && (o->memory || o->compute_arg))
+    if (mig && o->mig_instance && (o->memory || o->compute_arg))
         return usage_error("--mig-instance %s is one instance: drop --memory and --compute",
                            o->mig_instance);
     o->command = &argv[optind];
@@ -208,7 +204,7 @@ static int env_prepend(const char *name, const char *value)
 }
 
 /* the simulated libcuda, libnvidia-ml and nvidia-smi first in the command's paths */
-static int setup_sim_env(const char *libdir)
+int carve_run_sim_env(const char *libdir)
 {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof(path), "%s/sim", libdir);
@@ -238,7 +234,7 @@ static int setup_env(const struct run_opts *o, const char *libdir, const char *s
     free(real);
     if (o->quiet)
         r |= setenv("CARVE_QUIET", "1", 1);
-    if (o->simulate && setup_sim_env(libdir) < 0)
+    if (o->simulate && carve_run_sim_env(libdir) < 0)
         return -1;
     return r ? -1 : 0;
 }
@@ -375,43 +371,11 @@ static int run_through_carved(const struct run_opts *o, const char *libdir, int 
     return ret;
 }
 
-/* --mode mig: the command runs in a MIG instance, which the hardware isolates: no libcarve,
-   only CUDA_VISIBLE_DEVICES set to the instance's MIG device. The instance stays locked to
-   this carve run (see carve_mig_choose) until the command ends. */
-static int run_in_mig(const struct run_opts *o, const char *libdir)
+/* The slice, the command in it, and the slice gone again: the same in every mode. */
+static int run_in_slice(struct run_opts o, const char *libdir)
 {
-    char uuid[96], err[1024];
-    int lock_fd = -1;
-    int ret = carve_mig_choose(o->mig_instance, o->memory, o->compute_arg, o->simulate, uuid,
-                               sizeof(uuid), &lock_fd, err, sizeof(err));
-    if (ret != 0) {
-        fprintf(stderr, "carve run: %s\n", err);
-        return ret;
-    }
-    ret = CARVE_EXIT_USAGE;
-    if (setenv("CUDA_VISIBLE_DEVICES", uuid, 1) == 0 &&
-        (!o->simulate || setup_sim_env(libdir) == 0)) {
-        if (!o->quiet)
-            fprintf(stderr, "carve run: in MIG device %s\n", uuid);
-        ret = run_and_wait(o->command);
-    }
-    carve_mig_release(lock_fd);
-    return ret;
-}
-
-int carve_cmd_run(int argc, char **argv)
-{
-    struct run_opts o = {0};
-    int ret = parse_opts(argc, argv, &o);
-    if (ret >= 0)
-        return ret;
-    char libdir[PATH_MAX], nvml[PATH_MAX + 64], err[512];
-    if (carve_find_libdir(libdir, sizeof(libdir)) < 0) {
-        fprintf(stderr, "carve run: cannot find carve's libraries; set CARVE_LIBDIR\n");
-        return CARVE_EXIT_USAGE;
-    }
-    if (o.mode == RUN_MODE_MIG)
-        return run_in_mig(&o, libdir);
+    char nvml[PATH_MAX + 64], err[512];
+    int ret;
     int dfd = carve_daemon_connect();
     if (dfd >= 0 || o.slice)
         return run_through_carved(&o, libdir, dfd);
@@ -453,5 +417,31 @@ out:
     carve_slice_close(slice);
     carve_slice_unlink(shm_name);
     leave_boards(&spec, boards);
+    return ret;
+}
+
+int carve_cmd_run(int argc, char **argv)
+{
+    struct run_opts o = {.mode = &carve_run_modes[0]};
+    int ret = parse_opts(argc, argv, &o);
+    if (ret >= 0)
+        return ret;
+    char libdir[PATH_MAX];
+    if (carve_find_libdir(libdir, sizeof(libdir)) < 0) {
+        fprintf(stderr, "carve run: cannot find carve's libraries; set CARVE_LIBDIR\n");
+        return CARVE_EXIT_USAGE;
+    }
+    /* --mode: the mechanism is set up around the slice (or instead of one) and taken down
+       after it */
+    struct run_mode_ctx mode = {.libdir = libdir};
+    if (o.mode->prepare && (ret = o.mode->prepare(&o, &mode)) != 0) {
+        if (mode.finish)
+            mode.finish(&mode);
+        return ret;
+    }
+    /* a mode the hardware isolates (mig) runs the command as it is, without libcarve */
+    ret = o.mode->no_slice ? run_and_wait(o.command) : run_in_slice(o, libdir);
+    if (mode.finish)
+        mode.finish(&mode);
     return ret;
 }

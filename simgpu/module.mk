@@ -8,7 +8,7 @@ SIM_CUDA     := $(SIMDIR)/libcuda.so.1
 SIM_NVML     := $(SIMDIR)/libnvidia-ml.so.1
 SIM_SMI      := $(SIMDIR)/bin/nvidia-smi
 
-$(SIM_CUDA): $(OBJ)/simgpu/sim_cuda.o $(SIMDEV_OBJ) $(COMMON_LIB)
+$(SIM_CUDA): $(OBJ)/simgpu/sim_cuda.o $(SIMDEV_OBJ) $(OBJ)/simgpu/sim_mps.o $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $^ $(LDFLAGS) -lpthread -lrt
 	ln -sf libcuda.so.1 $(SIMDIR)/libcuda.so
@@ -34,3 +34,10 @@ $(TESTDIR)/e2e/sim_check: $(OBJ)/tests/e2e/sim_check.o $(SIM_CUDA) $(SIM_NVML)
 	$(CC) -o $@ $(OBJ)/tests/e2e/sim_check.o $(LDFLAGS) -L$(SIMDIR) -lcuda -lnvidia-ml \
 		-Wl,-rpath,'$$ORIGIN/../../lib/carve/sim'
 ALL_TARGETS += $(TESTDIR)/e2e/sim_check
+
+# nvidia-cuda-mps-control: the MPS control program's stand-in (carve run --mode mps)
+SIM_MPS_CONTROL := $(SIMDIR)/bin/nvidia-cuda-mps-control
+$(SIM_MPS_CONTROL): $(OBJ)/simgpu/mps_control.o $(OBJ)/simgpu/sim_mps.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS)
+ALL_TARGETS += $(SIM_MPS_CONTROL)

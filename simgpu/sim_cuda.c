@@ -17,6 +17,7 @@
 #include "carve/cuda_abi.h"
 #include "entries.h"
 #include "sim_mig.h"
+#include "sim_mps.h"
 #include "simdev.h"
 #include "uuid.h"
 
@@ -103,6 +104,7 @@ API CUresult cuInit(unsigned int flags)
     pthread_mutex_lock(&lock);
     if (!initialized) {
         set_visible();
+        sim_mps_note_client();
         initialized = 1;
     }
     pthread_mutex_unlock(&lock);

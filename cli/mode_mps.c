@@ -1,0 +1,504 @@
+/* mode_mps.c - `carve run --mode mps`: runs the command as an MPS client on one GPU. The
+ * first carve run on a GPU starts an MPS control daemon with its own pipe and log
+ * directories (in the GPU's run directory, common/mps.h), later ones reuse it, and the last
+ * to end stops it; the count is the run directory's client list, changed only under its
+ * lock, of carve run processes (a killed one is noticed by its pid). The command gets its
+ * active-thread percentage from --compute and its pinned-memory limit from --memory; the
+ * slice around it is the usual one, so libcarve's accounting, view and cap still apply. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gpus.h"
+#include "modes.h"
+#include "mps.h"
+#include "slice.h"
+
+extern char **environ;
+
+#define CONTROL_TIMEOUT_MS 20000 /* one nvidia-cuda-mps-control command */
+#define START_WAIT_MS 10000      /* for a started daemon's pipe to appear */
+#define STOP_WAIT_MS 10000       /* for a daemon told to quit to be gone */
+#define PIPE_DIR_MAX 90          /* MPS puts unix sockets there: sun_path holds 107 bytes */
+
+struct mps_state {
+    char dir[PATH_MAX - 64]; /* the GPU's run directory */
+    char pipe[PATH_MAX], log[PATH_MAX];
+    char control[PATH_MAX]; /* nvidia-cuda-mps-control */
+    char uuid[96];
+};
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static int find_in_path(const char *name, char *out, size_t len)
+{
+    const char *path = getenv("PATH");
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    char *save = NULL;
+    for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, len, "%s/%s", *d ? d : ".", name);
+        if (access(out, X_OK) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* CARVE_MPS_CONTROL, the simulated GPU's with --simulate, else the first in PATH. */
+static int find_control(const struct run_opts *o, const char *libdir, struct mps_state *st)
+{
+    const char *env = getenv("CARVE_MPS_CONTROL");
+    if (env && *env) {
+        snprintf(st->control, sizeof(st->control), "%s", env);
+        if (access(st->control, X_OK) == 0)
+            return 0;
+        fprintf(stderr, "carve run: CARVE_MPS_CONTROL=%s cannot be run: %s\n", env,
+                strerror(errno));
+        return -1;
+    }
+    if (o->simulate) {
+        snprintf(st->control, sizeof(st->control), "%s/sim/bin/%s", libdir,
+                 CARVE_MPS_CONTROL_NAME);
+        if (access(st->control, X_OK) == 0)
+            return 0;
+        fprintf(stderr, "carve run: the simulated GPU has no %s at %s: build carve with make\n",
+                CARVE_MPS_CONTROL_NAME, st->control);
+        return -1;
+    }
+    if (find_in_path(CARVE_MPS_CONTROL_NAME, st->control, sizeof(st->control)) == 0)
+        return 0;
+    fprintf(stderr, "carve run: --mode mps needs %s (it comes with the NVIDIA driver's "
+                    "utilities) and PATH has none; install it or set CARVE_MPS_CONTROL to it\n",
+            CARVE_MPS_CONTROL_NAME);
+    return -1;
+}
+
+/* The daemon's environment: the caller's, for its one GPU and private directories, without
+ * a client's limits (the daemon serves every client) or a slice around it. */
+static char **control_env(const struct mps_state *st)
+{
+    static const char *const dropped[] = {
+        "CUDA_VISIBLE_DEVICES=", "CUDA_MPS_PIPE_DIRECTORY=", "CUDA_MPS_LOG_DIRECTORY=",
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=",
+        "LD_PRELOAD=", "CARVE_SLICE=",
+    };
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 4, sizeof(*env));
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int keep = 1;
+        for (size_t d = 0; d < sizeof(dropped) / sizeof(dropped[0]); d++)
+            keep &= strncmp(environ[i], dropped[d], strlen(dropped[d])) != 0;
+        if (keep)
+            env[k++] = environ[i];
+    }
+    if (asprintf(&env[k++], "CUDA_VISIBLE_DEVICES=%s", st->uuid) < 0 ||
+        asprintf(&env[k++], "CUDA_MPS_PIPE_DIRECTORY=%s", st->pipe) < 0 ||
+        asprintf(&env[k++], "CUDA_MPS_LOG_DIRECTORY=%s", st->log) < 0) {
+        free(env); /* the few strings made so far are lost: carve run ends soon after */
+        return NULL;
+    }
+    return env;
+}
+
+static void free_env(char **env, const struct mps_state *st)
+{
+    if (!env)
+        return;
+    for (size_t i = 0; env[i]; i++)
+        if (strncmp(env[i], "CUDA_VISIBLE_DEVICES=", 21) == 0 ||
+            strncmp(env[i], "CUDA_MPS_PIPE_DIRECTORY=", 24) == 0 ||
+            strncmp(env[i], "CUDA_MPS_LOG_DIRECTORY=", 23) == 0)
+            free(env[i]);
+    free(env);
+}
+
+/* Runs nvidia-cuda-mps-control with arg (e.g. "-d") or with input on its stdin; its output
+ * goes to LOG/carve-control.log. Returns its exit status, or -1 when it could not run or
+ * took longer than CONTROL_TIMEOUT_MS. */
+static int control_run(const struct mps_state *st, const char *arg, const char *input)
+{
+    char logpath[PATH_MAX + 32];
+    snprintf(logpath, sizeof(logpath), "%s/carve-control.log", st->log);
+    char **env = control_env(st);
+    int in[2] = {-1, -1};
+    int out = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (!env || out < 0 || pipe2(in, O_CLOEXEC) < 0) {
+        fprintf(stderr, "carve run: cannot run %s: %s\n", st->control, strerror(errno));
+        free_env(env, st);
+        if (out >= 0)
+            close(out);
+        return -1;
+    }
+    char *argv[] = {(char *)st->control, (char *)arg, NULL};
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out, 1);
+        dup2(out, 2);
+        close_range(3, ~0U, 0); /* a long-lived daemon keeps none of carve run's files */
+        setsid(); /* a daemon it starts is no part of carve run's terminal session */
+        execve(st->control, argv, env);
+        dprintf(2, "carve run: cannot run %s: %s\n", st->control, strerror(errno));
+        _exit(127);
+    }
+    close(in[0]);
+    close(out);
+    free_env(env, st);
+    if (pid < 0) {
+        close(in[1]);
+        return -1;
+    }
+    if (input) {
+        /* SIGPIPE ignored meanwhile: it may have ended already, and its status tells */
+        void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+        ssize_t w = write(in[1], input, strlen(input));
+        (void)w;
+        signal(SIGPIPE, old);
+    }
+    close(in[1]);
+    int status;
+    for (int waited = 0;; waited += 10) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (waited >= CONTROL_TIMEOUT_MS) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fprintf(stderr, "carve run: %s %s did not finish in %d s; stopped it\n", st->control,
+                    arg ? arg : input, CONTROL_TIMEOUT_MS / 1000);
+            return -1;
+        }
+        sleep_ms(10);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The daemon's pid from its pid file when that process runs and looks like it (pids are
+ * reused), else 0. */
+static pid_t daemon_pid(const struct mps_state *st)
+{
+    char path[PATH_MAX + 64], buf[64] = "";
+    snprintf(path, sizeof(path), "%s/%s", st->pipe, CARVE_MPS_PID_FILE);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+    if (pid <= 0 || pid > INT_MAX || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+        return 0;
+    char comm[32] = "";
+    snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+        n = read(fd, comm, sizeof(comm) - 1);
+        close(fd);
+        comm[n > 0 ? n : 0] = '\0';
+        comm[strcspn(comm, "\n")] = '\0';
+        const char *base = strrchr(st->control, '/');
+        base = base ? base + 1 : st->control;
+        /* comm is the name cut to 15 characters: the driver's, or CARVE_MPS_CONTROL's */
+        if (*comm && strncmp(comm, "nvidia-cuda-mps", 15) != 0 && strncmp(comm, base, 15) != 0)
+            return 0;
+    }
+    return (pid_t)pid;
+}
+
+static int daemon_alive(const struct mps_state *st)
+{
+    if (daemon_pid(st) > 0)
+        return 1;
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s/control", st->pipe);
+    if (access(path, F_OK) < 0)
+        return 0;
+    /* a daemon that writes no pid file (older drivers): ask it */
+    return control_run(st, NULL, "get_server_list\n") == 0;
+}
+
+/* Empties the pipe directory of what a dead daemon left. */
+static void clear_pipe_dir(const struct mps_state *st)
+{
+    DIR *d = opendir(st->pipe);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
+/* The last line nvidia-cuda-mps-control wrote (carve-control.log), for an error message. */
+static void last_output(const struct mps_state *st, char *out, size_t len)
+{
+    char path[PATH_MAX + 32], buf[4096];
+    snprintf(path, sizeof(path), "%s/carve-control.log", st->log);
+    out[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    off_t size = lseek(fd, 0, SEEK_END);
+    off_t from = size > (off_t)sizeof(buf) - 1 ? size - (off_t)sizeof(buf) + 1 : 0;
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    while (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    const char *line = strrchr(buf, '\n');
+    line = line ? line + 1 : buf;
+    size_t l = strlen(line) < len - 1 ? strlen(line) : len - 1;
+    memcpy(out, line, l);
+    out[l] = '\0';
+}
+
+static int daemon_start(const struct mps_state *st)
+{
+    clear_pipe_dir(st);
+    int rc = control_run(st, "-d", NULL);
+    for (int waited = 0; rc == 0 && waited < START_WAIT_MS; waited += 20) {
+        if (daemon_alive(st))
+            return 0;
+        sleep_ms(20);
+    }
+    char said[256];
+    last_output(st, said, sizeof(said));
+    fprintf(stderr, "carve run: %s -d did not start an MPS control daemon for %s (%s%d%s)%s%s%s; "
+                    "see %s/carve-control.log and %s/control.log\n",
+            st->control, st->uuid, rc == 0 ? "no pipe after " : "exit status ",
+            rc == 0 ? START_WAIT_MS / 1000 : rc, rc == 0 ? " s" : "", *said ? ": `" : "",
+            said, *said ? "'" : "", st->log, st->log);
+    return -1;
+}
+
+static void daemon_stop(const struct mps_state *st)
+{
+    if (!daemon_alive(st))
+        return; /* it ended by itself (or was stopped by hand) */
+    pid_t pid = daemon_pid(st);
+    int rc = control_run(st, NULL, "quit\n");
+    for (int waited = 0; pid > 0 && waited < STOP_WAIT_MS; waited += 20) {
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+            return;
+        sleep_ms(20);
+    }
+    if (pid > 0 || rc != 0)
+        fprintf(stderr, "carve run: the MPS control daemon of %s %s after `quit' (status %d); "
+                        "the next carve run --mode mps on this GPU reuses or stops it; "
+                        "see %s/carve-control.log\n", st->uuid,
+                pid > 0 ? "still runs" : "may still run", rc, st->log);
+}
+
+/* Adds this carve run to the GPU's clients, starting the daemon when none runs. */
+static int mps_join(const struct mps_state *st)
+{
+    char err[512];
+    struct carve_mps_client clients[CARVE_MPS_MAX_CLIENTS];
+    int lock = carve_mps_lock(st->dir, err, sizeof(err));
+    if (lock < 0) {
+        fprintf(stderr, "carve run: %s\n", err);
+        return -1;
+    }
+    int ret = -1;
+    err[0] = '\0';
+    int n = carve_mps_clients_load(st->dir, clients, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
+    if (err[0])
+        fprintf(stderr, "carve run: warning: %s\n", err);
+    if (n < 0 || n == CARVE_MPS_MAX_CLIENTS) {
+        fprintf(stderr, "carve run: %s: %s\n", st->dir,
+                n < 0 ? err : "too many MPS clients on this GPU already");
+        goto out;
+    }
+    if (!daemon_alive(st) && daemon_start(st) < 0)
+        goto out;
+    clients[n].pid = getpid();
+    clients[n].start = carve_proc_start_time(getpid());
+    if (carve_mps_clients_store(st->dir, clients, n + 1, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve run: %s\n", err);
+        if (n == 0)
+            daemon_stop(st);
+        goto out;
+    }
+    ret = 0;
+out:
+    carve_mps_unlock(lock);
+    return ret;
+}
+
+/* Takes this carve run off the GPU's clients; the last one stops the daemon. */
+static void mps_finish(struct run_mode_ctx *ctx)
+{
+    struct mps_state *st = ctx->state;
+    char err[512] = "";
+    struct carve_mps_client clients[CARVE_MPS_MAX_CLIENTS];
+    int lock = carve_mps_lock(st->dir, err, sizeof(err));
+    if (lock < 0) {
+        fprintf(stderr, "carve run: %s; the MPS daemon of %s is left running\n", err, st->uuid);
+        goto out;
+    }
+    int n = carve_mps_clients_load(st->dir, clients, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (clients[i].pid != getpid())
+            clients[kept++] = clients[i];
+    if (carve_mps_clients_store(st->dir, clients, kept, err, sizeof(err)) < 0)
+        fprintf(stderr, "carve run: %s\n", err);
+    if (kept == 0)
+        daemon_stop(st);
+    carve_mps_unlock(lock);
+out:
+    free(st);
+    ctx->state = NULL;
+}
+
+static int make_dirs(struct mps_state *st)
+{
+    char err[512];
+    if (carve_mps_run_dir(st->uuid, st->dir, sizeof(st->dir), err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve run: %s\n", err);
+        return -1;
+    }
+    snprintf(st->pipe, sizeof(st->pipe), "%s/pipe", st->dir);
+    snprintf(st->log, sizeof(st->log), "%s/log", st->dir);
+    if (strlen(st->pipe) > PIPE_DIR_MAX) {
+        fprintf(stderr, "carve run: the MPS pipe directory %s is %zu characters long; MPS "
+                        "puts sockets there and needs at most %d: set CARVE_MPS_DIR to a "
+                        "shorter place\n", st->pipe, strlen(st->pipe), PIPE_DIR_MAX);
+        return -1;
+    }
+    if ((mkdir(st->pipe, 0700) < 0 && errno != EEXIST) ||
+        (mkdir(st->log, 0700) < 0 && errno != EEXIST)) {
+        fprintf(stderr, "carve run: cannot make %s/{pipe,log}: %s\n", st->dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* What --mode mps cannot take, and the thread percentage --compute asks for ("" if none). */
+static int check_request(const struct run_opts *o, char *pct, size_t len)
+{
+    char err[512];
+    pct[0] = '\0';
+    if (o->slice) {
+        fprintf(stderr, "carve run: --slice %s has carved's settings; --mode mps cannot be "
+                        "given with it\n(see carve run --help)\n", o->slice);
+        return CARVE_EXIT_USAGE;
+    }
+    if (o->priority_arg) {
+        fprintf(stderr, "carve run: --mode mps has no priorities (--priority %s): MPS shares "
+                        "threads, not turns; drop it or use --mode carve\n(see carve run "
+                        "--help)\n", o->priority_arg);
+        return CARVE_EXIT_USAGE;
+    }
+    if (o->compute_arg &&
+        carve_mps_thread_percentage(&o->compute, pct, len, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve run: %s\n(see carve run --help)\n", err);
+        return CARVE_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The GPU (and its cap) the command runs on: 0, or an exit status after saying why. */
+static int pick_gpu(const struct run_opts *o, const char *libdir, struct mps_state *st,
+                    uint64_t *cap)
+{
+    char nvml[PATH_MAX + 64], err[512];
+    struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
+    carve_nvml_path(o->simulate, libdir, nvml, sizeof(nvml));
+    int ngpu = carve_gpus_list(nvml, o->simulate, gpus, CARVE_SLICE_MAX_DEVICES, err, sizeof(err));
+    if (ngpu <= 0) {
+        fprintf(stderr, "carve run: %s\n", ngpu < 0 ? err : "NVML lists no GPU on this machine");
+        return CARVE_EXIT_USAGE;
+    }
+    int g = carve_mps_pick_gpu(getenv("CUDA_VISIBLE_DEVICES"), gpus, ngpu, err, sizeof(err));
+    if (g < 0) {
+        fprintf(stderr, "carve run: %s\n", err);
+        return CARVE_EXIT_USAGE;
+    }
+    /* the slice's own parser reads --memory, so both refuse the same input alike */
+    struct carve_slice_spec spec;
+    struct carve_compute none = {0, CARVE_COMPUTE_CAP, CARVE_PRIO_NORMAL};
+    if (carve_spec_build(&spec, "mps", o->memory, &none, gpus, ngpu, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve run: %s\n", err);
+        return CARVE_EXIT_USAGE;
+    }
+    *cap = 0;
+    for (int i = 0; i < spec.ndev; i++)
+        if (spec.dev[i].index == (int)gpus[g].index)
+            *cap = spec.dev[i].cap;
+    snprintf(st->uuid, sizeof(st->uuid), "%s", gpus[g].uuid);
+    return 0;
+}
+
+/* The client's variables: its one GPU by UUID (the daemon's CUDA_VISIBLE_DEVICES too, so
+ * both agree on device 0), the daemon's directories and its limits. */
+static int set_client_env(const struct mps_state *st, const char *pct, uint64_t cap)
+{
+    char limit[64];
+    int r = setenv("CUDA_VISIBLE_DEVICES", st->uuid, 1) |
+            setenv("CUDA_MPS_PIPE_DIRECTORY", st->pipe, 1) |
+            setenv("CUDA_MPS_LOG_DIRECTORY", st->log, 1);
+    if (*pct)
+        r |= setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct, 1);
+    if (cap) {
+        carve_mps_mem_limit(cap, limit, sizeof(limit));
+        r |= setenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", limit, 1);
+    }
+    return r ? -1 : 0;
+}
+
+int carve_mode_mps_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
+{
+    char pct[16];
+    uint64_t cap = 0;
+    int ret = check_request(o, pct, sizeof(pct));
+    if (ret)
+        return ret;
+    struct mps_state *st = calloc(1, sizeof(*st));
+    if (!st) {
+        fprintf(stderr, "carve run: out of memory\n");
+        return CARVE_EXIT_USAGE;
+    }
+    if ((ret = pick_gpu(o, ctx->libdir, st, &cap)) != 0)
+        goto fail;
+    ret = CARVE_EXIT_USAGE;
+    if (find_control(o, ctx->libdir, st) < 0 || make_dirs(st) < 0 || mps_join(st) < 0)
+        goto fail;
+    ctx->finish = mps_finish;
+    ctx->state = st;
+    if (set_client_env(st, pct, cap) < 0) {
+        fprintf(stderr, "carve run: cannot set the MPS client's environment\n");
+        return CARVE_EXIT_USAGE; /* run.c still calls finish */
+    }
+    /* the share is MPS's now: libcarve keeps the memory cap and does not pace */
+    o->compute.share_bp = 0;
+    o->compute_arg = NULL;
+    return 0;
+fail:
+    free(st);
+    return ret;
+}

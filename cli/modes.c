@@ -1,0 +1,93 @@
+/* modes.c - the table of `carve run --mode` mechanisms, and the modes too small for a file
+ * of their own (carve: libcarve alone; timeslice: the driver's time-slicing). Adding a mode
+ * is one row here and its prepare function. */
+#include "modes.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const struct run_mode carve_run_modes[] = {
+    {"carve", "libcarve alone: memory cap, compute shares and priorities (the default)", NULL, false},
+    {"timeslice", "the driver's plain time-slicing: no compute share; --memory still caps",
+     carve_mode_timeslice_prepare, false},
+    {"mps", "NVIDIA MPS: --compute sets the client's active threads, --memory also its pinned "
+            "memory; one GPU", carve_mode_mps_prepare, false},
+    {"mig", "a MIG instance (carve mig): isolated by the hardware, no libcarve; --memory and "
+            "--compute choose the smallest free instance that fits", carve_mode_mig_prepare,
+     true},
+    {NULL, NULL, NULL, false},
+};
+
+const struct run_mode *carve_run_mode_find(const char *name)
+{
+    for (const struct run_mode *m = carve_run_modes; m->name; m++)
+        if (strcmp(m->name, name) == 0)
+            return m;
+    return NULL;
+}
+
+void carve_run_modes_list(char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (const struct run_mode *m = carve_run_modes; m->name && off < len; m++) {
+        int w = snprintf(buf + off, len - off, "%s%s", off ? ", " : "", m->name);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+}
+
+void carve_run_modes_help(FILE *f)
+{
+    fprintf(f, "\nMODES (--mode; docs/mps.md, docs/mig.md)\n");
+    for (const struct run_mode *m = carve_run_modes; m->name; m++)
+        fprintf(f, "  %-10s %s\n", m->name, m->description);
+}
+
+int carve_mode_timeslice_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
+{
+    const char *given = o->compute_arg ? "--compute" : o->priority_arg ? "--priority" : NULL;
+    if (given) {
+        fprintf(stderr, "carve run: --mode timeslice leaves the GPU's time to the driver, so "
+                        "%s cannot be given with it: drop it, or use --mode carve (or mps for "
+                        "a thread limit)\n(see carve run --help)\n", given);
+        return CARVE_EXIT_USAGE;
+    }
+    if (o->slice) {
+        fprintf(stderr, "carve run: --slice %s has carved's settings; --mode timeslice cannot "
+                        "be given with it\n(see carve run --help)\n", o->slice);
+        return CARVE_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* --mode mig: the instance stays locked to this carve run until the command ends, so that
+ * two runs never take the same free one. */
+static void mig_finish(struct run_mode_ctx *ctx)
+{
+    carve_mig_release((int)(intptr_t)ctx->state);
+}
+
+int carve_mode_mig_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
+{
+    char uuid[96], err[1024];
+    int lock_fd = -1;
+    int ret = carve_mig_choose(o->mig_instance, o->memory, o->compute_arg, o->simulate, uuid,
+                               sizeof(uuid), &lock_fd, err, sizeof(err));
+    if (ret != 0) {
+        fprintf(stderr, "carve run: %s\n", err);
+        return ret;
+    }
+    ctx->state = (void *)(intptr_t)lock_fd;
+    ctx->finish = mig_finish;
+    if (setenv("CUDA_VISIBLE_DEVICES", uuid, 1) < 0 ||
+        (o->simulate && carve_run_sim_env(ctx->libdir) < 0))
+        return CARVE_EXIT_USAGE;
+    if (!o->quiet)
+        fprintf(stderr, "carve run: in MIG device %s\n", uuid);
+    return 0;
+}

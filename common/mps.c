@@ -1,0 +1,369 @@
+/* mps.c - MPS clients for carve: GPU choice, client variables, the run directory and the
+ * flock-guarded list of live clients; see mps.h. */
+#include "mps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "slice.h"
+
+#define MIB (1024ULL * 1024ULL)
+
+/* ---------- choosing the GPU ---------- */
+
+static int pick_by_index(const char *visible, int ngpu, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(visible, &end, 10);
+    if (errno || *end || v < 0 || v >= ngpu) {
+        snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%s: this machine has %d GPU%s (%s%d)",
+                 visible, ngpu, ngpu == 1 ? "" : "s", ngpu == 1 ? "" : "0-", ngpu - 1);
+        return -EINVAL;
+    }
+    return (int)v;
+}
+
+static int pick_by_uuid(const char *visible, const struct carve_gpu_info *gpus, int ngpu,
+                        char *err, size_t errlen)
+{
+    int found = -1, matches = 0;
+    for (int i = 0; i < ngpu; i++)
+        if (strncmp(gpus[i].uuid, visible, strlen(visible)) == 0) {
+            found = i;
+            matches++;
+        }
+    if (matches == 1)
+        return found;
+    if (matches == 0)
+        snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%s names no GPU of this machine "
+                              "(nvidia-smi -L lists their UUIDs)", visible);
+    else
+        snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%s matches %d GPUs: give more of the UUID",
+                 visible, matches);
+    return -EINVAL;
+}
+
+int carve_mps_pick_gpu(const char *visible, const struct carve_gpu_info *gpus, int ngpu,
+                       char *err, size_t errlen)
+{
+    if (ngpu < 1) {
+        snprintf(err, errlen, "no GPU to run on");
+        return -EINVAL;
+    }
+    if (!visible) {
+        if (ngpu == 1)
+            return 0;
+        snprintf(err, errlen, "--mode mps runs COMMAND on one GPU (one MPS daemon per GPU), and "
+                              "this machine has %d (0-%d): choose one with "
+                              "CUDA_VISIBLE_DEVICES=INDEX or its UUID", ngpu, ngpu - 1);
+        return -EINVAL;
+    }
+    if (!*visible) {
+        snprintf(err, errlen, "CUDA_VISIBLE_DEVICES is empty, which hides every GPU: unset it "
+                              "or name one GPU");
+        return -EINVAL;
+    }
+    if (strchr(visible, ',')) {
+        snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%s names more than one GPU; --mode mps runs "
+                              "COMMAND on one (one MPS daemon per GPU): name one", visible);
+        return -EINVAL;
+    }
+    if (visible[0] >= '0' && visible[0] <= '9')
+        return pick_by_index(visible, ngpu, err, errlen);
+    if (strncmp(visible, "MIG-", 4) == 0) {
+        snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%s is a MIG device; --mode mps serves whole "
+                              "GPUs", visible);
+        return -EINVAL;
+    }
+    if (strncmp(visible, "GPU-", 4) == 0 && visible[4])
+        return pick_by_uuid(visible, gpus, ngpu, err, errlen);
+    snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%s is neither a GPU index (0, 1, ...) nor a GPU "
+                          "UUID (GPU-...)", visible);
+    return -EINVAL;
+}
+
+/* ---------- client variables ---------- */
+
+int carve_mps_thread_percentage(const struct carve_compute *c, char *buf, size_t len, char *err,
+                                size_t errlen)
+{
+    char given[32];
+    carve_format_compute(c, given, sizeof(given));
+    if (c->mode == CARVE_COMPUTE_GUARANTEE) {
+        snprintf(err, errlen, "--mode mps: --compute %s asks for a guarantee, and MPS can only "
+                              "limit a client's threads: give a limit (`%.*s') or use --mode "
+                              "carve", given, (int)(strlen(given) - 1), given);
+        return -EINVAL;
+    }
+    if (c->share_bp == 0 || c->share_bp % 100 != 0) {
+        snprintf(err, errlen, "--mode mps: --compute %s is not a whole percentage; MPS takes "
+                              "1%% to 100%% in steps of 1", given);
+        return -EINVAL;
+    }
+    snprintf(buf, len, "%u", c->share_bp / 100);
+    return 0;
+}
+
+void carve_mps_mem_limit(uint64_t cap, char *buf, size_t len)
+{
+    uint64_t mib = cap / MIB;
+    snprintf(buf, len, "0=%lluM", (unsigned long long)(mib ? mib : 1));
+}
+
+/* ---------- the run directory ---------- */
+
+/* Makes path (mode 0700) unless it exists; either way it must be a directory of ours that
+ * no one else may write. */
+static int own_dir(const char *path, char *err, size_t errlen)
+{
+    if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot make %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        snprintf(err, errlen, "%s is not a directory of yours that only you can write "
+                              "(owner %u, mode %03o): remove it, or set CARVE_MPS_DIR to "
+                              "another place", path, (unsigned)st.st_uid,
+                 (unsigned)(st.st_mode & 0777));
+        return -EPERM;
+    }
+    return 0;
+}
+
+static int run_base(char *out, size_t len)
+{
+    const char *v = getenv("CARVE_MPS_DIR");
+    if (v && *v)
+        return snprintf(out, len, "%s", v);
+    v = getenv("XDG_RUNTIME_DIR");
+    if (v && *v)
+        return snprintf(out, len, "%s/carve", v);
+    if (geteuid() == 0)
+        return snprintf(out, len, "/run/carve");
+    return snprintf(out, len, "/tmp/carve-%u", (unsigned)geteuid());
+}
+
+int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen)
+{
+    char base[PATH_MAX];
+    if (run_base(base, sizeof(base)) >= (int)sizeof(base)) {
+        snprintf(err, errlen, "the MPS run directory's path is too long: %.100s...", base);
+        return -ENAMETOOLONG;
+    }
+    for (const char *c = uuid; *c; c++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-", *c)) {
+            snprintf(err, errlen, "GPU UUID `%s' has a character carve does not put in a path",
+                     uuid);
+            return -EINVAL;
+        }
+    if (snprintf(out, len, "%s/mps-%s", base, uuid) >= (int)len) {
+        snprintf(err, errlen, "the MPS run directory's path is too long: %s/mps-%s", base, uuid);
+        return -ENAMETOOLONG;
+    }
+    /* the base may be shared (/run/carve, carved's) or ours; its mps-UUID entry is ours, and
+     * others must not be able to swap it for theirs: no base others may write to, unless
+     * its sticky bit keeps them off our entries (as /tmp's does) */
+    struct stat st;
+    if (stat(base, &st) < 0) {
+        int r = own_dir(base, err, errlen);
+        if (r < 0)
+            return r;
+    } else if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
+        snprintf(err, errlen, "%s may be written by others (mode %03o, no sticky bit): set "
+                              "CARVE_MPS_DIR to a directory of yours", base,
+                 (unsigned)(st.st_mode & 0777));
+        return -EPERM;
+    }
+    return own_dir(out, err, errlen);
+}
+
+/* ---------- the client list ---------- */
+
+static int parse_line(const char *line, struct carve_mps_client *c)
+{
+    char *end;
+    errno = 0;
+    long pid = strtol(line, &end, 10);
+    if (errno || end == line || *end != ' ' || pid <= 0 || pid > INT_MAX)
+        return -1;
+    const char *s = end + 1;
+    if (*s < '0' || *s > '9')
+        return -1;
+    unsigned long long start = strtoull(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    c->pid = (pid_t)pid;
+    c->start = start;
+    return 0;
+}
+
+int carve_mps_clients_parse(const char *text, struct carve_mps_client *out, int max, char *err,
+                            size_t errlen)
+{
+    int n = 0, lineno = 0;
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl ? (size_t)(nl - p) : strlen(p);
+        char line[64];
+        lineno++;
+        if (l >= sizeof(line)) {
+            snprintf(err, errlen, "line %d: longer than a client entry (%zu characters)", lineno,
+                     l);
+            return -EINVAL;
+        }
+        memcpy(line, p, l);
+        line[l] = '\0';
+        p += l + (nl ? 1 : 0);
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        if (n == max) {
+            snprintf(err, errlen, "line %d: more than %d clients", lineno, max);
+            return -EINVAL;
+        }
+        if (parse_line(line, &out[n]) < 0) {
+            snprintf(err, errlen, "line %d: `%s' is not `PID START-TIME'", lineno, line);
+            return -EINVAL;
+        }
+        n++;
+    }
+    return n;
+}
+
+int carve_mps_clients_format(const struct carve_mps_client *c, int n, char *buf, size_t len)
+{
+    size_t off = 0;
+    int w = snprintf(buf, len, "# carve run --mode mps clients of this GPU: PID START-TIME\n");
+    if (w < 0 || (size_t)w >= len)
+        return -ENOSPC;
+    off = (size_t)w;
+    for (int i = 0; i < n; i++) {
+        w = snprintf(buf + off, len - off, "%d %llu\n", (int)c[i].pid,
+                     (unsigned long long)c[i].start);
+        if (w < 0 || (size_t)w >= len - off)
+            return -ENOSPC;
+        off += (size_t)w;
+    }
+    return (int)off;
+}
+
+int carve_mps_client_alive(const struct carve_mps_client *c)
+{
+    if (c->pid <= 0 || (kill(c->pid, 0) < 0 && errno == ESRCH))
+        return 0;
+    uint64_t now = carve_proc_start_time(c->pid);
+    /* an unreadable /proc entry proves nothing: a live pid counts */
+    return !(c->start && now && c->start != now);
+}
+
+int carve_mps_clients_prune(struct carve_mps_client *c, int n)
+{
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (carve_mps_client_alive(&c[i]))
+            c[kept++] = c[i];
+    return kept;
+}
+
+int carve_mps_lock(const char *dir, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/lock", dir);
+    /* O_CLOEXEC: a daemon started under the lock must not inherit (and hold) it */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    while (flock(fd, LOCK_EX) < 0)
+        if (errno != EINTR) {
+            int e = errno;
+            snprintf(err, errlen, "cannot lock %s: %s", path, strerror(e));
+            close(fd);
+            return -e;
+        }
+    return fd;
+}
+
+void carve_mps_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* closing the only descriptor releases the flock */
+}
+
+int carve_mps_clients_load(const char *dir, struct carve_mps_client *out, int max, char *err,
+                           size_t errlen)
+{
+    char path[PATH_MAX], text[CARVE_MPS_MAX_CLIENTS * 48 + 128];
+    snprintf(path, sizeof(path), "%s/clients", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    ssize_t got = 0, r;
+    while ((size_t)got < sizeof(text) - 1 &&
+           (r = read(fd, text + got, sizeof(text) - 1 - (size_t)got)) != 0) {
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        got += r;
+    }
+    close(fd);
+    text[got] = '\0';
+    char perr[256];
+    int n = carve_mps_clients_parse(text, out, max, perr, sizeof(perr));
+    if (n < 0) {
+        snprintf(err, errlen, "%s: %s (read as empty)", path, perr);
+        return 0;
+    }
+    return carve_mps_clients_prune(out, n);
+}
+
+int carve_mps_clients_store(const char *dir, const struct carve_mps_client *c, int n, char *err,
+                            size_t errlen)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 16], text[CARVE_MPS_MAX_CLIENTS * 48 + 128];
+    int len = carve_mps_clients_format(c, n, text, sizeof(text));
+    if (len < 0) {
+        snprintf(err, errlen, "%d clients do not fit the client list", n);
+        return -ENOSPC;
+    }
+    snprintf(path, sizeof(path), "%s/clients", dir);
+    snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        return -errno;
+    }
+    ssize_t w = write(fd, text, (size_t)len);
+    int e = w == len ? 0 : (w < 0 ? errno : EIO);
+    if (close(fd) < 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) < 0)
+        e = errno;
+    if (e) {
+        unlink(tmp);
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+        return -e;
+    }
+    return 0;
+}

@@ -1,0 +1,75 @@
+/* mps.h - what carve needs to run clients under NVIDIA MPS: choosing the one GPU a client
+ * runs on, turning a slice's settings into the MPS client variables, the per-GPU, per-user
+ * run directory, and the list of live clients that decides when the control daemon starts
+ * and stops (read and written under an flock, so concurrent `carve run --mode mps` agree).
+ *
+ * Starting and stopping the daemon itself (running nvidia-cuda-mps-control) is the caller's
+ * job: cli/mode_mps.c today, carved later. Not used inside tenant processes. Functions
+ * return 0 (or a count) or a negative errno, with a message in err where one is given. */
+#ifndef CARVE_MPS_H
+#define CARVE_MPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "compute.h"
+#include "gpus.h"
+
+#define CARVE_MPS_MAX_CLIENTS 128 /* carve runs sharing one GPU's daemon (MPS allows 48-60) */
+#define CARVE_MPS_CONTROL_NAME "nvidia-cuda-mps-control"
+#define CARVE_MPS_PID_FILE "nvidia-cuda-mps-control.pid" /* the daemon writes it in its pipe dir */
+
+/* The GPU a client runs on, as an index into gpus: the one CUDA_VISIBLE_DEVICES names
+ * (visible: its value, NULL when unset; an nvidia-smi index, a UUID or a unique GPU- prefix
+ * of one), or the only GPU. -EINVAL with a message when visible names none, several, a MIG
+ * device, or is unset on a machine with several GPUs. */
+int carve_mps_pick_gpu(const char *visible, const struct carve_gpu_info *gpus, int ngpu,
+                       char *err, size_t errlen);
+
+/* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE for a --compute share: "30" for 30%. MPS limits and
+ * cannot guarantee, and takes whole percentages: -EINVAL with a message for "30%+" or
+ * "12.5%". */
+int carve_mps_thread_percentage(const struct carve_compute *c, char *buf, size_t len, char *err,
+                                size_t errlen);
+
+/* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT for a cap of bytes on the client's device 0 (the only one
+ * it sees): "0=8192M", in whole MiB rounded down (never below 1M, so the value never reads
+ * as "no limit"). */
+void carve_mps_mem_limit(uint64_t cap, char *buf, size_t len);
+
+/* The run directory of one GPU for this user: BASE/mps-UUID with BASE = CARVE_MPS_DIR, else
+ * $XDG_RUNTIME_DIR/carve, else /run/carve for root, else /tmp/carve-UID. Creates what is
+ * missing (mode 0700) and refuses a directory that is not ours or that others may write. */
+int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen);
+
+/* One carve run serving a client: its pid and start time (to tell a reused pid apart). */
+struct carve_mps_client {
+    pid_t pid;
+    uint64_t start;
+};
+
+/* The client list's text: "# comment" lines and "PID START" lines. Returns the count, or
+ * -EINVAL naming the line number and what is wrong (more than max entries included). */
+int carve_mps_clients_parse(const char *text, struct carve_mps_client *out, int max, char *err,
+                            size_t errlen);
+/* Writes the list in the form parse reads; the length, or -ENOSPC. */
+int carve_mps_clients_format(const struct carve_mps_client *c, int n, char *buf, size_t len);
+/* Still running, and the same process (its start time, when both are known). */
+int carve_mps_client_alive(const struct carve_mps_client *c);
+/* Drops the entries of processes that are gone; the new count. */
+int carve_mps_clients_prune(struct carve_mps_client *c, int n);
+
+/* Takes the run directory's lock (dir/lock, flock, blocking): the fd to pass to unlock. */
+int carve_mps_lock(const char *dir, char *err, size_t errlen);
+void carve_mps_unlock(int fd);
+/* Reads dir/clients (missing: none) and drops clients that are gone; the count. A file
+ * that does not parse is reported and read as empty: a crash can leave nothing worse than a
+ * daemon that the next client reuses. Call with the lock held. */
+int carve_mps_clients_load(const char *dir, struct carve_mps_client *out, int max, char *err,
+                           size_t errlen);
+/* Replaces dir/clients (a new file renamed over the old). Call with the lock held. */
+int carve_mps_clients_store(const char *dir, const struct carve_mps_client *c, int n, char *err,
+                            size_t errlen);
+
+#endif

@@ -1,0 +1,167 @@
+/* mps_control.c - a stand-in for nvidia-cuda-mps-control on the simulated GPU, so that
+ * `carve run --mode mps` runs and is tested without a GPU. It keeps the real program's
+ * outward behaviour that carve relies on and writes down what happened:
+ *
+ *   nvidia-cuda-mps-control -d     starts a background daemon for CUDA_MPS_PIPE_DIRECTORY
+ *                                  (default /tmp/nvidia-mps): writes the pid file and a
+ *                                  `control' fifo there and a control.log in
+ *                                  CUDA_MPS_LOG_DIRECTORY; refuses when one already runs
+ *   nvidia-cuda-mps-control        reads commands on stdin for that daemon: quit,
+ *                                  get_server_list, set_default_active_thread_percentage N;
+ *                                  exits 1 when no daemon runs there
+ *
+ * Record: one line per event (start, refused, fail, quit, exit, command) appended to
+ * $CARVE_SIM_STATE.mps (default /dev/shm/carve-sim.UID.mps), with the variables the daemon
+ * saw. CARVE_SIM_MPS_FAIL=1 makes -d fail, as a broken driver install would. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim_mps.h"
+
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+static void log_line(const char *msg)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/control.log", env_or("CUDA_MPS_LOG_DIRECTORY",
+                                                          "/var/log/nvidia-mps"));
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fprintf(f, "[simulated control %d] %s\n", (int)getpid(), msg);
+        fclose(f);
+    }
+}
+
+/* The daemon: announces itself, then waits for SIGTERM (what `quit' sends) and cleans up. */
+static void daemon_main(int ready_fd)
+{
+    char path[4096], pid[32];
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    setsid();
+    sim_mps_pipe_path(path, sizeof(path), "control");
+    unlink(path);
+    mkfifo(path, 0600);
+    sim_mps_pipe_path(path, sizeof(path), SIM_MPS_PID_FILE);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%d\n", (int)getpid());
+        fclose(f);
+    }
+    snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    sim_mps_record("start pid=%s", pid);
+    log_line("Starting control daemon (simulated)");
+    if (write(ready_fd, "1", 1) < 0)
+        _exit(1);
+    close(ready_fd);
+    int sig;
+    sigwait(&set, &sig);
+    unlink(path);
+    sim_mps_pipe_path(path, sizeof(path), "control");
+    unlink(path);
+    sim_mps_record("exit pid=%s", pid);
+    log_line("Exiting");
+    _exit(0);
+}
+
+static int start_daemon(void)
+{
+    if (strcmp(env_or("CARVE_SIM_MPS_FAIL", "0"), "1") == 0) {
+        sim_mps_record("fail");
+        fprintf(stderr, "nvidia-cuda-mps-control (simulated): cannot start "
+                        "(CARVE_SIM_MPS_FAIL=1)\n");
+        return 1;
+    }
+    pid_t other = sim_mps_daemon();
+    if (other) {
+        sim_mps_record("refused other=%ld", (long)other);
+        fprintf(stderr, "An instance of this daemon is already running\n");
+        return 1;
+    }
+    int ready[2];
+    if (pipe(ready) < 0)
+        return 1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0) {
+        close(ready[0]);
+        /* stdio to /dev/null, as a daemon's are: no one waits on this program's output */
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+            close(null);
+        }
+        daemon_main(ready[1]);
+    }
+    close(ready[1]);
+    char c;
+    ssize_t n = read(ready[0], &c, 1);
+    close(ready[0]);
+    return n == 1 ? 0 : 1;
+}
+
+static int quit_daemon(pid_t pid)
+{
+    sim_mps_record("quit pid=%ld", (long)pid);
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static int commands(void)
+{
+    pid_t pid = sim_mps_daemon();
+    if (!pid) {
+        fprintf(stderr, "Cannot find MPS control daemon process\n");
+        return 1;
+    }
+    char line[256];
+    while (fgets(line, sizeof(line), stdin)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (strcmp(line, "quit") == 0)
+            return quit_daemon(pid);
+        if (strcmp(line, "get_server_list") == 0)
+            continue; /* no server: the simulated GPU has no MPS server process */
+        if (strncmp(line, "set_default_active_thread_percentage ", 37) == 0) {
+            sim_mps_record("command %s", line);
+            printf("%s\n", line + 37);
+            continue;
+        }
+        if (*line)
+            printf("Unknown command: %s\n", line);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 1)
+        return commands();
+    if (argc == 2 && strcmp(argv[1], "-d") == 0)
+        return start_daemon();
+    fprintf(stderr, "usage: nvidia-cuda-mps-control [-d]\n"
+                    "carve's stand-in for the MPS control program on the simulated GPU; "
+                    "commands on stdin: quit, get_server_list, "
+                    "set_default_active_thread_percentage N\n");
+    return 1;
+}

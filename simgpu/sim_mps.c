@@ -1,0 +1,75 @@
+/* sim_mps.c - the simulated GPU's MPS record and daemon lookup; see sim_mps.h. */
+#include "sim_mps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+const char *sim_mps_pipe_dir(void)
+{
+    return env_or("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps");
+}
+
+void sim_mps_pipe_path(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s", sim_mps_pipe_dir(), name);
+}
+
+pid_t sim_mps_daemon(void)
+{
+    char path[4096], buf[32] = "";
+    sim_mps_pipe_path(path, sizeof(path), SIM_MPS_PID_FILE);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+    if (pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+        return 0;
+    return (pid_t)pid;
+}
+
+void sim_mps_record(const char *fmt, ...)
+{
+    char path[4096], line[2048], what[512];
+    const char *state = getenv("CARVE_SIM_STATE");
+    if (state && *state)
+        snprintf(path, sizeof(path), "%s.mps", state);
+    else
+        snprintf(path, sizeof(path), "/dev/shm/carve-sim.%u.mps", (unsigned)getuid());
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    int len = snprintf(line, sizeof(line), "%s pipe=%s log=%s visible=%s threads=%s pinned=%s "
+                       "preload=%s\n", what, sim_mps_pipe_dir(),
+                       env_or("CUDA_MPS_LOG_DIRECTORY", "-"), env_or("CUDA_VISIBLE_DEVICES", "-"),
+                       env_or("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "-"),
+                       env_or("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "-"), env_or("LD_PRELOAD", "-"));
+    /* O_APPEND: lines of concurrent writers do not mix */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    if (len > 0 && write(fd, line, (size_t)len) < 0)
+        len = 0; /* a lost line shows as a failed check in the test that reads it */
+    close(fd);
+}
+
+void sim_mps_note_client(void)
+{
+    const char *pipe = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    if (pipe && *pipe)
+        sim_mps_record("client pid=%d daemon=%d", (int)getpid(), (int)sim_mps_daemon());
+}

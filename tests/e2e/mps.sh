@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# mps.sh - `carve run --mode mps` and `--mode timeslice` end to end on the simulated GPU.
+#
+#   BUILD=build bash tests/e2e/mps.sh
+#
+# The simulated nvidia-cuda-mps-control writes every daemon start, quit and exit, and the
+# simulated libcuda every MPS client's cuInit, with the variables each saw, to
+# $CARVE_SIM_STATE.mps. Checks: two concurrent clients share one daemon and each gets its
+# own thread percentage and pinned-memory limit; libcarve's cap still holds; the daemon
+# stops after the last client, also a killed one, and after a carve run that was itself
+# killed; concurrent carve runs never start two daemons; bad input is refused; timeslice
+# caps memory and paces nothing. Each check prints a line; the last is `N passed, N failed`.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+BUILD=${BUILD:-build}
+BUILD=${BUILD%/}
+CARVE=$BUILD/bin/carve
+MEMHOG=$BUILD/bench/memhog
+SIMBIN=$BUILD/lib/carve/sim/bin
+passed=0
+failed=0
+
+check() { # check NAME RC
+    if [ "$2" -eq 0 ]; then echo "ok - $1"; passed=$((passed + 1)); else echo "FAIL - $1"; failed=$((failed + 1)); fi
+}
+
+for f in "$CARVE" "$MEMHOG" "$SIMBIN/nvidia-cuda-mps-control"; do
+    if [ ! -x "$f" ]; then echo "FAIL - $f is missing: run make BUILD=$BUILD"; echo "0 passed, 1 failed"; exit 1; fi
+done
+
+tmp=$(mktemp -d /tmp/carve-mps-e2e.XXXXXX)
+carved_pid=
+cleanup() {
+    [ -n "$carved_pid" ] && kill "$carved_pid" 2>/dev/null && wait "$carved_pid" 2>/dev/null
+    # daemons a failed check may have left behind: only ours, by the pids they recorded
+    local p
+    for p in $(sed -n 's/^start pid=\([0-9]*\).*/\1/p' "$tmp/sim.mps" 2>/dev/null); do
+        kill "$p" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+export CARVE_SIM_STATE=$tmp/sim CARVE_MPS_DIR=$tmp/run CARVE_SIM_MEMORY=80GiB
+unset CUDA_VISIBLE_DEVICES CARVE_MPS_CONTROL CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+unset CUDA_MPS_ACTIVE_THREAD_PERCENTAGE CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+REC=$tmp/sim.mps
+touch "$REC"
+
+uuid0=$(LD_LIBRARY_PATH="$BUILD/lib/carve/sim" "$SIMBIN/nvidia-smi" --query-gpu=uuid --format=csv,noheader -i 0)
+rundir=$CARVE_MPS_DIR/mps-$uuid0
+
+events() { grep -c "^$1 " "$REC"; }        # events KIND: how many KIND lines so far
+alive() { kill -0 "$1" 2>/dev/null; }
+last_daemon() { sed -n 's/^start pid=\([0-9]*\).*/\1/p' "$REC" | tail -n1; }
+live_clients() { grep -vc '^#' "$rundir/clients" 2>/dev/null; }
+# wait_for FILE: up to 10 s
+wait_for() { local i; for i in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+# carve run's slice objects of this user (carve.UID.PID.RAND; carved's and others' differ)
+shm_list() { find /dev/shm -maxdepth 1 -name "carve.$(id -u).*" -printf '%f\n' 2>/dev/null | grep -E '^carve\.[0-9]+\.[0-9]+\.[0-9a-f]{8}(\.terms)?$' | sort; }
+shm_before=$(shm_list)
+
+# --- two concurrent clients share one daemon ---------------------------------------------
+# each writes its environment, waits until the other one runs, then fills its cap with memhog
+client() { # client NAME MEMORY COMPUTE OTHER
+    "$CARVE" run --simulate --mode mps --memory "$2" --compute "$3" -- sh -c '
+        env | grep -E "^(CUDA_|CARVE_SLICE)" >"$0/$1.env"; touch "$0/$1.up"
+        i=0; while [ ! -e "$0/$2.up" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+        "$3" --label "$1" --max 8192 --hold 0' "$tmp" "$1" "$4" "$MEMHOG" >"$tmp/$1.out" 2>"$tmp/$1.err"
+}
+client a 2GiB 30% b &
+pa=$!
+client b 1GiB 60% a &
+pb=$!
+wait "$pa"; ra=$?
+wait "$pb"; rb=$?
+check "two concurrent clients end with status 0 ($ra, $rb)" "$([ "$ra" -eq 0 ] && [ "$rb" -eq 0 ]; echo $?)"
+check "one daemon started for both ($(events start) start lines)" "$([ "$(events start)" -eq 1 ]; echo $?)"
+d=$(last_daemon)
+nc=$(grep -c "^client pid=[0-9]* daemon=${d:-x} " "$REC")
+check "both clients initialised CUDA under that daemon (pid $d): $nc client lines" "$([ "$nc" -eq 2 ]; echo $?)"
+grep -q '^CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30$' "$tmp/a.env" && grep -q '^CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M$' "$tmp/a.env"
+check "client a sees threads 30 and pinned 0=2048M ($(grep MPS_A "$tmp/a.env" | cut -d= -f2), $(grep PINNED "$tmp/a.env" | cut -d= -f2-))" $?
+grep -q '^CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=60$' "$tmp/b.env" && grep -q '^CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1024M$' "$tmp/b.env"
+check "client b sees threads 60 and pinned 0=1024M ($(grep MPS_A "$tmp/b.env" | cut -d= -f2), $(grep PINNED "$tmp/b.env" | cut -d= -f2-))" $?
+pa_dir=$(sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p' "$tmp/a.env")
+pb_dir=$(sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p' "$tmp/b.env")
+grep -q "^start pid=$d pipe=$rundir/pipe log=$rundir/log visible=$uuid0 threads=- pinned=- preload=- *$" "$REC"
+check "daemon: private pipe and log dirs, GPU by UUID, no client limits or preload in its env" $?
+check "both clients use the daemon's pipe directory ($pa_dir)" "$([ "$pa_dir" = "$rundir/pipe" ] && [ "$pb_dir" = "$pa_dir" ]; echo $?)"
+grep -q "^CUDA_VISIBLE_DEVICES=$uuid0\$" "$tmp/a.env"
+check "the client's CUDA_VISIBLE_DEVICES is the GPU's UUID" $?
+grep -q 'cuMemGetInfo when full: total 2048 MiB' "$tmp/a.out" && grep -q 'cuMemGetInfo when full: total 1024 MiB' "$tmp/b.out"
+check "libcarve's view still applies: a sees 2048 MiB, b 1024 MiB" $?
+grep -Eq '^carve: slice ".*" out of memory on GPU 0: cap 2 GiB' "$tmp/a.err" && grep -Eq '^carve: slice ".*" out of memory on GPU 0: cap 1 GiB' "$tmp/b.err"
+check "libcarve's cap still applies: memhog gets its OOM at 2 GiB and 1 GiB" $?
+check "the last client stopped the daemon ($(events quit) quit, $(events exit) exit; pid $d $(alive "$d" && echo alive || echo gone))" \
+    "$([ "$(events quit)" -eq 1 ] && [ "$(events exit)" -eq 1 ] && ! alive "$d"; echo $?)"
+check "the client list is empty ($(live_clients) entries)" "$([ "$(live_clients)" -eq 0 ]; echo $?)"
+mode=$(stat -c %a "$rundir")
+check "the run directory is private (mode $mode)" "$([ "$mode" = 700 ]; echo $?)"
+
+# --- a client killed by a signal ---------------------------------------------------------
+starts=$(events start)
+"$CARVE" run --simulate --mode mps -- sh -c 'kill -KILL $$' 2>/dev/null
+rc=$?
+d=$(last_daemon)
+check "a SIGKILLed client: carve run exits 137 (got $rc)" "$([ "$rc" -eq 137 ]; echo $?)"
+check "... and its daemon (pid $d) was started and stopped" \
+    "$([ "$(events start)" -eq $((starts + 1)) ] && [ "$(events quit)" -eq "$(events start)" ] && ! alive "$d"; echo $?)"
+
+# --- a carve run killed itself: its entry is noticed as dead --------------------------------
+starts=$(events start)
+"$CARVE" run --simulate --mode mps -- sh -c 'echo $$ >"$0/victim.pid"; exec sleep 30' "$tmp" &
+victim_carve=$!
+wait_for "$tmp/victim.pid"
+{ kill -KILL "$victim_carve"; wait "$victim_carve"; } 2>/dev/null # (bash's "Killed" line too)
+kill "$(cat "$tmp/victim.pid")" 2>/dev/null
+rm -f /dev/shm/carve.*."$victim_carve".* # its slice table: a SIGKILLed carve run cannot remove it
+d=$(last_daemon)
+check "a SIGKILLed carve run leaves its daemon (pid $d) running" "$(alive "$d"; echo $?)"
+"$CARVE" run --simulate --mode mps -- true
+rc=$?
+check "the next carve run reuses it (status $rc, $(( $(events start) - starts )) new start) and, as the last live client, stops it" \
+    "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && ! alive "$d" && [ "$(live_clients)" -eq 0 ]; echo $?)"
+
+# --- concurrent carve runs: one daemon at a time -------------------------------------------
+starts=$(events start)
+"$CARVE" run --simulate --mode mps -- sh -c 'touch "$0/holder.up"; i=0; while [ ! -e "$0/holder.stop" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done' "$tmp" &
+holder=$!
+wait_for "$tmp/holder.up"
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+    "$CARVE" run --simulate --mode mps --compute $((i * 10))% -- "$MEMHOG" --max 256 --hold 0 >/dev/null 2>&1 &
+    pids+=($!)
+done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+check "8 clients next to a running one: all status 0 ($bad failed), no new daemon ($(( $(events start) - starts )) starts)" \
+    "$([ "$bad" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ]; echo $?)"
+touch "$tmp/holder.stop"
+wait "$holder"
+check "the holder, last to end, stopped the daemon" "$([ "$(events quit)" -eq "$(events start)" ] && ! alive "$(last_daemon)"; echo $?)"
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+    "$CARVE" run --simulate --mode mps -- "$MEMHOG" --max 256 --hold 0 >/dev/null 2>&1 &
+    pids+=($!)
+done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+check "8 clients racing from no daemon: all status 0 ($bad failed), never a second daemon ($(events refused) refused)" \
+    "$([ "$bad" -eq 0 ] && [ "$(events refused)" -eq 0 ]; echo $?)"
+check "... every start has its quit and exit ($(events start)/$(events quit)/$(events exit)), none left running" \
+    "$([ "$(events start)" -eq "$(events quit)" ] && [ "$(events start)" -eq "$(events exit)" ] && ! alive "$(last_daemon)" && [ "$(live_clients)" -eq 0 ]; echo $?)"
+nmps=$(grep -c "^client pid=[0-9]* daemon=0 " "$REC")
+check "every MPS client found a daemon running ($nmps without)" "$([ "$nmps" -eq 0 ]; echo $?)"
+
+# --- the GPU chosen with CUDA_VISIBLE_DEVICES ------------------------------------------------
+uuid1=$(CARVE_SIM_DEVICES=2 LD_LIBRARY_PATH="$BUILD/lib/carve/sim" "$SIMBIN/nvidia-smi" --query-gpu=uuid --format=csv,noheader -i 1)
+out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1 "$CARVE" run --simulate --mode mps -- sh -c 'echo "$CUDA_VISIBLE_DEVICES $CUDA_MPS_PIPE_DIRECTORY"')
+grep -q "^start pid=[0-9]* pipe=$CARVE_MPS_DIR/mps-$uuid1/pipe .* visible=$uuid1 " "$REC"
+check "CUDA_VISIBLE_DEVICES=1 of 2: daemon and client on GPU 1 by UUID ($out)" \
+    "$([ $? -eq 0 ] && [ "$out" = "$uuid1 $CARVE_MPS_DIR/mps-$uuid1/pipe" ]; echo $?)"
+
+# --- bad input: refused, nothing run, no daemon left -------------------------------------------
+expect() { # expect FRAGMENT ARGS...: carve ARGS exits 2 and says FRAGMENT; no daemon was started
+    local fragment=$1 err rc starts_before
+    shift
+    starts_before=$(events start)
+    err=$("$CARVE" "$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" -eq 2 ] && [[ "$err" == *"$fragment"* ]] && [ "$(events start)" -eq "$starts_before" ]; then
+        check "carve $* -> 2, says '$fragment'" 0
+    else
+        check "carve $* -> $rc (want 2, no daemon), stderr: $err" 1
+    fi
+}
+expect "unknown mode \`bogus' (modes: carve, timeslice, mps)" run --simulate --mode bogus -- true
+expect "needs a value" run --simulate --mode
+expect "asks for a guarantee, and MPS can only limit" run --simulate --mode mps --compute 30%+ -- true
+expect "give a limit (\`30%')" run --simulate --mode mps --compute 30%+ -- true
+expect "is not a whole percentage" run --simulate --mode mps --compute 12.5% -- true
+expect "is zero" run --simulate --mode mps --compute 0% -- true
+expect "no priorities (--priority latency)" run --simulate --mode mps --priority latency -- true
+expect "--mode mps cannot be given with it" run --simulate --mode mps --slice s1 -- true
+expect "more than GPU 0 has (80 GiB)" run --simulate --mode mps --memory 100GiB -- true
+expect "unknown unit" run --simulate --mode mps --memory 8XB -- true
+CARVE_SIM_DEVICES=2 expect "this machine has 2 (0-1): choose one with CUDA_VISIBLE_DEVICES" run --simulate --mode mps -- true
+CUDA_VISIBLE_DEVICES=0,1 expect "names more than one GPU" run --simulate --mode mps -- true
+CUDA_VISIBLE_DEVICES=7 expect "CUDA_VISIBLE_DEVICES=7: this machine has 1 GPU (0)" run --simulate --mode mps -- true
+CUDA_VISIBLE_DEVICES=GPU-ffff expect "names no GPU of this machine" run --simulate --mode mps -- true
+CUDA_VISIBLE_DEVICES=MIG-1234 expect "is a MIG device" run --simulate --mode mps -- true
+CUDA_VISIBLE_DEVICES='' expect "CUDA_VISIBLE_DEVICES is empty" run --simulate --mode mps -- true
+CUDA_VISIBLE_DEVICES=x expect "is neither a GPU index" run --simulate --mode mps -- true
+CARVE_MPS_CONTROL=$tmp/none expect "CARVE_MPS_CONTROL=$tmp/none cannot be run" run --simulate --mode mps -- true
+CARVE_MPS_DIR=$tmp/$(printf 'd%.0s' $(seq 60)) expect "set CARVE_MPS_DIR to a shorter place" run --simulate --mode mps -- true
+CARVE_SIM_MPS_FAIL=1 expect "did not start an MPS control daemon" run --simulate --mode mps -- true
+CARVE_SIM_MPS_FAIL=1 expect "cannot start (CARVE_SIM_MPS_FAIL=1)" run --simulate --mode mps -- true
+check "a failed start leaves no client entry ($(live_clients))" "$([ "$(live_clients)" -eq 0 ]; echo $?)"
+expect "--compute cannot be given with it" run --simulate --mode timeslice --compute 20% -- true
+expect "--priority cannot be given with it" run --simulate --mode timeslice --priority batch -- true
+mkdir -p "$tmp/open" && chmod 0777 "$tmp/open"
+CARVE_MPS_DIR=$tmp/open expect "may be written by others (mode 777, no sticky bit)" run --simulate --mode mps -- true
+mkdir -p "$tmp/theirs/mps-$uuid0" && chmod 0777 "$tmp/theirs/mps-$uuid0"
+CARVE_MPS_DIR=$tmp/theirs expect "is not a directory of yours that only you can write" run --simulate --mode mps -- true
+
+# --- through carved (a private one: its own socket, no HTTP) ----------------------------------
+printf 'poll_interval = 200ms\n' >"$tmp/carved.conf"
+"$BUILD/bin/carved" --simulate --config "$tmp/carved.conf" --socket "$tmp/carved.sock" \
+    --state-dir "$tmp/carved-state" --listen off >"$tmp/carved.log" 2>&1 &
+carved_pid=$!
+for _ in $(seq 50); do CARVE_SOCKET=$tmp/carved.sock "$CARVE" slice list >/dev/null 2>&1 && break; sleep 0.1; done
+starts=$(events start)
+out=$(CARVE_SOCKET=$tmp/carved.sock "$CARVE" run --simulate --mode mps --memory 1GiB --compute 30% -- \
+      sh -c '"$0" slice list --json | grep "\"compute\":"; echo "threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"
+             "$1" --max 4096 --hold 0 2>/dev/null | grep "when full"' "$CARVE" "$MEMHOG")
+rc=$?
+[[ $out == *'"compute": ""'* ]] && [[ $out == *threads=30* ]] && [[ $out == *"total 1024 MiB"* ]]
+check "with carved: its slice caps at 1 GiB and paces nothing, MPS gets threads=30 (status $rc)" \
+    "$([ $? -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && ! alive "$(last_daemon)"; echo $?)"
+grep -q "removed" "$tmp/carved.log"
+check "with carved: the run's slice is removed after the command" $?
+kill "$carved_pid"; wait "$carved_pid" 2>/dev/null; carved_pid=
+
+# --- timeslice and carve ------------------------------------------------------------------------
+starts=$(events start)
+out=$("$CARVE" run --simulate --mode timeslice --memory 1GiB -- sh -c 'env | grep -c "^CUDA_MPS" ; "$0" --max 8192 --hold 0' "$MEMHOG" 2>"$tmp/ts.err")
+rc=$?
+echo "$out" | grep -q 'cuMemGetInfo when full: total 1024 MiB' && grep -Eq 'out of memory on GPU 0: cap 1 GiB' "$tmp/ts.err"
+check "timeslice --memory 1GiB: memhog capped at 1 GiB (status $rc), no MPS variables ($(echo "$out" | head -n1))" \
+    "$([ $? -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(echo "$out" | head -n1)" = 0 ]; echo $?)"
+out=$("$CARVE" run --simulate --mode timeslice -- "$MEMHOG" --max 3072 --hold 0 2>&1)
+echo "$out" | grep -q 'got 3072 MiB .*stopped at the --max limit'
+check "timeslice without --memory caps nothing (memhog got its 3072 MiB)" $?
+check "timeslice starts no MPS daemon" "$([ "$(events start)" -eq "$starts" ]; echo $?)"
+"$CARVE" run --simulate --mode carve --compute 50% -- true
+check "--mode carve (the default) takes --compute as before (status $?)" $?
+"$CARVE" run --help | grep -q '^  mps  *NVIDIA MPS'
+check "carve run --help lists the modes" $?
+
+# new objects whose carve run is gone (other tests running meanwhile have live ones)
+left=$(comm -13 <(echo "$shm_before") <(shm_list) | while IFS=. read -r _ _ pid _; do
+    alive "$pid" || echo "$pid"; done | sort -u | tr '\n' ' ')
+check "no slice shm object left in /dev/shm (creators gone: ${left:-none})" "$([ -z "$left" ]; echo $?)"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,60 @@
+/* fuzz_mps.c - libFuzzer harness for what --mode mps reads: CUDA_VISIBLE_DEVICES (which GPU
+ * the client runs on) and the run directory's client list. Any input gets a result or a
+ * message, never a crash; a chosen GPU is one of the list, and an accepted client list
+ * prints back to itself. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mps.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
+
+static const struct carve_gpu_info gpus[] = {
+    {0, "GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000", "sim", 1ULL << 30},
+    {1, "GPU-5a1e0c4a-1001-4e3d-9a7b-c0ffeea00001", "sim", 1ULL << 30},
+    {2, "GPU-77770000-0000-0000-0000-000000000002", "sim", 1ULL << 30},
+};
+
+static void check_pick(const char *s)
+{
+    for (int ngpu = 1; ngpu <= 3; ngpu++) {
+        char err[512] = "";
+        int g = carve_mps_pick_gpu(s, gpus, ngpu, err, sizeof(err));
+        if (g < 0 ? !err[0] : g >= ngpu)
+            abort(); /* a refusal says why; a choice is one of the GPUs */
+    }
+}
+
+static void check_clients(const char *s)
+{
+    struct carve_mps_client c[8], back[8];
+    char err[256] = "", text[8 * 48 + 128];
+    int n = carve_mps_clients_parse(s, c, 8, err, sizeof(err));
+    if (n < 0) {
+        if (!err[0])
+            abort();
+        return;
+    }
+    if (n > 8 || carve_mps_clients_format(c, n, text, sizeof(text)) < 0)
+        abort();
+    if (carve_mps_clients_parse(text, back, 8, err, sizeof(err)) != n)
+        abort();
+    for (int i = 0; i < n; i++)
+        if (back[i].pid != c[i].pid || back[i].start != c[i].start || c[i].pid <= 0)
+            abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+    char *s = malloc(len + 1);
+    if (!s)
+        return 0;
+    memcpy(s, data, len);
+    s[len] = '\0';
+    check_pick(s);
+    check_clients(s);
+    free(s);
+    return 0;
+}

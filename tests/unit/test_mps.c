@@ -1,0 +1,324 @@
+/* test_mps.c - MPS clients (common/mps.c): choosing the GPU from CUDA_VISIBLE_DEVICES, the
+ * client variables made from --compute and --memory, the client list's text, and the list
+ * under its lock: dead and reused pids dropped, and many processes joining and leaving at
+ * once leave exactly the survivors. */
+#include <errno.h>
+#include <signal.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mps.h"
+#include "slice.h"
+
+static const struct carve_gpu_info gpus[] = {
+    {0, "GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000", "sim", 80ULL << 30},
+    {1, "GPU-5a1e0c4a-1001-4e3d-9a7b-c0ffeea00001", "sim", 80ULL << 30},
+    {2, "GPU-77770000-0000-0000-0000-000000000002", "sim", 80ULL << 30},
+};
+
+static void expect_pick(const char *visible, int ngpu, int want)
+{
+    char err[512] = "";
+    int got = carve_mps_pick_gpu(visible, gpus, ngpu, err, sizeof(err));
+    if (got != want)
+        fail_msg("CUDA_VISIBLE_DEVICES=%s on %d GPUs: %d, want %d (%s)", visible ? visible : "(unset)",
+                 ngpu, got, want, err);
+}
+
+static void expect_pick_refused(const char *visible, int ngpu, const char *fragment)
+{
+    char err[512] = "";
+    int got = carve_mps_pick_gpu(visible, gpus, ngpu, err, sizeof(err));
+    if (got != -EINVAL || !strstr(err, fragment))
+        fail_msg("CUDA_VISIBLE_DEVICES=%s on %d GPUs: %d `%s', want -EINVAL saying `%s'",
+                 visible ? visible : "(unset)", ngpu, got, err, fragment);
+}
+
+static void test_pick_gpu(void **state)
+{
+    expect_pick(NULL, 1, 0);
+    expect_pick("0", 3, 0);
+    expect_pick("2", 3, 2);
+    expect_pick("GPU-5a1e0c4a-1001-4e3d-9a7b-c0ffeea00001", 3, 1);
+    expect_pick("GPU-7777", 3, 2); /* a unique prefix, as CUDA takes it */
+    expect_pick_refused(NULL, 3, "this machine has 3 (0-2)");
+    expect_pick_refused("", 1, "is empty");
+    expect_pick_refused("0,1", 3, "names more than one GPU");
+    expect_pick_refused("3", 3, "this machine has 3 GPUs (0-2)");
+    expect_pick_refused("1", 1, "this machine has 1 GPU (0)");
+    expect_pick_refused("1x", 3, "this machine has 3 GPUs");
+    expect_pick_refused("99999999999999999999", 3, "this machine has 3 GPUs");
+    expect_pick_refused("GPU-5a1e", 3, "matches 2 GPUs");
+    expect_pick_refused("GPU-dead", 3, "names no GPU");
+    expect_pick_refused("GPU-", 3, "neither a GPU index");
+    expect_pick_refused("MIG-5a1e0c4a", 3, "is a MIG device");
+    expect_pick_refused(" 0", 3, "neither a GPU index");
+    expect_pick_refused("-1", 3, "neither a GPU index");
+}
+
+static void test_thread_percentage(void **state)
+{
+    char buf[16], err[512];
+    struct carve_compute c = {3000, CARVE_COMPUTE_CAP, CARVE_PRIO_NORMAL};
+    assert_int_equal(carve_mps_thread_percentage(&c, buf, sizeof(buf), err, sizeof(err)), 0);
+    assert_string_equal(buf, "30");
+    c.share_bp = 10000;
+    assert_int_equal(carve_mps_thread_percentage(&c, buf, sizeof(buf), err, sizeof(err)), 0);
+    assert_string_equal(buf, "100");
+    c.share_bp = 100;
+    assert_int_equal(carve_mps_thread_percentage(&c, buf, sizeof(buf), err, sizeof(err)), 0);
+    assert_string_equal(buf, "1");
+    c.share_bp = 1250;
+    assert_int_equal(carve_mps_thread_percentage(&c, buf, sizeof(buf), err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "--compute 12.5% is not a whole percentage"));
+    c.share_bp = 3000;
+    c.mode = CARVE_COMPUTE_GUARANTEE;
+    assert_int_equal(carve_mps_thread_percentage(&c, buf, sizeof(buf), err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "--compute 30%+ asks for a guarantee"));
+    assert_non_null(strstr(err, "give a limit (`30%')"));
+}
+
+static void test_mem_limit(void **state)
+{
+    char buf[32];
+    carve_mps_mem_limit(8ULL << 30, buf, sizeof(buf));
+    assert_string_equal(buf, "0=8192M");
+    carve_mps_mem_limit((3ULL << 29), buf, sizeof(buf)); /* 1.5 GiB */
+    assert_string_equal(buf, "0=1536M");
+    carve_mps_mem_limit((1ULL << 20) + 5, buf, sizeof(buf)); /* rounded down */
+    assert_string_equal(buf, "0=1M");
+    carve_mps_mem_limit(4096, buf, sizeof(buf)); /* never 0M */
+    assert_string_equal(buf, "0=1M");
+}
+
+static void test_clients_text(void **state)
+{
+    struct carve_mps_client in[3] = {{10, 111}, {20, 0}, {INT_MAX, UINT64_MAX}};
+    struct carve_mps_client out[4];
+    char text[512], err[256];
+    int len = carve_mps_clients_format(in, 3, text, sizeof(text));
+    assert_true(len > 0);
+    assert_int_equal(carve_mps_clients_parse(text, out, 4, err, sizeof(err)), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(out[i].pid, in[i].pid);
+        assert_true(out[i].start == in[i].start);
+    }
+    assert_int_equal(carve_mps_clients_format(in, 3, text, 40), -ENOSPC);
+    assert_int_equal(carve_mps_clients_parse("", out, 4, err, sizeof(err)), 0);
+    assert_int_equal(carve_mps_clients_parse("# only\n\n5 6", out, 4, err, sizeof(err)), 1);
+    assert_int_equal(carve_mps_clients_parse("1 2\n3 4\n5 6\n", out, 2, err, sizeof(err)),
+                     -EINVAL);
+    assert_non_null(strstr(err, "line 3: more than 2 clients"));
+    static const char *const bad[] = {"x 1", "1", "1 ", "0 5", "-3 5", "1 2 3", "1  2",
+                                      "1 -2", "99999999999 1", "1 99999999999999999999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(text, sizeof(text), "# header\n%s\n", bad[i]);
+        err[0] = '\0';
+        if (carve_mps_clients_parse(text, out, 4, err, sizeof(err)) != -EINVAL ||
+            !strstr(err, "line 2:"))
+            fail_msg("`%s' accepted or not named by line: %s", bad[i], err);
+    }
+}
+
+/* A pid that is surely gone: a child that has exited and been reaped. */
+static pid_t dead_pid(void)
+{
+    pid_t p = fork();
+    if (p == 0)
+        _exit(0);
+    waitpid(p, NULL, 0);
+    return p;
+}
+
+static void test_alive_and_prune(void **state)
+{
+    pid_t me = getpid();
+    struct carve_mps_client c[4] = {
+        {me, carve_proc_start_time(me)}, /* alive */
+        {dead_pid(), 1},                 /* gone */
+        {me, carve_proc_start_time(me) + 1}, /* the pid, reused by another process */
+        {me, 0},                          /* start time unknown: the live pid counts */
+    };
+    assert_true(carve_mps_client_alive(&c[0]));
+    assert_false(carve_mps_client_alive(&c[1]));
+    assert_false(carve_mps_client_alive(&c[2]));
+    assert_true(carve_mps_client_alive(&c[3]));
+    assert_int_equal(carve_mps_clients_prune(c, 4), 2);
+    assert_int_equal(c[0].pid, me);
+    assert_int_equal(c[1].start, 0);
+}
+
+static char tmpdir[64];
+enum { STAYERS = 8, LEAVERS = 40 };
+static pid_t stay[STAYERS]; /* members that stay: killed by remove_tmp however a test ends */
+
+static int make_tmp(void **state)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/carve-test-mps.XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int remove_tmp(void **state)
+{
+    for (int i = 0; i < STAYERS; i++)
+        if (stay[i] > 0) {
+            kill(stay[i], SIGKILL);
+            waitpid(stay[i], NULL, 0);
+            stay[i] = 0;
+        }
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_run_dir(void **state)
+{
+    char base[128], dir[256], err[512];
+    snprintf(base, sizeof(base), "%s/base", tmpdir);
+    setenv("CARVE_MPS_DIR", base, 1);
+    assert_int_equal(carve_mps_run_dir(gpus[0].uuid, dir, sizeof(dir), err, sizeof(err)), 0);
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_non_null(strstr(dir, "/base/mps-GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000"));
+    assert_int_equal(carve_mps_run_dir("GPU-../x", dir, sizeof(dir), err, sizeof(err)), -EINVAL);
+    chmod(base, 0777);
+    assert_int_equal(carve_mps_run_dir(gpus[0].uuid, dir, sizeof(dir), err, sizeof(err)), -EPERM);
+    assert_non_null(strstr(err, "may be written by others"));
+    chmod(base, 01777); /* sticky, as /tmp: others cannot touch our entry */
+    assert_int_equal(carve_mps_run_dir(gpus[0].uuid, dir, sizeof(dir), err, sizeof(err)), 0);
+    chmod(dir, 0770);
+    assert_int_equal(carve_mps_run_dir(gpus[0].uuid, dir, sizeof(dir), err, sizeof(err)), -EPERM);
+    assert_non_null(strstr(err, "that only you can write"));
+    unsetenv("CARVE_MPS_DIR");
+}
+
+static void test_load_store(void **state)
+{
+    char err[512] = "";
+    struct carve_mps_client c[CARVE_MPS_MAX_CLIENTS];
+    assert_int_equal(carve_mps_clients_load(tmpdir, c, CARVE_MPS_MAX_CLIENTS, err, sizeof(err)), 0);
+    c[0] = (struct carve_mps_client){getpid(), carve_proc_start_time(getpid())};
+    c[1] = (struct carve_mps_client){dead_pid(), 5};
+    assert_int_equal(carve_mps_clients_store(tmpdir, c, 2, err, sizeof(err)), 0);
+    memset(c, 0, sizeof(c));
+    assert_int_equal(carve_mps_clients_load(tmpdir, c, CARVE_MPS_MAX_CLIENTS, err, sizeof(err)), 1);
+    assert_int_equal(c[0].pid, getpid());
+    /* a list that does not parse reads as empty, with a warning */
+    char path[128];
+    snprintf(path, sizeof(path), "%s/clients", tmpdir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("garbage\n", f);
+    fclose(f);
+    err[0] = '\0';
+    assert_int_equal(carve_mps_clients_load(tmpdir, c, CARVE_MPS_MAX_CLIENTS, err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "line 1:"));
+}
+
+/* Joins (appends itself under the lock), holds, and, when told, leaves. */
+static void member(bool leave)
+{
+    char err[512];
+    struct carve_mps_client c[CARVE_MPS_MAX_CLIENTS];
+    int fd = carve_mps_lock(tmpdir, err, sizeof(err));
+    if (fd < 0)
+        _exit(2);
+    int n = carve_mps_clients_load(tmpdir, c, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
+    c[n] = (struct carve_mps_client){getpid(), carve_proc_start_time(getpid())};
+    if (carve_mps_clients_store(tmpdir, c, n + 1, err, sizeof(err)) < 0)
+        _exit(3);
+    carve_mps_unlock(fd);
+    if (!leave) {
+        alarm(60); /* stays until the test kills it, and never outlives a stuck test */
+        pause();
+        _exit(0);
+    }
+    if ((fd = carve_mps_lock(tmpdir, err, sizeof(err))) < 0)
+        _exit(2);
+    n = carve_mps_clients_load(tmpdir, c, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (c[i].pid != getpid())
+            c[kept++] = c[i];
+    if (carve_mps_clients_store(tmpdir, c, kept, err, sizeof(err)) < 0)
+        _exit(3);
+    carve_mps_unlock(fd);
+    _exit(0);
+}
+
+static void test_concurrent_members(void **state)
+{
+    pid_t go[LEAVERS];
+    char err[512] = "";
+    /* all at once: the stayers join while the leavers join and leave */
+    for (int i = 0; i < STAYERS + LEAVERS; i++) {
+        pid_t p = fork();
+        assert_true(p >= 0);
+        if (p == 0)
+            member(i >= STAYERS);
+        if (i < STAYERS)
+            stay[i] = p;
+        else
+            go[i - STAYERS] = p;
+    }
+    for (int i = 0; i < LEAVERS; i++) {
+        int status;
+        assert_int_equal(waitpid(go[i], &status, 0), go[i]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    /* every stayer has joined once its entry shows: wait for all of them */
+    struct carve_mps_client c[CARVE_MPS_MAX_CLIENTS];
+    int n = 0;
+    for (int tries = 0; tries < 500 && n != STAYERS; tries++) {
+        int fd = carve_mps_lock(tmpdir, err, sizeof(err));
+        n = carve_mps_clients_load(tmpdir, c, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
+        carve_mps_unlock(fd);
+        if (n != STAYERS)
+            usleep(10000);
+    }
+    assert_int_equal(n, STAYERS);
+    for (int i = 0; i < STAYERS; i++) {
+        bool found = false;
+        for (int j = 0; j < n; j++)
+            found |= c[j].pid == stay[i];
+        if (!found)
+            fail_msg("stayer %d (pid %d) is missing from the list", i, (int)stay[i]);
+    }
+    /* the stayers die without leaving: the next load drops them all */
+    for (int i = 0; i < STAYERS; i++) {
+        kill(stay[i], SIGKILL);
+        waitpid(stay[i], NULL, 0);
+        stay[i] = 0;
+    }
+    int fd = carve_mps_lock(tmpdir, err, sizeof(err));
+    assert_int_equal(carve_mps_clients_load(tmpdir, c, CARVE_MPS_MAX_CLIENTS, err, sizeof(err)), 0);
+    carve_mps_unlock(fd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pick_gpu),
+        cmocka_unit_test(test_thread_percentage),
+        cmocka_unit_test(test_mem_limit),
+        cmocka_unit_test(test_clients_text),
+        cmocka_unit_test(test_alive_and_prune),
+        cmocka_unit_test_setup_teardown(test_run_dir, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_load_store, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_concurrent_members, make_tmp, remove_tmp),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
