@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# san: yes (no libcarve is preloaded: the ASan carve, simulated NVML and memhog run as they are)
 # mig.sh - `carve mig` and `carve run --mode mig` on the simulated GPU's MIG emulation: the
 # profile table, plans (impossible requests reported with their reason), a dry-run apply that
 # changes nothing, --yes creating instances that list shows, the refusal to destroy an
