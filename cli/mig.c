@@ -28,6 +28,7 @@
 
 static const char mig_help[] =
     "usage: carve mig profiles [--gpu MODEL] [--json]\n"
+    "       carve mig profiles --check [--index N] [--simulate]\n"
     "       carve mig plan (--gpu MODEL | [--index N] [--simulate]) [--json] REQUEST...\n"
     "       carve mig apply [--index N] [--simulate] [--replace] [--yes] [--json] REQUEST...\n"
     "       carve mig list [--index N] [--simulate] [--json]\n"
@@ -44,7 +45,9 @@ static const char mig_help[] =
     "\n"
     "commands:\n"
     "  profiles  the profile table of one model or of all (A100-40GB, A100-80GB, H100-80GB,\n"
-    "            H200-141GB): memory, SMs, most instances, start slots\n"
+    "            H200-141GB): memory, SMs, most instances, start slots; --check compares\n"
+    "            GPU N's table with what its NVML says (profile IDs, counts, placements,\n"
+    "            memory)\n"
     "  plan      a layout for the requests: on a model (--gpu), or on GPU N beside the\n"
     "            instances it has; requests that cannot fit are listed with the reason\n"
     "  apply     plans on GPU N and shows what it would create (and with --replace, destroy);\n"
@@ -64,6 +67,7 @@ static const char mig_help[] =
     "  -r, --replace     (apply) make the GPU's layout exactly the plan\n"
     "  -y, --yes         (apply, destroy) change the GPU; without it nothing is changed\n"
     "  -a, --all         (destroy) every GPU instance of the GPU\n"
+    "  -c, --check       (profiles) check carve's table against GPU N's NVML\n"
     "  -j, --json        machine-readable output on stdout\n"
     "  -h, --help        this text\n"
     "\n"
@@ -84,7 +88,7 @@ static const char mig_help[] =
 struct mig_opts {
     const char *model;
     unsigned index;
-    bool simulate, json, yes, replace, all;
+    bool simulate, json, yes, replace, all, check;
     char **args;
     int nargs;
 };
@@ -106,12 +110,13 @@ static int parse_opts(const char *sub, int argc, char **argv, const char *allowe
         {"simulate", no_argument, NULL, 's'},   {"json", no_argument, NULL, 'j'},
         {"yes", no_argument, NULL, 'y'},        {"replace", no_argument, NULL, 'r'},
         {"all", no_argument, NULL, 'a'},        {"help", no_argument, NULL, 'h'},
+        {"check", no_argument, NULL, 'c'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+:g:i:sjyrah", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:g:i:sjyrahc", longopts, NULL)) != -1) {
         if (c != 'h' && c != ':' && c != '?' && !strchr(allowed, c))
             return usage_error(sub, "option `%s' does not apply here", argv[optind - 1]);
         switch (c) {
@@ -130,6 +135,7 @@ static int parse_opts(const char *sub, int argc, char **argv, const char *allowe
         case 'y': o->yes = true; break;
         case 'r': o->replace = true; break;
         case 'a': o->all = true; break;
+        case 'c': o->check = true; break;
         case 'h': fputs(mig_help, stdout); return 0;
         case ':': return usage_error(sub, "option `%s' needs a value", argv[optind - 1]);
         default: return usage_error(sub, "unknown option `%s'", argv[optind - 1]);
@@ -217,14 +223,18 @@ static void print_model(const struct mig_model *m)
     }
 }
 
+static int check_profiles(const struct mig_opts *o);
+
 static int cmd_profiles(int argc, char **argv)
 {
     struct mig_opts o = {0};
-    int ret = parse_opts("profiles", argc, argv, "gj", &o);
+    int ret = parse_opts("profiles", argc, argv, "gjcis", &o);
     if (ret >= 0)
         return ret;
     if (o.nargs)
         return usage_error("profiles", "unexpected argument `%s'", o.args[0]);
+    if (o.check)
+        return check_profiles(&o);
     size_t n;
     const struct mig_model *all = mig_models(&n);
     if (o.model) {
@@ -342,6 +352,51 @@ static json_t *live_json(const struct mig_live *l)
                      (int)l->profile_id, "start", (int)l->start, "size", (int)l->size,
                      "memory_mib", (json_int_t)l->memory_mib, "compute_instance", l->ci_id,
                      "uuid", l->uuid, "pids", pids);
+}
+
+/* carve's table against what the GPU's NVML says: the numbers the planner and apply rely on */
+static int check_profiles(const struct mig_opts *o)
+{
+    struct mig_nvml *n;
+    struct mig_gpu g;
+    char err[512];
+    int bad = 0;
+    if (open_nvml(o->simulate, &n, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve mig profiles: %s\n", err);
+        return EXIT_REFUSED;
+    }
+    if (gpu_of(n, o->index, &g, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve mig profiles: %s\n", err);
+        mig_nvml_close(n);
+        return EXIT_REFUSED;
+    }
+    printf("GPU %u: %s (%s), MIG %s: carve's table against NVML\n", o->index, g.name,
+           g.model->name, g.mode == 1 ? "on" : "off");
+    printf("  %-12s %-5s %-7s %-5s %-16s %s\n", "PROFILE", "ID", "SLICES", "MAX", "STARTS",
+           "MEMORY MiB (table / NVML)");
+    for (size_t i = 0; i < g.model->nprofiles; i++) {
+        const struct mig_profile *p = &g.model->profiles[i];
+        struct mig_nvml_facts f;
+        if (mig_nvml_facts(n, o->index, p, &f, err, sizeof(err)) < 0) {
+            printf("  %-12s %s\n", p->name, err);
+            bad++;
+            continue;
+        }
+        char st[32] = "ok";
+        if (f.start_mask != p->start_mask || f.memory_slices != p->memory_slices)
+            starts_text(f.start_mask, st, sizeof(st));
+        bool id_ok = f.id == p->nvml_id, sl_ok = f.compute_slices == p->compute_slices,
+             max_ok = f.max_count == p->max_count;
+        bad += !id_ok || !sl_ok || !max_ok || strcmp(st, "ok") != 0;
+        printf("  %-12s %-5s %-7s %-5s %-16s %lu / %lu%s\n", p->name, id_ok ? "ok" : "DIFF",
+               sl_ok ? "ok" : "DIFF", max_ok ? "ok" : "DIFF", st, (unsigned long)p->memory_mib,
+               (unsigned long)f.memory_mib, f.memory_mib == p->memory_mib ? "" : " (differs)");
+    }
+    mig_nvml_close(n);
+    if (bad)
+        printf("%d profile%s differ%s from NVML in IDs, slices, counts or placements: please "
+               "report the GPU and driver\n", bad, bad == 1 ? "" : "s", bad == 1 ? "s" : "");
+    return bad ? EXIT_REFUSED : 0;
 }
 
 /* ---------- plan ---------- */
@@ -670,9 +725,10 @@ static int check_placements(struct mig_nvml *n, unsigned gpu, const struct chang
 {
     for (int i = 0; i < c->ncreate; i++) {
         const struct mig_profile *p = c->create[i]->inst.profile;
-        unsigned mask;
-        if (mig_nvml_starts(n, gpu, p, &mask, err, errlen) < 0)
+        struct mig_nvml_facts f;
+        if (mig_nvml_facts(n, gpu, p, &f, err, errlen) < 0)
             return -1;
+        unsigned mask = f.start_mask;
         if (!(mask & (1u << c->create[i]->inst.start))) {
             char nv[64], ours[64];
             starts_text(mask, nv, sizeof(nv));

@@ -276,29 +276,40 @@ static int profile_info(struct mig_nvml *n, nvmlDevice_t d, const struct mig_pro
     return 0;
 }
 
-int mig_nvml_starts(struct mig_nvml *n, unsigned gpu, const struct mig_profile *p,
-                    unsigned *mask, char *err, size_t errlen)
+int mig_nvml_facts(struct mig_nvml *n, unsigned gpu, const struct mig_profile *p,
+                   struct mig_nvml_facts *f, char *err, size_t errlen)
 {
     nvmlDevice_t d;
     nvmlGpuInstanceProfileInfo_t info;
-    if (need_mig(n, err, errlen) < 0 || device(n, gpu, &d, err, errlen) < 0 ||
-        profile_info(n, d, p, &info, err, errlen) < 0)
+    memset(f, 0, sizeof(*f));
+    if (need_mig(n, err, errlen) < 0 || device(n, gpu, &d, err, errlen) < 0)
         return -1;
+    nvmlReturn_t r = n->gi_profile(d, p->nvml_profile, &info);
+    if (r != NVML_SUCCESS) {
+        snprintf(err, errlen, "NVML knows no GPU instance profile %s here: %s", p->name,
+                 nverr(n, r));
+        return -1;
+    }
+    f->id = info.id;
+    f->compute_slices = info.sliceCount;
+    f->max_count = info.instanceCount;
+    f->memory_mib = info.memorySizeMB;
     if (!n->placements) {
         snprintf(err, errlen, "this NVML has no nvmlDeviceGetGpuInstancePossiblePlacements_v2");
         return -1;
     }
     nvmlGpuInstancePlacement_t pl[16];
     unsigned cnt = 16;
-    nvmlReturn_t r = n->placements(d, info.id, pl, &cnt);
+    r = n->placements(d, info.id, pl, &cnt);
     if (r != NVML_SUCCESS) {
         snprintf(err, errlen, "NVML's placements for %s: %s", p->name, nverr(n, r));
         return -1;
     }
-    *mask = 0;
-    for (unsigned i = 0; i < cnt && i < 16; i++)
+    for (unsigned i = 0; i < cnt && i < 16; i++) {
         if (pl[i].start < 32)
-            *mask |= 1u << pl[i].start;
+            f->start_mask |= 1u << pl[i].start;
+        f->memory_slices = pl[i].size;
+    }
     return 0;
 }
 

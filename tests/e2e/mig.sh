@@ -64,6 +64,10 @@ check "H100 3g.40gb starts at 0 and 4" test "$(echo "$out" | json_eval \
     "[p['starts'] for m in j if m['model']=='H100-80GB' for p in m['profiles'] if p['name']=='3g.40gb'][0]")" = "[0, 4]"
 expect 0 "1g.18gb" mig profiles --gpu H200-141GB
 expect 2 "no MIG model \`T4'" mig profiles --gpu T4
+for model in A100-40GB A100-80GB H100-80GB H200-141GB; do
+    CARVE_SIM_MODEL=$model expect 0 "($model), MIG on: carve's table against NVML" \
+        mig profiles --check --simulate
+done
 
 # ---- plans ----
 expect 0 "3 placed, 0 refused" mig plan --gpu H100-80GB 20GiB,30% 8GiB 8GiB
