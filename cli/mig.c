@@ -88,6 +88,7 @@ static const char mig_help[] =
 struct mig_opts {
     const char *model;
     unsigned index;
+    bool index_given; /* --index was given: list shows that GPU only */
     bool simulate, json, yes, replace, all, check;
     char **args;
     int nargs;
@@ -128,6 +129,7 @@ static int parse_opts(const char *sub, int argc, char **argv, const char *allowe
             if (*end || errno || v < 0 || v >= MIG_NVML_MAX_GPUS)
                 return usage_error(sub, "--index %s: a GPU index from 0 to 15", optarg);
             o->index = (unsigned)v;
+            o->index_given = true;
             break;
         }
         case 's': o->simulate = true; break;
@@ -566,9 +568,6 @@ static void print_live(const struct mig_live *live, int k)
 static int cmd_list(int argc, char **argv)
 {
     struct mig_opts o = {0};
-    bool index_given = false;
-    for (int i = 1; i < argc; i++)
-        index_given |= strcmp(argv[i], "-i") == 0 || strncmp(argv[i], "--index", 7) == 0;
     int ret = parse_opts("list", argc, argv, "isj", &o);
     if (ret >= 0)
         return ret;
@@ -585,14 +584,14 @@ static int cmd_list(int argc, char **argv)
     ret = EXIT_REFUSED;
     if (ngpu < 0)
         goto out;
-    if (index_given && (int)o.index >= ngpu) {
+    if (o.index_given && (int)o.index >= ngpu) {
         snprintf(err, sizeof(err), "no GPU %u: NVML lists %d", o.index, ngpu);
         goto out;
     }
     json_t *out = o.json ? json_array() : NULL;
     for (int i = 0; i < ngpu; i++) {
         const struct mig_gpu *g = &gpus[i];
-        if (index_given && g->index != o.index)
+        if (o.index_given && g->index != o.index)
             continue;
         struct mig_live live[MIG_NVML_MAX_LIVE];
         int k = g->mode == 1 ? mig_nvml_instances(n, g->index, live, MIG_NVML_MAX_LIVE, err,
