@@ -204,11 +204,12 @@ static void build_options(const struct mig_model *m, const struct mig_request *r
         const struct mig_profile *p = &m->profiles[j];
         if (!mig_request_fits(m, r, p))
             continue;
+        /* a profile asked for by name gives exactly what was asked */
         uint64_t asked = r->profile[0] ? p->memory_mib : r->memory_mib;
+        uint64_t over = p->memory_mib - (asked < p->memory_mib ? asked : p->memory_mib);
         for (unsigned st = 0; st < m->memory_slices && *nopts < MAX_OPTIONS; st++)
             if (p->start_mask & (1u << st))
-                opts[(*nopts)++] = (struct option){p, st, mig_slice_mask(p, st),
-                                                   p->memory_mib - (asked < p->memory_mib ? asked : p->memory_mib)};
+                opts[(*nopts)++] = (struct option){p, st, mig_slice_mask(p, st), over};
     }
 }
 

@@ -59,10 +59,11 @@ struct mig_plan {
 /* Plans the requests on model, beside the instances in keep (already on the GPU, left alone).
  * Search: exact, by dynamic programming over (request, memory slices taken, compute slices
  * taken, media engines taken), which covers every assignment of a (profile, start) or "not
- * placed" to every request: at most n x 256 x 8 x 2 states of <= 50 choices each. The best
+ * placed" to every request: at most n x 256 x 8 x 2 states of <= 64 choices each. The best
  * layout places the most requests, then strands the least memory, then gives the placed
- * requests the most memory (honours bigger requests), then leaves the largest profile addable. 0 on success (some requests may still be refused, see plan->refused), or
- * -1 with a message in err for bad arguments (too many requests, a kept layout not valid). */
+ * requests the most memory (honours bigger requests), then leaves the largest profile
+ * addable. 0 on success (some requests may still be refused, see plan->refused), or -1 with
+ * a message in err for bad arguments (too many requests, a kept layout not valid). */
 int mig_plan(const struct mig_model *model, const struct mig_request *req, size_t n,
              const struct mig_instance *keep, size_t nkeep, struct mig_plan *plan, char *err,
              size_t errlen);

@@ -69,7 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     check_one(s, &one);
     size_t n = 0;
     char *save = NULL;
-    for (char *tok = strtok_r(s, " \t\n", &save); tok && n < 8; tok = strtok_r(NULL, " \t\n", &save)) {
+    for (char *tok = strtok_r(s, " \t\n", &save); tok && n < 8;
+         tok = strtok_r(NULL, " \t\n", &save)) {
         check_one(tok, &req[n]);
         if (req[n].text[0])
             n++;
