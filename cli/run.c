@@ -383,9 +383,9 @@ static int run_in_mig(const struct run_opts *o, const char *libdir)
     int lock_fd = -1;
     int ret = carve_mig_choose(o->mig_instance, o->memory, o->compute_arg, o->simulate, uuid,
                                sizeof(uuid), &lock_fd, err, sizeof(err));
-    if (ret != 0) {
+    if (ret != 0) { /* as for any carve run that cannot start: 2, nothing was run */
         fprintf(stderr, "carve run: %s\n", err);
-        return ret;
+        return CARVE_EXIT_USAGE;
     }
     ret = CARVE_EXIT_USAGE;
     if (setenv("CUDA_VISIBLE_DEVICES", uuid, 1) == 0 &&

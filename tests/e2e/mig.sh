@@ -114,7 +114,7 @@ check "run --memory 20GiB picks the 3g.40gb" test "$seen" = "$big"
 seen=$("$CARVE" run --mode mig --simulate --quiet --memory 1GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
 check "run --memory 1GiB picks a 1g.10gb, the smallest that fits" test \
     "$(echo "$list" | json_eval "[i['profile'] for i in j[0]['instances'] if i['uuid']=='$seen'][0]")" = 1g.10gb
-expect 1 "no free MIG instance with at least 50GiB" run --mode mig --simulate --memory 50GiB -- true
+expect 2 "no free MIG instance with at least 50GiB" run --mode mig --simulate --memory 50GiB -- true
 # a carve run holds its instance even before its command has a GPU process: no second taker
 "$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sleep 10 &
 holder=$!
@@ -122,7 +122,7 @@ for _ in $(seq 100); do
     [ -n "$(find /dev/shm -maxdepth 1 -name "carve-mig-*-$big.lock" 2>/dev/null)" ] && break
     sleep 0.05
 done
-expect 1 "no free MIG instance with at least 20GiB" run --mode mig --simulate --memory 20GiB -- true
+expect 2 "no free MIG instance with at least 20GiB" run --mode mig --simulate --memory 20GiB -- true
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 expect 2 "needs --mode mig" run --simulate --mig-instance "$small" -- true
