@@ -436,12 +436,13 @@ static json_t *plan_json(const struct mig_model *m, const struct mig_request *re
         json_array_append_new(refused, json_pack("{s:s,s:s}", "request",
                                                  req[p->refused[i].request].text, "why",
                                                  p->refused[i].why));
-    return json_pack("{s:s,s:o,s:o,s:I,s:I,s:I,s:i,s:I}", "model", m->name, "placed", placed,
-                     "refused", refused, "stranded_mib", (json_int_t)p->stranded_mib,
+    return json_pack("{s:s,s:o,s:o,s:I,s:I,s:I,s:i,s:I,s:s?}", "model", m->name, "placed",
+                     placed, "refused", refused, "stranded_mib", (json_int_t)p->stranded_mib,
                      "over_mib", (json_int_t)p->over_mib, "unreachable_mib",
                      (json_int_t)p->unreachable_mib, "free_memory_slices",
                      __builtin_popcount(~p->used_mask & ((1u << m->memory_slices) - 1)),
-                     "headroom_mib", (json_int_t)p->headroom_mib);
+                     "headroom_mib", (json_int_t)p->headroom_mib, "headroom_profile",
+                     p->headroom ? p->headroom->name : NULL);
 }
 
 static void print_plan(const struct mig_model *m, const struct mig_request *req, size_t n,
@@ -460,18 +461,20 @@ static void print_plan(const struct mig_model *m, const struct mig_request *req,
                    pl->inst.profile->name, sl, mem, mig_profile_compute_pct(m, pl->inst.profile));
         }
     }
-    char s[32], o[32], u[32], h[32];
+    char s[32], o[32], u[32], h[64] = "none";
     gib(p->stranded_mib, s, sizeof(s));
     gib(p->over_mib, o, sizeof(o));
     gib(p->unreachable_mib, u, sizeof(u));
-    gib(p->headroom_mib, h, sizeof(h));
+    if (p->headroom)
+        snprintf(h, sizeof(h), "%s (%.2f GiB)", p->headroom->name,
+                 (double)p->headroom_mib / 1024.0);
     printf("stranded: %s (%s given beyond the requests, %s in free slices no profile can use)\n",
            s, o, u);
     printf("free: %d memory slice%s, %u compute slice%s; largest instance still possible: %s\n",
            __builtin_popcount(~p->used_mask & ((1u << m->memory_slices) - 1)),
            __builtin_popcount(~p->used_mask & ((1u << m->memory_slices) - 1)) == 1 ? "" : "s",
            m->compute_slices - p->used_compute,
-           m->compute_slices - p->used_compute == 1 ? "" : "s", p->headroom_mib ? h : "none");
+           m->compute_slices - p->used_compute == 1 ? "" : "s", h);
     for (size_t i = 0; i < p->nrefused; i++)
         printf("refused: %s: %s\n", req[p->refused[i].request].text, p->refused[i].why);
 }

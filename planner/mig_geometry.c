@@ -74,6 +74,18 @@ bool mig_request_fits(const struct mig_model *model, const struct mig_request *r
            mig_profile_compute_pct(model, p) + 1e-6 >= r->compute_pct;
 }
 
+/* whether one more instance of p fits beside the layout */
+static bool addable(const struct mig_model *model, unsigned used_mask, unsigned used_compute,
+                    bool media_used, const struct mig_profile *p)
+{
+    if ((p->media && media_used) || used_compute + p->compute_slices > model->compute_slices)
+        return false;
+    for (unsigned s = 0; s < model->memory_slices; s++)
+        if ((p->start_mask & (1u << s)) && !(mig_slice_mask(p, s) & used_mask))
+            return true;
+    return false;
+}
+
 uint64_t mig_unreachable_mib(const struct mig_model *model, unsigned used_mask,
                              unsigned used_compute, bool media_used, uint64_t *headroom)
 {
@@ -282,6 +294,12 @@ int mig_plan(const struct mig_model *model, const struct mig_request *req, size_
     plan->used_compute = compute;
     plan->unreachable_mib = mig_unreachable_mib(model, mask, compute, media, &plan->headroom_mib);
     plan->stranded_mib = plan->over_mib + plan->unreachable_mib;
+    for (size_t j = 0; j < model->nprofiles; j++) {
+        const struct mig_profile *p = &model->profiles[j];
+        if (p->memory_mib == plan->headroom_mib && addable(model, mask, compute, media, p) &&
+            (!plan->headroom || p->compute_slices > plan->headroom->compute_slices))
+            plan->headroom = p;
+    }
     if (plan->stranded_mib != best.stranded || (int)plan->nplaced != best.placed) {
         snprintf(err, errlen, "internal error: the MIG plan's walk disagrees with its search");
         goto out;

@@ -54,6 +54,7 @@ struct mig_plan {
     unsigned used_compute;  /* compute slices taken, the kept instances included */
     uint64_t given_mib;     /* memory of the placed instances */
     uint64_t headroom_mib;  /* memory of the largest profile that could still be added */
+    const struct mig_profile *headroom; /* that profile (most SMs among equals), or NULL */
 };
 
 /* Plans the requests on model, beside the instances in keep (already on the GPU, left alone).

@@ -163,6 +163,7 @@ static void test_no_stranding_start(void **state)
     assert_int_not_equal(placed_for(&p, 0)->inst.start, 6);
     assert_int_equal(p.stranded_mib, 0);
     assert_int_equal(p.headroom_mib, 40448); /* a 3g.40gb still fits */
+    assert_string_equal(p.headroom->name, "3g.40gb");
 }
 
 static void test_seven_small(void **state)
@@ -176,6 +177,7 @@ static void test_seven_small(void **state)
     assert_int_equal(p.over_mib, 7 * (9984 - 8192));
     assert_int_equal(p.unreachable_mib, 9984); /* slice 7: no 1g may start there */
     assert_int_equal(p.stranded_mib, 7 * (9984 - 8192) + 9984);
+    assert_null(p.headroom); /* 7 compute slices taken: nothing more fits */
 }
 
 /* 15 GiB fits 1g.20gb and 2g.20gb alike; four of them fill the GPU either way */
