@@ -805,8 +805,10 @@ static int cmd_apply(int argc, char **argv)
     if ((k = mig_nvml_instances(n, o.index, live, MIG_NVML_MAX_LIVE, err, sizeof(err))) < 0 ||
         live_to_keep(live, k, keep, err, sizeof(err)) < 0)
         goto fail;
-    if (mig_plan(g.model, req, (size_t)o.nargs, keep, o.replace ? 0 : (size_t)k, &plan, err,
-                 sizeof(err)) < 0)
+    /* --replace plans on an empty GPU but reuses what is there wherever that costs nothing */
+    if (mig_plan_prefer(g.model, req, (size_t)o.nargs, o.replace ? NULL : keep,
+                        o.replace ? 0 : (size_t)k, o.replace ? keep : NULL,
+                        o.replace ? (size_t)k : 0, &plan, err, sizeof(err)) < 0)
         goto fail;
     if (plan.nrefused) {
         if (!o.json)

@@ -69,6 +69,14 @@ int mig_plan(const struct mig_model *model, const struct mig_request *req, size_
              const struct mig_instance *keep, size_t nkeep, struct mig_plan *plan, char *err,
              size_t errlen);
 
+/* mig_plan, and among layouts equal in the order above, the one that reuses the most of the
+ * instances in prefer (the ones on the GPU now, for apply --replace: the fewest destroyed and
+ * created; a layout already right is kept as it is). */
+int mig_plan_prefer(const struct mig_model *model, const struct mig_request *req, size_t n,
+                    const struct mig_instance *keep, size_t nkeep,
+                    const struct mig_instance *prefer, size_t nprefer, struct mig_plan *plan,
+                    char *err, size_t errlen);
+
 /* Whether instances form a valid layout on model: starts allowed, memory slices disjoint,
  * compute slices <= model->compute_slices, counts <= max_count, at most one media profile.
  * false with the reason in why (may be NULL). */

@@ -159,6 +159,9 @@ check "replace keeps GI $big_gi, destroys the 1g.10gb, creates one 3g.40gb" \
 list=$("$CARVE" mig list --simulate --json)
 check "replace: exactly two 3g.40gb at 0 and 4" test "$(echo "$list" | json_eval \
     "sorted((i['profile'], i['start']) for i in j[0]['instances'])")" = "[('3g.40gb', 0), ('3g.40gb', 4)]"
+out=$("$CARVE" mig apply --simulate --replace --yes 3g.40gb 3g.40gb 2>&1)
+check "replace again: both kept, nothing destroyed or created" test \
+    "$(echo "$out" | grep -c "^keep ")/$(echo "$out" | grep -c -e "^destroyed" -e "^created")" = 2/0
 expect 0 "destroyed GI" mig destroy --simulate --yes --all
 check "destroy --all: none left" test "$(instances)" = 0
 
