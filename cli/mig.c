@@ -344,16 +344,30 @@ static const char *live_name(const struct mig_live *l)
     return l->profile ? l->profile->name : "?";
 }
 
+/* "0-3", or "?" when NVML would not say (not root) */
+static const char *live_slots(const struct mig_live *l, char *buf, size_t len)
+{
+    if (!l->placement_known)
+        snprintf(buf, len, "?");
+    else if (l->profile)
+        slots(l->profile, l->start, buf, len);
+    else
+        snprintf(buf, len, "%u+%u", l->start, l->size);
+    return buf;
+}
+
 static json_t *live_json(const struct mig_live *l)
 {
     json_t *pids = json_array();
     for (unsigned i = 0; i < l->npids && i < MIG_NVML_MAX_PIDS; i++)
         json_array_append_new(pids, json_integer(l->pids[i]));
-    return json_pack("{s:i,s:i,s:s,s:i,s:i,s:i,s:I,s:i,s:s,s:o}", "gpu", (int)l->gpu,
+    json_t *start = l->placement_known ? json_integer(l->start) : json_null();
+    json_t *size = l->placement_known ? json_integer(l->size) : json_null();
+    return json_pack("{s:i,s:i,s:s,s:i,s:o,s:o,s:I,s:i,s:s,s:o}", "gpu", (int)l->gpu,
                      "gpu_instance", (int)l->gi_id, "profile", live_name(l), "profile_id",
-                     (int)l->profile_id, "start", (int)l->start, "size", (int)l->size,
-                     "memory_mib", (json_int_t)l->memory_mib, "compute_instance", l->ci_id,
-                     "uuid", l->uuid, "pids", pids);
+                     (int)l->profile_id, "start", start, "size", size, "memory_mib",
+                     (json_int_t)l->memory_mib, "compute_instance", l->ci_id, "uuid", l->uuid,
+                     "pids", pids);
 }
 
 /* carve's table against what the GPU's NVML says: the numbers the planner and apply rely on */
@@ -484,6 +498,12 @@ static int live_to_keep(const struct mig_live *live, int k, struct mig_instance 
                         char *err, size_t errlen)
 {
     for (int i = 0; i < k; i++) {
+        if (!live[i].placement_known) {
+            snprintf(err, errlen, "NVML shows the MIG devices but not where their instances "
+                     "sit (reading placements needs root here): run as root to plan beside "
+                     "or change them");
+            return -1;
+        }
         if (!live[i].profile) {
             snprintf(err, errlen, "GPU instance %u has profile ID %u, which carve's table does "
                      "not know", live[i].gi_id, live[i].profile_id);
@@ -558,10 +578,7 @@ static void print_live(const struct mig_live *live, int k)
     for (int i = 0; i < k; i++) {
         char mem[32], sl[16], pids[256];
         gib(live[i].memory_mib, mem, sizeof(mem));
-        if (live[i].profile)
-            slots(live[i].profile, live[i].start, sl, sizeof(sl));
-        else
-            snprintf(sl, sizeof(sl), "%u+%u", live[i].start, live[i].size);
+        live_slots(&live[i], sl, sizeof(sl));
         pids_text(&live[i], pids, sizeof(pids));
         printf("  %-3u %-12s %-6s %10s  %-40s %s\n", live[i].gi_id, live_name(&live[i]), sl, mem,
                live[i].uuid[0] ? live[i].uuid : "(no compute instance)", pids);
@@ -670,11 +687,12 @@ static int refuse_busy(const struct change *c, unsigned gpu)
         const struct mig_live *l = c->destroy[i];
         if (!l->npids)
             continue;
-        char pids[256];
+        char pids[256], sl[16];
         pids_text(l, pids, sizeof(pids));
         fprintf(stderr, "carve mig apply: refusing to destroy GPU instance %u (%s at slots "
-                "%u+%u, %s) on GPU %u: processes run in it: %s\n", l->gi_id, live_name(l),
-                l->start, l->size, l->uuid[0] ? l->uuid : "no MIG device", gpu, pids);
+                "%s, %s) on GPU %u: processes run in it: %s\n", l->gi_id, live_name(l),
+                live_slots(l, sl, sizeof(sl)), l->uuid[0] ? l->uuid : "no MIG device", gpu,
+                pids);
         busy++;
     }
     if (busy)
@@ -685,17 +703,17 @@ static int refuse_busy(const struct change *c, unsigned gpu)
 
 static void print_change(const struct change *c, const struct mig_request *req, bool dry)
 {
+    char sl[16];
     for (int i = 0; i < c->nkeep; i++)
-        printf("keep     GI %-2u %-12s slots %u+%u  %s\n", c->kept[i]->gi_id,
-               live_name(c->kept[i]), c->kept[i]->start, c->kept[i]->size, c->kept[i]->uuid);
+        printf("keep     GI %-2u %-12s slots %-5s %s\n", c->kept[i]->gi_id,
+               live_name(c->kept[i]), live_slots(c->kept[i], sl, sizeof(sl)), c->kept[i]->uuid);
     if (!dry)
         return; /* what is done is printed as it is done */
     for (int i = 0; i < c->ndestroy; i++)
-        printf("%s GI %-2u %-12s slots %u+%u  %s\n", "would destroy",
-               c->destroy[i]->gi_id, live_name(c->destroy[i]), c->destroy[i]->start,
-               c->destroy[i]->size, c->destroy[i]->uuid);
+        printf("would destroy GI %-2u %-12s slots %-5s %s\n", c->destroy[i]->gi_id,
+               live_name(c->destroy[i]), live_slots(c->destroy[i], sl, sizeof(sl)),
+               c->destroy[i]->uuid);
     for (int i = 0; i < c->ncreate; i++) {
-        char sl[16];
         slots(c->create[i]->inst.profile, c->create[i]->inst.start, sl, sizeof(sl));
         printf("%s %-12s slots %-5s for request %s\n", "would create",
                c->create[i]->inst.profile->name, sl, req[c->create[i]->request].text);
@@ -746,7 +764,7 @@ static int check_placements(struct mig_nvml *n, unsigned gpu, const struct chang
 static int do_change(struct mig_nvml *n, unsigned gpu, const struct change *c,
                      const struct mig_request *req, struct mig_live *made, int *nmade, bool json)
 {
-    char err[512];
+    char err[512], sl[16];
     for (int i = 0; i < c->ndestroy; i++) {
         if (mig_nvml_destroy(n, gpu, c->destroy[i]->gi_id, err, sizeof(err)) < 0) {
             fprintf(stderr, "carve mig apply: %s; stopped after %d of %d changes\n", err, i,
@@ -766,8 +784,8 @@ static int do_change(struct mig_nvml *n, unsigned gpu, const struct change *c,
         }
         (*nmade)++;
         if (!json)
-            printf("created GI %u %-12s slots %u+%u  %s  for request %s\n", made[i].gi_id,
-                   pl->inst.profile->name, made[i].start, made[i].size, made[i].uuid,
+            printf("created GI %-2u %-12s slots %-5s %s  for request %s\n", made[i].gi_id,
+                   pl->inst.profile->name, live_slots(&made[i], sl, sizeof(sl)), made[i].uuid,
                    req[pl->request].text);
     }
     return 0;
@@ -925,8 +943,9 @@ static int cmd_destroy(int argc, char **argv)
     }
     for (int i = 0; i < nt; i++) {
         if (!o.yes) {
-            printf("would destroy GI %u (%s at slots %u+%u, %s)\n", targets[i]->gi_id,
-                   live_name(targets[i]), targets[i]->start, targets[i]->size,
+            char sl[16];
+            printf("would destroy GI %u (%s at slots %s, %s)\n", targets[i]->gi_id,
+                   live_name(targets[i]), live_slots(targets[i], sl, sizeof(sl)),
                    targets[i]->uuid[0] ? targets[i]->uuid : "no MIG device");
             continue;
         }

@@ -30,7 +30,8 @@ struct mig_live {
     unsigned gi_id;
     unsigned profile_id;              /* NVML's profile ID (19, 14, 9 ...) */
     const struct mig_profile *profile; /* carve's row for it, or NULL if unknown */
-    unsigned start, size;             /* placement in memory slices */
+    unsigned start, size;             /* placement in memory slices, when placement_known */
+    bool placement_known;             /* false: read from the MIG device alone (not root) */
     uint64_t memory_mib;              /* NVML's number for the profile */
     int ci_id;                        /* -1: no compute instance */
     char uuid[96];                    /* "MIG-..."; "" without a MIG device */

@@ -99,6 +99,19 @@ expect 1 "does not fit" mig apply --simulate --yes 3g.40gb
 check "a refused apply created nothing" test "$(instances)" = 3
 expect 0 "beside the instances already there" mig plan --simulate 1g.10gb
 
+# not root: NVML shows the MIG devices but not the GPU instances behind them
+export CARVE_SIM_UNPRIVILEGED=1
+check "not root: list still shows the 3 instances, slots unknown" test "$("$CARVE" mig list \
+    --simulate --json | json_eval "[i['start'] for i in j[0]['instances']]")" = "[None, None, None]"
+check "not root: their profiles from the MIG devices" test "$("$CARVE" mig list --simulate \
+    --json | json_eval "sorted(i['profile'] for i in j[0]['instances'])")" = "['1g.10gb', '1g.10gb', '3g.40gb']"
+expect 1 "needs root here" mig apply --simulate 8GiB
+expect 1 "MIG changes need root" mig destroy --simulate --yes --all
+seen=$("$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
+check "not root: run --mode mig still finds an instance ($seen)" grep -q "^MIG-" <<<"$seen"
+unset CARVE_SIM_UNPRIVILEGED
+check "nothing changed without root" test "$(instances)" = 3
+
 # ---- run --mode mig ----
 small=$(echo "$list" | json_eval "[i['uuid'] for i in j[0]['instances'] if i['profile']=='1g.10gb'][0]")
 big=$(echo "$list" | json_eval "[i['uuid'] for i in j[0]['instances'] if i['profile']=='3g.40gb'][0]")
