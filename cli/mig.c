@@ -28,6 +28,7 @@
 
 static const char mig_help[] =
     "usage: carve mig profiles [--gpu MODEL] [--json]\n"
+    "       carve mig profiles --check [--index N] [--simulate]\n"
     "       carve mig plan (--gpu MODEL | [--index N] [--simulate]) [--json] REQUEST...\n"
     "       carve mig apply [--index N] [--simulate] [--replace] [--yes] [--json] REQUEST...\n"
     "       carve mig list [--index N] [--simulate] [--json]\n"
@@ -44,7 +45,9 @@ static const char mig_help[] =
     "\n"
     "commands:\n"
     "  profiles  the profile table of one model or of all (A100-40GB, A100-80GB, H100-80GB,\n"
-    "            H200-141GB): memory, SMs, most instances, start slots\n"
+    "            H200-141GB): memory, SMs, most instances, start slots; --check compares\n"
+    "            GPU N's table with what its NVML says (profile IDs, counts, placements,\n"
+    "            memory)\n"
     "  plan      a layout for the requests: on a model (--gpu), or on GPU N beside the\n"
     "            instances it has; requests that cannot fit are listed with the reason\n"
     "  apply     plans on GPU N and shows what it would create (and with --replace, destroy);\n"
@@ -64,6 +67,7 @@ static const char mig_help[] =
     "  -r, --replace     (apply) make the GPU's layout exactly the plan\n"
     "  -y, --yes         (apply, destroy) change the GPU; without it nothing is changed\n"
     "  -a, --all         (destroy) every GPU instance of the GPU\n"
+    "  -c, --check       (profiles) check carve's table against GPU N's NVML\n"
     "  -j, --json        machine-readable output on stdout\n"
     "  -h, --help        this text\n"
     "\n"
@@ -84,7 +88,8 @@ static const char mig_help[] =
 struct mig_opts {
     const char *model;
     unsigned index;
-    bool simulate, json, yes, replace, all;
+    bool index_given; /* --index was given: list shows that GPU only */
+    bool simulate, json, yes, replace, all, check;
     char **args;
     int nargs;
 };
@@ -106,12 +111,13 @@ static int parse_opts(const char *sub, int argc, char **argv, const char *allowe
         {"simulate", no_argument, NULL, 's'},   {"json", no_argument, NULL, 'j'},
         {"yes", no_argument, NULL, 'y'},        {"replace", no_argument, NULL, 'r'},
         {"all", no_argument, NULL, 'a'},        {"help", no_argument, NULL, 'h'},
+        {"check", no_argument, NULL, 'c'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+:g:i:sjyrah", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:g:i:sjyrahc", longopts, NULL)) != -1) {
         if (c != 'h' && c != ':' && c != '?' && !strchr(allowed, c))
             return usage_error(sub, "option `%s' does not apply here", argv[optind - 1]);
         switch (c) {
@@ -123,6 +129,7 @@ static int parse_opts(const char *sub, int argc, char **argv, const char *allowe
             if (*end || errno || v < 0 || v >= MIG_NVML_MAX_GPUS)
                 return usage_error(sub, "--index %s: a GPU index from 0 to 15", optarg);
             o->index = (unsigned)v;
+            o->index_given = true;
             break;
         }
         case 's': o->simulate = true; break;
@@ -130,6 +137,7 @@ static int parse_opts(const char *sub, int argc, char **argv, const char *allowe
         case 'y': o->yes = true; break;
         case 'r': o->replace = true; break;
         case 'a': o->all = true; break;
+        case 'c': o->check = true; break;
         case 'h': fputs(mig_help, stdout); return 0;
         case ':': return usage_error(sub, "option `%s' needs a value", argv[optind - 1]);
         default: return usage_error(sub, "unknown option `%s'", argv[optind - 1]);
@@ -217,14 +225,18 @@ static void print_model(const struct mig_model *m)
     }
 }
 
+static int check_profiles(const struct mig_opts *o);
+
 static int cmd_profiles(int argc, char **argv)
 {
     struct mig_opts o = {0};
-    int ret = parse_opts("profiles", argc, argv, "gj", &o);
+    int ret = parse_opts("profiles", argc, argv, "gjcis", &o);
     if (ret >= 0)
         return ret;
     if (o.nargs)
         return usage_error("profiles", "unexpected argument `%s'", o.args[0]);
+    if (o.check)
+        return check_profiles(&o);
     size_t n;
     const struct mig_model *all = mig_models(&n);
     if (o.model) {
@@ -332,16 +344,75 @@ static const char *live_name(const struct mig_live *l)
     return l->profile ? l->profile->name : "?";
 }
 
+/* "0-3", or "?" when NVML would not say (not root) */
+static const char *live_slots(const struct mig_live *l, char *buf, size_t len)
+{
+    if (!l->placement_known)
+        snprintf(buf, len, "?");
+    else if (l->profile)
+        slots(l->profile, l->start, buf, len);
+    else
+        snprintf(buf, len, "%u+%u", l->start, l->size);
+    return buf;
+}
+
 static json_t *live_json(const struct mig_live *l)
 {
     json_t *pids = json_array();
     for (unsigned i = 0; i < l->npids && i < MIG_NVML_MAX_PIDS; i++)
         json_array_append_new(pids, json_integer(l->pids[i]));
-    return json_pack("{s:i,s:i,s:s,s:i,s:i,s:i,s:I,s:i,s:s,s:o}", "gpu", (int)l->gpu,
+    json_t *start = l->placement_known ? json_integer(l->start) : json_null();
+    json_t *size = l->placement_known ? json_integer(l->size) : json_null();
+    return json_pack("{s:i,s:i,s:s,s:i,s:o,s:o,s:I,s:i,s:s,s:o}", "gpu", (int)l->gpu,
                      "gpu_instance", (int)l->gi_id, "profile", live_name(l), "profile_id",
-                     (int)l->profile_id, "start", (int)l->start, "size", (int)l->size,
-                     "memory_mib", (json_int_t)l->memory_mib, "compute_instance", l->ci_id,
-                     "uuid", l->uuid, "pids", pids);
+                     (int)l->profile_id, "start", start, "size", size, "memory_mib",
+                     (json_int_t)l->memory_mib, "compute_instance", l->ci_id, "uuid", l->uuid,
+                     "pids", pids);
+}
+
+/* carve's table against what the GPU's NVML says: the numbers the planner and apply rely on */
+static int check_profiles(const struct mig_opts *o)
+{
+    struct mig_nvml *n;
+    struct mig_gpu g;
+    char err[512];
+    int bad = 0;
+    if (open_nvml(o->simulate, &n, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve mig profiles: %s\n", err);
+        return EXIT_REFUSED;
+    }
+    if (gpu_of(n, o->index, &g, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve mig profiles: %s\n", err);
+        mig_nvml_close(n);
+        return EXIT_REFUSED;
+    }
+    printf("GPU %u: %s (%s), MIG %s: carve's table against NVML\n", o->index, g.name,
+           g.model->name, g.mode == 1 ? "on" : "off");
+    printf("  %-12s %-5s %-7s %-5s %-16s %s\n", "PROFILE", "ID", "SLICES", "MAX", "STARTS",
+           "MEMORY MiB (table / NVML)");
+    for (size_t i = 0; i < g.model->nprofiles; i++) {
+        const struct mig_profile *p = &g.model->profiles[i];
+        struct mig_nvml_facts f;
+        if (mig_nvml_facts(n, o->index, p, &f, err, sizeof(err)) < 0) {
+            printf("  %-12s %s\n", p->name, err);
+            bad++;
+            continue;
+        }
+        char st[32] = "ok";
+        if (f.start_mask != p->start_mask || f.memory_slices != p->memory_slices)
+            starts_text(f.start_mask, st, sizeof(st));
+        bool id_ok = f.id == p->nvml_id, sl_ok = f.compute_slices == p->compute_slices,
+             max_ok = f.max_count == p->max_count;
+        bad += !id_ok || !sl_ok || !max_ok || strcmp(st, "ok") != 0;
+        printf("  %-12s %-5s %-7s %-5s %-16s %lu / %lu%s\n", p->name, id_ok ? "ok" : "DIFF",
+               sl_ok ? "ok" : "DIFF", max_ok ? "ok" : "DIFF", st, (unsigned long)p->memory_mib,
+               (unsigned long)f.memory_mib, f.memory_mib == p->memory_mib ? "" : " (differs)");
+    }
+    mig_nvml_close(n);
+    if (bad)
+        printf("%d profile%s differ%s from NVML in IDs, slices, counts or placements: please "
+               "report the GPU and driver\n", bad, bad == 1 ? "" : "s", bad == 1 ? "s" : "");
+    return bad ? EXIT_REFUSED : 0;
 }
 
 /* ---------- plan ---------- */
@@ -379,12 +450,13 @@ static json_t *plan_json(const struct mig_model *m, const struct mig_request *re
         json_array_append_new(refused, json_pack("{s:s,s:s}", "request",
                                                  req[p->refused[i].request].text, "why",
                                                  p->refused[i].why));
-    return json_pack("{s:s,s:o,s:o,s:I,s:I,s:I,s:i,s:I}", "model", m->name, "placed", placed,
-                     "refused", refused, "stranded_mib", (json_int_t)p->stranded_mib,
+    return json_pack("{s:s,s:o,s:o,s:I,s:I,s:I,s:i,s:I,s:s?}", "model", m->name, "placed",
+                     placed, "refused", refused, "stranded_mib", (json_int_t)p->stranded_mib,
                      "over_mib", (json_int_t)p->over_mib, "unreachable_mib",
                      (json_int_t)p->unreachable_mib, "free_memory_slices",
                      __builtin_popcount(~p->used_mask & ((1u << m->memory_slices) - 1)),
-                     "headroom_mib", (json_int_t)p->headroom_mib);
+                     "headroom_mib", (json_int_t)p->headroom_mib, "headroom_profile",
+                     p->headroom ? p->headroom->name : NULL);
 }
 
 static void print_plan(const struct mig_model *m, const struct mig_request *req, size_t n,
@@ -403,18 +475,20 @@ static void print_plan(const struct mig_model *m, const struct mig_request *req,
                    pl->inst.profile->name, sl, mem, mig_profile_compute_pct(m, pl->inst.profile));
         }
     }
-    char s[32], o[32], u[32], h[32];
+    char s[32], o[32], u[32], h[64] = "none";
     gib(p->stranded_mib, s, sizeof(s));
     gib(p->over_mib, o, sizeof(o));
     gib(p->unreachable_mib, u, sizeof(u));
-    gib(p->headroom_mib, h, sizeof(h));
+    if (p->headroom)
+        snprintf(h, sizeof(h), "%s (%.2f GiB)", p->headroom->name,
+                 (double)p->headroom_mib / 1024.0);
     printf("stranded: %s (%s given beyond the requests, %s in free slices no profile can use)\n",
            s, o, u);
     printf("free: %d memory slice%s, %u compute slice%s; largest instance still possible: %s\n",
            __builtin_popcount(~p->used_mask & ((1u << m->memory_slices) - 1)),
            __builtin_popcount(~p->used_mask & ((1u << m->memory_slices) - 1)) == 1 ? "" : "s",
            m->compute_slices - p->used_compute,
-           m->compute_slices - p->used_compute == 1 ? "" : "s", p->headroom_mib ? h : "none");
+           m->compute_slices - p->used_compute == 1 ? "" : "s", h);
     for (size_t i = 0; i < p->nrefused; i++)
         printf("refused: %s: %s\n", req[p->refused[i].request].text, p->refused[i].why);
 }
@@ -424,6 +498,12 @@ static int live_to_keep(const struct mig_live *live, int k, struct mig_instance 
                         char *err, size_t errlen)
 {
     for (int i = 0; i < k; i++) {
+        if (!live[i].placement_known) {
+            snprintf(err, errlen, "NVML shows the MIG devices but not where their instances "
+                     "sit (reading placements needs root here): run as root to plan beside "
+                     "or change them");
+            return -1;
+        }
         if (!live[i].profile) {
             snprintf(err, errlen, "GPU instance %u has profile ID %u, which carve's table does "
                      "not know", live[i].gi_id, live[i].profile_id);
@@ -498,10 +578,7 @@ static void print_live(const struct mig_live *live, int k)
     for (int i = 0; i < k; i++) {
         char mem[32], sl[16], pids[256];
         gib(live[i].memory_mib, mem, sizeof(mem));
-        if (live[i].profile)
-            slots(live[i].profile, live[i].start, sl, sizeof(sl));
-        else
-            snprintf(sl, sizeof(sl), "%u+%u", live[i].start, live[i].size);
+        live_slots(&live[i], sl, sizeof(sl));
         pids_text(&live[i], pids, sizeof(pids));
         printf("  %-3u %-12s %-6s %10s  %-40s %s\n", live[i].gi_id, live_name(&live[i]), sl, mem,
                live[i].uuid[0] ? live[i].uuid : "(no compute instance)", pids);
@@ -511,9 +588,6 @@ static void print_live(const struct mig_live *live, int k)
 static int cmd_list(int argc, char **argv)
 {
     struct mig_opts o = {0};
-    bool index_given = false;
-    for (int i = 1; i < argc; i++)
-        index_given |= strcmp(argv[i], "-i") == 0 || strncmp(argv[i], "--index", 7) == 0;
     int ret = parse_opts("list", argc, argv, "isj", &o);
     if (ret >= 0)
         return ret;
@@ -530,14 +604,14 @@ static int cmd_list(int argc, char **argv)
     ret = EXIT_REFUSED;
     if (ngpu < 0)
         goto out;
-    if (index_given && (int)o.index >= ngpu) {
+    if (o.index_given && (int)o.index >= ngpu) {
         snprintf(err, sizeof(err), "no GPU %u: NVML lists %d", o.index, ngpu);
         goto out;
     }
     json_t *out = o.json ? json_array() : NULL;
     for (int i = 0; i < ngpu; i++) {
         const struct mig_gpu *g = &gpus[i];
-        if (index_given && g->index != o.index)
+        if (o.index_given && g->index != o.index)
             continue;
         struct mig_live live[MIG_NVML_MAX_LIVE];
         int k = g->mode == 1 ? mig_nvml_instances(n, g->index, live, MIG_NVML_MAX_LIVE, err,
@@ -613,11 +687,12 @@ static int refuse_busy(const struct change *c, unsigned gpu)
         const struct mig_live *l = c->destroy[i];
         if (!l->npids)
             continue;
-        char pids[256];
+        char pids[256], sl[16];
         pids_text(l, pids, sizeof(pids));
         fprintf(stderr, "carve mig apply: refusing to destroy GPU instance %u (%s at slots "
-                "%u+%u, %s) on GPU %u: processes run in it: %s\n", l->gi_id, live_name(l),
-                l->start, l->size, l->uuid[0] ? l->uuid : "no MIG device", gpu, pids);
+                "%s, %s) on GPU %u: processes run in it: %s\n", l->gi_id, live_name(l),
+                live_slots(l, sl, sizeof(sl)), l->uuid[0] ? l->uuid : "no MIG device", gpu,
+                pids);
         busy++;
     }
     if (busy)
@@ -628,17 +703,17 @@ static int refuse_busy(const struct change *c, unsigned gpu)
 
 static void print_change(const struct change *c, const struct mig_request *req, bool dry)
 {
+    char sl[16];
     for (int i = 0; i < c->nkeep; i++)
-        printf("keep     GI %-2u %-12s slots %u+%u  %s\n", c->kept[i]->gi_id,
-               live_name(c->kept[i]), c->kept[i]->start, c->kept[i]->size, c->kept[i]->uuid);
+        printf("keep     GI %-2u %-12s slots %-5s %s\n", c->kept[i]->gi_id,
+               live_name(c->kept[i]), live_slots(c->kept[i], sl, sizeof(sl)), c->kept[i]->uuid);
     if (!dry)
         return; /* what is done is printed as it is done */
     for (int i = 0; i < c->ndestroy; i++)
-        printf("%s GI %-2u %-12s slots %u+%u  %s\n", "would destroy",
-               c->destroy[i]->gi_id, live_name(c->destroy[i]), c->destroy[i]->start,
-               c->destroy[i]->size, c->destroy[i]->uuid);
+        printf("would destroy GI %-2u %-12s slots %-5s %s\n", c->destroy[i]->gi_id,
+               live_name(c->destroy[i]), live_slots(c->destroy[i], sl, sizeof(sl)),
+               c->destroy[i]->uuid);
     for (int i = 0; i < c->ncreate; i++) {
-        char sl[16];
         slots(c->create[i]->inst.profile, c->create[i]->inst.start, sl, sizeof(sl));
         printf("%s %-12s slots %-5s for request %s\n", "would create",
                c->create[i]->inst.profile->name, sl, req[c->create[i]->request].text);
@@ -670,9 +745,10 @@ static int check_placements(struct mig_nvml *n, unsigned gpu, const struct chang
 {
     for (int i = 0; i < c->ncreate; i++) {
         const struct mig_profile *p = c->create[i]->inst.profile;
-        unsigned mask;
-        if (mig_nvml_starts(n, gpu, p, &mask, err, errlen) < 0)
+        struct mig_nvml_facts f;
+        if (mig_nvml_facts(n, gpu, p, &f, err, errlen) < 0)
             return -1;
+        unsigned mask = f.start_mask;
         if (!(mask & (1u << c->create[i]->inst.start))) {
             char nv[64], ours[64];
             starts_text(mask, nv, sizeof(nv));
@@ -688,7 +764,7 @@ static int check_placements(struct mig_nvml *n, unsigned gpu, const struct chang
 static int do_change(struct mig_nvml *n, unsigned gpu, const struct change *c,
                      const struct mig_request *req, struct mig_live *made, int *nmade, bool json)
 {
-    char err[512];
+    char err[512], sl[16];
     for (int i = 0; i < c->ndestroy; i++) {
         if (mig_nvml_destroy(n, gpu, c->destroy[i]->gi_id, err, sizeof(err)) < 0) {
             fprintf(stderr, "carve mig apply: %s; stopped after %d of %d changes\n", err, i,
@@ -708,8 +784,8 @@ static int do_change(struct mig_nvml *n, unsigned gpu, const struct change *c,
         }
         (*nmade)++;
         if (!json)
-            printf("created GI %u %-12s slots %u+%u  %s  for request %s\n", made[i].gi_id,
-                   pl->inst.profile->name, made[i].start, made[i].size, made[i].uuid,
+            printf("created GI %-2u %-12s slots %-5s %s  for request %s\n", made[i].gi_id,
+                   pl->inst.profile->name, live_slots(&made[i], sl, sizeof(sl)), made[i].uuid,
                    req[pl->request].text);
     }
     return 0;
@@ -747,8 +823,10 @@ static int cmd_apply(int argc, char **argv)
     if ((k = mig_nvml_instances(n, o.index, live, MIG_NVML_MAX_LIVE, err, sizeof(err))) < 0 ||
         live_to_keep(live, k, keep, err, sizeof(err)) < 0)
         goto fail;
-    if (mig_plan(g.model, req, (size_t)o.nargs, keep, o.replace ? 0 : (size_t)k, &plan, err,
-                 sizeof(err)) < 0)
+    /* --replace plans on an empty GPU but reuses what is there wherever that costs nothing */
+    if (mig_plan_prefer(g.model, req, (size_t)o.nargs, o.replace ? NULL : keep,
+                        o.replace ? 0 : (size_t)k, o.replace ? keep : NULL,
+                        o.replace ? (size_t)k : 0, &plan, err, sizeof(err)) < 0)
         goto fail;
     if (plan.nrefused) {
         if (!o.json)
@@ -865,8 +943,9 @@ static int cmd_destroy(int argc, char **argv)
     }
     for (int i = 0; i < nt; i++) {
         if (!o.yes) {
-            printf("would destroy GI %u (%s at slots %u+%u, %s)\n", targets[i]->gi_id,
-                   live_name(targets[i]), targets[i]->start, targets[i]->size,
+            char sl[16];
+            printf("would destroy GI %u (%s at slots %s, %s)\n", targets[i]->gi_id,
+                   live_name(targets[i]), live_slots(targets[i], sl, sizeof(sl)),
                    targets[i]->uuid[0] ? targets[i]->uuid : "no MIG device");
             continue;
         }

@@ -78,9 +78,9 @@ int carve_mode_mig_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
     int lock_fd = -1;
     int ret = carve_mig_choose(o->mig_instance, o->memory, o->compute_arg, o->simulate, uuid,
                                sizeof(uuid), &lock_fd, err, sizeof(err));
-    if (ret != 0) {
+    if (ret != 0) { /* as for any carve run that cannot start: 2, nothing was run */
         fprintf(stderr, "carve run: %s\n", err);
-        return ret;
+        return CARVE_EXIT_USAGE;
     }
     ctx->state = (void *)(intptr_t)lock_fd;
     ctx->finish = mig_finish;

@@ -18,8 +18,8 @@ struct mig_profile {
     unsigned max_count;        /* most instances of this profile on one GPU */
     unsigned start_mask;       /* bit i set: an instance may start at memory slice i */
     /* beyond the contract: what NVML calls the profile */
-    unsigned nvml_profile;     /* NVML_GPU_INSTANCE_PROFILE_* index for ...GetGpuInstanceProfileInfo */
-    unsigned nvml_id;          /* the profile ID NVML reports and nvidia-smi shows (19, 14, 9 ...) */
+    unsigned nvml_profile;     /* NVML_GPU_INSTANCE_PROFILE_* (profile info takes it) */
+    unsigned nvml_id;          /* the profile ID NVML reports, nvidia-smi shows (19, 14, 9 ...) */
     bool media;                /* a "+me" profile: takes the GPU's media engines (at most one) */
 };
 

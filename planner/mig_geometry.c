@@ -28,15 +28,19 @@ struct option {
     const struct mig_profile *profile;
     unsigned start, mask;
     uint64_t over_mib;
+    bool preferred; /* the same profile at the same start as an instance to reuse */
 };
 
 /* the value of the best completion of a state, compared in this order: most requests placed,
    least memory stranded, most memory given to the placed requests (between two layouts that
-   place as many and strand as little, the one honouring the bigger requests), most headroom */
+   place as many and strand as little, the one honouring the bigger requests), most preferred
+   instances reused, most headroom. Reuse adds up without double counting: instances never
+   share slices, so one (profile, start) is used once at most. */
 struct value {
     int placed;
     uint64_t stranded;
     uint64_t given;
+    int reused;
     uint64_t headroom;
 };
 
@@ -74,6 +78,18 @@ bool mig_request_fits(const struct mig_model *model, const struct mig_request *r
            mig_profile_compute_pct(model, p) + 1e-6 >= r->compute_pct;
 }
 
+/* whether one more instance of p fits beside the layout */
+static bool addable(const struct mig_model *model, unsigned used_mask, unsigned used_compute,
+                    bool media_used, const struct mig_profile *p)
+{
+    if ((p->media && media_used) || used_compute + p->compute_slices > model->compute_slices)
+        return false;
+    for (unsigned s = 0; s < model->memory_slices; s++)
+        if ((p->start_mask & (1u << s)) && !(mig_slice_mask(p, s) & used_mask))
+            return true;
+    return false;
+}
+
 uint64_t mig_unreachable_mib(const struct mig_model *model, unsigned used_mask,
                              unsigned used_compute, bool media_used, uint64_t *headroom)
 {
@@ -108,6 +124,8 @@ static bool better(const struct value *a, const struct value *b)
         return a->stranded < b->stranded;
     if (a->given != b->given)
         return a->given > b->given;
+    if (a->reused != b->reused)
+        return a->reused > b->reused;
     return a->headroom > b->headroom;
 }
 
@@ -120,7 +138,7 @@ static struct value solve(struct search *s, size_t i, unsigned mask, unsigned co
                           unsigned media)
 {
     if (i == s->n) {
-        struct value v = {0, 0, 0, 0};
+        struct value v = {0, 0, 0, 0, 0};
         v.stranded = mig_unreachable_mib(s->model, mask, compute, media, &v.headroom);
         return v;
     }
@@ -139,6 +157,7 @@ static struct value solve(struct search *s, size_t i, unsigned mask, unsigned co
         v.placed += 1;
         v.stranded += o->over_mib;
         v.given += o->profile->memory_mib;
+        v.reused += o->preferred ? 1 : 0;
         if (better(&v, &c->v)) {
             c->v = v;
             c->choice = k;
@@ -197,6 +216,7 @@ static void explain_no_room(const struct mig_model *m, const struct option *opts
 }
 
 static void build_options(const struct mig_model *m, const struct mig_request *r,
+                          const struct mig_instance *prefer, size_t nprefer,
                           struct option *opts, int *nopts)
 {
     *nopts = 0;
@@ -204,17 +224,31 @@ static void build_options(const struct mig_model *m, const struct mig_request *r
         const struct mig_profile *p = &m->profiles[j];
         if (!mig_request_fits(m, r, p))
             continue;
+        /* a profile asked for by name gives exactly what was asked */
         uint64_t asked = r->profile[0] ? p->memory_mib : r->memory_mib;
-        for (unsigned st = 0; st < m->memory_slices && *nopts < MAX_OPTIONS; st++)
-            if (p->start_mask & (1u << st))
-                opts[(*nopts)++] = (struct option){p, st, mig_slice_mask(p, st),
-                                                   p->memory_mib - (asked < p->memory_mib ? asked : p->memory_mib)};
+        uint64_t over = p->memory_mib - (asked < p->memory_mib ? asked : p->memory_mib);
+        for (unsigned st = 0; st < m->memory_slices && *nopts < MAX_OPTIONS; st++) {
+            if (!(p->start_mask & (1u << st)))
+                continue;
+            bool preferred = false;
+            for (size_t k = 0; k < nprefer; k++)
+                preferred |= prefer[k].profile == p && prefer[k].start == st;
+            opts[(*nopts)++] = (struct option){p, st, mig_slice_mask(p, st), over, preferred};
+        }
     }
 }
 
 int mig_plan(const struct mig_model *model, const struct mig_request *req, size_t n,
              const struct mig_instance *keep, size_t nkeep, struct mig_plan *plan, char *err,
              size_t errlen)
+{
+    return mig_plan_prefer(model, req, n, keep, nkeep, NULL, 0, plan, err, errlen);
+}
+
+int mig_plan_prefer(const struct mig_model *model, const struct mig_request *req, size_t n,
+                    const struct mig_instance *keep, size_t nkeep,
+                    const struct mig_instance *prefer, size_t nprefer, struct mig_plan *plan,
+                    char *err, size_t errlen)
 {
     int ret = -1;
     struct search s = {model, req, n, NULL, NULL, NULL};
@@ -248,7 +282,7 @@ int mig_plan(const struct mig_model *model, const struct mig_request *req, size_
         goto out;
     }
     for (size_t i = 0; i < n; i++)
-        build_options(model, &req[i], s.opts[i], &s.nopts[i]);
+        build_options(model, &req[i], prefer, nprefer, s.opts[i], &s.nopts[i]);
 
     struct value best = solve(&s, 0, mask0, compute0, media0);
     unsigned mask = mask0, compute = compute0, media = media0;
@@ -281,6 +315,12 @@ int mig_plan(const struct mig_model *model, const struct mig_request *req, size_
     plan->used_compute = compute;
     plan->unreachable_mib = mig_unreachable_mib(model, mask, compute, media, &plan->headroom_mib);
     plan->stranded_mib = plan->over_mib + plan->unreachable_mib;
+    for (size_t j = 0; j < model->nprofiles; j++) {
+        const struct mig_profile *p = &model->profiles[j];
+        if (p->memory_mib == plan->headroom_mib && addable(model, mask, compute, media, p) &&
+            (!plan->headroom || p->compute_slices > plan->headroom->compute_slices))
+            plan->headroom = p;
+    }
     if (plan->stranded_mib != best.stranded || (int)plan->nplaced != best.placed) {
         snprintf(err, errlen, "internal error: the MIG plan's walk disagrees with its search");
         goto out;

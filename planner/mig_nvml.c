@@ -37,6 +37,7 @@ struct mig_nvml {
     __typeof__(&nvmlDeviceGetMigDeviceHandleByIndex) mig_handle;
     __typeof__(&nvmlDeviceGetGpuInstanceId) mig_gi_id;
     __typeof__(&nvmlDeviceGetComputeInstanceId) mig_ci_id;
+    __typeof__(&nvmlDeviceGetAttributes_v2) attributes;
 };
 
 static const char *nverr(struct mig_nvml *n, nvmlReturn_t r)
@@ -85,6 +86,7 @@ int mig_nvml_open(const char *path, struct mig_nvml **out, char *err, size_t err
     LOAD(mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
     LOAD(mig_gi_id, "nvmlDeviceGetGpuInstanceId");
     LOAD(mig_ci_id, "nvmlDeviceGetComputeInstanceId");
+    LOAD(attributes, "nvmlDeviceGetAttributes_v2");
     if (!n->init || !n->shutdown || !n->count || !n->by_index || !n->name || !n->uuid) {
         snprintf(err, errlen, "%s lacks NVML's basic entry points", path);
         goto fail;
@@ -212,6 +214,56 @@ static void join_mig_devices(struct mig_nvml *n, nvmlDevice_t d, struct mig_live
     }
 }
 
+/* the table's profile a MIG device is: its compute slices, and the memory nearest NVML's */
+static const struct mig_profile *profile_of(const struct mig_model *model, unsigned slices,
+                                            uint64_t memory_mib)
+{
+    const struct mig_profile *best = NULL;
+    uint64_t best_gap = UINT64_MAX;
+    for (size_t i = 0; model && i < model->nprofiles; i++) {
+        const struct mig_profile *p = &model->profiles[i];
+        uint64_t gap = p->memory_mib > memory_mib ? p->memory_mib - memory_mib
+                                                  : memory_mib - p->memory_mib;
+        if (p->compute_slices == slices && !p->media && gap < best_gap) {
+            best = p;
+            best_gap = gap;
+        }
+    }
+    return best;
+}
+
+/* Without root, NVML may refuse to list GPU instances but still shows the MIG devices: the
+   instances, then, as their MIG devices say (no placement). */
+static int from_mig_devices(struct mig_nvml *n, nvmlDevice_t d, unsigned gpu,
+                            const struct mig_model *model, struct mig_live *out, int max)
+{
+    unsigned cnt = 0;
+    int k = 0;
+    if (n->mig_count(d, &cnt) != NVML_SUCCESS)
+        return 0;
+    for (unsigned i = 0; i < cnt && i < MAX_MIG_HANDLES && k < max; i++) {
+        nvmlDevice_t mig;
+        unsigned gi = 0, ci = 0;
+        if (n->mig_handle(d, i, &mig) != NVML_SUCCESS || n->mig_gi_id(mig, &gi) != NVML_SUCCESS)
+            continue;
+        struct mig_live *l = &out[k++];
+        memset(l, 0, sizeof(*l));
+        l->gpu = gpu;
+        l->gi_id = gi;
+        l->ci_id = n->mig_ci_id && n->mig_ci_id(mig, &ci) == NVML_SUCCESS ? (int)ci : -1;
+        n->uuid(mig, l->uuid, sizeof(l->uuid));
+        nvmlDeviceAttributes_t a;
+        if (n->attributes && n->attributes(mig, &a) == NVML_SUCCESS) {
+            l->memory_mib = a.memorySizeMB;
+            l->profile = profile_of(model, a.gpuInstanceSliceCount, a.memorySizeMB);
+            if (l->profile)
+                l->profile_id = l->profile->nvml_id;
+        }
+        add_procs(n, mig, l);
+    }
+    return k;
+}
+
 static int by_start(const void *a, const void *b)
 {
     const struct mig_live *x = a, *y = b;
@@ -228,13 +280,18 @@ int mig_nvml_instances(struct mig_nvml *n, unsigned gpu, struct mig_live *out, i
     n->name(d, name, sizeof(name));
     const struct mig_model *model = mig_model_find(name);
     int k = 0;
+    bool denied = false;
     for (unsigned p = 0; p < NVML_GPU_INSTANCE_PROFILE_COUNT; p++) {
         nvmlGpuInstanceProfileInfo_t info;
-        if (n->gi_profile(d, p, &info) != NVML_SUCCESS)
+        nvmlReturn_t r = n->gi_profile(d, p, &info);
+        denied |= r == NVML_ERROR_NO_PERMISSION;
+        if (r != NVML_SUCCESS)
             continue;
         nvmlGpuInstance_t gis[MIG_NVML_MAX_LIVE];
         unsigned cnt = MIG_NVML_MAX_LIVE;
-        if (n->gi_list(d, info.id, gis, &cnt) != NVML_SUCCESS)
+        r = n->gi_list(d, info.id, gis, &cnt);
+        denied |= r == NVML_ERROR_NO_PERMISSION;
+        if (r != NVML_SUCCESS)
             continue;
         for (unsigned i = 0; i < cnt && k < max; i++) {
             nvmlGpuInstanceInfo_t gi;
@@ -248,10 +305,13 @@ int mig_nvml_instances(struct mig_nvml *n, unsigned gpu, struct mig_live *out, i
             l->profile = mig_profile_by_nvml_id(model, gi.profileId);
             l->start = gi.placement.start;
             l->size = gi.placement.size;
+            l->placement_known = true;
             l->memory_mib = info.memorySizeMB;
             l->ci_id = -1;
         }
     }
+    if (denied && k == 0)
+        return from_mig_devices(n, d, gpu, model, out, max);
     join_mig_devices(n, d, out, k);
     qsort(out, (size_t)k, sizeof(*out), by_start);
     return k;
@@ -276,29 +336,40 @@ static int profile_info(struct mig_nvml *n, nvmlDevice_t d, const struct mig_pro
     return 0;
 }
 
-int mig_nvml_starts(struct mig_nvml *n, unsigned gpu, const struct mig_profile *p,
-                    unsigned *mask, char *err, size_t errlen)
+int mig_nvml_facts(struct mig_nvml *n, unsigned gpu, const struct mig_profile *p,
+                   struct mig_nvml_facts *f, char *err, size_t errlen)
 {
     nvmlDevice_t d;
     nvmlGpuInstanceProfileInfo_t info;
-    if (need_mig(n, err, errlen) < 0 || device(n, gpu, &d, err, errlen) < 0 ||
-        profile_info(n, d, p, &info, err, errlen) < 0)
+    memset(f, 0, sizeof(*f));
+    if (need_mig(n, err, errlen) < 0 || device(n, gpu, &d, err, errlen) < 0)
         return -1;
+    nvmlReturn_t r = n->gi_profile(d, p->nvml_profile, &info);
+    if (r != NVML_SUCCESS) {
+        snprintf(err, errlen, "NVML knows no GPU instance profile %s here: %s", p->name,
+                 nverr(n, r));
+        return -1;
+    }
+    f->id = info.id;
+    f->compute_slices = info.sliceCount;
+    f->max_count = info.instanceCount;
+    f->memory_mib = info.memorySizeMB;
     if (!n->placements) {
         snprintf(err, errlen, "this NVML has no nvmlDeviceGetGpuInstancePossiblePlacements_v2");
         return -1;
     }
     nvmlGpuInstancePlacement_t pl[16];
     unsigned cnt = 16;
-    nvmlReturn_t r = n->placements(d, info.id, pl, &cnt);
+    r = n->placements(d, info.id, pl, &cnt);
     if (r != NVML_SUCCESS) {
         snprintf(err, errlen, "NVML's placements for %s: %s", p->name, nverr(n, r));
         return -1;
     }
-    *mask = 0;
-    for (unsigned i = 0; i < cnt && i < 16; i++)
+    for (unsigned i = 0; i < cnt && i < 16; i++) {
         if (pl[i].start < 32)
-            *mask |= 1u << pl[i].start;
+            f->start_mask |= 1u << pl[i].start;
+        f->memory_slices = pl[i].size;
+    }
     return 0;
 }
 
@@ -358,6 +429,7 @@ int mig_nvml_create(struct mig_nvml *n, unsigned gpu, const struct mig_profile *
         made->profile = p;
         made->start = gii.placement.start;
         made->size = gii.placement.size;
+        made->placement_known = true;
         made->memory_mib = info.memorySizeMB;
         join_mig_devices(n, d, made, 1);
     }
@@ -399,7 +471,8 @@ int mig_nvml_destroy(struct mig_nvml *n, unsigned gpu, unsigned gi_id, char *err
     }
     nvmlReturn_t r = n->gi_by_id(d, gi_id, &gi);
     if (r != NVML_SUCCESS) {
-        snprintf(err, errlen, "GPU instance %u on GPU %u: %s", gi_id, gpu, nverr(n, r));
+        snprintf(err, errlen, "GPU instance %u on GPU %u: %s%s", gi_id, gpu, nverr(n, r),
+                 r == NVML_ERROR_NO_PERMISSION ? " (MIG changes need root)" : "");
         return -1;
     }
     for (unsigned p = 0; p < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; p++) {

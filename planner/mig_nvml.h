@@ -30,7 +30,8 @@ struct mig_live {
     unsigned gi_id;
     unsigned profile_id;              /* NVML's profile ID (19, 14, 9 ...) */
     const struct mig_profile *profile; /* carve's row for it, or NULL if unknown */
-    unsigned start, size;             /* placement in memory slices */
+    unsigned start, size;             /* placement in memory slices, when placement_known */
+    bool placement_known;             /* false: read from the MIG device alone (not root) */
     uint64_t memory_mib;              /* NVML's number for the profile */
     int ci_id;                        /* -1: no compute instance */
     char uuid[96];                    /* "MIG-..."; "" without a MIG device */
@@ -48,9 +49,17 @@ int mig_nvml_gpus(struct mig_nvml *n, struct mig_gpu *gpus, int max, char *err, 
 /* GPU gpu's GPU instances, ordered by start slot: their number, or -1 with err. */
 int mig_nvml_instances(struct mig_nvml *n, unsigned gpu, struct mig_live *out, int max,
                        char *err, size_t errlen);
-/* The start slots NVML allows for p on gpu, as a mask; -1 with err when NVML cannot say. */
-int mig_nvml_starts(struct mig_nvml *n, unsigned gpu, const struct mig_profile *p,
-                    unsigned *mask, char *err, size_t errlen);
+/* What NVML says of profile p on gpu, to check carve's table against the driver. */
+struct mig_nvml_facts {
+    unsigned id;          /* NVML's profile ID */
+    unsigned compute_slices, max_count;
+    uint64_t memory_mib;
+    unsigned start_mask;  /* from nvmlDeviceGetGpuInstancePossiblePlacements_v2 */
+    unsigned memory_slices; /* the placements' size */
+};
+/* 0, or -1 with err when NVML cannot say (no such profile on this GPU, too old a driver). */
+int mig_nvml_facts(struct mig_nvml *n, unsigned gpu, const struct mig_profile *p,
+                   struct mig_nvml_facts *f, char *err, size_t errlen);
 /* Creates a GPU instance of p at start and its full compute instance; *made describes it.
  * 0, or -1 with err (and nothing left behind). */
 int mig_nvml_create(struct mig_nvml *n, unsigned gpu, const struct mig_profile *p,

@@ -54,18 +54,28 @@ struct mig_plan {
     unsigned used_compute;  /* compute slices taken, the kept instances included */
     uint64_t given_mib;     /* memory of the placed instances */
     uint64_t headroom_mib;  /* memory of the largest profile that could still be added */
+    const struct mig_profile *headroom; /* that profile (most SMs among equals), or NULL */
 };
 
 /* Plans the requests on model, beside the instances in keep (already on the GPU, left alone).
  * Search: exact, by dynamic programming over (request, memory slices taken, compute slices
  * taken, media engines taken), which covers every assignment of a (profile, start) or "not
- * placed" to every request: at most n x 256 x 8 x 2 states of <= 50 choices each. The best
+ * placed" to every request: at most n x 256 x 8 x 2 states of <= 64 choices each. The best
  * layout places the most requests, then strands the least memory, then gives the placed
- * requests the most memory (honours bigger requests), then leaves the largest profile addable. 0 on success (some requests may still be refused, see plan->refused), or
- * -1 with a message in err for bad arguments (too many requests, a kept layout not valid). */
+ * requests the most memory (honours bigger requests), then leaves the largest profile
+ * addable. 0 on success (some requests may still be refused, see plan->refused), or -1 with
+ * a message in err for bad arguments (too many requests, a kept layout not valid). */
 int mig_plan(const struct mig_model *model, const struct mig_request *req, size_t n,
              const struct mig_instance *keep, size_t nkeep, struct mig_plan *plan, char *err,
              size_t errlen);
+
+/* mig_plan, and among layouts equal in the order above, the one that reuses the most of the
+ * instances in prefer (the ones on the GPU now, for apply --replace: the fewest destroyed and
+ * created; a layout already right is kept as it is). */
+int mig_plan_prefer(const struct mig_model *model, const struct mig_request *req, size_t n,
+                    const struct mig_instance *keep, size_t nkeep,
+                    const struct mig_instance *prefer, size_t nprefer, struct mig_plan *plan,
+                    char *err, size_t errlen);
 
 /* Whether instances form a valid layout on model: starts allowed, memory slices disjoint,
  * compute slices <= model->compute_slices, counts <= max_count, at most one media profile.

@@ -19,5 +19,13 @@ $(UNIT_PLANNER_BIN): $(TESTDIR)/unit/%: $(OBJ)/tests/unit/%.o $(PLANNER_LIB) $(C
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
 
-ALL_TARGETS  += $(UNIT_PLANNER_BIN)
-TEST_TARGETS += $(UNIT_PLANNER_BIN)
+# test_mig_nvml drives planner/mig_nvml.c against the simulated GPU's NVML
+TEST_MIG_NVML := $(TESTDIR)/unit/test_mig_nvml
+$(TEST_MIG_NVML): $(OBJ)/tests/unit/test_mig_nvml.o $(PLANNER_LIB) $(COMMON_LIB) | \
+                  $(SIMDIR)/libnvidia-ml.so.1
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(filter-out $(SIMDIR)/%,$^) $(LDFLAGS) -lcmocka -ldl
+$(OBJ)/tests/unit/test_mig_nvml.o: CFLAGS += -DSIM_NVML='"$(abspath $(SIMDIR))/libnvidia-ml.so.1"'
+
+ALL_TARGETS  += $(UNIT_PLANNER_BIN) $(TEST_MIG_NVML)
+TEST_TARGETS += $(UNIT_PLANNER_BIN) $(TEST_MIG_NVML)

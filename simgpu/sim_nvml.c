@@ -66,6 +66,7 @@ API const char *nvmlErrorString(nvmlReturn_t r)
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
     case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient Resources";
     default: return "Unknown Error";
     }
 }
@@ -371,6 +372,20 @@ static bool mig_instance_of(nvmlDevice_t d, struct sim_mig_gi *out)
     return false;
 }
 
+/* CARVE_SIM_UNPRIVILEGED=1: NVML answers as to a user who is not root: MIG devices are
+   visible, GPU instances cannot be listed, made or destroyed */
+static bool unprivileged(void)
+{
+    const char *v = getenv("CARVE_SIM_UNPRIVILEGED");
+    return v && strcmp(v, "1") == 0;
+}
+
+#define NEED_ROOT()                                  \
+    do {                                             \
+        if (unprivileged())                          \
+            return NVML_ERROR_NO_PERMISSION;         \
+    } while (0)
+
 /* MIG calls need MIG on: as the driver, NOT_SUPPORTED on a GPU without it */
 #define NEED_MIG(d)                                                   \
     do {                                                              \
@@ -464,6 +479,7 @@ API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t d, unsign
                                                           nvmlGpuInstance_t *gi)
 {
     NEED_MIG(d);
+    NEED_ROOT();
     if (!sim_config()->mig_on)
         return NVML_ERROR_NOT_SUPPORTED;
     const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), profileId);
@@ -480,6 +496,7 @@ API nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t d, unsigned int profileI
                                            nvmlGpuInstance_t *gis, unsigned int *count)
 {
     NEED_MIG(d);
+    NEED_ROOT();
     if (!gis || !count)
         return NVML_ERROR_INVALID_ARGUMENT;
     struct sim_mig_gi list[SIM_MIG_MAX];
@@ -508,6 +525,7 @@ API nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t d, unsigned int id,
                                               nvmlGpuInstance_t *gi)
 {
     NEED_MIG(d);
+    NEED_ROOT();
     struct sim_mig_gi g;
     if (!gi || id > SIM_MIG_MAX_ID)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -564,6 +582,7 @@ static int destroy_gi(struct sim_mig_gi *list, int *n, void *varg)
 API nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi)
 {
     NEED_INIT();
+    NEED_ROOT();
     if (!valid_gi(gi))
         return NVML_ERROR_INVALID_ARGUMENT;
     struct gi_arg a = {gi->dev, gi->id};
@@ -683,6 +702,7 @@ static int destroy_ci(struct sim_mig_gi *list, int *n, void *varg)
 API nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci)
 {
     NEED_INIT();
+    NEED_ROOT();
     if (!valid_ci(ci))
         return NVML_ERROR_INVALID_ARGUMENT;
     if (has_processes(ci->dev, ci->gi))
@@ -721,6 +741,27 @@ API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned in
     if (index >= (unsigned)k)
         return NVML_ERROR_NOT_FOUND;
     *mig = &mig_devices[d->index][mine[index].gi];
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t d, nvmlDeviceAttributes_t *a)
+{
+    NEED_INIT();
+    struct sim_mig_gi g;
+    if (!a)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!mig_instance_of(d, &g))
+        return valid(d) ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
+    const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), g.nvml_id);
+    if (!p)
+        return NVML_ERROR_UNKNOWN;
+    unsigned sms = (unsigned)sim_config()->sms * p->compute_slices /
+                   sim_mig_model()->compute_slices;
+    *a = (nvmlDeviceAttributes_t){.multiprocessorCount = sms,
+                                  .sharedCopyEngineCount = p->compute_slices,
+                                  .gpuInstanceSliceCount = p->compute_slices,
+                                  .computeInstanceSliceCount = p->compute_slices,
+                                  .memorySizeMB = p->memory_mib};
     return NVML_SUCCESS;
 }
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# san: yes (no libcarve is preloaded: the ASan carve, simulated NVML and memhog run as they are)
 # mig.sh - `carve mig` and `carve run --mode mig` on the simulated GPU's MIG emulation: the
 # profile table, plans (impossible requests reported with their reason), a dry-run apply that
 # changes nothing, --yes creating instances that list shows, the refusal to destroy an
@@ -63,6 +64,10 @@ check "H100 3g.40gb starts at 0 and 4" test "$(echo "$out" | json_eval \
     "[p['starts'] for m in j if m['model']=='H100-80GB' for p in m['profiles'] if p['name']=='3g.40gb'][0]")" = "[0, 4]"
 expect 0 "1g.18gb" mig profiles --gpu H200-141GB
 expect 2 "no MIG model \`T4'" mig profiles --gpu T4
+for model in A100-40GB A100-80GB H100-80GB H200-141GB; do
+    CARVE_SIM_MODEL=$model expect 0 "($model), MIG on: carve's table against NVML" \
+        mig profiles --check --simulate
+done
 
 # ---- plans ----
 expect 0 "3 placed, 0 refused" mig plan --gpu H100-80GB 20GiB,30% 8GiB 8GiB
@@ -94,6 +99,19 @@ expect 1 "does not fit" mig apply --simulate --yes 3g.40gb
 check "a refused apply created nothing" test "$(instances)" = 3
 expect 0 "beside the instances already there" mig plan --simulate 1g.10gb
 
+# not root: NVML shows the MIG devices but not the GPU instances behind them
+export CARVE_SIM_UNPRIVILEGED=1
+check "not root: list still shows the 3 instances, slots unknown" test "$("$CARVE" mig list \
+    --simulate --json | json_eval "[i['start'] for i in j[0]['instances']]")" = "[None, None, None]"
+check "not root: their profiles from the MIG devices" test "$("$CARVE" mig list --simulate \
+    --json | json_eval "sorted(i['profile'] for i in j[0]['instances'])")" = "['1g.10gb', '1g.10gb', '3g.40gb']"
+expect 1 "needs root here" mig apply --simulate 8GiB
+expect 1 "MIG changes need root" mig destroy --simulate --yes --all
+seen=$("$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
+check "not root: run --mode mig still finds an instance ($seen)" grep -q "^MIG-" <<<"$seen"
+unset CARVE_SIM_UNPRIVILEGED
+check "nothing changed without root" test "$(instances)" = 3
+
 # ---- run --mode mig ----
 small=$(echo "$list" | json_eval "[i['uuid'] for i in j[0]['instances'] if i['profile']=='1g.10gb'][0]")
 big=$(echo "$list" | json_eval "[i['uuid'] for i in j[0]['instances'] if i['profile']=='3g.40gb'][0]")
@@ -109,7 +127,17 @@ check "run --memory 20GiB picks the 3g.40gb" test "$seen" = "$big"
 seen=$("$CARVE" run --mode mig --simulate --quiet --memory 1GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
 check "run --memory 1GiB picks a 1g.10gb, the smallest that fits" test \
     "$(echo "$list" | json_eval "[i['profile'] for i in j[0]['instances'] if i['uuid']=='$seen'][0]")" = 1g.10gb
-expect 1 "no free MIG instance with at least 50GiB" run --mode mig --simulate --memory 50GiB -- true
+expect 2 "no free MIG instance with at least 50GiB" run --mode mig --simulate --memory 50GiB -- true
+# a carve run holds its instance even before its command has a GPU process: no second taker
+"$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sleep 10 &
+holder=$!
+for _ in $(seq 100); do
+    [ -n "$(find /dev/shm -maxdepth 1 -name "carve-mig-*-$big.lock" 2>/dev/null)" ] && break
+    sleep 0.05
+done
+expect 2 "no free MIG instance with at least 20GiB" run --mode mig --simulate --memory 20GiB -- true
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
 expect 2 "needs --mode mig" run --simulate --mig-instance "$small" -- true
 expect 2 "no MIG device MIG-nope" run --mode mig --simulate --mig-instance MIG-nope -- true
 expect 2 "--mode bogus: carve or mig" run --mode bogus -- true
@@ -144,6 +172,9 @@ check "replace keeps GI $big_gi, destroys the 1g.10gb, creates one 3g.40gb" \
 list=$("$CARVE" mig list --simulate --json)
 check "replace: exactly two 3g.40gb at 0 and 4" test "$(echo "$list" | json_eval \
     "sorted((i['profile'], i['start']) for i in j[0]['instances'])")" = "[('3g.40gb', 0), ('3g.40gb', 4)]"
+out=$("$CARVE" mig apply --simulate --replace --yes 3g.40gb 3g.40gb 2>&1)
+check "replace again: both kept, nothing destroyed or created" test \
+    "$(echo "$out" | grep -c "^keep ")/$(echo "$out" | grep -c -e "^destroyed" -e "^created")" = 2/0
 expect 0 "destroyed GI" mig destroy --simulate --yes --all
 check "destroy --all: none left" test "$(instances)" = 0
 

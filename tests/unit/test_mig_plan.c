@@ -163,6 +163,7 @@ static void test_no_stranding_start(void **state)
     assert_int_not_equal(placed_for(&p, 0)->inst.start, 6);
     assert_int_equal(p.stranded_mib, 0);
     assert_int_equal(p.headroom_mib, 40448); /* a 3g.40gb still fits */
+    assert_string_equal(p.headroom->name, "3g.40gb");
 }
 
 static void test_seven_small(void **state)
@@ -176,6 +177,7 @@ static void test_seven_small(void **state)
     assert_int_equal(p.over_mib, 7 * (9984 - 8192));
     assert_int_equal(p.unreachable_mib, 9984); /* slice 7: no 1g may start there */
     assert_int_equal(p.stranded_mib, 7 * (9984 - 8192) + 9984);
+    assert_null(p.headroom); /* 7 compute slices taken: nothing more fits */
 }
 
 /* 15 GiB fits 1g.20gb and 2g.20gb alike; four of them fill the GPU either way */
@@ -262,6 +264,30 @@ static void test_beside_existing(void **state)
     parse_all(r, 1, &one);
     assert_int_equal(mig_plan(h, &one, 1, bad, 1, &p, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "cannot start at memory slice 2"));
+}
+
+/* apply --replace: an equally good layout that is already there is kept as it is */
+static void test_prefer_existing(void **state)
+{
+    const struct mig_model *h = model("H100-80GB");
+    const char *r[] = {"1g.10gb", "2g.20gb"};
+    struct mig_request req[2];
+    struct mig_plan p;
+    char err[256];
+    parse_all(r, 2, req);
+    assert_int_equal(mig_plan(h, req, 2, NULL, 0, &p, err, sizeof(err)), 0);
+    unsigned plain = placed_for(&p, 0)->inst.start;
+    /* elsewhere, and as good: the 1g at 3, the 2g at 4 (nothing stranded either way) */
+    struct mig_instance now[] = {{mig_profile_find(h, "1g.10gb"), plain == 3 ? 2 : 3},
+                                 {mig_profile_find(h, "2g.20gb"), 4}};
+    assert_int_equal(mig_plan_prefer(h, req, 2, NULL, 0, now, 2, &p, err, sizeof(err)), 0);
+    assert_int_equal(placed_for(&p, 0)->inst.start, now[0].start);
+    assert_int_equal(placed_for(&p, 1)->inst.start, 4);
+    assert_int_equal(p.stranded_mib, 0);
+    /* but never at the price of stranding memory: a 1g at 6 strands slice 7 */
+    struct mig_instance worse[] = {{mig_profile_find(h, "1g.10gb"), 6}};
+    assert_int_equal(mig_plan_prefer(h, req, 1, NULL, 0, worse, 1, &p, err, sizeof(err)), 0);
+    assert_int_not_equal(placed_for(&p, 0)->inst.start, 6);
 }
 
 static void test_layout_valid(void **state)
@@ -443,7 +469,8 @@ int main(void)
         cmocka_unit_test(test_four_quarters),     cmocka_unit_test(test_least_stranded_profile),
         cmocka_unit_test(test_compute_limit),     cmocka_unit_test(test_impossible_reported),
         cmocka_unit_test(test_media_once),        cmocka_unit_test(test_beside_existing),
-        cmocka_unit_test(test_layout_valid),      cmocka_unit_test(test_brute_force),
+        cmocka_unit_test(test_prefer_existing),   cmocka_unit_test(test_layout_valid),
+        cmocka_unit_test(test_brute_force),
         cmocka_unit_test(test_many_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

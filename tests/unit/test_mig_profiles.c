@@ -130,6 +130,8 @@ static void test_find_by_nvml_name(void **state)
     }
     assert_null(mig_model_find("NVIDIA GeForce RTX 4090"));
     assert_null(mig_model_find("Tesla T4"));
+    assert_null(mig_model_find("NVIDIA GH200 480GB")); /* not an H200: other profiles */
+    assert_null(mig_model_find("NVIDIA H100 NVL"));     /* 94 GB: other profiles */
     assert_null(mig_model_find(""));
     assert_null(mig_model_find(NULL));
 }
