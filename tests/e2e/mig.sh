@@ -140,7 +140,7 @@ kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 expect 2 "needs --mode mig" run --simulate --mig-instance "$small" -- true
 expect 2 "no MIG device MIG-nope" run --mode mig --simulate --mig-instance MIG-nope -- true
-expect 2 "--mode bogus: carve or mig" run --mode bogus -- true
+expect 2 "unknown mode \`bogus' (modes: carve, timeslice, mps, mig)" run --mode bogus -- true
 expect 3 "" run --mode mig --simulate --quiet -- sh -c 'exit 3'
 
 # a process in the 3g.40gb: it sees the instance's memory, and the instance cannot go

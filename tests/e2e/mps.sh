@@ -175,7 +175,7 @@ expect() { # expect FRAGMENT ARGS...: carve ARGS exits 2 and says FRAGMENT; no d
         check "carve $* -> $rc (want 2, no daemon), stderr: $err" 1
     fi
 }
-expect "unknown mode \`bogus' (modes: carve, timeslice, mps)" run --simulate --mode bogus -- true
+expect "unknown mode \`bogus' (modes: carve, timeslice, mps, mig)" run --simulate --mode bogus -- true
 expect "needs a value" run --simulate --mode
 expect "asks for a guarantee, and MPS can only limit" run --simulate --mode mps --compute 30%+ -- true
 expect "give a limit (\`30%')" run --simulate --mode mps --compute 30%+ -- true
