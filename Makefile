@@ -37,6 +37,7 @@ include cli/module.mk
 include carved/module.mk
 include tests/module.mk
 include bench/module.mk
+include slurm/module.mk
 
 real-all: $(ALL_TARGETS)
 
