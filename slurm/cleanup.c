@@ -24,7 +24,9 @@ static const char help[] =
     "  -d, --state-dir DIR  the plugin's state_dir= (default " CARVE_JOB_STATE_DIR ")\n"
     "  -n, --dry-run        list, remove nothing\n"
     "  -j, --json           one JSON object: {\"jobs\":[{\"job\":N,\"shm\":S,\"carved\":S|null,\n"
-    "                       \"steps\":N,\"live_steps\":N,\"removed\":B}]}\n"
+    "                       \"memory\":S,\"compute\":S,\"steps\":N,\"live_steps\":N,\n"
+    "                       \"removed\":B}]}; memory and compute are the slice's on its\n"
+    "                       first GPU (\"-\": none, \"?\": the slice cannot be read)\n"
     "  -h, --help           this text\n"
     "\n"
     "Slices that carved holds are deleted through its socket (CARVE_SOCKET, default\n"
@@ -81,10 +83,11 @@ int main(int argc, char **argv)
     if (json) {
         json_t *jobs = json_array();
         for (int i = 0; i < n; i++)
-            json_array_append_new(jobs, json_pack("{s:I,s:s,s:s?,s:i,s:i,s:b}", "job",
+            json_array_append_new(jobs, json_pack("{s:I,s:s,s:s?,s:s,s:s,s:i,s:i,s:b}", "job",
                 (json_int_t)st[i].job_id, "shm", st[i].shm, "carved",
-                st[i].carved[0] ? st[i].carved : NULL, "steps", st[i].steps, "live_steps",
-                st[i].live_steps, "removed", st[i].removed));
+                st[i].carved[0] ? st[i].carved : NULL, "memory", st[i].memory, "compute",
+                st[i].compute, "steps", st[i].steps, "live_steps", st[i].live_steps,
+                "removed", st[i].removed));
         json_t *root = json_pack("{s:o}", "jobs", jobs);
         json_dumpf(root, stdout, JSON_INDENT(2));
         putchar('\n');
@@ -94,8 +97,9 @@ int main(int argc, char **argv)
     if (n == 0)
         printf("no Slurm job has a carve slice here (%s)\n", conf.state_dir);
     for (int i = 0; i < n; i++)
-        printf("job %-8u %-36s %d/%d steps alive  %s\n", st[i].job_id,
-               st[i].carved[0] ? st[i].carved : st[i].shm, st[i].live_steps, st[i].steps,
+        printf("job %-8u %-32s memory %-9s compute %-7s %d/%d steps alive  %s\n",
+               st[i].job_id, st[i].carved[0] ? st[i].carved : st[i].shm, st[i].memory,
+               st[i].compute, st[i].live_steps, st[i].steps,
                st[i].removed ? "removed" : st[i].live_steps ? "running" :
                dry ? "would be removed" : "kept (carved is not running)");
     return 0;

@@ -185,9 +185,24 @@ int carve_job_record_format(const struct carve_job_record *rec, char *buf, size_
     return (int)(at + (size_t)n);
 }
 
+/* A zombie is dead: a killed slurmstepd, re-parented to an init that does not reap
+ * (containers), stays one. */
+static bool zombie(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static bool step_alive(pid_t pid, uint64_t start)
 {
-    if (kill(pid, 0) < 0 && errno == ESRCH)
+    if ((kill(pid, 0) < 0 && errno == ESRCH) || zombie(pid))
         return false;
     uint64_t now = carve_proc_start_time(pid);
     return !(start && now && start != now); /* a reused pid is not the step */
@@ -604,6 +619,30 @@ int carve_job_remove(const struct carve_job_conf *conf, uint32_t job_id, char *e
     return finish(conf, job_id, fd, &rec, err, errlen);
 }
 
+/* The slice's cap and share on its first GPU, for listings. */
+static void describe(const struct carve_job_record *rec, struct carve_job_status *st)
+{
+    struct carve_slice *s;
+    char err[256];
+    snprintf(st->memory, sizeof(st->memory), "?");
+    snprintf(st->compute, sizeof(st->compute), "?");
+    if (!rec->shm[0] || carve_slice_open(rec->shm, &s, err, sizeof(err)) < 0)
+        return;
+    if (carve_slice_ndev(s) > 0) {
+        struct carve_compute c = carve_slice_compute(s, 0);
+        uint64_t cap = carve_slice_cap(s, 0);
+        if (cap)
+            carve_format_size(cap, st->memory, sizeof(st->memory));
+        else
+            snprintf(st->memory, sizeof(st->memory), "-");
+        if (c.share_bp)
+            carve_format_compute(&c, st->compute, sizeof(st->compute));
+        else
+            snprintf(st->compute, sizeof(st->compute), "-");
+    }
+    carve_slice_close(s);
+}
+
 int carve_job_sweep(const struct carve_job_conf *conf, bool dry_run,
                     struct carve_job_status *out, int max, char *err, size_t errlen)
 {
@@ -635,6 +674,7 @@ int carve_job_sweep(const struct carve_job_conf *conf, bool dry_run,
         struct carve_job_status st = {.job_id = (uint32_t)job, .steps = rec.nsteps,
                                       .live_steps = live_steps(&rec)};
         snprintf(st.shm, sizeof(st.shm), "%s", rec.shm);
+        describe(&rec, &st);
         snprintf(st.carved, sizeof(st.carved), "%s", rec.carved);
         if (st.live_steps == 0 && !dry_run)
             st.removed = finish(conf, (uint32_t)job, fd, &rec, why, sizeof(why)) == 0;

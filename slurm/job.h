@@ -82,6 +82,10 @@ struct carve_job_status {
     char carved[CARVE_SLICE_NAME_MAX];
     int steps, live_steps;
     bool removed;
+    /* what the slice holds on its first GPU, read from its table: "2.00 GiB" or "-" (no
+     * cap), "50%+" or "-" (no share); "?" when the slice cannot be opened */
+    char memory[32];
+    char compute[32];
 };
 /* Removes the slices of jobs none of whose steps is alive (unless dry_run); fills out (at
  * most max) with every record seen and returns how many there were, or -errno. */
