@@ -102,6 +102,8 @@ unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu)
         if (errno || end == count || *end || c > 1000000)
             continue;
         total += c;
+        if (total > 1000000)
+            total = 1000000; /* a million shards is past any real GPU: keep the sum bounded */
     }
     free(copy);
     if (ngpu <= 0 || total == 0)
@@ -111,6 +113,33 @@ unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu)
 
 /* ---- the record ---- */
 
+/* Fields of a record line after its key: exactly n words (at most 127 characters each). */
+static int line_words(const char *line, char words[][128], int n)
+{
+    int got = 0, used = 0;
+    const char *p = line + strcspn(line, " \t"); /* past the key */
+    while (got <= n) {
+        char w[128];
+        if (sscanf(p, "%127s%n", w, &used) != 1)
+            break;
+        if (got < n)
+            memcpy(words[got], w, sizeof(w));
+        got++;
+        p += used;
+        if (*p && !strchr(" \t", *p))
+            return -1; /* a word of 128 characters or more */
+    }
+    return got == n ? 0 : -1;
+}
+
+static int parse_number(const char *s, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtoull(s, &end, 10);
+    return s[0] >= '0' && s[0] <= '9' && !errno && !*end && *out <= max ? 0 : -1;
+}
+
 int carve_job_record_parse(const char *text, struct carve_job_record *rec)
 {
     memset(rec, 0, sizeof(*rec));
@@ -118,35 +147,46 @@ int carve_job_record_parse(const char *text, struct carve_job_record *rec)
     int r = copy ? 0 : -ENOMEM;
     for (char *line = copy ? strtok_r(copy, "\n", &save) : NULL; line && r == 0;
          line = strtok_r(NULL, "\n", &save)) {
-        char key[16], a[128], b[32];
+        char key[16], w[2][128];
         unsigned long long n1 = 0, n2 = 0;
-        if (sscanf(line, "%15s", key) != 1)
+        line += strspn(line, " \t");
+        if (!*line)
             continue;
+        size_t klen = strcspn(line, " \t");
+        if (klen >= sizeof(key)) {
+            r = -EINVAL;
+            break;
+        }
+        memcpy(key, line, klen);
+        key[klen] = '\0';
         if (strcmp(key, "carve-slurm") == 0) {
-            r = sscanf(line, "%*s %llu", &n1) == 1 && n1 == 1 ? 0 : -EINVAL;
-        } else if (strcmp(key, "shm") == 0 || strcmp(key, "carved") == 0) {
-            if (sscanf(line, "%*s %127s", a) != 1)
+            r = line_words(line, w, 1) == 0 && strcmp(w[0], "1") == 0 ? 0 : -EINVAL;
+        } else if (strcmp(key, "shm") == 0) {
+            memset(rec->shm, 0, sizeof(rec->shm)); /* the last line counts, nothing of others */
+            if (line_words(line, w, 1) < 0 || w[0][0] != '/' || strchr(w[0] + 1, '/') ||
+                strlen(w[0]) >= sizeof(rec->shm))
                 r = -EINVAL;
-            else if (key[0] == 's' && a[0] == '/' && strlen(a) < sizeof(rec->shm) && !strchr(a + 1, '/'))
-                memcpy(rec->shm, a, strlen(a) + 1);
-            else if (key[0] == 'c' && strcmp(a, "-") == 0)
-                rec->carved[0] = '\0';
-            else if (key[0] == 'c' && carve_slice_name_ok(a)) /* shorter than carved[] */
-                memcpy(rec->carved, a, strlen(a) + 1);
             else
+                snprintf(rec->shm, sizeof(rec->shm), "%s", w[0]);
+        } else if (strcmp(key, "carved") == 0) {
+            memset(rec->carved, 0, sizeof(rec->carved));
+            if (line_words(line, w, 1) < 0 || (strcmp(w[0], "-") && !carve_slice_name_ok(w[0])))
                 r = -EINVAL;
+            else if (strcmp(w[0], "-") != 0) /* a good name is shorter than carved[] */
+                memcpy(rec->carved, w[0], strlen(w[0]) + 1);
         } else if (strcmp(key, "board") == 0) {
             int e = rec->nboards;
-            if (e >= CARVE_SLICE_MAX_DEVICES || sscanf(line, "%*s %127s %31s", a, b) != 2 ||
-                carve_uuid_parse(a, rec->boards[e].uuid) < 0 || sscanf(b, "%llu", &n1) != 1 ||
-                n1 >= CARVE_BOARD_ENTRIES)
+            if (e >= CARVE_SLICE_MAX_DEVICES || line_words(line, w, 2) < 0 ||
+                carve_uuid_parse(w[0], rec->boards[e].uuid) < 0 ||
+                parse_number(w[1], CARVE_BOARD_ENTRIES - 1, &n1) < 0)
                 r = -EINVAL;
             else
                 rec->boards[rec->nboards++].entry = (int)n1;
         } else if (strcmp(key, "step") == 0) {
             int s = rec->nsteps;
-            if (s >= CARVE_JOB_MAX_STEPS || sscanf(line, "%*s %llu %llu", &n1, &n2) != 2 ||
-                n1 == 0 || n1 > INT_MAX)
+            if (s >= CARVE_JOB_MAX_STEPS || line_words(line, w, 2) < 0 ||
+                parse_number(w[0], INT_MAX, &n1) < 0 || n1 == 0 ||
+                parse_number(w[1], UINT64_MAX, &n2) < 0)
                 r = -EINVAL;
             else {
                 rec->steps[s].pid = (pid_t)n1;
@@ -164,8 +204,8 @@ int carve_job_record_parse(const char *text, struct carve_job_record *rec)
 int carve_job_record_format(const struct carve_job_record *rec, char *buf, size_t len)
 {
     size_t at = 0;
-    int n = snprintf(buf, len, "carve-slurm 1\nshm %s\ncarved %s\n", rec->shm,
-                     rec->carved[0] ? rec->carved : "-");
+    int n = snprintf(buf, len, "carve-slurm 1\n%s%s%scarved %s\n", rec->shm[0] ? "shm " : "",
+                     rec->shm, rec->shm[0] ? "\n" : "", rec->carved[0] ? rec->carved : "-");
     for (int i = 0; n >= 0 && (size_t)n < len - at && i <= rec->nboards + rec->nsteps; i++) {
         at += (size_t)n;
         char uuid[64];

@@ -60,7 +60,8 @@ int carve_job_check_option(const char *option, const char *value, char *err, siz
 bool carve_job_shard_share(unsigned job_shards, unsigned gpu_shards, struct carve_compute *out);
 
 /* Shards per GPU from a gres.conf's text: the Count= of its Name=shard lines for this
- * host (lines with another NodeName= are skipped) divided by ngpu; 0 when there are none. */
+ * host (lines with another NodeName= are skipped; Count= values past a million are, and
+ * the sum stops at a million) divided by ngpu; 0 when there are none. */
 unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu);
 
 /* Puts the step in the job's slice, making the slice when the job has none on this node.

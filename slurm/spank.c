@@ -37,20 +37,20 @@ static char opt_compute[CARVE_JOB_OPT_MAX];
 
 /* Called where the option is given (srun, sbatch, salloc: remote 0) and again in
  * slurmstepd (remote 1); a negative return stops srun/sbatch/salloc with the message. */
-static int option_cb(int val, const char *optarg, int remote)
+static int option_cb(int val, const char *value, int remote)
 {
     const char *name = val == OPT_MEMORY ? "gpu-memory" : "gpu-compute";
     char err[512];
-    if (carve_job_check_option(name, optarg, err, sizeof(err)) < 0) {
+    if (carve_job_check_option(name, value, err, sizeof(err)) < 0) {
         slurm_error("carve: %s", err);
         return -1;
     }
-    if (strlen(optarg) >= CARVE_JOB_OPT_MAX) {
-        slurm_error("carve: --%s=%.40s...: longer than %d characters", name, optarg,
+    if (strlen(value) >= CARVE_JOB_OPT_MAX) {
+        slurm_error("carve: --%s=%.40s...: longer than %d characters", name, value,
                     CARVE_JOB_OPT_MAX - 1);
         return -1;
     }
-    snprintf(val == OPT_MEMORY ? opt_memory : opt_compute, CARVE_JOB_OPT_MAX, "%s", optarg);
+    snprintf(val == OPT_MEMORY ? opt_memory : opt_compute, CARVE_JOB_OPT_MAX, "%s", value);
     return 0;
 }
 

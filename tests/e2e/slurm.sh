@@ -144,6 +144,11 @@ cat >"$T/etc/plugstack.conf" <<EOF
 required $PLUGIN simulate state_dir=$T/carve
 EOF
 
+# cgroup v2 without systemd managing the node (a container): slurmd makes its own cgroup
+if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
+    printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nCgroupAutomount=yes\n' >"$T/etc/cgroup.conf"
+fi
+
 slurmctld -D -i -f "$SLURM_CONF" >"$T/log/slurmctld.out" 2>&1 &
 pids+=($!)
 start_slurmd() {
