@@ -511,10 +511,22 @@ static int make_through_carved(int fd, const struct carve_job_conf *conf,
         carve_format_compute(&c, compute, sizeof(compute));
     carved_memory(req, memory, sizeof(memory));
     snprintf(rec->carved, sizeof(rec->carved), "slurm-%" PRIu32, req->job_id);
-    json_t *reply = carve_daemon_call(fd, json_pack("{s:s,s:s,s:s?,s:s?}", "op", "create", "name",
-                                      rec->carved, "memory", memory[0] ? memory : NULL,
-                                      "compute", compute[0] ? compute : NULL), why, sizeof(why));
+    json_t *ask = json_pack("{s:s,s:s,s:s?,s:s?}", "op", "create", "name", rec->carved,
+                            "memory", memory[0] ? memory : NULL, "compute",
+                            compute[0] ? compute : NULL);
+    json_t *reply = carve_daemon_call(fd, json_incref(ask), why, sizeof(why));
     close(fd);
+    if (!reply && strstr(why, "exists already") && (fd = carve_daemon_connect()) >= 0) {
+        /* left by an earlier run of this job id that no record remembers: ours now */
+        json_decref(carve_daemon_call(fd, json_pack("{s:s,s:s}", "op", "delete", "name",
+                                                    rec->carved), why, sizeof(why)));
+        close(fd);
+        if ((fd = carve_daemon_connect()) >= 0) {
+            reply = carve_daemon_call(fd, json_incref(ask), why, sizeof(why));
+            close(fd);
+        }
+    }
+    json_decref(ask);
     if (!reply) {
         snprintf(err, errlen, "carved: %s", why);
         rec->carved[0] = '\0';

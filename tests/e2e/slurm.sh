@@ -278,10 +278,36 @@ fi
 sleep 0.5
 check "job $k's slurmstepd ($stepd) killed with slurmd down: its slice is left over" \
     "$([ -n "$stepd" ] && ! slice_gone "$k"; echo $?)"
+# slurmd comes back with carved running on the node (a private socket): from now on the
+# plugin asks carved for the jobs' slices
+CARVE=$ROOT/$BUILD/bin/carve
+"$ROOT/$BUILD/bin/carved" --simulate --socket "$T/carved.sock" --state-dir "$T/carved" \
+    --listen off >"$T/log/carved.log" 2>&1 &
+pids+=($!)
+export CARVE_SOCKET=$T/carved.sock
+wait_for 50 test -S "$CARVE_SOCKET"
 start_slurmd
 wait_for 150 slice_gone "$k"
 check "slurmd's restart sweeps job $k's slice away" "$?"
 scancel "$k" 2>/dev/null
+
+# 7. Through carved: the job's slice is carved's, seen by carve slice list, and deleted
+#    when the job ends.
+carved_slices() { "$CARVE" slice list --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join(sorted(s["name"] + "=" + str(s["devices"][0]["memory_cap"]) for s in json.load(sys.stdin))))'; }
+d=$(submit --gres=shard:1 --gpu-memory=1G -o D.out --wrap "sleep 3; $MEMHOG --label D --max 2048 --hold 0")
+wait_for 200 test -e "$T/carve/job-$d"
+listed=$(carved_slices)
+check "with carved running, job $d's slice is carved's: $listed" \
+    "$(echo "$listed" | grep -q "slurm-$d="; grep -q "^carved slurm-$d\$" "$T/carve/job-$d"; echo $?)"
+wait_for 300 gone "$d"
+sed 's/^/    D: /' D.out
+check "job $d is capped at 1 GiB by carved's slice" \
+    "$(grep -q '^\[D\] cuMemGetInfo at start: total 1024 MiB' D.out &&
+       grep -q "^carve: slice \"slurm-$d\" out of memory on GPU 0: cap 1 GiB" D.out; echo $?)"
+wait_for 50 slice_gone "$d"
+listed=$(carved_slices)
+check "job $d's slice left carved when the job ended (carved lists: '${listed}')" \
+    "$(slice_gone "$d" && ! echo "$listed" | grep -q "slurm-$d="; echo $?)"
 if [ "$failed" -ne 0 ]; then
     echo "    --- slurmd.log (carve lines)"
     grep -i carve "$T/log/slurmd.log" | tail -20 | sed 's/^/    /'
