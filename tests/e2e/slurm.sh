@@ -264,6 +264,23 @@ scancel "$c"
 wait_for 150 gone "$c" && wait_for 50 slice_gone "$c"
 check "after scancel, job $c's slice is gone" "$?"
 
+# 5b. A job of another user: its processes write the slice's table (given to the job's
+#     user), the terms stay root's, and the cap holds. The user has its own simulated GPU
+#     state (root's is private), the same GPU as slurmstepd sees.
+chmod 1777 "$T/out"
+u=$(submit --uid=nobody --gid=nogroup --gpu-memory=1G -o "$T/out/U.out" \
+    --export=ALL,CARVE_SIM_STATE="$T/out/sim-nobody" \
+    --wrap "ls -ln /dev/shm/\${CARVE_SLICE#/} /dev/shm/\${CARVE_SLICE#/}.terms; $MEMHOG --label U --max 2048 --hold 0")
+wait_for 300 gone "$u"
+sed 's/^/    U: /' U.out
+table_uid=$(awk 'NR == 1 { print $3 }' U.out) terms_uid=$(awk 'NR == 2 { print $3 }' U.out)
+check "job $u of user nobody: the table is nobody's ($table_uid), the terms root's ($terms_uid)" \
+    "$([ "$table_uid" = 65534 ] && [ "$terms_uid" = 0 ]; echo $?)"
+check "job $u of user nobody is capped at 1 GiB" \
+    "$(grep -q '^\[U\] cuMemGetInfo at start: total 1024 MiB' U.out &&
+       grep -q "^carve: slice \"slurm-$u\" out of memory on GPU 0: cap 1 GiB" U.out; echo $?)"
+check "job $u's slice is gone" "$(slice_gone "$u"; echo $?)"
+
 # 6. A job whose slurmstepd is killed (no exit hook runs) while slurmd is down: slurmd's
 #    restart sweeps its slice away.
 k=$(submit --gpu-memory=1G -o K.out --wrap "sleep 60")
