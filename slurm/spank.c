@@ -199,8 +199,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
     req.compute = opt_compute[0] ? opt_compute : NULL;
     int r = carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err));
     if (r < 0) {
-        /* the task's stderr is the user's: say why the job cannot run */
-        fprintf(stderr, "carve: job %u: %s\n", req.job_id, err);
+        /* in a task, slurmstepd's errors reach the user's stderr: the job says why */
         slurm_error("carve: job %u: %s", req.job_id, err);
         return -1;
     }

@@ -208,6 +208,13 @@ check "salloc --gpu-memory=0 is refused (rc $rc): $(echo "$out" | head -1 | cut 
 queued=$(squeue -h | wc -l)
 check "nothing was queued by the refused submissions ($queued jobs)" "$([ "$queued" -eq 0 ]; echo $?)"
 
+# 1b. A value the node cannot give (more than its GPU has) fails the job's tasks, saying why.
+out=$(srun --gpu-memory=100G true 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "srun --gpu-memory=100G on an 8 GiB GPU: the task fails (rc $rc) with carve's reason" \
+    "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "carve: job [0-9]*: --gpu-memory 100G is more than GPU 0 has"; echo $?)"
+
 # 2. Two jobs of 2 shards each share the GPU at once, each in its own capped slice.
 a=$(submit --gres=shard:2 --gpu-memory=2G -o A.out --wrap "$MEMHOG --label A --max 4096 --hold 6")
 b=$(submit --gres=shard:2 --gpu-memory=3G -o B.out --wrap "$MEMHOG --label B --max 1024 --hold 6")
