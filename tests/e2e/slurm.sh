@@ -14,7 +14,8 @@
 # Needs root and Debian's slurmd, slurmctld, slurm-client and munge (scripts/install-deps.sh
 # installs them; then this really runs). Where they are missing and cannot be installed
 # (no apt-get, no network), it says so and passes as a skip. Each check prints a line; the
-# last line is `N passed, N failed`.
+# last line is `N passed, N failed`. SLURM_E2E_SESSION='COMMANDS' runs COMMANDS on the
+# cluster instead of the checks; SLURM_E2E_KEEP=1 keeps the temp dir (logs) afterwards.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -172,6 +173,13 @@ fi
 
 cd "$T/out" || exit 2
 export CARVE_QUIET=0
+if [ -n "${SLURM_E2E_SESSION:-}" ]; then
+    # a session of one's own on the test's cluster instead of the checks (docs/slurm.md's
+    # example); the variables it can use: MEMHOG CLEANUP T
+    export MEMHOG CLEANUP T PATH=$ROOT/$BUILD/bin:$PATH
+    bash -c "$SLURM_E2E_SESSION"
+    finish
+fi
 
 # listing FIELD JOB: a field of the job's slice as carve-slurm-cleanup --dry-run sees it
 listing() {
