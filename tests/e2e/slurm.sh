@@ -50,7 +50,7 @@ need=(slurmd slurmctld srun sbatch scontrol squeue scancel munged)
 missing() { local c; for c in "${need[@]}"; do command -v "$c" >/dev/null || { echo "$c"; return; }; done; }
 if [ -n "$(missing)" ]; then
     echo "slurm.sh: $(missing) is missing; installing slurmd slurmctld slurm-client munge"
-    if ! command -v apt-get >/dev/null ||
+    if ! command -v apt-get >/dev/null || ! apt-get update >/dev/null 2>&1 ||
         ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
             slurmd slurmctld slurm-client munge >/dev/null 2>&1; then
         skip "the Slurm packages (slurmd slurmctld slurm-client munge) cannot be installed here"
@@ -226,7 +226,8 @@ check "srun --gpu-memory=100G on an 8 GiB GPU: the task fails (rc $rc) with carv
 # 2. Two jobs of 2 shards each share the GPU at once, each in its own capped slice.
 a=$(submit --gres=shard:2 --gpu-memory=2G -o A.out --wrap "$MEMHOG --label A --max 4096 --hold 6")
 b=$(submit --gres=shard:2 --gpu-memory=3G -o B.out --wrap "$MEMHOG --label B --max 1024 --hold 6")
-both() { running "$a" && running "$b" && [ -e "$T/carve/job-$a" ] && [ -e "$T/carve/job-$b" ]; }
+in_slice() { grep -qs '^step ' "$T/carve/job-$1"; } # the job's first task is in its slice
+both() { running "$a" && running "$b" && in_slice "$a" && in_slice "$b"; }
 wait_for 200 both
 check "jobs $a and $b (2 of the GPU's 4 shards each) run at the same time" "$?"
 mem_a=$(listing memory "$a") mem_b=$(listing memory "$b")
@@ -273,7 +274,7 @@ check "job $j's slice is gone" "$(slice_gone "$j"; echo $?)"
 
 # 5. scancel: the slice of a cancelled job is removed.
 c=$(submit --gpu-memory=1G -o C.out --wrap "sleep 60")
-wait_for 200 test -e "$T/carve/job-$c"
+wait_for 200 in_slice "$c"
 check "job $c runs in a slice before scancel" "$?"
 scancel "$c"
 wait_for 150 gone "$c" && wait_for 50 slice_gone "$c"
@@ -299,7 +300,7 @@ check "job $u's slice is gone" "$(slice_gone "$u"; echo $?)"
 # 6. A job whose slurmstepd is killed (no exit hook runs) while slurmd is down: slurmd's
 #    restart sweeps its slice away.
 k=$(submit --gpu-memory=1G -o K.out --wrap "sleep 60")
-wait_for 200 test -e "$T/carve/job-$k"
+wait_for 200 in_slice "$k"
 stepd=$(awk '$1 == "step" { print $2; exit }' "$T/carve/job-$k" 2>/dev/null)
 kill "$slurmd_pid"
 wait "$slurmd_pid" 2>/dev/null
@@ -327,7 +328,7 @@ scancel "$k" 2>/dev/null
 #    when the job ends.
 carved_slices() { "$CARVE" slice list --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join(sorted(s["name"] + "=" + str(s["devices"][0]["memory_cap"]) for s in json.load(sys.stdin))))'; }
 d=$(submit --gres=shard:1 --gpu-memory=1G -o D.out --wrap "sleep 3; $MEMHOG --label D --max 2048 --hold 0")
-wait_for 200 test -e "$T/carve/job-$d"
+wait_for 200 in_slice "$d"
 listed=$(carved_slices)
 check "with carved running, job $d's slice is carved's: $listed" \
     "$(echo "$listed" | grep -q "slurm-$d="; grep -q "^carved slurm-$d\$" "$T/carve/job-$d"; echo $?)"
