@@ -272,6 +272,12 @@ check "job $j: the batch step and its srun step are in one slice ($batch, $step)
     "$([ -n "$batch" ] && [ "$batch" = "$step" ]; echo $?)"
 check "job $j's slice is gone" "$(slice_gone "$j"; echo $?)"
 
+# 4b. salloc's options reach the steps run in the allocation.
+out=$(salloc --gpu-memory=1G srun "$MEMHOG" --label S --max 2048 --hold 0 2>&1)
+check "salloc --gpu-memory=1G, then srun: the step sees a 1024 MiB GPU and is capped" \
+    "$(echo "$out" | grep -q '^\[S\] cuMemGetInfo at start: total 1024 MiB' &&
+       echo "$out" | grep -q '^\[S\] got 512 MiB in 2 allocations; allocation 3: CUDA_ERROR_OUT_OF_MEMORY'; echo $?)"
+
 # 5. scancel: the slice of a cancelled job is removed.
 c=$(submit --gpu-memory=1G -o C.out --wrap "sleep 60")
 wait_for 200 in_slice "$c"
