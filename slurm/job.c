@@ -256,6 +256,19 @@ static int live_steps(const struct carve_job_record *rec)
     return n;
 }
 
+/* Drops the steps that are gone, and the one leaving (its pid, 0 for none), from the
+ * record; the first entry stays whatever its state: it joined the boards, and
+ * leave_boards asks whether it lives before leaving them. */
+static void prune_steps(struct carve_job_record *rec, pid_t leaving)
+{
+    int kept = 0;
+    for (int i = 0; i < rec->nsteps; i++)
+        if (i == 0 || (rec->steps[i].pid != leaving &&
+                       step_alive(rec->steps[i].pid, rec->steps[i].start)))
+            rec->steps[kept++] = rec->steps[i];
+    rec->nsteps = kept;
+}
+
 static void record_path(const struct carve_job_conf *conf, uint32_t job, char *out, size_t len)
 {
     snprintf(out, len, "%s/job-%" PRIu32, conf->state_dir, job);
@@ -598,6 +611,7 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
             goto out;
         }
     }
+    prune_steps(&rec, 0);
     bool listed = false;
     for (int i = 0; i < rec.nsteps; i++)
         listed |= rec.steps[i].pid == req->step_pid;
@@ -646,12 +660,7 @@ int carve_job_leave(const struct carve_job_conf *conf, uint32_t job_id, pid_t st
             live++;
     if (live == 0)
         return finish(conf, job_id, fd, &rec, err, errlen);
-    /* keep the first entry (the boards' joiner) even when it is ours: leave_boards needs it */
-    int kept = 0;
-    for (int i = 0; i < rec.nsteps; i++)
-        if (i == 0 || rec.steps[i].pid != step_pid)
-            rec.steps[kept++] = rec.steps[i];
-    rec.nsteps = kept;
+    prune_steps(&rec, step_pid);
     r = record_write(fd, &rec, err, errlen);
     close(fd);
     return r;

@@ -84,6 +84,7 @@ static int read_conf(int ac, char **av, struct carve_job_conf *conf)
     for (int i = 0; i < ac; i++) {
         const char *a = av[i], *eq = strchr(a, '=');
         char *end = NULL;
+        unsigned long n;
         size_t k = eq ? (size_t)(eq - a) : strlen(a);
         const char *v = eq ? eq + 1 : "";
         if (k == 8 && strncmp(a, "simulate", k) == 0 && !eq) {
@@ -95,11 +96,11 @@ static int read_conf(int ac, char **av, struct carve_job_conf *conf)
         } else if (eq && k == 9 && strncmp(a, "gres_conf", k) == 0 && *v) {
             snprintf(conf->gres_conf, sizeof(conf->gres_conf), "%s", v);
         } else if (eq && k == 14 && strncmp(a, "shards_per_gpu", k) == 0 &&
-                   (conf->shards_per_gpu = (unsigned)strtoul(v, &end, 10)) > 0 && !*end) {
-            continue;
+                   (n = strtoul(v, &end, 10)) > 0 && n <= 1000000 && !*end && *v != '-') {
+            conf->shards_per_gpu = (unsigned)n;
         } else {
             slurm_error("carve: plugstack.conf argument `%s' is not one of libdir=DIR, "
-                        "state_dir=/DIR, gres_conf=FILE, shards_per_gpu=N (N > 0), simulate", a);
+                        "state_dir=/DIR, gres_conf=FILE, shards_per_gpu=N (1-1000000), simulate", a);
             return -1;
         }
     }

@@ -1,6 +1,6 @@
 /* test_slurm_job.c - the Slurm plugin's logic (slurm/job.c) without Slurm: option checks,
  * the shard default, gres.conf reading, the job's record, and a job's slice made, shared by
- * two steps, left, removed and swept on the simulated GPU. */
+ * two steps, left, removed and swept, with dead steps pruned, on the simulated GPU. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -206,6 +206,45 @@ static void test_two_steps_share_one_slice(void **state)
     assert_false(record_exists(w, 41));
 }
 
+static void read_record(const struct world *w, uint32_t job, struct carve_job_record *rec)
+{
+    char path[PATH_MAX], text[8192];
+    snprintf(path, sizeof(path), "%s/job-%u", w->conf.state_dir, job);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    assert_int_equal(carve_job_record_parse(text, rec), 0);
+}
+
+/* Steps killed without their exit hook leave the record when the next step comes in; the
+ * first (the boards' joiner) stays listed, and the last live step out removes the slice. */
+static void test_dead_steps_pruned(void **state)
+{
+    struct world *w = *state;
+    char shm[128], err[1024];
+    pid_t s1 = fake_step(), s2 = fake_step(), s3 = fake_step();
+    struct carve_job_request req = {.job_id = 46, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = s1, .memory = "1G"};
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    req.step_pid = s2;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    end_step(s1);
+    end_step(s2);
+    req.step_pid = s3;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    struct carve_job_record rec;
+    read_record(w, 46, &rec);
+    assert_int_equal(rec.nsteps, 2);
+    assert_int_equal(rec.steps[0].pid, s1);
+    assert_int_equal(rec.steps[1].pid, s3);
+    assert_int_equal(carve_job_leave(&w->conf, 46, s3, err, sizeof(err)), 0);
+    end_step(s3);
+    assert_false(shm_exists(shm));
+    assert_false(record_exists(w, 46));
+}
+
 static void test_nothing_asked(void **state)
 {
     struct world *w = *state;
@@ -284,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_gres_shards),
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_two_steps_share_one_slice),
+        cmocka_unit_test(test_dead_steps_pruned),
         cmocka_unit_test(test_nothing_asked),
         cmocka_unit_test(test_refused_values),
         cmocka_unit_test(test_sweep),
