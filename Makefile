@@ -38,6 +38,7 @@ include cli/module.mk
 include carved/module.mk
 include tests/module.mk
 include bench/module.mk
+include slurm/module.mk
 
 real-all: $(ALL_TARGETS)
 

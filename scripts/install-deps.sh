@@ -21,6 +21,7 @@ PACKAGES=(
     python3
     procps
     shellcheck
+    libslurm-dev slurmd slurmctld slurm-client munge # slurm/: spank.h for the plugin; the e2e test's one-node cluster
 )
 
 missing=()

@@ -1,0 +1,750 @@
+/* job.c - a Slurm job's carve slice on one node: option checks, the job's record, making
+ * and removing the slice (standalone or through carved), sweeping what dead jobs left.
+ * See job.h. */
+#include "job.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "board.h"
+#include "cli.h"
+#include "gpus.h"
+#include "size.h"
+#include "uuid.h"
+
+#define RECORD_MAX 8192
+
+int carve_job_check_option(const char *option, const char *value, char *err, size_t errlen)
+{
+    char why[256];
+    int r;
+    if (!value || !*value) {
+        snprintf(err, errlen, "--%s needs a value, e.g. --%s=%s", option, option,
+                 strcmp(option, "gpu-memory") == 0 ? "8G" : "25%");
+        return -EINVAL;
+    }
+    if (strcmp(option, "gpu-memory") == 0) {
+        struct carve_memory_spec m;
+        r = carve_parse_memory_spec(value, &m, why, sizeof(why));
+    } else if (strcmp(option, "gpu-compute") == 0) {
+        struct carve_compute c;
+        r = carve_parse_compute(value, &c, why, sizeof(why));
+    } else {
+        snprintf(err, errlen, "carve has no option --%s", option);
+        return -EINVAL;
+    }
+    if (r < 0) {
+        snprintf(err, errlen, "--%s=%s: %s", option, value, why);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+bool carve_job_shard_share(unsigned job_shards, unsigned gpu_shards, struct carve_compute *out)
+{
+    if (job_shards == 0 || gpu_shards == 0)
+        return false;
+    uint64_t bp = (uint64_t)job_shards * CARVE_BP_FULL / gpu_shards;
+    out->share_bp = (uint32_t)(bp == 0 ? 1 : bp > CARVE_BP_FULL ? CARVE_BP_FULL : bp);
+    out->mode = CARVE_COMPUTE_GUARANTEE;
+    out->priority = CARVE_PRIO_NORMAL;
+    return true;
+}
+
+/* The value of KEY= among a gres.conf line's words (case-insensitive key), or NULL. */
+static const char *word_value(char *const *words, int n, const char *key)
+{
+    size_t k = strlen(key);
+    for (int i = 0; i < n; i++)
+        if (strncasecmp(words[i], key, k) == 0 && words[i][k] == '=')
+            return words[i] + k + 1;
+    return NULL;
+}
+
+unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu)
+{
+    unsigned long long total = 0;
+    char *copy = strdup(text ? text : ""), *save = NULL;
+    for (char *line = copy ? strtok_r(copy, "\n", &save) : NULL; line;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *words[32], *wsave = NULL;
+        int n = 0;
+        for (char *w = strtok_r(line, " \t\r", &wsave); w && n < 32; w = strtok_r(NULL, " \t\r", &wsave))
+            words[n++] = w;
+        const char *name = word_value(words, n, "Name");
+        const char *node = word_value(words, n, "NodeName");
+        const char *count = word_value(words, n, "Count");
+        if (!name || strcasecmp(name, "shard") != 0 || !count)
+            continue;
+        if (node && host && strcmp(node, host) != 0)
+            continue;
+        char *end;
+        errno = 0;
+        unsigned long long c = strtoull(count, &end, 10);
+        if (errno || end == count || *end || c > 1000000)
+            continue;
+        total += c;
+        if (total > 1000000)
+            total = 1000000; /* a million shards is past any real GPU: keep the sum bounded */
+    }
+    free(copy);
+    if (ngpu <= 0 || total == 0)
+        return 0;
+    return (unsigned)(total / (unsigned long long)ngpu);
+}
+
+/* ---- the record ---- */
+
+/* Fields of a record line after its key: exactly n words (at most 127 characters each). */
+static int line_words(const char *line, char words[][128], int n)
+{
+    int got = 0, used = 0;
+    const char *p = line + strcspn(line, " \t"); /* past the key */
+    while (got <= n) {
+        char w[128];
+        if (sscanf(p, "%127s%n", w, &used) != 1)
+            break;
+        if (got < n)
+            memcpy(words[got], w, sizeof(w));
+        got++;
+        p += used;
+        if (*p && !strchr(" \t", *p))
+            return -1; /* a word of 128 characters or more */
+    }
+    return got == n ? 0 : -1;
+}
+
+static int parse_number(const char *s, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtoull(s, &end, 10);
+    return s[0] >= '0' && s[0] <= '9' && !errno && !*end && *out <= max ? 0 : -1;
+}
+
+int carve_job_record_parse(const char *text, struct carve_job_record *rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    char *copy = strdup(text), *save = NULL;
+    int r = copy ? 0 : -ENOMEM;
+    for (char *line = copy ? strtok_r(copy, "\n", &save) : NULL; line && r == 0;
+         line = strtok_r(NULL, "\n", &save)) {
+        char key[16], w[2][128];
+        unsigned long long n1 = 0, n2 = 0;
+        line += strspn(line, " \t");
+        if (!*line)
+            continue;
+        size_t klen = strcspn(line, " \t");
+        if (klen >= sizeof(key)) {
+            r = -EINVAL;
+            break;
+        }
+        memcpy(key, line, klen);
+        key[klen] = '\0';
+        if (strcmp(key, "carve-slurm") == 0) {
+            r = line_words(line, w, 1) == 0 && strcmp(w[0], "1") == 0 ? 0 : -EINVAL;
+        } else if (strcmp(key, "shm") == 0) {
+            memset(rec->shm, 0, sizeof(rec->shm)); /* the last line counts, nothing of others */
+            if (line_words(line, w, 1) < 0 || w[0][0] != '/' || strchr(w[0] + 1, '/') ||
+                strlen(w[0]) >= sizeof(rec->shm))
+                r = -EINVAL;
+            else
+                snprintf(rec->shm, sizeof(rec->shm), "%s", w[0]);
+        } else if (strcmp(key, "carved") == 0) {
+            memset(rec->carved, 0, sizeof(rec->carved));
+            if (line_words(line, w, 1) < 0 || (strcmp(w[0], "-") && !carve_slice_name_ok(w[0])))
+                r = -EINVAL;
+            else if (strcmp(w[0], "-") != 0) /* a good name is shorter than carved[] */
+                memcpy(rec->carved, w[0], strlen(w[0]) + 1);
+        } else if (strcmp(key, "board") == 0) {
+            int e = rec->nboards;
+            if (e >= CARVE_SLICE_MAX_DEVICES || line_words(line, w, 2) < 0 ||
+                carve_uuid_parse(w[0], rec->boards[e].uuid) < 0 ||
+                parse_number(w[1], CARVE_BOARD_ENTRIES - 1, &n1) < 0)
+                r = -EINVAL;
+            else
+                rec->boards[rec->nboards++].entry = (int)n1;
+        } else if (strcmp(key, "step") == 0) {
+            int s = rec->nsteps;
+            if (s >= CARVE_JOB_MAX_STEPS || line_words(line, w, 2) < 0 ||
+                parse_number(w[0], INT_MAX, &n1) < 0 || n1 == 0 ||
+                parse_number(w[1], UINT64_MAX, &n2) < 0)
+                r = -EINVAL;
+            else {
+                rec->steps[s].pid = (pid_t)n1;
+                rec->steps[s].start = n2;
+                rec->nsteps++;
+            }
+        } else {
+            r = -EINVAL;
+        }
+    }
+    free(copy);
+    return r;
+}
+
+int carve_job_record_format(const struct carve_job_record *rec, char *buf, size_t len)
+{
+    size_t at = 0;
+    int n = snprintf(buf, len, "carve-slurm 1\n%s%s%scarved %s\n", rec->shm[0] ? "shm " : "",
+                     rec->shm, rec->shm[0] ? "\n" : "", rec->carved[0] ? rec->carved : "-");
+    for (int i = 0; n >= 0 && (size_t)n < len - at && i <= rec->nboards + rec->nsteps; i++) {
+        at += (size_t)n;
+        char uuid[64];
+        if (i < rec->nboards) {
+            carve_uuid_format(rec->boards[i].uuid, uuid, sizeof(uuid));
+            n = snprintf(buf + at, len - at, "board %s %d\n", uuid, rec->boards[i].entry);
+        } else if (i < rec->nboards + rec->nsteps) {
+            int s = i - rec->nboards;
+            n = snprintf(buf + at, len - at, "step %d %" PRIu64 "\n", (int)rec->steps[s].pid,
+                         rec->steps[s].start);
+        } else {
+            n = 0;
+        }
+    }
+    if (n < 0 || (size_t)n >= len - at)
+        return -ENOSPC;
+    return (int)(at + (size_t)n);
+}
+
+/* A zombie is dead: a killed slurmstepd, re-parented to an init that does not reap
+ * (containers), stays one. */
+static bool zombie(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static bool step_alive(pid_t pid, uint64_t start)
+{
+    if ((kill(pid, 0) < 0 && errno == ESRCH) || zombie(pid))
+        return false;
+    uint64_t now = carve_proc_start_time(pid);
+    return !(start && now && start != now); /* a reused pid is not the step */
+}
+
+static int live_steps(const struct carve_job_record *rec)
+{
+    int n = 0;
+    for (int i = 0; i < rec->nsteps; i++)
+        n += step_alive(rec->steps[i].pid, rec->steps[i].start);
+    return n;
+}
+
+/* Drops the steps that are gone, and the one leaving (its pid, 0 for none), from the
+ * record; the first entry stays whatever its state: it joined the boards, and
+ * leave_boards asks whether it lives before leaving them. */
+static void prune_steps(struct carve_job_record *rec, pid_t leaving)
+{
+    int kept = 0;
+    for (int i = 0; i < rec->nsteps; i++)
+        if (i == 0 || (rec->steps[i].pid != leaving &&
+                       step_alive(rec->steps[i].pid, rec->steps[i].start)))
+            rec->steps[kept++] = rec->steps[i];
+    rec->nsteps = kept;
+}
+
+static void record_path(const struct carve_job_conf *conf, uint32_t job, char *out, size_t len)
+{
+    snprintf(out, len, "%s/job-%" PRIu32, conf->state_dir, job);
+}
+
+static int make_state_dir(const char *dir, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+                snprintf(err, errlen, "cannot make %s: %s", path, strerror(errno));
+                return -errno;
+            }
+            if (!(*p = c))
+                break;
+        }
+    }
+    return 0;
+}
+
+/* Opens and locks the job's record; a record removed while we waited for the lock is
+ * opened again. -ENOENT when there is none and create is false. */
+static int record_lock(const struct carve_job_conf *conf, uint32_t job, bool create,
+                       char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    record_path(conf, job, path, sizeof(path));
+    if (create && make_state_dir(conf->state_dir, err, errlen) < 0)
+        return -EACCES;
+    for (;;) {
+        int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
+        if (fd < 0) {
+            int e = errno;
+            if (e != ENOENT || create)
+                snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
+            return -e;
+        }
+        struct stat held, now;
+        if (flock(fd, LOCK_EX) == 0 && fstat(fd, &held) == 0 && stat(path, &now) == 0 &&
+            held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+            return fd;
+        close(fd);
+    }
+}
+
+static int record_read(int fd, struct carve_job_record *rec, char *err, size_t errlen)
+{
+    char text[RECORD_MAX];
+    ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+    if (n < 0) {
+        snprintf(err, errlen, "cannot read the job's record: %s", strerror(errno));
+        return -errno;
+    }
+    text[n] = '\0';
+    if (carve_job_record_parse(text, rec) < 0) {
+        snprintf(err, errlen, "the job's record is damaged (remove it by hand): %.200s", text);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int record_write(int fd, const struct carve_job_record *rec, char *err, size_t errlen)
+{
+    char text[RECORD_MAX];
+    int n = carve_job_record_format(rec, text, sizeof(text));
+    if (n < 0 || ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)n, 0) != n) {
+        snprintf(err, errlen, "cannot write the job's record: %s", n < 0 ? "too long" : strerror(errno));
+        return -EIO;
+    }
+    return 0;
+}
+
+/* ---- making and removing the slice ---- */
+
+/* Keeps the GPUs whose index is in list ("0,2"); all of them when list is empty or not
+ * a list of indices (UUIDs, say). Returns the new count. */
+static int keep_job_gpus(struct carve_gpu_info *gpus, int n, const char *list)
+{
+    if (!list || !*list || strspn(list, "0123456789,") != strlen(list))
+        return n;
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        char *copy = strdup(list), *save = NULL;
+        bool in = false;
+        for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !in; t = strtok_r(NULL, ",", &save))
+            in = strtoul(t, NULL, 10) == gpus[i].index;
+        free(copy);
+        if (in)
+            gpus[kept++] = gpus[i];
+    }
+    return kept;
+}
+
+/* The compute settings: the job's --gpu-compute, else its share of the GPU's shards. */
+static int job_compute(const struct carve_job_conf *conf, const struct carve_job_request *req,
+                       int ngpu, struct carve_compute *c, char *err, size_t errlen)
+{
+    char why[256];
+    memset(c, 0, sizeof(*c));
+    if (req->compute) {
+        if (carve_parse_compute(req->compute, c, why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "--gpu-compute=%s: %s", req->compute, why);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    unsigned per_gpu = conf->shards_per_gpu;
+    if (req->job_shards && !per_gpu && conf->gres_conf[0]) {
+        FILE *f = fopen(conf->gres_conf, "re");
+        char text[16384];
+        size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+        text[n] = '\0';
+        if (f)
+            fclose(f);
+        char host[256] = "";
+        gethostname(host, sizeof(host) - 1);
+        host[strcspn(host, ".")] = '\0';
+        per_gpu = carve_job_gres_shards(text, host, ngpu);
+    }
+    carve_job_shard_share(req->job_shards, per_gpu, c);
+    return 0;
+}
+
+static int join_boards(struct carve_slice_spec *spec, struct carve_job_record *rec, pid_t pid,
+                       char *err, size_t errlen)
+{
+    for (int i = 0; i < spec->ndev; i++) {
+        const struct carve_compute *c = &spec->dev[i].compute;
+        if (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL)
+            continue;
+        struct carve_board *b;
+        char why[512];
+        if (carve_board_join(spec->dev[i].uuid, c, spec->name, pid, &b, &spec->dev[i].board_entry,
+                             why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "GPU %d: %s", spec->dev[i].index, why);
+            return -EDQUOT;
+        }
+        carve_board_close(b);
+        memcpy(rec->boards[rec->nboards].uuid, spec->dev[i].uuid, 16);
+        rec->boards[rec->nboards++].entry = spec->dev[i].board_entry;
+    }
+    return 0;
+}
+
+/* Leaves the boards, but only while the step that joined them lives: once it is gone the
+ * board counts its entry dead and may have handed it to another slice. */
+static void leave_boards(const struct carve_job_record *rec)
+{
+    if (rec->nsteps == 0 || !step_alive(rec->steps[0].pid, rec->steps[0].start))
+        return;
+    for (int i = 0; i < rec->nboards; i++) {
+        struct carve_board *b;
+        if (carve_board_open(rec->boards[i].uuid, &b) == 0)
+            carve_board_leave(b, rec->boards[i].entry);
+    }
+}
+
+static int make_standalone(const struct carve_job_conf *conf, const struct carve_job_request *req,
+                           struct carve_job_record *rec, char *err, size_t errlen)
+{
+    struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
+    char nvml[PATH_MAX + 64];
+    carve_nvml_path(conf->simulate, conf->libdir, nvml, sizeof(nvml));
+    int ngpu = carve_gpus_list(nvml, conf->simulate, gpus, CARVE_SLICE_MAX_DEVICES, err, errlen);
+    if (ngpu < 0)
+        return -ENODEV;
+    int all = ngpu;
+    ngpu = keep_job_gpus(gpus, ngpu, req->gpus);
+    if (ngpu == 0) {
+        snprintf(err, errlen, "NVML lists %d GPU%s on this node, none of them the job's (%s)",
+                 all, all == 1 ? "" : "s", req->gpus ? req->gpus : "");
+        return -ENODEV;
+    }
+    struct carve_compute c;
+    struct carve_slice_spec spec;
+    char name[CARVE_SLICE_NAME_MAX];
+    snprintf(name, sizeof(name), "slurm-%" PRIu32, req->job_id);
+    char why[512];
+    int r = job_compute(conf, req, all, &c, err, errlen);
+    if (r < 0)
+        return r;
+    if ((r = carve_spec_build(&spec, name, req->memory, &c, gpus, ngpu, why, sizeof(why))) < 0) {
+        /* carve_spec_build speaks of carve run's --memory: name the job's option */
+        bool ours = strncmp(why, "--memory", 8) == 0;
+        snprintf(err, errlen, "%s%s", ours ? "--gpu-" : "", ours ? why + 2 : why);
+        return r;
+    }
+    unsigned rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+        rnd = (unsigned)time(NULL) ^ (unsigned)getpid();
+    snprintf(rec->shm, sizeof(rec->shm), "/carve.slurm.%" PRIu32 ".%08x", req->job_id, rnd);
+    if ((r = join_boards(&spec, rec, req->step_pid, err, errlen)) < 0)
+        goto fail;
+    struct carve_slice *s;
+    if ((r = carve_slice_create(rec->shm, &spec, &s, err, errlen)) < 0)
+        goto fail;
+    carve_slice_close(s);
+    /* the job's processes write the table; the terms stay root's, which libcarve trusts */
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "/dev/shm%s", rec->shm);
+    if (chown(path, req->uid, req->gid) < 0 && geteuid() == 0) {
+        snprintf(err, errlen, "cannot give %s to uid %u: %s", path, (unsigned)req->uid, strerror(errno));
+        carve_slice_unlink(rec->shm);
+        r = -EPERM;
+        goto fail;
+    }
+    return 0;
+fail:
+    rec->steps[0].pid = req->step_pid; /* leave_boards checks the joiner: it is us */
+    rec->steps[0].start = carve_proc_start_time(req->step_pid);
+    rec->nsteps = 1;
+    leave_boards(rec);
+    rec->nsteps = rec->nboards = 0;
+    rec->shm[0] = '\0';
+    return r;
+}
+
+/* The job's --gpu-memory for carved, which caps every GPU it has: a plain SIZE becomes
+ * IDX=SIZE for the job's GPUs only. */
+static void carved_memory(const struct carve_job_request *req, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (!req->memory)
+        return;
+    if (strchr(req->memory, '=') || !req->gpus || !*req->gpus ||
+        strspn(req->gpus, "0123456789,") != strlen(req->gpus)) {
+        snprintf(out, len, "%s", req->memory);
+        return;
+    }
+    size_t at = 0;
+    char *copy = strdup(req->gpus), *save = NULL;
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && at < len; t = strtok_r(NULL, ",", &save))
+        at += (size_t)snprintf(out + at, len - at, "%s%s=%s", at ? "," : "", t, req->memory);
+    free(copy);
+}
+
+static int make_through_carved(int fd, const struct carve_job_conf *conf,
+                               const struct carve_job_request *req, struct carve_job_record *rec,
+                               char *err, size_t errlen)
+{
+    struct carve_compute c;
+    char compute[32] = "", memory[CARVE_JOB_OPT_MAX * 4], why[1024];
+    int r = job_compute(conf, req, 1, &c, err, errlen);
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    if (c.share_bp)
+        carve_format_compute(&c, compute, sizeof(compute));
+    carved_memory(req, memory, sizeof(memory));
+    snprintf(rec->carved, sizeof(rec->carved), "slurm-%" PRIu32, req->job_id);
+    json_t *ask = json_pack("{s:s,s:s,s:s?,s:s?}", "op", "create", "name", rec->carved,
+                            "memory", memory[0] ? memory : NULL, "compute",
+                            compute[0] ? compute : NULL);
+    json_t *reply = carve_daemon_call(fd, json_incref(ask), why, sizeof(why));
+    close(fd);
+    if (!reply && strstr(why, "exists already") && (fd = carve_daemon_connect()) >= 0) {
+        /* left by an earlier run of this job id that no record remembers: ours now */
+        json_decref(carve_daemon_call(fd, json_pack("{s:s,s:s}", "op", "delete", "name",
+                                                    rec->carved), why, sizeof(why)));
+        close(fd);
+        if ((fd = carve_daemon_connect()) >= 0) {
+            reply = carve_daemon_call(fd, json_incref(ask), why, sizeof(why));
+            close(fd);
+        }
+    }
+    json_decref(ask);
+    if (!reply) {
+        snprintf(err, errlen, "carved: %s", why);
+        rec->carved[0] = '\0';
+        return -EINVAL;
+    }
+    snprintf(rec->shm, sizeof(rec->shm), "%s", json_string_value(json_object_get(reply, "shm")) ?: "");
+    json_decref(reply);
+    return 0;
+}
+
+/* Removes the slice a record names: 0, or -EAGAIN when carved holds it and cannot be
+ * reached now (the record stays for a later sweep). */
+static int destroy_slice(const struct carve_job_record *rec, char *err, size_t errlen)
+{
+    if (rec->carved[0]) {
+        char why[1024];
+        int fd = carve_daemon_connect();
+        if (fd < 0) {
+            snprintf(err, errlen, "carved holds slice %s and is not running; it stays until "
+                     "a later sweep", rec->carved);
+            return -EAGAIN;
+        }
+        json_t *r = carve_daemon_call(fd, json_pack("{s:s,s:s}", "op", "delete", "name",
+                                                    rec->carved), why, sizeof(why));
+        close(fd);
+        json_decref(r); /* refused: carved has no such slice any more, which is the goal */
+        return 0;
+    }
+    leave_boards(rec);
+    if (rec->shm[0])
+        carve_slice_unlink(rec->shm);
+    return 0;
+}
+
+static bool slice_exists(const struct carve_job_record *rec)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "/dev/shm%s", rec->shm);
+    return rec->shm[0] && access(path, F_OK) == 0;
+}
+
+int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_request *req,
+                    char *shm, size_t shmlen, char *err, size_t errlen)
+{
+    int fd = record_lock(conf, req->job_id, true, err, errlen);
+    if (fd < 0)
+        return fd;
+    char path[PATH_MAX];
+    record_path(conf, req->job_id, path, sizeof(path));
+    struct carve_job_record rec;
+    int r = record_read(fd, &rec, err, errlen);
+    if (r < 0)
+        goto out;
+    bool asked = req->memory || req->compute || req->job_shards;
+    if (!slice_exists(&rec)) {
+        if (!asked && rec.nsteps == 0) {
+            unlink(path);
+            r = 0;
+            goto out;
+        }
+        if (rec.shm[0])
+            destroy_slice(&rec, err, errlen); /* what is left of a slice gone astray */
+        memset(&rec, 0, sizeof(rec));
+        int dfd = carve_daemon_connect();
+        r = dfd >= 0 ? make_through_carved(dfd, conf, req, &rec, err, errlen)
+                     : make_standalone(conf, req, &rec, err, errlen);
+        if (r < 0) {
+            unlink(path);
+            goto out;
+        }
+    }
+    prune_steps(&rec, 0);
+    bool listed = false;
+    for (int i = 0; i < rec.nsteps; i++)
+        listed |= rec.steps[i].pid == req->step_pid;
+    if (!listed && rec.nsteps < CARVE_JOB_MAX_STEPS) {
+        rec.steps[rec.nsteps].pid = req->step_pid;
+        rec.steps[rec.nsteps++].start = carve_proc_start_time(req->step_pid);
+    }
+    if ((r = record_write(fd, &rec, err, errlen)) == 0) {
+        snprintf(shm, shmlen, "%s", rec.shm);
+        r = 1;
+    }
+out:
+    close(fd);
+    return r;
+}
+
+/* Removes the slice and the record (the caller holds fd's lock). */
+static int finish(const struct carve_job_conf *conf, uint32_t job, int fd,
+                  const struct carve_job_record *rec, char *err, size_t errlen)
+{
+    int r = destroy_slice(rec, err, errlen);
+    if (r == 0) {
+        char path[PATH_MAX];
+        record_path(conf, job, path, sizeof(path));
+        unlink(path);
+    }
+    close(fd);
+    return r;
+}
+
+int carve_job_leave(const struct carve_job_conf *conf, uint32_t job_id, pid_t step_pid,
+                    char *err, size_t errlen)
+{
+    int fd = record_lock(conf, job_id, false, err, errlen);
+    if (fd < 0)
+        return fd == -ENOENT ? 0 : fd;
+    struct carve_job_record rec;
+    int r = record_read(fd, &rec, err, errlen);
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    int live = 0;
+    for (int i = 0; i < rec.nsteps; i++)
+        if (rec.steps[i].pid != step_pid && step_alive(rec.steps[i].pid, rec.steps[i].start))
+            live++;
+    if (live == 0)
+        return finish(conf, job_id, fd, &rec, err, errlen);
+    prune_steps(&rec, step_pid);
+    r = record_write(fd, &rec, err, errlen);
+    close(fd);
+    return r;
+}
+
+int carve_job_remove(const struct carve_job_conf *conf, uint32_t job_id, char *err, size_t errlen)
+{
+    int fd = record_lock(conf, job_id, false, err, errlen);
+    if (fd < 0)
+        return fd == -ENOENT ? 0 : fd;
+    struct carve_job_record rec;
+    int r = record_read(fd, &rec, err, errlen);
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    return finish(conf, job_id, fd, &rec, err, errlen);
+}
+
+/* The slice's cap and share on its first GPU, for listings. */
+static void describe(const struct carve_job_record *rec, struct carve_job_status *st)
+{
+    struct carve_slice *s;
+    char err[256];
+    snprintf(st->memory, sizeof(st->memory), "?");
+    snprintf(st->compute, sizeof(st->compute), "?");
+    if (!rec->shm[0] || carve_slice_open(rec->shm, &s, err, sizeof(err)) < 0)
+        return;
+    if (carve_slice_ndev(s) > 0) {
+        struct carve_compute c = carve_slice_compute(s, 0);
+        uint64_t cap = carve_slice_cap(s, 0);
+        if (cap)
+            carve_format_size(cap, st->memory, sizeof(st->memory));
+        else
+            snprintf(st->memory, sizeof(st->memory), "-");
+        if (c.share_bp)
+            carve_format_compute(&c, st->compute, sizeof(st->compute));
+        else
+            snprintf(st->compute, sizeof(st->compute), "-");
+    }
+    carve_slice_close(s);
+}
+
+int carve_job_sweep(const struct carve_job_conf *conf, bool dry_run,
+                    struct carve_job_status *out, int max, char *err, size_t errlen)
+{
+    DIR *dir = opendir(conf->state_dir);
+    if (!dir) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "cannot read %s: %s", conf->state_dir, strerror(errno));
+        return -errno;
+    }
+    int count = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        char *end;
+        if (strncmp(de->d_name, "job-", 4) != 0 || !isdigit((unsigned char)de->d_name[4]))
+            continue;
+        unsigned long job = strtoul(de->d_name + 4, &end, 10);
+        if (*end || job > UINT32_MAX)
+            continue;
+        char why[512];
+        int fd = record_lock(conf, (uint32_t)job, false, why, sizeof(why));
+        if (fd < 0)
+            continue;
+        struct carve_job_record rec;
+        if (record_read(fd, &rec, why, sizeof(why)) < 0) {
+            close(fd);
+            continue;
+        }
+        struct carve_job_status st = {.job_id = (uint32_t)job, .steps = rec.nsteps,
+                                      .live_steps = live_steps(&rec)};
+        snprintf(st.shm, sizeof(st.shm), "%s", rec.shm);
+        describe(&rec, &st);
+        snprintf(st.carved, sizeof(st.carved), "%s", rec.carved);
+        if (st.live_steps == 0 && !dry_run)
+            st.removed = finish(conf, (uint32_t)job, fd, &rec, why, sizeof(why)) == 0;
+        else
+            close(fd);
+        if (count < max)
+            out[count] = st;
+        count++;
+    }
+    closedir(dir);
+    return count;
+}

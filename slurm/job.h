@@ -1,0 +1,115 @@
+/* job.h - a Slurm job's carve slice on one node: checking the job's options, making the
+ * slice when the job's first task starts (through carved when it runs, standalone
+ * otherwise), keeping a record of which steps use it, and removing it when the last step
+ * ends, when the job ends, or when a sweep finds that the steps that used it are gone.
+ *
+ * Nothing here includes Slurm's headers: spank.c is the only file that talks to Slurm, so
+ * that this code is unit-tested and fuzzed without it.
+ *
+ * The record, STATE_DIR/job-JOBID, is a few lines of text ("key value"), rewritten under
+ * flock on the record itself:
+ *     carve-slurm 1
+ *     shm /carve.slurm.42.1a2b3c4d      the slice's shared-memory table
+ *     carved slurm-42                   carved's name for it, or - when made standalone
+ *     board GPU-UUID ENTRY              a standalone slice's entry on a GPU's board
+ *     step PID START                    a slurmstepd using the slice, and its start time
+ * Liveness is the steps: a slurmstepd outlives a slurmd restart and dies with its step, so
+ * a record none of whose steps is alive belongs to a job that is over here. */
+#ifndef CARVE_SLURM_JOB_H
+#define CARVE_SLURM_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "compute.h"
+#include "slice.h"
+
+#define CARVE_JOB_STATE_DIR "/run/carve/slurm"
+#define CARVE_JOB_MAX_STEPS 64
+#define CARVE_JOB_OPT_MAX 128
+
+/* What plugstack.conf's arguments set (spank.c parses them). */
+struct carve_job_conf {
+    char state_dir[256];   /* state_dir=DIR (default CARVE_JOB_STATE_DIR) */
+    char libdir[256];      /* libdir=DIR: where libcarve.so is (default: the plugin's dir) */
+    char gres_conf[256];   /* gres_conf=FILE (default gres.conf beside SLURM_CONF) */
+    bool simulate;         /* simulate: carve's simulated GPU (tests, demos) */
+    unsigned shards_per_gpu; /* shards_per_gpu=N; 0: read from gres.conf */
+};
+
+/* One step's view of the job when its first task starts. */
+struct carve_job_request {
+    uint32_t job_id;
+    uid_t uid;
+    gid_t gid;
+    pid_t step_pid;         /* the slurmstepd: the record's liveness */
+    const char *memory;     /* --gpu-memory, NULL when not given */
+    const char *compute;    /* --gpu-compute, NULL when not given */
+    unsigned job_shards;    /* SLURM_SHARDS_ON_NODE, 0 when the job has no shards */
+    const char *gpus;       /* the job's GPU indices ("0,2"), NULL or "" for all */
+};
+
+/* Checks an option's value the way `carve run` would (common/size.c, common/compute.c):
+ * 0, or -EINVAL with a message naming the option, the value and the accepted forms. */
+int carve_job_check_option(const char *option, const char *value, char *err, size_t errlen);
+
+/* The compute share a job with job_shards of a GPU's gpu_shards gets when it names none:
+ * its fraction of the GPU, as a guarantee (idle time on top). false when it has no shards. */
+bool carve_job_shard_share(unsigned job_shards, unsigned gpu_shards, struct carve_compute *out);
+
+/* Shards per GPU from a gres.conf's text: the Count= of its Name=shard lines for this
+ * host (lines with another NodeName= are skipped; Count= values past a million are, and
+ * the sum stops at a million) divided by ngpu; 0 when there are none. */
+unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu);
+
+/* Puts the step in the job's slice, making the slice when the job has none on this node.
+ * Returns 1 with the slice's shared-memory name in shm; 0 when the job asked for nothing
+ * and has no slice (nothing to do); or a negative errno with the reason in err. */
+int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_request *req,
+                    char *shm, size_t shmlen, char *err, size_t errlen);
+/* Takes the step off the record; the last step out removes the slice. */
+int carve_job_leave(const struct carve_job_conf *conf, uint32_t job_id, pid_t step_pid,
+                    char *err, size_t errlen);
+/* Removes the job's slice and record whatever steps it lists (the job ended here). */
+int carve_job_remove(const struct carve_job_conf *conf, uint32_t job_id, char *err,
+                     size_t errlen);
+
+/* One record as a sweep saw it. */
+struct carve_job_status {
+    uint32_t job_id;
+    char shm[96];
+    char carved[CARVE_SLICE_NAME_MAX];
+    int steps, live_steps;
+    bool removed;
+    /* what the slice holds on its first GPU, read from its table: "2.00 GiB" or "-" (no
+     * cap), "50%+" or "-" (no share); "?" when the slice cannot be opened */
+    char memory[32];
+    char compute[32];
+};
+/* Removes the slices of jobs none of whose steps is alive (unless dry_run); fills out (at
+ * most max) with every record seen and returns how many there were, or -errno. */
+int carve_job_sweep(const struct carve_job_conf *conf, bool dry_run,
+                    struct carve_job_status *out, int max, char *err, size_t errlen);
+
+/* Parses a record's text into its parts (for tests and the fuzz harness): 0 or -EINVAL. */
+struct carve_job_record {
+    char shm[96];
+    char carved[CARVE_SLICE_NAME_MAX];
+    int nboards;
+    struct {
+        uint8_t uuid[16];
+        int entry;
+    } boards[CARVE_SLICE_MAX_DEVICES];
+    int nsteps;
+    struct {
+        pid_t pid;
+        uint64_t start;
+    } steps[CARVE_JOB_MAX_STEPS];
+};
+int carve_job_record_parse(const char *text, struct carve_job_record *rec);
+/* Writes rec as text into buf: its length, or -ENOSPC. */
+int carve_job_record_format(const struct carve_job_record *rec, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,45 @@
+# slurm: the SPANK plugin (build/lib/carve/spank_carve.so, when Slurm's spank.h is
+# installed: Debian's libslurm-dev, in scripts/install-deps.sh), carve-slurm-cleanup, and
+# their unit test and fuzz harness. job.c holds the logic and includes no Slurm header.
+SLURM_JOB_OBJ := $(OBJ)/slurm/job.o $(OBJ)/cli/daemon.o
+SPANK_HEADER  ?= $(wildcard /usr/include/slurm/spank.h)
+
+$(OBJ)/slurm/%.o: CFLAGS += -Islurm -Icli
+
+$(BIN)/carve-slurm-cleanup: $(OBJ)/slurm/cleanup.o $(SLURM_JOB_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -ljansson -ldl
+
+ALL_TARGETS += $(BIN)/carve-slurm-cleanup
+
+ifneq ($(SPANK_HEADER),)
+# Loaded by srun, sbatch, salloc, slurmd and slurmstepd: only the SPANK entry points are
+# exported (-fvisibility=hidden, spank.c marks them).
+$(LIBDIR)/spank_carve.so: $(OBJ)/slurm/spank.o $(SLURM_JOB_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ $(LDFLAGS) -ljansson -ldl
+
+ALL_TARGETS += $(LIBDIR)/spank_carve.so
+endif
+
+TEST_SLURM_JOB := $(TESTDIR)/unit/test_slurm_job
+$(TEST_SLURM_JOB): $(OBJ)/tests/unit/test_slurm_job.o $(SLURM_JOB_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -ljansson -ldl -lpthread
+$(OBJ)/tests/unit/test_slurm_job.o: CFLAGS += -Islurm -Icli
+
+ALL_TARGETS  += $(TEST_SLURM_JOB)
+TEST_TARGETS += $(TEST_SLURM_JOB)
+
+# Fuzz harness (clang, not part of `all'): the option checks, the record and gres.conf
+# parsers. `make fuzz-smoke' runs it with the others (FUZZ_NAMES).
+FUZZ_DIR ?= $(BUILD)/fuzz
+FUZZ_SLURM_SRC := tests/fuzz/fuzz_slurm.c slurm/job.c cli/daemon.c $(wildcard common/*.c)
+FUZZ_NAMES += slurm
+
+$(FUZZ_DIR)/fuzz_slurm: $(FUZZ_SLURM_SRC) slurm/job.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Islurm -Icli $(FUZZ_SLURM_SRC) -o $@ -ljansson -ldl -lpthread
+
+.PHONY: fuzz
+fuzz: $(FUZZ_DIR)/fuzz_slurm

@@ -1,0 +1,354 @@
+#!/usr/bin/env bash
+# slurm.sh - the SPANK plugin end to end: a one-node Slurm cluster on localhost (munged,
+# slurmctld, slurmd, all private to a temp dir) whose one simulated GPU is shared by
+# gres/shard, and jobs with --gpu-memory/--gpu-compute.
+#
+#   BUILD=build bash tests/e2e/slurm.sh
+#
+# Checks: bad values are refused by srun and sbatch before anything is queued; two jobs of
+# 2 shards each share the GPU at the same time, each in its own capped slice (one
+# allocates past its cap and gets the OOM while the other is unaffected), with the compute
+# share taken from the shards; the slices are gone when the jobs end, also after scancel;
+# a slice whose steps were killed is swept when slurmd restarts.
+#
+# Needs root and Debian's slurmd, slurmctld, slurm-client and munge (scripts/install-deps.sh
+# installs them; then this really runs). Where they are missing and cannot be installed
+# (no apt-get, no network), it says so and passes as a skip. Each check prints a line; the
+# last line is `N passed, N failed`. SLURM_E2E_SESSION='COMMANDS' runs COMMANDS on the
+# cluster instead of the checks; SLURM_E2E_KEEP=1 keeps the temp dir (logs) afterwards.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+BUILD=${BUILD:-build}
+BUILD=${BUILD%/}
+ROOT=$(pwd)
+LIB=$ROOT/$BUILD/lib/carve
+PLUGIN=$LIB/spank_carve.so
+MEMHOG=$ROOT/$BUILD/bench/memhog
+CLEANUP=$ROOT/$BUILD/bin/carve-slurm-cleanup
+passed=0
+failed=0
+
+check() { # check NAME RC
+    if [ "$2" -eq 0 ]; then echo "ok - $1"; passed=$((passed + 1)); else echo "FAIL - $1"; failed=$((failed + 1)); fi
+}
+finish() {
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit
+}
+skip() {
+    echo "skip - $1"
+    echo "0 passed, 0 failed"
+    exit 0
+}
+
+if [ "$(id -u)" -ne 0 ]; then
+    skip "slurm.sh needs root (slurmd runs jobs as their users); run it as root"
+fi
+need=(slurmd slurmctld srun sbatch scontrol squeue scancel munged)
+missing() { local c; for c in "${need[@]}"; do command -v "$c" >/dev/null || { echo "$c"; return; }; done; }
+if [ -n "$(missing)" ]; then
+    echo "slurm.sh: $(missing) is missing; installing slurmd slurmctld slurm-client munge"
+    if ! command -v apt-get >/dev/null || ! apt-get update >/dev/null 2>&1 ||
+        ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+            slurmd slurmctld slurm-client munge >/dev/null 2>&1; then
+        skip "the Slurm packages (slurmd slurmctld slurm-client munge) cannot be installed here"
+    fi
+fi
+for f in "$MEMHOG" "$CLEANUP" "$LIB/libcarve.so" "$LIB/sim/libnvidia-ml.so.1"; do
+    if [ ! -e "$f" ]; then echo "FAIL - $f is missing: run make BUILD=$BUILD"; echo "0 passed, 1 failed"; exit 1; fi
+done
+if [ ! -e "$PLUGIN" ]; then
+    echo "FAIL - $PLUGIN is missing: install libslurm-dev (scripts/install-deps.sh), then make BUILD=$BUILD"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+T=$(mktemp -d /tmp/carve-slurm.XXXXXX)
+chmod 755 "$T"
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+    # slices the test's jobs may have left (a failed check), then the temp dir
+    find /dev/shm -maxdepth 1 -name "carve.slurm.*" -newer "$T/stamp" -delete 2>/dev/null
+    [ -n "${SLURM_E2E_KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+touch "$T/stamp"
+mkdir -p "$T/etc" "$T/state" "$T/spool" "$T/log" "$T/munge" "$T/carve" "$T/out"
+
+# A private munged: its own key and socket.
+dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 status=none
+chmod 700 "$T/munge"
+chmod 600 "$T/munge/munge.key"
+munged --force --foreground --socket="$T/munge/munge.sock" --key-file="$T/munge/munge.key" \
+    --pid-file="$T/munge/munged.pid" --log-file="$T/log/munged.log" \
+    --seed-file="$T/munge/seed" >"$T/log/munged.out" 2>&1 &
+pids+=($!)
+
+HOST=$(hostname -s)
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+CTLD_PORT=$(port)
+SLURMD_PORT=$(port)
+export SLURM_CONF=$T/etc/slurm.conf
+# The simulated GPU (one H100-like device, 8 GiB) as slurmstepd and the jobs see it; carved
+# is pointed nowhere so the plugin makes its slices itself.
+export CARVE_SIM_STATE=$T/sim-state CARVE_SIM_MEMORY=8GiB CARVE_SOCKET=$T/no-carved.sock
+
+# gres/gpu wants a device file; any character device will do for a node without cgroups.
+mknod "$T/nvidia0" c 1 3 2>/dev/null || touch "$T/nvidia0"
+cat >"$SLURM_CONF" <<EOF
+ClusterName=carvetest
+SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$T/munge/munge.sock
+StateSaveLocation=$T/state
+SlurmdSpoolDir=$T/spool
+SlurmctldPidFile=$T/slurmctld.pid
+SlurmdPidFile=$T/slurmd.pid
+SlurmctldLogFile=$T/log/slurmctld.log
+SlurmdLogFile=$T/log/slurmd.log
+SlurmdDebug=verbose
+SlurmctldDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+SwitchType=switch/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+GresTypes=gpu,shard
+PlugStackConfig=$T/etc/plugstack.conf
+KillWait=2
+MessageTimeout=5
+NodeName=$HOST NodeAddr=127.0.0.1 CPUs=2 Gres=gpu:1,shard:4 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+EOF
+cat >"$T/etc/gres.conf" <<EOF
+AutoDetect=off
+Name=gpu File=$T/nvidia0
+Name=shard Count=4 File=$T/nvidia0
+EOF
+cat >"$T/etc/plugstack.conf" <<EOF
+required $PLUGIN simulate state_dir=$T/carve
+EOF
+
+# cgroup v2 without systemd managing the node (a container): slurmd makes its own cgroup
+if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
+    printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nCgroupAutomount=yes\n' >"$T/etc/cgroup.conf"
+fi
+
+slurmctld -D -i -f "$SLURM_CONF" >"$T/log/slurmctld.out" 2>&1 &
+pids+=($!)
+start_slurmd() {
+    slurmd -D -N "$HOST" -f "$SLURM_CONF" >>"$T/log/slurmd.out" 2>&1 &
+    slurmd_pid=$!
+    pids+=("$slurmd_pid")
+}
+start_slurmd
+
+# wait until the node takes jobs
+up=1
+for _ in $(seq 1 60); do
+    if sinfo -h -o '%t' 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then up=0; break; fi
+    sleep 0.5
+done
+check "munged, slurmctld and slurmd are up on localhost (node $HOST)" "$up"
+if [ "$up" -ne 0 ]; then
+    for f in "$T"/log/*; do echo "--- $f"; tail -20 "$f"; done
+    finish
+fi
+
+cd "$T/out" || exit 2
+export CARVE_QUIET=0
+if [ -n "${SLURM_E2E_SESSION:-}" ]; then
+    # a session of one's own on the test's cluster instead of the checks (docs/slurm.md's
+    # example); the variables it can use: MEMHOG CLEANUP T
+    export MEMHOG CLEANUP T PATH=$ROOT/$BUILD/bin:$PATH
+    bash -c "$SLURM_E2E_SESSION"
+    finish
+fi
+
+# listing FIELD JOB: a field of the job's slice as carve-slurm-cleanup --dry-run sees it
+listing() {
+    "$CLEANUP" --state-dir "$T/carve" --dry-run --json |
+        python3 -c 'import json,sys; f,j=sys.argv[1],int(sys.argv[2]); print(next((str(x[f]) for x in json.load(sys.stdin)["jobs"] if x["job"]==j), "none"))' "$1" "$2"
+}
+slice_gone() { # slice_gone JOB: neither its record nor its shared memory is left
+    [ ! -e "$T/carve/job-$1" ] && [ -z "$(find /dev/shm -maxdepth 1 -name "carve.slurm.$1.*" -print -quit)" ]
+}
+wait_for() { # wait_for TENTHS CMD...: until CMD succeeds
+    local n=$1
+    shift
+    while [ "$n" -gt 0 ]; do "$@" && return 0; sleep 0.1; n=$((n - 1)); done
+    return 1
+}
+job_state() { squeue -h -j "$1" -o %T 2>/dev/null; }
+running() { [ "$(job_state "$1")" = RUNNING ]; }
+gone() { [ -z "$(job_state "$1")" ]; }
+submit() { sbatch --parsable "$@" | cut -d';' -f1; }
+
+# 1. Bad values stop srun, sbatch and salloc before anything is queued.
+out=$(srun --gpu-memory=lots true 2>&1)
+rc=$?
+check "srun --gpu-memory=lots is refused (rc $rc): $(echo "$out" | head -1 | cut -c1-90)" \
+    "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "carve: --gpu-memory=lots: invalid size"; echo $?)"
+out=$(sbatch --gpu-compute=150% --wrap true 2>&1)
+rc=$?
+check "sbatch --gpu-compute=150% is refused (rc $rc): $(echo "$out" | head -1 | cut -c1-90)" \
+    "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "carve: --gpu-compute=150%: "; echo $?)"
+out=$(salloc --gpu-memory=0 true 2>&1)
+rc=$?
+check "salloc --gpu-memory=0 is refused (rc $rc): $(echo "$out" | head -1 | cut -c1-90)" \
+    "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "carve: --gpu-memory=0: "; echo $?)"
+queued=$(squeue -h | wc -l)
+check "nothing was queued by the refused submissions ($queued jobs)" "$([ "$queued" -eq 0 ]; echo $?)"
+
+# 1b. A value the node cannot give (more than its GPU has) fails the job's tasks, saying why.
+out=$(srun --gpu-memory=100G true 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "srun --gpu-memory=100G on an 8 GiB GPU: the task fails (rc $rc) with carve's reason" \
+    "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "carve: job [0-9]*: --gpu-memory 100G is more than GPU 0 has"; echo $?)"
+
+# 2. Two jobs of 2 shards each share the GPU at once, each in its own capped slice.
+a=$(submit --gres=shard:2 --gpu-memory=2G -o A.out --wrap "$MEMHOG --label A --max 4096 --hold 6")
+b=$(submit --gres=shard:2 --gpu-memory=3G -o B.out --wrap "$MEMHOG --label B --max 1024 --hold 6")
+in_slice() { grep -qs '^step ' "$T/carve/job-$1"; } # the job's first task is in its slice
+both() { running "$a" && running "$b" && in_slice "$a" && in_slice "$b"; }
+wait_for 200 both
+check "jobs $a and $b (2 of the GPU's 4 shards each) run at the same time" "$?"
+mem_a=$(listing memory "$a") mem_b=$(listing memory "$b")
+cmp_a=$(listing compute "$a") cmp_b=$(listing compute "$b")
+if [ "$cmp_b" = none ] || [ "$mem_b" = none ]; then
+    "$CLEANUP" --state-dir "$T/carve" --dry-run --json; ls -la "$T/carve"; squeue
+fi
+check "their slices: memory $mem_a and $mem_b, compute $cmp_a and $cmp_b (2 of 4 shards)" \
+    "$([ "$mem_a" = "2 GiB" ] && [ "$mem_b" = "3 GiB" ] && [ "$cmp_a" = "50%+" ] && [ "$cmp_b" = "50%+" ]; echo $?)"
+wait_for 300 gone "$a" && wait_for 100 gone "$b"
+check "both jobs ended" "$?"
+sed 's/^/    A: /' A.out
+sed 's/^/    B: /' B.out
+check "job $a sees a 2048 MiB GPU, gets the OOM past its cap and carve's OOM line" \
+    "$(grep -q '^\[A\] cuMemGetInfo at start: total 2048 MiB' A.out &&
+       grep -q '^\[A\] got 1536 MiB in 6 allocations; allocation 7: CUDA_ERROR_OUT_OF_MEMORY' A.out &&
+       grep -q "^carve: slice \"slurm-$a\" out of memory on GPU 0: cap 2 GiB" A.out; echo $?)"
+check "job $b sees a 3072 MiB GPU and gets all it asked for, unaffected" \
+    "$(grep -q '^\[B\] cuMemGetInfo at start: total 3072 MiB' B.out &&
+       grep -q '^\[B\] got 1024 MiB in 4 allocations; stopped at the --max limit' B.out &&
+       ! grep -q 'out of memory' B.out; echo $?)"
+check "both slices are gone after the jobs" "$(slice_gone "$a" && slice_gone "$b"; echo $?)"
+
+# 3. An explicit share beats the shards; shards alone enforce their fraction; no option,
+#    no shards: no slice.
+out=$(srun --gres=shard:1 --gpu-compute=10% "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
+check "srun --gres=shard:1 --gpu-compute=10%: the slice has compute 10%, no memory cap" \
+    "$(echo "$out" | grep -Eq 'memory - +compute 10% +1/1 steps alive'; echo $?)"
+echo "$out" | sed 's/^/    /'
+out=$(srun --gres=shard:1 "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
+check "srun --gres=shard:1 alone: compute 25%+ (1 of 4 shards)" \
+    "$(echo "$out" | grep -Eq 'compute 25%\+ +1/1 steps alive'; echo $?)"
+out=$(srun env 2>&1)
+check "a job without carve options or shards runs outside carve" \
+    "$(! echo "$out" | grep -q '^CARVE_SLICE=' && ! echo "$out" | grep -q 'libcarve'; echo $?)"
+
+# 4. The batch step and an srun step of one job share the job's slice.
+j=$(submit --gpu-memory=1G -o J.out --wrap 'echo "batch $CARVE_SLICE"; srun sh -c '\''echo "step $CARVE_SLICE"'\''')
+wait_for 200 gone "$j"
+batch=$(sed -n 's/^batch //p' J.out) step=$(sed -n 's/^step //p' J.out)
+check "job $j: the batch step and its srun step are in one slice ($batch, $step)" \
+    "$([ -n "$batch" ] && [ "$batch" = "$step" ]; echo $?)"
+check "job $j's slice is gone" "$(slice_gone "$j"; echo $?)"
+
+# 4b. salloc's options reach the steps run in the allocation.
+out=$(salloc --gpu-memory=1G srun "$MEMHOG" --label S --max 2048 --hold 0 2>&1)
+check "salloc --gpu-memory=1G, then srun: the step sees a 1024 MiB GPU and is capped" \
+    "$(echo "$out" | grep -q '^\[S\] cuMemGetInfo at start: total 1024 MiB' &&
+       echo "$out" | grep -q '^\[S\] got 512 MiB in 2 allocations; allocation 3: CUDA_ERROR_OUT_OF_MEMORY'; echo $?)"
+
+# 5. scancel: the slice of a cancelled job is removed.
+c=$(submit --gpu-memory=1G -o C.out --wrap "sleep 60")
+wait_for 200 in_slice "$c"
+check "job $c runs in a slice before scancel" "$?"
+scancel "$c"
+wait_for 150 gone "$c" && wait_for 50 slice_gone "$c"
+check "after scancel, job $c's slice is gone" "$?"
+
+# 5b. A job of another user: its processes write the slice's table (given to the job's
+#     user), the terms stay root's, and the cap holds. The user has its own simulated GPU
+#     state (root's is private), the same GPU as slurmstepd sees.
+chmod 1777 "$T/out"
+u=$(submit --uid=nobody --gid=nogroup --gpu-memory=1G -o "$T/out/U.out" \
+    --export=ALL,CARVE_SIM_STATE="$T/out/sim-nobody" \
+    --wrap "ls -ln /dev/shm/\${CARVE_SLICE#/} /dev/shm/\${CARVE_SLICE#/}.terms; $MEMHOG --label U --max 2048 --hold 0")
+wait_for 300 gone "$u"
+sed 's/^/    U: /' U.out
+table_uid=$(awk 'NR == 1 { print $3 }' U.out) terms_uid=$(awk 'NR == 2 { print $3 }' U.out)
+check "job $u of user nobody: the table is nobody's ($table_uid), the terms root's ($terms_uid)" \
+    "$([ "$table_uid" = 65534 ] && [ "$terms_uid" = 0 ]; echo $?)"
+check "job $u of user nobody is capped at 1 GiB" \
+    "$(grep -q '^\[U\] cuMemGetInfo at start: total 1024 MiB' U.out &&
+       grep -q "^carve: slice \"slurm-$u\" out of memory on GPU 0: cap 1 GiB" U.out; echo $?)"
+check "job $u's slice is gone" "$(slice_gone "$u"; echo $?)"
+
+# 6. A job whose slurmstepd is killed (no exit hook runs) while slurmd is down: slurmd's
+#    restart sweeps its slice away.
+k=$(submit --gpu-memory=1G -o K.out --wrap "sleep 60")
+wait_for 200 in_slice "$k"
+stepd=$(awk '$1 == "step" { print $2; exit }' "$T/carve/job-$k" 2>/dev/null)
+kill "$slurmd_pid"
+wait "$slurmd_pid" 2>/dev/null
+if [ -n "$stepd" ]; then
+    tasks=$(pgrep -P "$stepd")
+    kill -KILL "$stepd" $tasks 2>/dev/null
+fi
+sleep 0.5
+check "job $k's slurmstepd ($stepd) killed with slurmd down: its slice is left over" \
+    "$([ -n "$stepd" ] && ! slice_gone "$k"; echo $?)"
+# slurmd comes back with carved running on the node (a private socket): from now on the
+# plugin asks carved for the jobs' slices
+CARVE=$ROOT/$BUILD/bin/carve
+"$ROOT/$BUILD/bin/carved" --simulate --socket "$T/carved.sock" --state-dir "$T/carved" \
+    --listen off >"$T/log/carved.log" 2>&1 &
+pids+=($!)
+export CARVE_SOCKET=$T/carved.sock
+wait_for 50 test -S "$CARVE_SOCKET"
+start_slurmd
+wait_for 150 slice_gone "$k"
+check "slurmd's restart sweeps job $k's slice away" "$?"
+scancel "$k" 2>/dev/null
+
+# 7. Through carved: the job's slice is carved's, seen by carve slice list, and deleted
+#    when the job ends.
+carved_slices() { "$CARVE" slice list --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join(sorted(s["name"] + "=" + str(s["devices"][0]["memory_cap"]) for s in json.load(sys.stdin))))'; }
+d=$(submit --gres=shard:1 --gpu-memory=1G -o D.out --wrap "sleep 3; $MEMHOG --label D --max 2048 --hold 0")
+wait_for 200 in_slice "$d"
+listed=$(carved_slices)
+check "with carved running, job $d's slice is carved's: $listed" \
+    "$(echo "$listed" | grep -q "slurm-$d="; grep -q "^carved slurm-$d\$" "$T/carve/job-$d"; echo $?)"
+wait_for 300 gone "$d"
+sed 's/^/    D: /' D.out
+check "job $d is capped at 1 GiB by carved's slice" \
+    "$(grep -q '^\[D\] cuMemGetInfo at start: total 1024 MiB' D.out &&
+       grep -q "^carve: slice \"slurm-$d\" out of memory on GPU 0: cap 1 GiB" D.out; echo $?)"
+wait_for 50 slice_gone "$d"
+listed=$(carved_slices)
+check "job $d's slice left carved when the job ended (carved lists: '${listed}')" \
+    "$(slice_gone "$d" && ! echo "$listed" | grep -q "slurm-$d="; echo $?)"
+if [ "$failed" -ne 0 ]; then
+    echo "    --- slurmd.log (carve lines)"
+    grep -i carve "$T/log/slurmd.log" | tail -20 | sed 's/^/    /'
+fi
+finish

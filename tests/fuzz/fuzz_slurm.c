@@ -1,0 +1,59 @@
+/* fuzz_slurm.c - libFuzzer harness for what the Slurm plugin reads from outside: the
+ * values of --gpu-memory and --gpu-compute (from any user, at submit time), a job's record
+ * (a file in the plugin's state directory) and gres.conf. Any input gets a result or an
+ * error message, never a crash; accepted records print back to themselves.
+ *
+ * The first byte picks the parser; the rest is the text. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
+
+static void check_record(const char *text)
+{
+    struct carve_job_record rec, back;
+    char buf[8192];
+    if (carve_job_record_parse(text, &rec) != 0)
+        return;
+    if (rec.nsteps < 0 || rec.nsteps > CARVE_JOB_MAX_STEPS || rec.nboards < 0 ||
+        rec.nboards > CARVE_SLICE_MAX_DEVICES)
+        abort();
+    if (carve_job_record_format(&rec, buf, sizeof(buf)) < 0)
+        return; /* too long to print in 8 KiB: the record file holds at most that */
+    if (carve_job_record_parse(buf, &back) != 0 || memcmp(&rec, &back, sizeof(rec)) != 0)
+        abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+    if (len < 1)
+        return 0;
+    char *s = malloc(len);
+    if (!s)
+        return 0;
+    memcpy(s, data + 1, len - 1);
+    s[len - 1] = '\0';
+    char err[512] = "";
+    switch (data[0] % 4) {
+    case 0:
+    case 1:
+        if (carve_job_check_option(data[0] % 4 ? "gpu-compute" : "gpu-memory", s, err,
+                                   sizeof(err)) != 0 && !err[0])
+            abort(); /* every refusal says why */
+        break;
+    case 2:
+        check_record(s);
+        break;
+    default: {
+        unsigned n = carve_job_gres_shards(s, "node1", 1 + (int)(len % 4));
+        if (n > 1000000u)
+            abort(); /* Count= values above that are skipped */
+        break;
+    }
+    }
+    free(s);
+    return 0;
+}

@@ -1,0 +1,332 @@
+/* test_slurm_job.c - the Slurm plugin's logic (slurm/job.c) without Slurm: option checks,
+ * the shard default, gres.conf reading, the job's record, and a job's slice made, shared by
+ * two steps, left, removed and swept, with dead steps pruned, on the simulated GPU. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "job.h"
+#include "slice.h"
+
+static void test_check_option(void **state)
+{
+    char err[512];
+    assert_int_equal(carve_job_check_option("gpu-memory", "8G", err, sizeof(err)), 0);
+    assert_int_equal(carve_job_check_option("gpu-memory", "0=8G,1=512MiB", err, sizeof(err)), 0);
+    assert_int_equal(carve_job_check_option("gpu-compute", "25%", err, sizeof(err)), 0);
+    assert_int_equal(carve_job_check_option("gpu-compute", "12.5%+", err, sizeof(err)), 0);
+    assert_int_equal(carve_job_check_option("gpu-memory", "lots", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "--gpu-memory=lots: "));
+    assert_int_equal(carve_job_check_option("gpu-compute", "150%", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "--gpu-compute=150%: "));
+    assert_int_equal(carve_job_check_option("gpu-memory", "", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "needs a value"));
+    assert_int_equal(carve_job_check_option("gpu-memory", NULL, err, sizeof(err)), -EINVAL);
+}
+
+static void test_shard_share(void **state)
+{
+    struct carve_compute c;
+    assert_false(carve_job_shard_share(0, 4, &c));
+    assert_false(carve_job_shard_share(2, 0, &c));
+    assert_true(carve_job_shard_share(1, 4, &c));
+    assert_int_equal(c.share_bp, 2500);
+    assert_int_equal(c.mode, CARVE_COMPUTE_GUARANTEE);
+    assert_true(carve_job_shard_share(1, 3, &c));
+    assert_int_equal(c.share_bp, 3333);
+    assert_true(carve_job_shard_share(9, 4, &c)); /* never past the whole GPU */
+    assert_int_equal(c.share_bp, 10000);
+    assert_true(carve_job_shard_share(1, 100000, &c)); /* never zero */
+    assert_int_equal(c.share_bp, 1);
+}
+
+static void test_gres_shards(void **state)
+{
+    const char *text = "AutoDetect=off\n"
+                       "Name=gpu File=/dev/nvidia[0-1]\n"
+                       "# Name=shard Count=99\n"
+                       "Name=shard Count=8 File=/dev/nvidia[0-1]   # 4 each\n"
+                       "NodeName=other Name=shard Count=100\n"
+                       "NodeName=node1 Name=shard Count=8\n";
+    assert_int_equal(carve_job_gres_shards(text, "node1", 2), 8);
+    assert_int_equal(carve_job_gres_shards(text, "node2", 2), 4);
+    assert_int_equal(carve_job_gres_shards(text, "node2", 0), 0);
+    assert_int_equal(carve_job_gres_shards("Name=gpu Count=1\n", "n", 1), 0);
+    assert_int_equal(carve_job_gres_shards("name=SHARD count=6\n", "n", 3), 2);
+    assert_int_equal(carve_job_gres_shards("Name=shard Count=-1\nName=shard Count=x\n", "n", 1), 0);
+    assert_int_equal(carve_job_gres_shards(NULL, "n", 1), 0);
+}
+
+static void test_record(void **state)
+{
+    struct carve_job_record rec, back;
+    char text[4096];
+    assert_int_equal(carve_job_record_parse("", &rec), 0);
+    assert_int_equal(rec.nsteps, 0);
+    const char *good = "carve-slurm 1\nshm /carve.slurm.7.0badf00d\ncarved -\n"
+                       "board GPU-00000000-0000-0000-0000-000000000001 3\n"
+                       "step 100 12345\nstep 200 0\n";
+    assert_int_equal(carve_job_record_parse(good, &rec), 0);
+    assert_string_equal(rec.shm, "/carve.slurm.7.0badf00d");
+    assert_string_equal(rec.carved, "");
+    assert_int_equal(rec.nboards, 1);
+    assert_int_equal(rec.boards[0].entry, 3);
+    assert_int_equal(rec.nsteps, 2);
+    assert_int_equal(rec.steps[0].pid, 100);
+    assert_int_equal(rec.steps[0].start, 12345);
+    int n = carve_job_record_format(&rec, text, sizeof(text));
+    assert_true(n > 0);
+    assert_string_equal(text, good);
+    assert_int_equal(carve_job_record_parse(text, &back), 0);
+    assert_memory_equal(&rec, &back, sizeof(rec));
+    assert_int_equal(carve_job_record_format(&rec, text, 20), -ENOSPC);
+    const char *bad[] = {
+        "carve-slurm 2\n", "shm relative\n", "shm /a/b\n", "carved bad/name\n",
+        "board nonsense 1\n", "board GPU-00000000-0000-0000-0000-000000000001 64\n",
+        "step 0 1\n", "step x\n", "mystery 1\n", "step 99999999999 1\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(carve_job_record_parse(bad[i], &rec), -EINVAL);
+}
+
+/* A private world: the simulated GPU's state and the plugin's records in a temp dir, and
+ * carved's socket pointed nowhere so that the standalone path is taken. */
+struct world {
+    char dir[64];
+    struct carve_job_conf conf;
+};
+
+static int world_setup(void **state)
+{
+    static struct world w;
+    snprintf(w.dir, sizeof(w.dir), "/tmp/carve-slurm-test.XXXXXX");
+    assert_non_null(mkdtemp(w.dir));
+    char path[PATH_MAX], exe[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/sim-state", w.dir);
+    setenv("CARVE_SIM_STATE", path, 1);
+    setenv("CARVE_SIM_MEMORY", "16GiB", 1);
+    snprintf(path, sizeof(path), "%s/no-carved.sock", w.dir);
+    setenv("CARVE_SOCKET", path, 1);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    memset(&w.conf, 0, sizeof(w.conf));
+    snprintf(w.conf.libdir, sizeof(w.conf.libdir), "%s/../../lib/carve", dirname(exe));
+    snprintf(w.conf.state_dir, sizeof(w.conf.state_dir), "%s/state", w.dir);
+    w.conf.simulate = true;
+    w.conf.shards_per_gpu = 4;
+    *state = &w;
+    return 0;
+}
+
+static int world_teardown(void **state)
+{
+    struct world *w = *state;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", w->dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static bool shm_exists(const char *shm)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "/dev/shm%s", shm);
+    return access(path, F_OK) == 0;
+}
+
+static bool record_exists(const struct world *w, uint32_t job)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/job-%u", w->conf.state_dir, job);
+    return access(path, F_OK) == 0;
+}
+
+/* A child that sleeps: a stand-in slurmstepd. */
+static pid_t fake_step(void)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed assertion must not leave it behind */
+        pause();
+        _exit(0);
+    }
+    return p;
+}
+
+static void end_step(pid_t p)
+{
+    kill(p, SIGKILL);
+    waitpid(p, NULL, 0);
+}
+
+static void test_two_steps_share_one_slice(void **state)
+{
+    struct world *w = *state;
+    char shm1[128], shm2[128], err[1024];
+    pid_t s1 = fake_step(), s2 = fake_step();
+    struct carve_job_request req = {.job_id = 41, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = s1, .memory = "2G", .job_shards = 1};
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm1, sizeof(shm1), err, sizeof(err)), 1);
+    assert_true(shm_exists(shm1));
+    struct carve_slice *s;
+    assert_int_equal(carve_slice_open(shm1, &s, err, sizeof(err)), 0);
+    assert_int_equal(carve_slice_cap(s, 0), 2ull << 30);
+    struct carve_compute c = carve_slice_compute(s, 0);
+    assert_int_equal(c.share_bp, 2500); /* one shard of four */
+    assert_int_equal(c.mode, CARVE_COMPUTE_GUARANTEE);
+    assert_string_equal(carve_slice_name(s), "slurm-41");
+    carve_slice_close(s);
+
+    req.step_pid = s2;
+    req.memory = "9G"; /* a later step joins what the first made */
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm2, sizeof(shm2), err, sizeof(err)), 1);
+    assert_string_equal(shm1, shm2);
+
+    /* a slurmstepd leaves in its exit hook, just before it ends */
+    assert_int_equal(carve_job_leave(&w->conf, 41, s1, err, sizeof(err)), 0);
+    end_step(s1);
+    assert_true(shm_exists(shm1)); /* s2 still runs in it */
+    assert_true(record_exists(w, 41));
+    assert_int_equal(carve_job_leave(&w->conf, 41, s2, err, sizeof(err)), 0);
+    end_step(s2);
+    assert_false(shm_exists(shm1));
+    assert_false(record_exists(w, 41));
+}
+
+static void read_record(const struct world *w, uint32_t job, struct carve_job_record *rec)
+{
+    char path[PATH_MAX], text[8192];
+    snprintf(path, sizeof(path), "%s/job-%u", w->conf.state_dir, job);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    assert_int_equal(carve_job_record_parse(text, rec), 0);
+}
+
+/* Steps killed without their exit hook leave the record when the next step comes in; the
+ * first (the boards' joiner) stays listed, and the last live step out removes the slice. */
+static void test_dead_steps_pruned(void **state)
+{
+    struct world *w = *state;
+    char shm[128], err[1024];
+    pid_t s1 = fake_step(), s2 = fake_step(), s3 = fake_step();
+    struct carve_job_request req = {.job_id = 46, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = s1, .memory = "1G"};
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    req.step_pid = s2;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    end_step(s1);
+    end_step(s2);
+    req.step_pid = s3;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    struct carve_job_record rec;
+    read_record(w, 46, &rec);
+    assert_int_equal(rec.nsteps, 2);
+    assert_int_equal(rec.steps[0].pid, s1);
+    assert_int_equal(rec.steps[1].pid, s3);
+    assert_int_equal(carve_job_leave(&w->conf, 46, s3, err, sizeof(err)), 0);
+    end_step(s3);
+    assert_false(shm_exists(shm));
+    assert_false(record_exists(w, 46));
+}
+
+static void test_nothing_asked(void **state)
+{
+    struct world *w = *state;
+    char shm[128], err[1024];
+    struct carve_job_request req = {.job_id = 42, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = getpid()};
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 0);
+    assert_false(record_exists(w, 42));
+}
+
+static void test_refused_values(void **state)
+{
+    struct world *w = *state;
+    char shm[128], err[1024];
+    struct carve_job_request req = {.job_id = 43, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = getpid(), .memory = "100G"};
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "--gpu-memory 100G"));
+    assert_false(record_exists(w, 43));
+    req.memory = "1G";
+    req.gpus = "3"; /* the simulated node has GPU 0 only */
+    assert_true(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "none of them the job's"));
+    req.gpus = "0";
+    req.compute = "60%+";
+    req.job_id = 44;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    req.job_id = 45; /* guarantees on one GPU add up to 100% at most */
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), -EDQUOT);
+    assert_non_null(strstr(err, "GPU 0"));
+    assert_false(record_exists(w, 45));
+    assert_int_equal(carve_job_remove(&w->conf, 44, err, sizeof(err)), 0);
+    assert_false(record_exists(w, 44));
+    req.job_id = 45; /* the board's room came back */
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_int_equal(carve_job_remove(&w->conf, 45, err, sizeof(err)), 0);
+    assert_false(shm_exists(shm));
+}
+
+static void test_sweep(void **state)
+{
+    struct world *w = *state;
+    char live_shm[128], dead_shm[128], err[1024];
+    pid_t live = fake_step(), dead = fake_step();
+    struct carve_job_request req = {.job_id = 50, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = live, .memory = "1G"};
+    assert_int_equal(carve_job_enter(&w->conf, &req, live_shm, sizeof(live_shm), err, sizeof(err)), 1);
+    req.job_id = 51;
+    req.step_pid = dead;
+    assert_int_equal(carve_job_enter(&w->conf, &req, dead_shm, sizeof(dead_shm), err, sizeof(err)), 1);
+    end_step(dead); /* killed: no exit hook ran */
+    struct carve_job_status st[8];
+    int n = carve_job_sweep(&w->conf, true, st, 8, err, sizeof(err));
+    assert_int_equal(n, 2);
+    assert_true(shm_exists(dead_shm)); /* a dry run removes nothing */
+    n = carve_job_sweep(&w->conf, false, st, 8, err, sizeof(err));
+    assert_int_equal(n, 2);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(st[i].removed, st[i].job_id == 51);
+        assert_int_equal(st[i].live_steps, st[i].job_id == 50);
+    }
+    assert_false(shm_exists(dead_shm));
+    assert_false(record_exists(w, 51));
+    assert_true(shm_exists(live_shm));
+    end_step(live);
+    assert_int_equal(carve_job_sweep(&w->conf, false, st, 8, err, sizeof(err)), 1);
+    assert_false(shm_exists(live_shm));
+    assert_int_equal(carve_job_sweep(&w->conf, false, st, 8, err, sizeof(err)), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_check_option),
+        cmocka_unit_test(test_shard_share),
+        cmocka_unit_test(test_gres_shards),
+        cmocka_unit_test(test_record),
+        cmocka_unit_test(test_two_steps_share_one_slice),
+        cmocka_unit_test(test_dead_steps_pruned),
+        cmocka_unit_test(test_nothing_asked),
+        cmocka_unit_test(test_refused_values),
+        cmocka_unit_test(test_sweep),
+    };
+    return cmocka_run_group_tests(tests, world_setup, world_teardown);
+}
