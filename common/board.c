@@ -47,6 +47,7 @@ struct carve_board {
     struct board_table *t;
     struct board_activity *act;
     int fd;
+    bool writable; /* a joiner's mapping; tenants' is read-only */
     char name[64];
     char act_name[80];
 };
@@ -109,15 +110,19 @@ static bool entry_dead(const struct board_entry *e)
 
 /* Joiners (create) open the board read-write, creating it with mode and leaving it locked;
  * tenants map it read-only. Then the activity beside it. 0 or -errno. */
-static int board_map(const uint8_t uuid[16], bool create, mode_t mode, struct carve_board **out)
+static int board_map(const uint8_t uuid[16], bool create, bool writable, mode_t mode,
+                     struct carve_board **out)
 {
     struct carve_board *b = calloc(1, sizeof(*b));
     if (!b)
         return -ENOMEM;
     carve_board_name(uuid, b->name, sizeof(b->name));
-    int prot = create ? PROT_READ | PROT_WRITE : PROT_READ;
+    writable = writable || create;
+    b->writable = writable;
+    int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
     for (int tries = 0; tries < JOIN_TRIES; tries++) {
-        int fd = shm_open(b->name, create ? O_RDWR | O_CREAT : O_RDONLY, mode);
+        int fd = shm_open(b->name, create ? O_RDWR | O_CREAT : writable ? O_RDWR : O_RDONLY,
+                          mode);
         if (fd < 0) {
             int r = -errno;
             free(b);
@@ -197,7 +202,12 @@ void carve_board_close(struct carve_board *b)
 
 int carve_board_open(const uint8_t uuid[16], struct carve_board **out)
 {
-    return board_map(uuid, false, 0, out);
+    return board_map(uuid, false, false, 0, out);
+}
+
+int carve_board_attach(const uint8_t uuid[16], struct carve_board **out)
+{
+    return board_map(uuid, false, true, 0, out);
 }
 
 int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_compute *c,
@@ -205,7 +215,7 @@ int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_com
                      char *err, size_t errlen)
 {
     struct carve_board *b;
-    int r = board_map(uuid, true, mode, &b);
+    int r = board_map(uuid, true, true, mode, &b);
     if (r < 0) {
         char board[64];
         carve_board_name(uuid, board, sizeof(board));
@@ -267,6 +277,10 @@ void carve_board_leave(struct carve_board *b, int entry)
 {
     if (!b)
         return;
+    if (!b->writable) { /* a tenant's mapping: the entry is not its to clear */
+        carve_board_close(b);
+        return;
+    }
     flock(b->fd, LOCK_EX); /* held already after a refused join: flock converts, no harm */
     if (entry >= 0 && entry < CARVE_BOARD_ENTRIES)
         atomic_store(&b->t->entry[entry].pid, 0);

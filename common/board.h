@@ -34,7 +34,11 @@ struct carve_board;
 int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_compute *c,
                      const char *name, pid_t pid, struct carve_board **out, int *entry,
                      char *err, size_t errlen);
-/* Clears the entry; removes the board when it was the last; unmaps. */
+/* A joiner's board again, read-write, for leaving an entry it joined earlier (the Slurm
+ * plugin leaves in another process than it joined); -ENOENT when there is none. */
+int carve_board_attach(const uint8_t uuid[16], struct carve_board **out);
+/* Clears the entry; removes the board when it was the last; unmaps. On a tenant's
+ * (read-only) board it only unmaps. */
 void carve_board_leave(struct carve_board *b, int entry);
 
 /* Tenant side: maps the existing board of the GPU (settings read-only); -ENOENT when there

@@ -405,8 +405,9 @@ static int join_boards(struct carve_slice_spec *spec, struct carve_job_record *r
             continue;
         struct carve_board *b;
         char why[512];
-        if (carve_board_join(spec->dev[i].uuid, c, spec->name, pid, &b, &spec->dev[i].board_entry,
-                             why, sizeof(why)) < 0) {
+        /* the plugin runs as root, like carved: the jobs' tenants read shares, never write */
+        if (carve_board_join(spec->dev[i].uuid, CARVE_BOARD_MODE_DAEMON, c, spec->name, pid, &b,
+                             &spec->dev[i].board_entry, why, sizeof(why)) < 0) {
             snprintf(err, errlen, "GPU %d: %s", spec->dev[i].index, why);
             return -EDQUOT;
         }
@@ -425,7 +426,7 @@ static void leave_boards(const struct carve_job_record *rec)
         return;
     for (int i = 0; i < rec->nboards; i++) {
         struct carve_board *b;
-        if (carve_board_open(rec->boards[i].uuid, &b) == 0)
+        if (carve_board_attach(rec->boards[i].uuid, &b) == 0)
             carve_board_leave(b, rec->boards[i].entry);
     }
 }

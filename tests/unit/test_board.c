@@ -161,6 +161,29 @@ static void test_modes_and_cleanup(void **state)
     assert_int_equal(access(activity, F_OK), -1);
 }
 
+/* The Slurm plugin joins in one process and leaves in another: attach gives it a writable
+ * board again; a tenant's read-only board leaves nothing (and does not fault). */
+static void test_attach_and_leave_elsewhere(void **state)
+{
+    uint8_t uuid[16];
+    char settings[128], activity[128], err[512];
+    fresh_uuid(uuid);
+    paths(uuid, settings, activity, sizeof(settings));
+    struct carve_board *joined, *tenant, *again;
+    int e;
+    assert_int_equal(carve_board_attach(uuid, &again), -ENOENT);
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_DAEMON, &G40, "job", getpid(),
+                                      &joined, &e, err, sizeof(err)), 0);
+    carve_board_close(joined); /* the joining process goes on without it */
+    assert_int_equal(carve_board_open(uuid, &tenant), 0);
+    carve_board_leave(tenant, e); /* read-only: only unmaps */
+    assert_int_equal(access(settings, F_OK), 0);
+    assert_int_equal(carve_board_attach(uuid, &again), 0);
+    carve_board_leave(again, e);
+    assert_int_equal(access(settings, F_OK), -1);
+    assert_int_equal(access(activity, F_OK), -1);
+}
+
 static void test_other_layout_refused(void **state)
 {
     uint8_t uuid[16];
@@ -190,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_guarantees_add_up_to_100),
         cmocka_unit_test(test_activity_reaches_peers),
         cmocka_unit_test(test_modes_and_cleanup),
+        cmocka_unit_test(test_attach_and_leave_elsewhere),
         cmocka_unit_test(test_other_layout_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
