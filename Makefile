@@ -38,6 +38,7 @@ include cli/module.mk
 include carved/module.mk
 include tests/module.mk
 include bench/module.mk
+include planner/fleet.mk
 
 real-all: $(ALL_TARGETS)
 

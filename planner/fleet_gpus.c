@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "fleet.h"
+#include "mig.h"
 #include "size.h"
 
 /* Memory is the board's nominal size in MiB; MIG follows NVIDIA's gate: Ampere A100,
@@ -122,7 +123,9 @@ static int parse_model(char *s, const char *pool, struct fleet_pool *p, char *er
         return pool_error(err, errlen, pool, why);
     }
     snprintf(p->name, sizeof(p->name), "%s", m->name);
-    p->memory_mib = m->memory_mib;
+    /* a MIG model's memory as NVML reports it, so that whole-GPU and MIG plans agree */
+    const struct mig_model *mm = m->mig ? mig_model_find(m->name) : NULL;
+    p->memory_mib = mm ? mm->memory_mib : m->memory_mib;
     p->mig = m->mig;
     p->model = m;
     return 0;

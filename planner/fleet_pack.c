@@ -178,15 +178,21 @@ static bool node_may_fit(const struct fit_tree *t, size_t i, uint64_t mem, uint3
 
 /* The leftmost open bin with room for (mem, comp), or -1. The maxima are per dimension, so
  * a subtree may pass the test and still hold no bin that fits both: then it backtracks. */
-static long tree_find(const struct fit_tree *t, size_t i, uint64_t mem, uint32_t comp)
+static long tree_find(const struct fit_tree *t, size_t i, uint64_t mem, uint32_t comp,
+                      unsigned *budget)
 {
-    if (!node_may_fit(t, i, mem, comp))
+    if (!node_may_fit(t, i, mem, comp) || !*budget)
         return -1;
+    --*budget;
     if (i >= t->size)
         return (long)(i - t->size);
-    long r = tree_find(t, 2 * i, mem, comp);
-    return r >= 0 ? r : tree_find(t, 2 * i + 1, mem, comp);
+    long r = tree_find(t, 2 * i, mem, comp, budget);
+    return r >= 0 ? r : tree_find(t, 2 * i + 1, mem, comp, budget);
 }
+
+/* Nodes one search may visit before the workload opens a GPU instead: bounds the time of a
+ * placement on lists whose open GPUs are full in one dimension and roomy in the other. */
+#define FIT_SEARCH_BUDGET 2048
 
 /* ---- one mechanism's packing ---- */
 
@@ -238,9 +244,25 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
 {
     struct fit_tree t;
     int ret = tree_init(&t, n ? n : 1);
+    /* the smallest memory and compute among the workloads still to place: a GPU that cannot
+       take them is closed, which keeps the search from wandering into full GPUs */
+    uint64_t *min_mem = malloc((n + 1) * sizeof(*min_mem));
+    uint32_t *min_comp = malloc((n + 1) * sizeof(*min_comp));
+    if (!min_mem || !min_comp)
+        ret = -ENOMEM;
+    if (!ret) {
+        min_mem[n] = UINT64_MAX;
+        min_comp[n] = UINT32_MAX;
+        for (size_t k = n; k-- > 0;) {
+            const struct fleet_workload *w = &ws->w[keys[k].index];
+            min_mem[k] = w->memory_mib < min_mem[k + 1] ? w->memory_mib : min_mem[k + 1];
+            min_comp[k] = w->compute_bp < min_comp[k + 1] ? w->compute_bp : min_comp[k + 1];
+        }
+    }
     for (size_t k = 0; k < n && !ret; k++) {
         const struct fleet_workload *w = &ws->w[keys[k].index];
-        long leaf = tree_find(&t, 1, w->memory_mib, w->compute_bp);
+        unsigned budget = FIT_SEARCH_BUDGET;
+        long leaf = tree_find(&t, 1, w->memory_mib, w->compute_bp, &budget);
         if (leaf < 0) {
             int pool = -1;
             for (size_t o = 0; o < f->npools && pool < 0; o++)
@@ -262,10 +284,15 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
         if (p->gpu_of)
             p->gpu_of[keys[k].index] = (uint32_t)t.gpu[leaf];
         p->placed++;
-        tree_set(&t, (size_t)leaf, f->pools[u->pool].memory_mib - u->memory_used_mib,
-                 u->compute_bp >= r->compute_cap ? 0 : r->compute_cap - u->compute_bp,
-                 r->slots - u->tenants);
+        uint64_t free_mem = f->pools[u->pool].memory_mib - u->memory_used_mib;
+        uint32_t free_comp = u->compute_bp >= r->compute_cap ? 0 : r->compute_cap - u->compute_bp;
+        uint32_t free_slots = r->slots - u->tenants;
+        if (free_mem < min_mem[k + 1] || free_comp < min_comp[k + 1])
+            free_mem = free_comp = free_slots = 0;
+        tree_set(&t, (size_t)leaf, free_mem, free_comp, free_slots);
     }
+    free(min_mem);
+    free(min_comp);
     tree_free(&t);
     return ret;
 }
