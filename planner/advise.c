@@ -333,16 +333,22 @@ int adv_advise(const struct adv_input *in, struct adv_result *out, char *err, si
     bool ambiguous;
     const struct fleet_gpu_model *m = fleet_gpu_find(in->gpu, &ambiguous);
     if (!m && ambiguous) {
-        /* a family with several boards ("A100"): the gate is the family's */
+        /* a family with several boards ("A100"): the largest board, preferring one whose MIG
+           profiles carve knows (A100 -> A100-80GB, H100 -> H100-80GB) */
         size_t n;
         const struct fleet_gpu_model *all = fleet_gpu_models(&n);
-        for (size_t i = 0; i < n && !m; i++)
-            if (strcasecmp(all[i].family, in->gpu) == 0)
+        for (size_t i = 0; i < n; i++) {
+            if (strcasecmp(all[i].family, in->gpu) != 0)
+                continue;
+            bool known = mig_model_find(all[i].name) != NULL;
+            bool m_known = m && mig_model_find(m->name) != NULL;
+            if (!m || (known && !m_known) || (known == m_known && all[i].memory_mib > m->memory_mib))
                 m = &all[i];
+        }
     }
     out->gpu_known = m != NULL;
     if (m) {
-        snprintf(out->gpu, sizeof(out->gpu), "%s", ambiguous ? m->family : m->name);
+        snprintf(out->gpu, sizeof(out->gpu), "%s", m->name);
         out->mig_capable = m->mig;
     } else {
         snprintf(out->gpu, sizeof(out->gpu), "%s", in->gpu);

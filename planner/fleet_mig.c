@@ -3,9 +3,9 @@
  * (memory slices at each profile's allowed starts, 7 compute slices, a most-per-GPU count).
  *
  * A GPU's geometry is one of a few hundred multisets of profiles, enumerated once per model.
- * The packer repeatedly takes the geometry that uses the most of a GPU (memory slices and
- * compute slices, half each) among those the remaining workloads can fill, and applies it to
- * as many GPUs as they can fill: a profile-count problem, not a per-workload search, so
+ * The packer repeatedly takes the geometry that uses the most of a GPU (each instance weighed
+ * by its scarcest resource: memory slices, compute slices or its profile's count limit) among
+ * those the remaining workloads can fill, and applies it to as many GPUs as they can fill: a profile-count problem, not a per-workload search, so
  * 100,000 workloads take milliseconds. Workloads larger than every profile get whole GPUs;
  * without a MIG-capable pool the mechanism is not available (MIG is per pool: a T4, L4 or
  * V100 cannot be partitioned). Plans use the MIG model of the cheapest MIG pool per MiB;
@@ -49,7 +49,7 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
 struct geometry {
     uint8_t count[MIG_MAX_PROFILES];
     uint8_t memory_slices, compute_slices;
-    double score; /* share of the GPU used: memory and compute slices, half each */
+    double score; /* the instances' weights: how much of a GPU they use (see record) */
 };
 
 struct geometry_set {
@@ -74,7 +74,19 @@ static void record(struct geometry_set *gs, const uint8_t *count, unsigned mem, 
     memcpy(g->count, count, MIG_MAX_PROFILES);
     g->memory_slices = (uint8_t)mem;
     g->compute_slices = (uint8_t)comp;
-    g->score = 0.5 * mem / gs->m->memory_slices + 0.5 * comp / gs->m->compute_slices;
+    /* each instance weighs what it takes of the GPU in its scarcest resource: memory
+       slices, compute slices or its profile's count limit (a 2g.20gb is a third of an H100,
+       since only three fit) */
+    g->score = 0;
+    for (size_t p = 0; p < gs->m->nprofiles && p < MIG_MAX_PROFILES; p++) {
+        const struct mig_profile *pr = &gs->m->profiles[p];
+        double w = (double)pr->memory_slices / gs->m->memory_slices;
+        if ((double)pr->compute_slices / gs->m->compute_slices > w)
+            w = (double)pr->compute_slices / gs->m->compute_slices;
+        if (pr->max_count && 1.0 / pr->max_count > w)
+            w = 1.0 / pr->max_count;
+        g->score += count[p] * w;
+    }
 }
 
 /* Every layout: profiles placed in table order, each at a start above the previous one of the
@@ -321,8 +333,13 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
         }
     }
     /* bound: lone GPUs, plus the slices the smallest fitting profiles need (no other profile
-     * choice needs fewer), or one GPU per instance too big to pair in one dimension */
+     * choice needs fewer), the count limit of each profile, or one GPU per instance too big
+     * to pair in one dimension */
     uint64_t shared = ceil_div(mem_slices, primary->memory_slices);
+    for (size_t q = 0; q < primary->nprofiles && q < MIG_MAX_PROFILES; q++)
+        if (primary->profiles[q].max_count &&
+            ceil_div(lists[q].n, primary->profiles[q].max_count) > shared)
+            shared = ceil_div(lists[q].n, primary->profiles[q].max_count);
     if (ceil_div(comp_slices, primary->compute_slices) > shared)
         shared = ceil_div(comp_slices, primary->compute_slices);
     if (big_mem > shared)
