@@ -231,8 +231,16 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     p->mech = FLEET_MIG;
     p->available = primary != NULL;
     if (!primary) {
-        snprintf(p->note, sizeof(p->note),
-                 "no pool of this fleet can be partitioned: MIG needs A100, H100, H200 or B200");
+        const char *untabled = NULL;
+        for (size_t i = 0; i < f->npools; i++)
+            if (f->pools[i].mig)
+                untabled = f->pools[i].name;
+        if (untabled)
+            snprintf(p->note, sizeof(p->note),
+                     "%s supports MIG, but carve has no MIG profile table for it yet", untabled);
+        else
+            snprintf(p->note, sizeof(p->note),
+                     "no pool of this fleet can be partitioned: MIG needs A100, H100, H200 or B200");
         return 0;
     }
     struct geometry_set gs = {0};
