@@ -21,6 +21,7 @@ PACKAGES=(
     python3
     procps
     shellcheck
+    jq # tests/e2e/planner.sh checks the --json output of carve plan, advise and cost
 )
 
 missing=()
