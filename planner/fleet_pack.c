@@ -237,6 +237,34 @@ static int by_key_desc(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* Largest key first, ties in list order. Keys are at most 2 x FLEET_BP_FULL (memory and
+ * compute in basis points of the largest GPU), so a counting sort does it in O(n). */
+static void sort_keys(struct sort_key *keys, size_t n)
+{
+    const size_t range = 2 * FLEET_BP_FULL + 1;
+    size_t *start = calloc(range + 1, sizeof(*start));
+    struct sort_key *out = malloc((n ? n : 1) * sizeof(*out));
+    if (!start || !out) {
+        free(start);
+        free(out);
+        qsort(keys, n, sizeof(*keys), by_key_desc);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        start[range - 1 - (keys[i].key < range ? keys[i].key : range - 1)]++;
+    size_t sum = 0;
+    for (size_t b = 0; b < range; b++) {
+        size_t c = start[b];
+        start[b] = sum;
+        sum += c;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[start[range - 1 - (keys[i].key < range ? keys[i].key : range - 1)]++] = keys[i];
+    memcpy(keys, out, n * sizeof(*keys));
+    free(out);
+    free(start);
+}
+
 static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
                       const struct sort_key *keys, size_t n, const struct mech_rules *r,
                       const size_t *order, uint64_t *pool_left, struct fleet_plan *p,
@@ -305,6 +333,24 @@ static int u64_desc(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* Sorts s (values at most max) largest first: a counting sort when the range is small, which
+ * it is for MiB and basis points; qsort otherwise. */
+static void sort_desc(uint64_t *s, size_t n, uint64_t max)
+{
+    uint32_t *count = max <= (1u << 22) ? calloc(max + 1, sizeof(*count)) : NULL;
+    if (!count) {
+        qsort(s, n, sizeof(*s), u64_desc);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        count[s[i] <= max ? s[i] : max]++;
+    size_t k = 0;
+    for (uint64_t v = max + 1; v-- > 0;)
+        for (uint32_t c = count[v]; c; c--)
+            s[k++] = v;
+    free(count);
+}
+
 /* Martello and Toth's L2 bound for one dimension: for each threshold k, items above cap-k
  * need a bin each, items in (cap/2, cap-k] too, and items in [k, cap/2] fill what those
  * leave. s is sorted in place, largest first. */
@@ -312,7 +358,10 @@ static uint64_t bound_l2(uint64_t *s, size_t n, uint64_t cap)
 {
     if (!n || !cap)
         return 0;
-    qsort(s, n, sizeof(*s), u64_desc);
+    uint64_t top = 0;
+    for (size_t i = 0; i < n; i++)
+        top = s[i] > top ? s[i] : top;
+    sort_desc(s, n, top);
     uint64_t *prefix = malloc((n + 1) * sizeof(*prefix));
     if (!prefix)
         return 0;
@@ -484,7 +533,7 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
                 keys[n].key = w->memory_mib * FLEET_BP_FULL / max_mem + w->compute_bp;
                 keys[n++].index = (uint32_t)i;
             }
-        qsort(keys, n, sizeof(*keys), by_key_desc);
+        sort_keys(keys, n);
         ret = pack_group(f, ws, keys, n, &r, order, pool_left, p, &g);
         p->lower_bound += group_bound(ws, keys, n, max_mem, &r);
         p->cost_lower_bound += group_cost_bound(f, ws, keys, n, &r);
