@@ -153,6 +153,8 @@ struct fleet_item {
 int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
                    const uint8_t *possible, const struct fleet_options *o,
                    struct fleet_plan *p);
+/* A lower bound on the cost of `demand` units when a GPU of pool i gives unit[i] of them. */
+double fleet_lp_cost(const struct fleet *f, double demand, const double *unit);
 /* The pool a lone workload of memory_mib goes to: the cheapest per hour that fits and has a
  * GPU left (pool_left), else the cheapest that fits; -1 if none fits. */
 int fleet_pick_pool(const struct fleet *f, const uint64_t *pool_left, uint64_t memory_mib);

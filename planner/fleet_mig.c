@@ -32,6 +32,42 @@ static double dmin(double a, double b)
 
 #ifndef FLEET_HAVE_MIG
 
+/* The MIG pools are full: the workloads still waiting take whole GPUs of pools that have
+ * GPUs left (not of the MIG model), the largest profiles first, each on the cheapest that
+ * holds it. What nothing holds stays for MIG GPUs beyond the fleet. */
+static int spill(const struct fleet *f, const struct fleet_workloads *ws,
+                 const struct mig_model *primary, struct by_profile *lists, uint64_t *pool_left,
+                 const struct mig_model **models, struct gpu_list *g, struct fleet_plan *p)
+{
+    for (size_t q = primary->nprofiles < MIG_MAX_PROFILES ? primary->nprofiles : MIG_MAX_PROFILES;
+         q-- > 0;) {
+        while (lists[q].n > lists[q].next) {
+            uint32_t i = lists[q].idx[lists[q].n - 1];
+            const struct fleet_workload *w = &ws->w[i];
+            int pool = -1;
+            for (size_t k = 0; k < f->npools; k++)
+                if (models[k] != primary && pool_left[k] && f->pools[k].memory_mib >= w->memory_mib &&
+                    (pool < 0 || f->pools[k].price < f->pools[pool].price))
+                    pool = (int)k;
+            if (pool < 0)
+                break;
+            long gi = open_gpu(f, g, p, pool_left, pool);
+            if (gi < 0)
+                return -ENOMEM;
+            g->use[gi] = (struct fleet_gpu_use){(uint32_t)pool, 1, w->memory_mib, w->memory_mib,
+                                                w->compute_bp};
+            if (p->gpu_of)
+                p->gpu_of[i] = (uint32_t)gi;
+            if (p->profile_of)
+                p->profile_of[i] = "whole";
+            p->alone++;
+            p->placed++;
+            lists[q].n--;
+        }
+    }
+    return 0;
+}
+
 int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
                    const uint8_t *possible, const struct fleet_options *o, struct fleet_plan *p)
 {
@@ -200,6 +236,7 @@ static int mig_pool(const struct fleet *f, const size_t *order, const struct mig
 struct by_profile {
     uint32_t *idx;
     size_t n, next;
+    size_t total; /* workloads of this profile before any spilled to other pools */
 };
 
 static const struct fleet_workloads *sort_ws;
@@ -209,6 +246,42 @@ static int by_memory_desc(const void *a, const void *b)
     uint64_t x = sort_ws->w[*(const uint32_t *)a].memory_mib;
     uint64_t y = sort_ws->w[*(const uint32_t *)b].memory_mib;
     return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The MIG pools are full: the workloads still waiting take whole GPUs of pools that have
+ * GPUs left (not of the MIG model), the largest profiles first, each on the cheapest that
+ * holds it. What nothing holds stays for MIG GPUs beyond the fleet. */
+static int spill(const struct fleet *f, const struct fleet_workloads *ws,
+                 const struct mig_model *primary, struct by_profile *lists, uint64_t *pool_left,
+                 const struct mig_model **models, struct gpu_list *g, struct fleet_plan *p)
+{
+    for (size_t q = primary->nprofiles < MIG_MAX_PROFILES ? primary->nprofiles : MIG_MAX_PROFILES;
+         q-- > 0;) {
+        while (lists[q].n > lists[q].next) {
+            uint32_t i = lists[q].idx[lists[q].n - 1];
+            const struct fleet_workload *w = &ws->w[i];
+            int pool = -1;
+            for (size_t k = 0; k < f->npools; k++)
+                if (models[k] != primary && pool_left[k] && f->pools[k].memory_mib >= w->memory_mib &&
+                    (pool < 0 || f->pools[k].price < f->pools[pool].price))
+                    pool = (int)k;
+            if (pool < 0)
+                break;
+            long gi = open_gpu(f, g, p, pool_left, pool);
+            if (gi < 0)
+                return -ENOMEM;
+            g->use[gi] = (struct fleet_gpu_use){(uint32_t)pool, 1, w->memory_mib, w->memory_mib,
+                                                w->compute_bp};
+            if (p->gpu_of)
+                p->gpu_of[i] = (uint32_t)gi;
+            if (p->profile_of)
+                p->profile_of[i] = "whole";
+            p->alone++;
+            p->placed++;
+            lists[q].n--;
+        }
+    }
+    return 0;
 }
 
 int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
@@ -256,7 +329,7 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     for (size_t q = 0; q < MIG_MAX_PROFILES && !ret; q++)
         if (!(lists[q].idx = malloc((ws->n ? ws->n : 1) * sizeof(uint32_t))))
             ret = -ENOMEM;
-    uint64_t mem_slices = 0, comp_slices = 0, big_mem = 0, big_comp = 0;
+    uint64_t mem_slices = 0, comp_slices = 0, big_mem = 0, big_comp = 0, too_large = 0;
     /* each workload to its profile's list, or to a whole GPU */
     for (size_t i = 0; i < ws->n && !ret; i++) {
         if (!possible[i])
@@ -272,6 +345,7 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
             big_comp += pr->compute_slices * 2 > primary->compute_slices;
             continue;
         }
+        too_large++;
         int pool = fleet_pick_pool(f, pool_left, w->memory_mib);
         long gi = open_gpu(f, &g, p, pool_left, pool);
         if (gi < 0) {
@@ -293,10 +367,27 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
         p->cost_lower_bound += cheapest;
     }
     sort_ws = ws;
-    for (size_t q = 0; q < MIG_MAX_PROFILES && !ret; q++)
+    for (size_t q = 0; q < MIG_MAX_PROFILES && !ret; q++) {
         qsort(lists[q].idx, lists[q].n, sizeof(uint32_t), by_memory_desc);
+        lists[q].total = lists[q].n;
+    }
+    /* GPUs of the MIG model the fleet has; when they run out, the remaining workloads take
+       whole GPUs of the other pools (MIG is per pool) before the plan goes beyond the fleet */
+    uint64_t mig_left = 0;
+    for (size_t i = 0; i < f->npools; i++)
+        if (models[i] == primary)
+            mig_left = pool_left[i] == FLEET_UNLIMITED || mig_left == FLEET_UNLIMITED
+                           ? FLEET_UNLIMITED
+                           : mig_left + pool_left[i];
+    bool spilled = false;
     /* the fullest geometry the remaining workloads can fill, on as many GPUs as they fill */
     while (!ret) {
+        if (mig_left == 0 && !spilled) {
+            spilled = true;
+            ret = spill(f, ws, primary, lists, pool_left, models, &g, p);
+            mig_left = FLEET_UNLIMITED;
+            continue;
+        }
         const struct geometry *best = NULL;
         uint64_t times = 0;
         for (size_t k = 0; k < gs.n && !best; k++) {
@@ -314,6 +405,10 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
         }
         if (!best)
             break;
+        if (mig_left != FLEET_UNLIMITED && times > mig_left)
+            times = mig_left;
+        if (mig_left != FLEET_UNLIMITED)
+            mig_left -= times;
         for (uint64_t t = 0; t < times && !ret; t++) {
             int pool = mig_pool(f, order, models, primary, pool_left, first);
             long gi = open_gpu(f, &g, p, pool_left, pool);
@@ -346,16 +441,41 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     uint64_t shared = ceil_div(mem_slices, primary->memory_slices);
     for (size_t q = 0; q < primary->nprofiles && q < MIG_MAX_PROFILES; q++)
         if (primary->profiles[q].max_count &&
-            ceil_div(lists[q].n, primary->profiles[q].max_count) > shared)
-            shared = ceil_div(lists[q].n, primary->profiles[q].max_count);
+            ceil_div(lists[q].total, primary->profiles[q].max_count) > shared)
+            shared = ceil_div(lists[q].total, primary->profiles[q].max_count);
     if (ceil_div(comp_slices, primary->compute_slices) > shared)
         shared = ceil_div(comp_slices, primary->compute_slices);
     if (big_mem > shared)
         shared = big_mem;
     if (big_comp > shared)
         shared = big_comp;
-    p->lower_bound = p->alone + shared;
-    p->cost_lower_bound += (double)shared * f->pools[first].price;
+    /* GPUs: the spilled workloads are counted in `shared' (a whole GPU each is no less than
+       their slices), so only the workloads too large for any profile are added */
+    p->lower_bound = too_large + shared;
+    if (f->npools == 1) {
+        p->cost_lower_bound += (double)shared * f->pools[first].price;
+    } else {
+        /* each workload costs at least its share of a MIG GPU of the model, in its scarcest
+           resource, or a whole GPU of the cheapest pool that holds it */
+        double mig_price = INFINITY;
+        for (size_t k = 0; k < f->npools; k++)
+            if (models[k] == primary)
+                mig_price = dmin(mig_price, f->pools[k].price);
+        for (size_t q = 0; q < MIG_MAX_PROFILES && q < primary->nprofiles; q++) {
+            const struct mig_profile *pr = &primary->profiles[q];
+            double share = (double)pr->memory_slices / primary->memory_slices;
+            if ((double)pr->compute_slices / primary->compute_slices > share)
+                share = (double)pr->compute_slices / primary->compute_slices;
+            for (size_t k = 0; k < lists[q].total; k++) {
+                const struct fleet_workload *w = &ws->w[lists[q].idx[k]];
+                double whole = INFINITY;
+                for (size_t m = 0; m < f->npools; m++)
+                    if (f->pools[m].memory_mib >= w->memory_mib)
+                        whole = dmin(whole, f->pools[m].price);
+                p->cost_lower_bound += dmin(share * mig_price, whole);
+            }
+        }
+    }
     for (size_t i = 0; i < g.n; i++) {
         uint64_t have = f->pools[g.use[i].pool].memory_mib;
         p->stranded_mib += have > g.use[i].memory_used_mib ? have - g.use[i].memory_used_mib : 0;
@@ -366,8 +486,8 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
         free(lists[q].idx);
     free(gs.g);
     snprintf(p->note, sizeof(p->note),
-             "%s profiles (the smallest that holds each workload); %llu on whole GPUs; %.0f GiB "
-             "held by profiles beyond what workloads use",
+             "%s profiles (the smallest that holds each workload); %llu on whole GPUs (larger "
+             "than every profile, or beyond the MIG pools); %.0f GiB held by profiles beyond use",
              primary->name, (unsigned long long)p->alone, p->rounding_mib / 1024.0);
     return ret;
 }

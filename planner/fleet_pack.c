@@ -426,24 +426,33 @@ static uint64_t group_bound(const struct fleet_workloads *ws, const struct sort_
     return MAX(lb, MAX(lc, ls));
 }
 
-/* A bound on cost for one group: its memory and its compute must each be bought at the
- * fleet's best price per unit. */
-static double group_cost_bound(const struct fleet *f, const struct fleet_workloads *ws,
-                               const struct sort_key *keys, size_t n, const struct mech_rules *r)
+/* A bound on the cost of buying `demand` units when a GPU of pool i gives unit[i] of them:
+ * the pools cheapest per unit first, each up to its count (a linear relaxation, so GPUs may
+ * be bought in fractions); what the fleet cannot hold is bought at the best rate, since a
+ * plan may go beyond the fleet with any model. */
+double fleet_lp_cost(const struct fleet *f, double demand, const double *unit)
 {
-    double mem = 0, comp = 0, per_mib = INFINITY, per_gpu = INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        mem += (double)ws->w[keys[i].index].memory_mib;
-        comp += ws->w[keys[i].index].compute_bp;
+    bool used[FLEET_MAX_POOLS] = {false};
+    double cost = 0, best_rate = INFINITY;
+    for (size_t i = 0; i < f->npools; i++)
+        if (unit[i] > 0)
+            best_rate = dmin(best_rate, f->pools[i].price / unit[i]);
+    while (demand > 1e-9) {
+        int pick = -1;
+        for (size_t i = 0; i < f->npools; i++)
+            if (!used[i] && unit[i] > 0 &&
+                (pick < 0 || f->pools[i].price / unit[i] < f->pools[pick].price / unit[pick]))
+                pick = (int)i;
+        if (pick < 0 || f->pools[pick].count == FLEET_UNLIMITED) {
+            cost += demand * (pick < 0 ? best_rate : f->pools[pick].price / unit[pick]);
+            break;
+        }
+        used[pick] = true;
+        double take = dmin(demand, (double)f->pools[pick].count * unit[pick]);
+        cost += take * f->pools[pick].price / unit[pick];
+        demand -= take;
     }
-    for (size_t i = 0; i < f->npools; i++) {
-        per_mib = dmin(per_mib, f->pools[i].price / (double)f->pools[i].memory_mib);
-        per_gpu = dmin(per_gpu, f->pools[i].price);
-    }
-    if (!n)
-        return 0;
-    double slots = (double)((n + r->slots - 1) / r->slots);
-    return dmax(dmax(mem * per_mib, comp / r->compute_cap * per_gpu), slots * per_gpu);
+    return cost;
 }
 
 /* ---- the whole plan for one mechanism ---- */
@@ -524,6 +533,7 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         p->cost_lower_bound += cheapest;
     }
     p->lower_bound = p->alone;
+    double mem_demand = 0, comp_demand = 0, slot_demand = 0;
     /* then each sharing group, largest workloads first */
     for (int grp = 0; grp < 2 && !ret; grp++) {
         size_t n = 0;
@@ -536,8 +546,25 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         sort_keys(keys, n);
         ret = pack_group(f, ws, keys, n, &r, order, pool_left, p, &g);
         p->lower_bound += group_bound(ws, keys, n, max_mem, &r);
-        p->cost_lower_bound += group_cost_bound(f, ws, keys, n, &r);
+        for (size_t k = 0; k < n; k++) {
+            mem_demand += (double)ws->w[keys[k].index].memory_mib;
+            comp_demand += (double)ws->w[keys[k].index].compute_bp / r.compute_cap;
+        }
+        slot_demand += (double)((n + r.slots - 1) / r.slots);
     }
+    /* cost: the groups' memory, compute and tenant places each bought as cheaply as the
+       fleet allows; on one pool, the GPU bound at its price */
+    double mem_unit[FLEET_MAX_POOLS], gpu_unit[FLEET_MAX_POOLS];
+    for (size_t i = 0; i < f->npools; i++) {
+        mem_unit[i] = (double)f->pools[i].memory_mib;
+        gpu_unit[i] = 1;
+    }
+    double shared_cost = dmax(fleet_lp_cost(f, mem_demand, mem_unit),
+                              dmax(fleet_lp_cost(f, comp_demand, gpu_unit),
+                                   fleet_lp_cost(f, slot_demand, gpu_unit)));
+    if (f->npools == 1)
+        shared_cost = dmax(shared_cost, (double)(p->lower_bound - p->alone) * f->pools[0].price);
+    p->cost_lower_bound += shared_cost;
     free(keys);
     finish_plan(f, p, &g);
     if (mech == FLEET_TIMESLICE)

@@ -27,8 +27,17 @@ static bool priced(const struct fleet *f)
     return false;
 }
 
-double fleet_plan_gap(const struct fleet_plan *p)
+bool fleet_gap_in_cost(const struct fleet *f)
 {
+    return f->npools > 1 && priced(f);
+}
+
+double fleet_plan_gap(const struct fleet *f, const struct fleet_plan *p)
+{
+    if (fleet_gap_in_cost(f))
+        return p->cost_lower_bound > 0
+                   ? 100.0 * (p->cost_per_hour - p->cost_lower_bound) / p->cost_lower_bound
+                   : 0;
     if (!p->lower_bound)
         return 0;
     return 100.0 * ((double)p->gpus - (double)p->lower_bound) / (double)p->lower_bound;
@@ -60,8 +69,9 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
     if (r->nimpossible)
         fprintf(out, "%zu of them cannot run on any GPU of this fleet (listed below); the plans "
                      "place the other %zu\n", r->nimpossible, r->nworkloads - r->nimpossible);
-    fprintf(out, "\n%-13s %8s %8s %6s %10s %10s", "mechanism", "GPUs", "bound", "gap", "beyond",
-            "stranded");
+    bool in_cost = fleet_gap_in_cost(f);
+    fprintf(out, "\n%-13s %8s %9s %6s %10s %10s", "mechanism", "GPUs", in_cost ? "$ bound" : "bound",
+            "gap", "beyond", "stranded");
     if (cost)
         fprintf(out, " %11s %11s %6s", "$/hour", "saves/hour", "saves");
     fprintf(out, "\n");
@@ -73,9 +83,14 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
         }
         char stranded[32];
         format_mib(p->stranded_mib, stranded, sizeof(stranded));
-        fprintf(out, "%-13s %8llu %8llu %5.1f%% %10llu %10s", fleet_mech_title(m),
-                (unsigned long long)p->gpus, (unsigned long long)p->lower_bound,
-                fleet_plan_gap(p), (unsigned long long)p->shortage, stranded);
+        char bound[32];
+        if (in_cost)
+            snprintf(bound, sizeof(bound), "%.2f", p->cost_lower_bound);
+        else
+            snprintf(bound, sizeof(bound), "%llu", (unsigned long long)p->lower_bound);
+        fprintf(out, "%-13s %8llu %9s %5.1f%% %10llu %10s", fleet_mech_title(m),
+                (unsigned long long)p->gpus, bound, fleet_plan_gap(f, p),
+                (unsigned long long)p->shortage, stranded);
         if (cost) {
             double saves = whole->cost_per_hour - p->cost_per_hour;
             fprintf(out, " %11.2f %11.2f %5.0f%%", p->cost_per_hour, saves,
@@ -83,9 +98,14 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
         }
         fprintf(out, "\n");
     }
-    fprintf(out, "\nGPUs: used by the plan; bound: no packing under the mechanism's rules uses "
-                 "fewer;\nbeyond: GPUs the plan needs that the fleet does not have; stranded: "
-                 "memory of used GPUs no workload uses.\n");
+    if (in_cost)
+        fprintf(out, "\nGPUs: used by the plan; $ bound: no plan under the mechanism's rules costs "
+                     "less per hour (gap: the plan's cost above it);\n");
+    else
+        fprintf(out, "\nGPUs: used by the plan; bound: no packing under the mechanism's rules uses "
+                     "fewer;\n");
+    fprintf(out, "beyond: GPUs the plan needs that the fleet does not have; stranded: memory of "
+                 "used GPUs no workload uses.\n");
     for (int m = 1; m < FLEET_NMECH; m++)
         if (r->plans[m].available)
             fprintf(out, "  %s: %s\n", fleet_mech_title(m), r->plans[m].note);
@@ -256,7 +276,8 @@ json_t *fleet_report_json(const struct fleet *f, const struct fleet_workloads *w
             json_object_set_new(o, "gpus", json_integer((json_int_t)p->gpus));
             json_object_set_new(o, "gpus_by_model", byp);
             json_object_set_new(o, "lower_bound", json_integer((json_int_t)p->lower_bound));
-            json_object_set_new(o, "gap_pct", json_real(fleet_plan_gap(p)));
+            json_object_set_new(o, "gap_pct", json_real(fleet_plan_gap(f, p)));
+            json_object_set_new(o, "gap_of", json_string(fleet_gap_in_cost(f) ? "cost" : "gpus"));
             json_object_set_new(o, "beyond_fleet", json_integer((json_int_t)p->shortage));
             json_object_set_new(o, "stranded_mib", json_integer((json_int_t)p->stranded_mib));
             json_object_set_new(o, "profile_rounding_mib", json_integer((json_int_t)p->rounding_mib));

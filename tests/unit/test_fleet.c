@@ -325,7 +325,12 @@ static void test_rules_and_impossible(void **state)
         assert_string_equal(f.pools[r.plans[m].use[r.plans[m].gpu_of[1]].pool].name, "H100-80GB");
     assert_int_equal(r.plans[FLEET_CARVE].alone, 2);
     assert_int_equal(r.plans[FLEET_TIMESLICE].alone, 8);
-    assert_int_equal(r.plans[FLEET_MIG].alone, 0);
+    /* MIG: the 60 GiB one and seven 1g.10gb fill the two H100s; four more take whole L4s
+       (MIG is per pool) before two 1g.10gb go beyond the fleet */
+    assert_int_equal(r.plans[FLEET_MIG].alone, 4);
+    assert_int_equal(r.plans[FLEET_MIG].gpus_by_pool[0], 4);
+    assert_int_equal(r.plans[FLEET_MIG].gpus_by_pool[1], 3);
+    assert_int_equal(r.plans[FLEET_MIG].shortage, 1);
     /* whole GPUs need 15; the fleet has 6 */
     assert_int_equal(r.plans[FLEET_WHOLE].gpus, 15);
     assert_int_equal(r.plans[FLEET_WHOLE].shortage, 9);
