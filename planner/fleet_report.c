@@ -88,9 +88,14 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
             snprintf(bound, sizeof(bound), "%.2f", p->cost_lower_bound);
         else
             snprintf(bound, sizeof(bound), "%llu", (unsigned long long)p->lower_bound);
-        fprintf(out, "%-13s %8llu %9s %5.1f%% %10llu %10s", fleet_mech_title(m),
-                (unsigned long long)p->gpus, bound, fleet_plan_gap(f, p),
-                (unsigned long long)p->shortage, stranded);
+        char gap[16];
+        if (in_cost && p->shortage)
+            snprintf(gap, sizeof(gap), "-");
+        else
+            snprintf(gap, sizeof(gap), "%.1f%%", fleet_plan_gap(f, p));
+        fprintf(out, "%-13s %8llu %9s %6s %10llu %10s", fleet_mech_title(m),
+                (unsigned long long)p->gpus, bound, gap, (unsigned long long)p->shortage,
+                stranded);
         if (cost) {
             double saves = whole->cost_per_hour - p->cost_per_hour;
             fprintf(out, " %11.2f %11.2f %5.0f%%", p->cost_per_hour, saves,
@@ -100,7 +105,8 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
     }
     if (in_cost)
         fprintf(out, "\nGPUs: used by the plan; $ bound: no plan under the mechanism's rules costs "
-                     "less per hour (gap: the plan's cost above it);\n");
+                     "less per hour (gap: the plan's cost above it;\n- when the plan goes beyond "
+                     "the fleet, which it does with the fleet's first pool, and the bound with any);\n");
     else
         fprintf(out, "\nGPUs: used by the plan; bound: no packing under the mechanism's rules uses "
                      "fewer;\n");
@@ -276,7 +282,9 @@ json_t *fleet_report_json(const struct fleet *f, const struct fleet_workloads *w
             json_object_set_new(o, "gpus", json_integer((json_int_t)p->gpus));
             json_object_set_new(o, "gpus_by_model", byp);
             json_object_set_new(o, "lower_bound", json_integer((json_int_t)p->lower_bound));
-            json_object_set_new(o, "gap_pct", json_real(fleet_plan_gap(f, p)));
+            json_object_set_new(o, "gap_pct", fleet_gap_in_cost(f) && p->shortage
+                                                  ? json_null()
+                                                  : json_real(fleet_plan_gap(f, p)));
             json_object_set_new(o, "gap_of", json_string(fleet_gap_in_cost(f) ? "cost" : "gpus"));
             json_object_set_new(o, "beyond_fleet", json_integer((json_int_t)p->shortage));
             json_object_set_new(o, "stranded_mib", json_integer((json_int_t)p->stranded_mib));
