@@ -255,6 +255,12 @@ int fleet_report_svg(FILE *out, const struct fleet *f, const struct fleet_worklo
 
 /* ---- JSON ---- */
 
+/* Dollars to the cent: sums of prices carry float noise (51439.999999881686) */
+static json_t *cents(double v)
+{
+    return json_real((double)(long long)(v * 100 + (v < 0 ? -0.5 : 0.5)) / 100);
+}
+
 json_t *fleet_report_json(const struct fleet *f, const struct fleet_workloads *ws,
                           const struct fleet_result *r, bool assignment)
 {
@@ -291,9 +297,9 @@ json_t *fleet_report_json(const struct fleet *f, const struct fleet_workloads *w
             json_object_set_new(o, "profile_rounding_mib", json_integer((json_int_t)p->rounding_mib));
             json_object_set_new(o, "alone", json_integer((json_int_t)p->alone));
             json_object_set_new(o, "placed", json_integer((json_int_t)p->placed));
-            json_object_set_new(o, "cost_per_hour", json_real(p->cost_per_hour));
-            json_object_set_new(o, "cost_lower_bound", json_real(p->cost_lower_bound));
-            json_object_set_new(o, "saves_per_hour", json_real(whole->cost_per_hour - p->cost_per_hour));
+            json_object_set_new(o, "cost_per_hour", cents(p->cost_per_hour));
+            json_object_set_new(o, "cost_lower_bound", cents(p->cost_lower_bound));
+            json_object_set_new(o, "saves_per_hour", cents(whole->cost_per_hour - p->cost_per_hour));
         }
         if (assignment && p->available && p->gpu_of) {
             json_t *a = json_array();
