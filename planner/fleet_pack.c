@@ -325,6 +325,75 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
     return ret;
 }
 
+/* On small groups first-fit decreasing can miss a packing that is plainly there (pairs of 40%
+ * workloads filling GPUs to 80% where one each and the small ones beside them would do). A
+ * few orders near the decreasing one, each packed in a dry run, often find it; the best is
+ * kept. Deterministic (a fixed seed), and only below SMALL_GROUP workloads, where it costs
+ * well under a millisecond per try. */
+#define SMALL_GROUP 2000
+#define SMALL_TRIES 48
+
+struct trial {
+    uint64_t gpus;
+    double cost;
+};
+
+static int dry_run(const struct fleet *f, const struct fleet_workloads *ws,
+                   const struct sort_key *keys, size_t n, const struct mech_rules *r,
+                   const size_t *order, const uint64_t *pool_left, struct trial *out)
+{
+    struct fleet_plan scratch;
+    struct gpu_list g = {0};
+    uint64_t left[FLEET_MAX_POOLS];
+    memset(&scratch, 0, sizeof(scratch));
+    memcpy(left, pool_left, sizeof(left));
+    int ret = pack_group(f, ws, keys, n, r, order, left, &scratch, &g);
+    free(g.use);
+    out->gpus = scratch.gpus;
+    out->cost = scratch.cost_per_hour;
+    return ret;
+}
+
+static bool better(const struct fleet *f, const struct trial *a, const struct trial *b)
+{
+    if (f->npools > 1 && (a->cost < b->cost - 1e-9 || a->cost > b->cost + 1e-9))
+        return a->cost < b->cost;
+    return a->gpus < b->gpus || (a->gpus == b->gpus && a->cost < b->cost - 1e-9);
+}
+
+static int improve_order(const struct fleet *f, const struct fleet_workloads *ws,
+                         struct sort_key *keys, size_t n, const struct mech_rules *r,
+                         const size_t *order, const uint64_t *pool_left)
+{
+    if (n < 3 || n > SMALL_GROUP)
+        return 0;
+    struct sort_key *best = malloc(n * sizeof(*best)), *trial = malloc(n * sizeof(*trial));
+    struct trial best_t, t;
+    int ret = best && trial ? dry_run(f, ws, keys, n, r, order, pool_left, &best_t) : -ENOMEM;
+    uint64_t seed = 0x9E3779B97F4A7C15ULL ^ n;
+    if (!ret)
+        memcpy(best, keys, n * sizeof(*best));
+    for (int k = 0; k < SMALL_TRIES && !ret; k++) {
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            trial[i] = keys[i];
+            trial[i].key = keys[i].key * (700 + (seed >> 33) % 301) / 1000; /* 70-100% */
+        }
+        sort_keys(trial, n);
+        if ((ret = dry_run(f, ws, trial, n, r, order, pool_left, &t)))
+            break;
+        if (better(f, &t, &best_t)) {
+            best_t = t;
+            memcpy(best, trial, n * sizeof(*best));
+        }
+    }
+    if (!ret)
+        memcpy(keys, best, n * sizeof(*keys));
+    free(best);
+    free(trial);
+    return ret;
+}
+
 /* ---- lower bounds ---- */
 
 static int u64_desc(const void *a, const void *b)
@@ -544,7 +613,9 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
                 keys[n++].index = (uint32_t)i;
             }
         sort_keys(keys, n);
-        ret = pack_group(f, ws, keys, n, &r, order, pool_left, p, &g);
+        ret = improve_order(f, ws, keys, n, &r, order, pool_left);
+        if (!ret)
+            ret = pack_group(f, ws, keys, n, &r, order, pool_left, p, &g);
         p->lower_bound += group_bound(ws, keys, n, max_mem, &r);
         for (size_t k = 0; k < n; k++) {
             mem_demand += (double)ws->w[keys[k].index].memory_mib;
