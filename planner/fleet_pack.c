@@ -242,6 +242,10 @@ static int by_key_desc(const void *a, const void *b)
 static void sort_keys(struct sort_key *keys, size_t n)
 {
     const size_t range = 2 * FLEET_BP_FULL + 1;
+    if (n < range / 8) { /* few keys: the counting array would cost more than sorting */
+        qsort(keys, n, sizeof(*keys), by_key_desc);
+        return;
+    }
     size_t *start = calloc(range + 1, sizeof(*start));
     struct sort_key *out = malloc((n ? n : 1) * sizeof(*out));
     if (!start || !out) {
@@ -402,11 +406,11 @@ static int u64_desc(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Sorts s (values at most max) largest first: a counting sort when the range is small, which
- * it is for MiB and basis points; qsort otherwise. */
+/* Sorts s (values at most max) largest first: a counting sort when the range is small next
+ * to the count, as it is for 100,000 workloads in MiB or basis points; qsort otherwise. */
 static void sort_desc(uint64_t *s, size_t n, uint64_t max)
 {
-    uint32_t *count = max <= (1u << 22) ? calloc(max + 1, sizeof(*count)) : NULL;
+    uint32_t *count = max <= (1u << 22) && max / 16 <= n ? calloc(max + 1, sizeof(*count)) : NULL;
     if (!count) {
         qsort(s, n, sizeof(*s), u64_desc);
         return;
