@@ -521,14 +521,14 @@ static int parse_json(const char *text, size_t len, const char *file, struct fle
 int fleet_parse_workloads(const char *text, size_t len, const char *file,
                           struct fleet_workloads *out, char *err, size_t errlen)
 {
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* a UTF-8 byte-order mark */
+        text += 3;
+        len -= 3;
+    }
     size_t i = 0;
-    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) /* a UTF-8 byte-order mark */
-        i = 3;
     while (i < len && isspace((unsigned char)text[i]))
         i++;
     if (i < len && (text[i] == '[' || text[i] == '{'))
         return parse_json(text, len, file, out, err, errlen);
-    return parse_csv(text + (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0),
-                     len - (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0), file, out,
-                     err, errlen);
+    return parse_csv(text, len, file, out, err, errlen);
 }

@@ -63,7 +63,7 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
 {
     bool cost = priced(f);
     const struct fleet_plan *whole = &r->plans[FLEET_WHOLE];
-    fprintf(out, "%zu workloads on ", r->nworkloads);
+    fprintf(out, "%zu workload%s on ", r->nworkloads, r->nworkloads == 1 ? "" : "s");
     fleet_report_fleet(out, f);
     fprintf(out, "\n");
     if (r->nimpossible)
