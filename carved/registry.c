@@ -98,8 +98,9 @@ static int join_boards(struct dslice *s, char *err, size_t errlen)
         if (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL)
             continue;
         char why[512];
-        if (carve_board_join(s->spec.dev[i].uuid, c, s->name, getpid(), &s->boards[i],
-                             &s->spec.dev[i].board_entry, why, sizeof(why)) < 0) {
+        if (carve_board_join(s->spec.dev[i].uuid, CARVE_BOARD_MODE_DAEMON, c, s->name,
+                             getpid(), &s->boards[i], &s->spec.dev[i].board_entry, why,
+                             sizeof(why)) < 0) {
             snprintf(err, errlen, "GPU %d: %s", s->spec.dev[i].index, why);
             leave_boards(s);
             return -EDQUOT;

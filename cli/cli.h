@@ -2,6 +2,7 @@
 #ifndef CARVE_CLI_H
 #define CARVE_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -20,6 +21,15 @@ int carve_cmd_ps(int argc, char **argv);
 int carve_cmd_plan(int argc, char **argv);
 int carve_cmd_advise(int argc, char **argv);
 int carve_cmd_cost(int argc, char **argv);
+int carve_cmd_mig(int argc, char **argv);
+/* carve run --mode mig: the MIG device to run in (instance, or a free one with at least
+   memory and compute), its UUID in uuid and a lock held on it in *lock_fd; 0 or an exit
+   status with err. */
+int carve_mig_choose(const char *instance, const char *memory, const char *compute,
+                     bool simulate, char *uuid, size_t uuidlen, int *lock_fd, char *err,
+                     size_t errlen);
+/* Lets the MIG device carve_mig_choose locked go. */
+void carve_mig_release(int lock_fd);
 
 /* carved's socket (CARVE_SOCKET or /run/carve/carved.sock); a connected fd or -1. */
 const char *carve_socket_path(void);

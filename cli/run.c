@@ -22,7 +22,13 @@
 #include "slice.h"
 #include "uuid.h"
 
+/* --mode: how the command's GPU share is made. carve: libcarve's slices (the default);
+   mig: a MIG instance, isolated by the hardware (cli/mig.c). Other modes go here. */
+enum run_mode { RUN_MODE_CARVE, RUN_MODE_MIG };
+
 struct run_opts {
+    enum run_mode mode;
+    const char *mig_instance; /* --mig-instance: a MIG device UUID */
     const char *memory;
     const char *compute_arg;
     const char *priority_arg;
@@ -38,6 +44,8 @@ static const char run_help[] =
     "usage: carve run [--memory SPEC] [--compute SHARE] [--priority CLASS] [--simulate]\n"
     "                 [--name NAME] [--quiet] [--] COMMAND [ARGS...]\n"
     "       carve run --slice NAME [--simulate] [--quiet] [--] COMMAND [ARGS...]\n"
+    "       carve run --mode mig [--mig-instance UUID | --memory SIZE] [--compute PCT%]\n"
+    "                 [--simulate] [--] COMMAND [ARGS...]\n"
     "\n"
     "Runs COMMAND in a GPU slice: COMMAND and every process it starts see a GPU whose\n"
     "memory is the cap, together cannot allocate more than the cap, and together use the\n"
@@ -59,6 +67,13 @@ static const char run_help[] =
     "                      settings apply, so --memory, --compute and --priority cannot\n"
     "                      be given with it\n"
     "  -s, --simulate      run on carve's simulated GPU (no GPU or driver needed)\n"
+    "  -M, --mode MODE     carve (default): a slice made by libcarve, as above; mig: run in\n"
+    "                      a MIG instance (CUDA_VISIBLE_DEVICES=its MIG-... UUID, no\n"
+    "                      libcarve): the one --mig-instance names, else a free one with\n"
+    "                      at least --memory SIZE and --compute PCT% of the GPU's SMs, the\n"
+    "                      smallest such (see carve mig --help; make them with carve mig\n"
+    "                      apply)\n"
+    "  -I, --mig-instance UUID  (--mode mig) the MIG device to run in\n"
     "  -n, --name NAME     the slice's name in messages (default: the command's name)\n"
     "  -q, --quiet         libcarve prints nothing, not even its out-of-memory line\n"
     "  -h, --help          this text\n"
@@ -109,20 +124,31 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         {"name", required_argument, NULL, 'n'},   {"quiet", no_argument, NULL, 'q'},
         {"compute", required_argument, NULL, 'c'}, {"priority", required_argument, NULL, 'p'},
         {"slice", required_argument, NULL, 'S'},  {"help", no_argument, NULL, 'h'},
+        {"mode", required_argument, NULL, 'M'},   {"mig-instance", required_argument, NULL, 'I'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
     int c;
     char err[256];
-    while ((c = getopt_long(argc, argv, "+:m:c:p:sn:qhS:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:m:c:p:sn:qhS:M:I:", longopts, NULL)) != -1) {
         switch (c) {
+        case 'M':
+            if (strcmp(optarg, "carve") == 0)
+                o->mode = RUN_MODE_CARVE;
+            else if (strcmp(optarg, "mig") == 0)
+                o->mode = RUN_MODE_MIG;
+            else
+                return usage_error("--mode %s: carve or mig", optarg);
+            break;
+        case 'I': o->mig_instance = optarg; break;
         case 'm': o->memory = optarg; break;
         case 'c':
             if (strcmp(optarg, "--") == 0)
                 return usage_error("option `%s' needs a value", "--compute");
             o->compute_arg = optarg;
-            if (carve_parse_compute(optarg, &o->compute, err, sizeof(err)) < 0)
+            if (carve_parse_compute(optarg, &o->compute, err, sizeof(err)) < 0 &&
+                o->mode != RUN_MODE_MIG) /* --mode mig reads it as a plain share, later */
                 return usage_error("--compute: %s", err);
             break;
         case 'p':
@@ -146,6 +172,14 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     if (o->slice && (o->memory || o->compute_arg || o->priority_arg))
         return usage_error("--slice %s has its own settings: drop --memory, --compute and "
                            "--priority", o->slice);
+    if (o->mig_instance && o->mode != RUN_MODE_MIG)
+        return usage_error("--mig-instance %s needs --mode mig", o->mig_instance);
+    if (o->mode == RUN_MODE_MIG && (o->slice || o->priority_arg || o->name))
+        return usage_error("--mode mig runs in a MIG instance: --slice, --priority and --name "
+                           "do not apply%s", "");
+    if (o->mode == RUN_MODE_MIG && o->mig_instance && (o->memory || o->compute_arg))
+        return usage_error("--mig-instance %s is one instance: drop --memory and --compute",
+                           o->mig_instance);
     o->command = &argv[optind];
     return -1;
 }
@@ -173,6 +207,23 @@ static int env_prepend(const char *name, const char *value)
     return r;
 }
 
+/* the simulated libcuda, libnvidia-ml and nvidia-smi first in the command's paths */
+static int setup_sim_env(const char *libdir)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/sim", libdir);
+    char *sim = realpath(path, NULL);
+    if (!sim) {
+        fprintf(stderr, "carve run: the simulated GPU is missing at %s\n", path);
+        return -1;
+    }
+    int r = env_prepend("LD_LIBRARY_PATH", sim);
+    snprintf(path, sizeof(path), "%s/bin", sim);
+    r |= env_prepend("PATH", path);
+    free(sim);
+    return r ? -1 : 0;
+}
+
 static int setup_env(const struct run_opts *o, const char *libdir, const char *shm_name)
 {
     char path[PATH_MAX + 64];
@@ -187,18 +238,8 @@ static int setup_env(const struct run_opts *o, const char *libdir, const char *s
     free(real);
     if (o->quiet)
         r |= setenv("CARVE_QUIET", "1", 1);
-    if (o->simulate) {
-        snprintf(path, sizeof(path), "%s/sim", libdir);
-        char *sim = realpath(path, NULL);
-        if (!sim) {
-            fprintf(stderr, "carve run: the simulated GPU is missing at %s\n", path);
-            return -1;
-        }
-        r |= env_prepend("LD_LIBRARY_PATH", sim);
-        snprintf(path, sizeof(path), "%s/bin", sim);
-        r |= env_prepend("PATH", path);
-        free(sim);
-    }
+    if (o->simulate && setup_sim_env(libdir) < 0)
+        return -1;
     return r ? -1 : 0;
 }
 
@@ -272,8 +313,9 @@ static int join_boards(struct carve_slice_spec *spec, struct carve_board **board
         if (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL)
             continue;
         char err[512];
-        int r = carve_board_join(spec->dev[i].uuid, c, spec->name, getpid(), &boards[i],
-                                 &spec->dev[i].board_entry, err, sizeof(err));
+        int r = carve_board_join(spec->dev[i].uuid, CARVE_BOARD_MODE_SHARED, c, spec->name,
+                                 getpid(), &boards[i], &spec->dev[i].board_entry, err,
+                                 sizeof(err));
         if (r < 0) {
             fprintf(stderr, "carve run: GPU %d: %s\n", spec->dev[i].index, err);
             leave_boards(spec, boards);
@@ -333,6 +375,30 @@ static int run_through_carved(const struct run_opts *o, const char *libdir, int 
     return ret;
 }
 
+/* --mode mig: the command runs in a MIG instance, which the hardware isolates: no libcarve,
+   only CUDA_VISIBLE_DEVICES set to the instance's MIG device. The instance stays locked to
+   this carve run (see carve_mig_choose) until the command ends. */
+static int run_in_mig(const struct run_opts *o, const char *libdir)
+{
+    char uuid[96], err[1024];
+    int lock_fd = -1;
+    int ret = carve_mig_choose(o->mig_instance, o->memory, o->compute_arg, o->simulate, uuid,
+                               sizeof(uuid), &lock_fd, err, sizeof(err));
+    if (ret != 0) {
+        fprintf(stderr, "carve run: %s\n", err);
+        return ret;
+    }
+    ret = CARVE_EXIT_USAGE;
+    if (setenv("CUDA_VISIBLE_DEVICES", uuid, 1) == 0 &&
+        (!o->simulate || setup_sim_env(libdir) == 0)) {
+        if (!o->quiet)
+            fprintf(stderr, "carve run: in MIG device %s\n", uuid);
+        ret = run_and_wait(o->command);
+    }
+    carve_mig_release(lock_fd);
+    return ret;
+}
+
 int carve_cmd_run(int argc, char **argv)
 {
     struct run_opts o = {0};
@@ -344,6 +410,8 @@ int carve_cmd_run(int argc, char **argv)
         fprintf(stderr, "carve run: cannot find carve's libraries; set CARVE_LIBDIR\n");
         return CARVE_EXIT_USAGE;
     }
+    if (o.mode == RUN_MODE_MIG)
+        return run_in_mig(&o, libdir);
     int dfd = carve_daemon_connect();
     if (dfd >= 0 || o.slice)
         return run_through_carved(&o, libdir, dfd);

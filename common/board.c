@@ -16,17 +16,17 @@
 #include "slice.h"
 
 #define BOARD_MAGIC 0x6361727665424f44ULL /* "carveBOD" */
-#define BOARD_VERSION 1
+#define BOARD_VERSION 2
 #define JOIN_TRIES 8
 
+/* The settings: written by joiners only, so that carved can make them read-only to tenants. */
 struct board_entry {
-    _Atomic int32_t pid; /* owner (`carve run`), 0 when free */
+    _Atomic int32_t pid; /* owner (`carve run` or carved), 0 when free */
     uint32_t pad;
     uint64_t start_time;
     struct carve_compute compute;
     char name[CARVE_SLICE_NAME_MAX];
-    _Atomic uint64_t last_launch_ns;
-} __attribute__((aligned(64)));
+};
 
 struct board_table {
     uint64_t magic;
@@ -36,10 +36,19 @@ struct board_table {
     struct board_entry entry[CARVE_BOARD_ENTRIES];
 };
 
+/* The activity: written by tenants on their launches, a cache line per entry. */
+struct board_activity {
+    struct {
+        _Atomic uint64_t last_launch_ns;
+    } __attribute__((aligned(64))) entry[CARVE_BOARD_ENTRIES];
+};
+
 struct carve_board {
     struct board_table *t;
+    struct board_activity *act;
     int fd;
     char name[64];
+    char act_name[80];
 };
 
 void carve_board_name(const uint8_t uuid[16], char *buf, size_t len)
@@ -48,6 +57,36 @@ void carve_board_name(const uint8_t uuid[16], char *buf, size_t len)
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", uuid[i]);
     snprintf(buf, len, "/carve-board-%s", hex);
+}
+
+/* Maps the activity object beside the board (creating it, mode 0666, when asked); 0 or
+ * -errno. Called with the board's lock held when create. */
+static int activity_map(struct carve_board *b, bool create)
+{
+    snprintf(b->act_name, sizeof(b->act_name), "%s.activity", b->name);
+    int fd = shm_open(b->act_name, O_RDWR | (create ? O_CREAT : 0), 0666);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int r = 0;
+    if (fstat(fd, &st) < 0) {
+        r = -errno;
+    } else if (st.st_size == 0 && create) {
+        fchmod(fd, 0666); /* past the umask: every tenant on the GPU notes its launches */
+        if (ftruncate(fd, sizeof(struct board_activity)) < 0)
+            r = -errno;
+    } else if (st.st_size != (off_t)sizeof(struct board_activity)) {
+        r = -EPROTO;
+    }
+    void *p = r ? MAP_FAILED
+                : mmap(NULL, sizeof(struct board_activity), PROT_READ | PROT_WRITE, MAP_SHARED,
+                       fd, 0);
+    if (!r && p == MAP_FAILED)
+        r = -errno;
+    close(fd);
+    if (!r)
+        b->act = p;
+    return r;
 }
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, const char *name)
@@ -68,22 +107,22 @@ static bool entry_dead(const struct board_entry *e)
     return e->start_time && now && now != e->start_time; /* pid reused */
 }
 
-/* Opens (creating if asked) and maps the board, locked when lock; 0 or -errno. */
-static int board_map(const uint8_t uuid[16], bool create, struct carve_board **out)
+/* Joiners (create) open the board read-write, creating it with mode and leaving it locked;
+ * tenants map it read-only. Then the activity beside it. 0 or -errno. */
+static int board_map(const uint8_t uuid[16], bool create, mode_t mode, struct carve_board **out)
 {
     struct carve_board *b = calloc(1, sizeof(*b));
     if (!b)
         return -ENOMEM;
     carve_board_name(uuid, b->name, sizeof(b->name));
+    int prot = create ? PROT_READ | PROT_WRITE : PROT_READ;
     for (int tries = 0; tries < JOIN_TRIES; tries++) {
-        int fd = shm_open(b->name, O_RDWR | (create ? O_CREAT : 0), 0666);
+        int fd = shm_open(b->name, create ? O_RDWR | O_CREAT : O_RDONLY, mode);
         if (fd < 0) {
             int r = -errno;
             free(b);
             return r;
         }
-        if (create)
-            fchmod(fd, 0666); /* past the umask: every carve user of the GPU joins it */
         if (create && flock(fd, LOCK_EX) < 0) {
             close(fd);
             continue;
@@ -93,6 +132,10 @@ static int board_map(const uint8_t uuid[16], bool create, struct carve_board **o
             close(fd); /* removed by its last user while we waited: open the new one */
             continue;
         }
+        /* past the umask, on a board this joiner made; a tighter mode (carved's) is applied
+           to a board made by others too, which only its owner or root can do */
+        if (create && (st.st_size == 0 || (mode & 0022) == 0))
+            fchmod(fd, mode);
         if (st.st_size == 0 && create) {
             if (ftruncate(fd, sizeof(struct board_table)) < 0) {
                 int r = -errno;
@@ -107,8 +150,7 @@ static int board_map(const uint8_t uuid[16], bool create, struct carve_board **o
             free(b);
             return -EPROTO;
         }
-        void *p = mmap(NULL, sizeof(struct board_table), PROT_READ | PROT_WRITE, MAP_SHARED,
-                       fd, 0);
+        void *p = mmap(NULL, sizeof(struct board_table), prot, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED) {
             int r = -errno;
             close(fd);
@@ -129,6 +171,11 @@ static int board_map(const uint8_t uuid[16], bool create, struct carve_board **o
             carve_board_close(b);
             return -EPROTO;
         }
+        int r = activity_map(b, create);
+        if (r < 0) {
+            carve_board_close(b);
+            return r;
+        }
         *out = b;
         return 0;
     }
@@ -142,23 +189,32 @@ void carve_board_close(struct carve_board *b)
         return;
     if (b->t)
         munmap(b->t, sizeof(struct board_table));
+    if (b->act)
+        munmap(b->act, sizeof(struct board_activity));
     close(b->fd);
     free(b);
 }
 
 int carve_board_open(const uint8_t uuid[16], struct carve_board **out)
 {
-    return board_map(uuid, false, out);
+    return board_map(uuid, false, 0, out);
 }
 
-int carve_board_join(const uint8_t uuid[16], const struct carve_compute *c, const char *name,
-                     pid_t pid, struct carve_board **out, int *entry, char *err,
-                     size_t errlen)
+int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_compute *c,
+                     const char *name, pid_t pid, struct carve_board **out, int *entry,
+                     char *err, size_t errlen)
 {
     struct carve_board *b;
-    int r = board_map(uuid, true, &b);
-    if (r < 0)
-        return fail(err, errlen, r, "cannot open the GPU's board %s: %s", "");
+    int r = board_map(uuid, true, mode, &b);
+    if (r < 0) {
+        char board[64];
+        carve_board_name(uuid, board, sizeof(board));
+        if (r == -EPROTO)
+            return fail(err, errlen, r, "the GPU's board /dev/shm%s was made by another "
+                        "version of carve (%s); run this slice when that version's slices on "
+                        "the GPU have ended", board);
+        return fail(err, errlen, r, "cannot open the GPU's board /dev/shm%s: %s", board);
+    }
     struct board_table *t = b->t;
     uint64_t guaranteed = 0;
     int free_entry = -1;
@@ -199,7 +255,7 @@ int carve_board_join(const uint8_t uuid[16], const struct carve_compute *c, cons
     e->start_time = carve_proc_start_time(pid);
     e->compute = *c;
     snprintf(e->name, sizeof(e->name), "%s", name ? name : "");
-    atomic_store(&e->last_launch_ns, 0);
+    atomic_store(&b->act->entry[free_entry].last_launch_ns, 0);
     atomic_store(&e->pid, (int32_t)pid);
     flock(b->fd, LOCK_UN);
     *out = b;
@@ -217,8 +273,10 @@ void carve_board_leave(struct carve_board *b, int entry)
     bool empty = true;
     for (int i = 0; i < CARVE_BOARD_ENTRIES && empty; i++)
         empty = atomic_load(&b->t->entry[i].pid) == 0 || entry_dead(&b->t->entry[i]);
-    if (empty)
+    if (empty) {
+        shm_unlink(b->act_name);
         shm_unlink(b->name); /* a joiner waiting on the lock sees nlink 0 and starts anew */
+    }
     flock(b->fd, LOCK_UN);
     carve_board_close(b);
 }
@@ -227,7 +285,7 @@ void carve_board_note_launch(struct carve_board *b, int entry, uint64_t now_ns)
 {
     if (!b || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
         return;
-    _Atomic uint64_t *last = &b->t->entry[entry].last_launch_ns;
+    _Atomic uint64_t *last = &b->act->entry[entry].last_launch_ns;
     if (now_ns - atomic_load_explicit(last, memory_order_relaxed) > CARVE_BOARD_NOTE_NS)
         atomic_store_explicit(last, now_ns, memory_order_relaxed);
 }
@@ -241,7 +299,8 @@ int carve_board_peers(const struct carve_board *b, int entry, uint64_t now_ns,
         const struct board_entry *e = &b->t->entry[i];
         if (atomic_load_explicit(&e->pid, memory_order_relaxed) <= 0)
             continue;
-        uint64_t last = atomic_load_explicit(&e->last_launch_ns, memory_order_relaxed);
+        uint64_t last =
+            atomic_load_explicit(&b->act->entry[i].last_launch_ns, memory_order_relaxed);
         if (i == entry)
             *me = n;
         peers[n].compute = e->compute;

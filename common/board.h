@@ -2,11 +2,15 @@
  * that each can see who else is active (work-conserving guarantees, latency priority) and so
  * that guarantees on one GPU never add up to more than the whole GPU.
  *
- * One shared-memory object per GPU, /carve-board-<uuid>, created by the first `carve run`
- * that needs it and removed by the last one to leave; joins and leaves are serialised with
- * flock on it. Tenants (libcarve) map it to publish and read activity: lock-free loads and
- * stores only. Anyone running carve on the node may write it (mode 0666) until carved owns
- * it (issue 4): a tenant can lie about its activity, not about its own share. */
+ * Two shared-memory objects per GPU, created by the first joiner that needs them and removed
+ * by the last one to leave; joins and leaves are serialised with flock on the first:
+ *  - /carve-board-<uuid>: the settings (who is on the GPU, with which share and priority).
+ *    Joiners write it; tenants (libcarve) map it read-only. carved joins with mode 0644, so
+ *    that on a node it runs no tenant can change anyone's share or priority; `carve run`
+ *    without carved joins with 0666, since every user of the GPU joins by itself then.
+ *  - /carve-board-<uuid>.activity: when each entry last launched work, written by tenants
+ *    with lock-free stores (mode 0666). A tenant can lie about its activity, never about a
+ *    share. */
 #ifndef CARVE_BOARD_H
 #define CARVE_BOARD_H
 
@@ -21,16 +25,20 @@
 
 struct carve_board;
 
-/* Owner side (`carve run`): opens or creates the board of the GPU with this UUID, clears
+/* Joiner side (`carve run`, carved): opens or creates the board of the GPU with this UUID
+ * (mode: one of the two below), clears
  * entries whose owner is gone, refuses a guarantee that would take the guarantees on the
  * GPU past 100% (-EDQUOT, with the numbers in err), and claims an entry for pid. */
-int carve_board_join(const uint8_t uuid[16], const struct carve_compute *c, const char *name,
-                     pid_t pid, struct carve_board **out, int *entry, char *err,
-                     size_t errlen);
+#define CARVE_BOARD_MODE_SHARED 0666 /* `carve run` alone: every user joins by itself */
+#define CARVE_BOARD_MODE_DAEMON 0644 /* carved: only it changes the settings */
+int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_compute *c,
+                     const char *name, pid_t pid, struct carve_board **out, int *entry,
+                     char *err, size_t errlen);
 /* Clears the entry; removes the board when it was the last; unmaps. */
 void carve_board_leave(struct carve_board *b, int entry);
 
-/* Tenant side: maps the existing board of the GPU; -ENOENT when there is none. */
+/* Tenant side: maps the existing board of the GPU (settings read-only); -ENOENT when there
+ * is none. */
 int carve_board_open(const uint8_t uuid[16], struct carve_board **out);
 void carve_board_close(struct carve_board *b);
 

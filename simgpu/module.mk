@@ -1,7 +1,9 @@
 # simgpu: carve's simulated GPU, a libcuda.so.1 and libnvidia-ml.so.1 of its own (and a small
 # nvidia-smi), so every component runs and is tested without a GPU.
 # -Bsymbolic: calls inside a simulated library never go back out through an interposer.
-SIMDEV_OBJ   := $(OBJ)/simgpu/simdev.o
+# the MIG emulation (sim_mig.c) judges layouts with carve's own tables and planner rules
+SIMDEV_OBJ   := $(OBJ)/simgpu/simdev.o $(OBJ)/simgpu/sim_mig.o $(OBJ)/planner/mig_profiles.o \
+                $(OBJ)/planner/mig_geometry.o
 SIM_CUDA     := $(SIMDIR)/libcuda.so.1
 SIM_NVML     := $(SIMDIR)/libnvidia-ml.so.1
 SIM_SMI      := $(SIMDIR)/bin/nvidia-smi

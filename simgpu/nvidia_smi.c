@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "carve/nvml_abi.h"
+#include "carve/nvml_mig_abi.h"
 
 #define MIB (1024ULL * 1024ULL)
 #define MAX_PROCS 256
@@ -173,6 +173,24 @@ static void table(unsigned count, const struct opts *o)
     printf("+-----------------------------------------------------------------------------+\n");
 }
 
+/* -L's lines for the MIG devices of d, as the real nvidia-smi prints them */
+static void list_mig_devices(nvmlDevice_t d)
+{
+    unsigned max = 0;
+    if (nvmlDeviceGetMaxMigDeviceCount(d, &max) != NVML_SUCCESS)
+        return;
+    for (unsigned i = 0; i < max; i++) {
+        nvmlDevice_t mig;
+        char name[160] = "", uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
+        if (nvmlDeviceGetMigDeviceHandleByIndex(d, i, &mig) != NVML_SUCCESS)
+            continue;
+        nvmlDeviceGetName(mig, name, sizeof(name));
+        nvmlDeviceGetUUID(mig, uuid, sizeof(uuid));
+        const char *profile = strstr(name, " MIG ");
+        printf("  MIG %-11s Device %2u: (UUID: %s)\n", profile ? profile + 5 : "?", i, uuid);
+    }
+}
+
 static int parse_args(int argc, char **argv, struct opts *o, bool *list)
 {
     for (int i = 1; i < argc; i++) {
@@ -230,6 +248,7 @@ int main(int argc, char **argv)
             nvmlDeviceGetName(d, name, sizeof(name));
             nvmlDeviceGetUUID(d, uuid, sizeof(uuid));
             printf("GPU %u: %s (UUID: %s)\n", i, name, uuid);
+            list_mig_devices(d);
         } else if (o.query_gpu && (r = query_fields(d, i, o.query_gpu, &o, false)))
             return r;
         else if (o.query_apps && (r = query_apps(d, &o)))

@@ -16,6 +16,7 @@
 
 #include "carve/cuda_abi.h"
 #include "entries.h"
+#include "sim_mig.h"
 #include "simdev.h"
 #include "uuid.h"
 
@@ -29,12 +30,25 @@
 
 static int initialized;
 static int visible[SIM_MAX_DEVICES]; /* ordinal -> physical index */
+static unsigned visible_gi[SIM_MAX_DEVICES]; /* ordinal -> MIG GPU instance ID, 0: whole GPU */
+static uint64_t mig_memory; /* the MIG device's memory, when one is visible */
 static int nvisible;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int physical_of_entry(const char *e, const struct sim_config *c)
+static int physical_of_entry(const char *e, const struct sim_config *c, unsigned *gi)
 {
     char *end;
+    struct sim_mig_gi g;
+    *gi = 0;
+    if (strncmp(e, "MIG-", 4) == 0) { /* a MIG device: its instance, on its GPU */
+        if (!c->mig_on || !sim_mig_find_uuid(e, &g) || g.dev >= c->ndev)
+            return -1;
+        *gi = g.gi;
+        const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), g.nvml_id);
+        mig_memory = p ? p->memory_mib << 20 : 0;
+        sim_set_mig(g.gi, mig_memory);
+        return g.dev;
+    }
     if (*e >= '0' && *e <= '9') {
         long v = strtol(e, &end, 10);
         return *end == '\0' && v < c->ndev ? (int)v : -1;
@@ -66,7 +80,8 @@ static void set_visible(void)
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok && nvisible < SIM_MAX_DEVICES;
          tok = strtok_r(NULL, ",", &save)) {
-        int phys = physical_of_entry(tok, c);
+        unsigned gi;
+        int phys = physical_of_entry(tok, c, &gi);
         if (phys < 0)
             break; /* as the driver does: the list ends at the first invalid entry */
         bool dup = false;
@@ -74,7 +89,10 @@ static void set_visible(void)
             dup |= visible[i] == phys;
         if (dup)
             break;
+        visible_gi[nvisible] = gi;
         visible[nvisible++] = phys;
+        if (gi)
+            break; /* as CUDA does: one MIG device per process */
     }
 }
 
@@ -218,7 +236,8 @@ API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!valid_dev(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    *bytes = sim_config()->memory[visible[dev]];
+    /* a MIG device has its instance's memory */
+    *bytes = visible_gi[dev] ? mig_memory : sim_config()->memory[visible[dev]];
     return CUDA_SUCCESS;
 }
 
@@ -298,6 +317,7 @@ static bool ctx_charge(CUdevice dev)
     if (!p || !sim_take(phys, sim_config()->ctx_memory))
         return false;
     atomic_fetch_add(&p->contexts[phys], 1);
+    atomic_store(&p->mig_gi[phys], visible_gi[dev]);
     return true;
 }
 
@@ -699,6 +719,10 @@ API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     if (!free_bytes || !total)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t t = sim_config()->memory[c->phys], used = sim_device_used(c->phys);
+    if (visible_gi[c->dev]) { /* in a MIG instance: its memory, used by its processes */
+        t = mig_memory;
+        used = sim_instance_used(c->phys, visible_gi[c->dev]);
+    }
     *total = t;
     *free_bytes = used < t ? t - used : 0;
     return CUDA_SUCCESS;

@@ -1,12 +1,18 @@
 /* sim_nvml.c - the simulated GPU's NVML (libnvidia-ml.so.1): devices in physical order, memory
  * in use by every process, utilisation from the shared kernel timeline, running processes and
- * their memory, per-process utilisation, and MIG mode. */
+ * their memory, per-process utilisation, MIG mode, and MIG instances (sim_mig.c keeps them):
+ * profiles and placements from carve's tables, GPU and compute instances created and
+ * destroyed across processes, MIG device handles with their UUIDs and processes. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/time.h>
+#include <unistd.h>
 
-#include "carve/nvml_abi.h"
+#include "carve/nvml_mig_abi.h"
+#include "mig_plan.h"
+#include "sim_mig.h"
 #include "simdev.h"
 
 #define API __attribute__((visibility("default")))
@@ -15,17 +21,22 @@
 
 struct nvmlDevice_st {
     int index;
+    unsigned gi; /* a MIG device handle: its GPU instance ID; 0 for the whole GPU */
 };
 
 static struct nvmlDevice_st devices[SIM_MAX_DEVICES];
+static struct nvmlDevice_st mig_devices[SIM_MAX_DEVICES][SIM_MIG_MAX_ID + 1];
 static _Atomic int init_count;
 
 API nvmlReturn_t nvmlInit_v2(void)
 {
     if (!sim_shared())
         return NVML_ERROR_DRIVER_NOT_LOADED;
-    for (int i = 0; i < SIM_MAX_DEVICES; i++)
+    for (int i = 0; i < SIM_MAX_DEVICES; i++) {
         devices[i].index = i;
+        for (unsigned g = 0; g <= SIM_MIG_MAX_ID; g++)
+            mig_devices[i][g] = (struct nvmlDevice_st){i, g};
+    }
     atomic_fetch_add(&init_count, 1);
     return NVML_SUCCESS;
 }
@@ -53,6 +64,8 @@ API const char *nvmlErrorString(nvmlReturn_t r)
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_IN_USE: return "In use by another client";
     default: return "Unknown Error";
     }
 }
@@ -146,29 +159,58 @@ static nvmlReturn_t copy_string(char *dst, unsigned int len, const char *src)
     return NVML_SUCCESS;
 }
 
+static bool mig_instance_of(nvmlDevice_t d, struct sim_mig_gi *out);
+
 API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int length)
 {
+    struct sim_mig_gi g;
+    if (mig_instance_of(d, &g)) {
+        const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), g.nvml_id);
+        char buf[160];
+        snprintf(buf, sizeof(buf), "%s MIG %s", sim_config()->name, p ? p->name : "?");
+        return copy_string(name, length, buf);
+    }
     NEED_DEV(d);
     return copy_string(name, length, sim_config()->name);
 }
 
 API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int length)
 {
+    struct sim_mig_gi g;
+    if (mig_instance_of(d, &g))
+        return copy_string(uuid, length, g.uuid);
     NEED_DEV(d);
     return copy_string(uuid, length, sim_config()->uuid[d->index]);
 }
 
 static void memory_of(nvmlDevice_t d, unsigned long long *total, unsigned long long *used)
 {
-    *total = sim_config()->memory[d->index];
-    *used = sim_device_used(d->index);
+    struct sim_mig_gi g;
+    if (mig_instance_of(d, &g)) {
+        const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), g.nvml_id);
+        *total = p ? p->memory_mib << 20 : 0;
+        sim_reap();
+        *used = sim_instance_used(d->index, d->gi);
+    } else {
+        *total = sim_config()->memory[d->index];
+        *used = sim_device_used(d->index);
+    }
     if (*used > *total)
         *used = *total;
 }
 
+/* NEED_DEV, letting MIG device handles through as well */
+#define NEED_DEV_OR_MIG(d)                           \
+    do {                                             \
+        struct sim_mig_gi g_;                        \
+        NEED_INIT();                                 \
+        if (!valid(d) && !mig_instance_of(d, &g_))   \
+            return NVML_ERROR_INVALID_ARGUMENT;      \
+    } while (0)
+
 API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
-    NEED_DEV(d);
+    NEED_DEV_OR_MIG(d);
     if (!m)
         return NVML_ERROR_INVALID_ARGUMENT;
     memory_of(d, &m->total, &m->used);
@@ -178,7 +220,7 @@ API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 
 API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
 {
-    NEED_DEV(d);
+    NEED_DEV_OR_MIG(d);
     if (!m)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (m->version != nvmlMemory_v2)
@@ -199,10 +241,12 @@ API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t
     return NVML_SUCCESS;
 }
 
+/* On a MIG device handle: the processes in that instance. On the whole GPU: all, with the
+   GPU and compute instance they run in (~0 for none), as NVML reports them. */
 static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count,
                                       nvmlProcessInfo_t *infos)
 {
-    NEED_DEV(d);
+    NEED_DEV_OR_MIG(d);
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
     struct sim_shared *s = sim_shared();
@@ -212,9 +256,13 @@ static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count,
         int32_t pid = atomic_load(&s->proc[i].pid);
         if (pid <= 0 || atomic_load(&s->proc[i].contexts[d->index]) == 0)
             continue;
+        unsigned gi = atomic_load(&s->proc[i].mig_gi[d->index]);
+        if (d->gi && gi != d->gi)
+            continue;
         if (n < cap)
             infos[n] = (nvmlProcessInfo_t){(unsigned)pid,
-                                           atomic_load(&s->proc[i].used[d->index]), ~0u, ~0u};
+                                           atomic_load(&s->proc[i].used[d->index]),
+                                           gi ? gi : ~0u, gi ? 0u : ~0u};
         n++;
     }
     *count = n;
@@ -270,8 +318,428 @@ API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current,
     NEED_DEV(d);
     if (!current || !pending)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (!sim_config()->mig)
+    if (!sim_config()->mig || !sim_mig_model())
         return NVML_ERROR_NOT_SUPPORTED;
-    *current = *pending = NVML_DEVICE_MIG_DISABLE;
+    *current = *pending = sim_config()->mig_on ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    return NVML_SUCCESS;
+}
+
+/* ---------- MIG instances ---------- */
+
+struct nvmlGpuInstance_st {
+    int dev;
+    unsigned id;
+};
+struct nvmlComputeInstance_st {
+    int dev;
+    unsigned gi, id;
+};
+static struct nvmlGpuInstance_st gi_handles[SIM_MAX_DEVICES][SIM_MIG_MAX_ID + 1];
+static struct nvmlComputeInstance_st ci_handles[SIM_MAX_DEVICES][SIM_MIG_MAX_ID + 1];
+
+static struct nvmlGpuInstance_st *gi_handle(int dev, unsigned id)
+{
+    gi_handles[dev][id] = (struct nvmlGpuInstance_st){dev, id};
+    return &gi_handles[dev][id];
+}
+
+static bool valid_gi(nvmlGpuInstance_t g)
+{
+    return g && (const void *)g >= (const void *)gi_handles &&
+           (const void *)g < (const void *)(gi_handles + SIM_MAX_DEVICES);
+}
+
+static bool valid_ci(nvmlComputeInstance_t c)
+{
+    return c && (const void *)c >= (const void *)ci_handles &&
+           (const void *)c < (const void *)(ci_handles + SIM_MAX_DEVICES);
+}
+
+/* the GPU instance a MIG device handle stands for, while it has its compute instance */
+static bool mig_instance_of(nvmlDevice_t d, struct sim_mig_gi *out)
+{
+    if (!d || (const void *)d < (const void *)mig_devices ||
+        (const void *)d >= (const void *)(mig_devices + SIM_MAX_DEVICES) || d->gi == 0)
+        return false;
+    struct sim_mig_gi list[SIM_MIG_MAX];
+    int n = sim_mig_load(list, SIM_MIG_MAX);
+    for (int i = 0; i < n; i++)
+        if (list[i].dev == d->index && list[i].gi == d->gi && list[i].ci >= 0) {
+            *out = list[i];
+            return true;
+        }
+    return false;
+}
+
+/* MIG calls need MIG on: as the driver, NOT_SUPPORTED on a GPU without it */
+#define NEED_MIG(d)                                                   \
+    do {                                                              \
+        NEED_DEV(d);                                                  \
+        if (!sim_config()->mig || !sim_mig_model())                   \
+            return NVML_ERROR_NOT_SUPPORTED;                          \
+    } while (0)
+
+static const struct mig_profile *profile_by_index(unsigned index)
+{
+    const struct mig_model *m = sim_mig_model();
+    for (size_t i = 0; m && i < m->nprofiles; i++)
+        if (m->profiles[i].nvml_profile == index)
+            return &m->profiles[i];
+    return NULL;
+}
+
+API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t d, unsigned int profile,
+                                                     nvmlGpuInstanceProfileInfo_t *info)
+{
+    NEED_MIG(d);
+    if (!info)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    const struct mig_profile *p = profile_by_index(profile);
+    if (!p)
+        return NVML_ERROR_NOT_SUPPORTED;
+    unsigned sms = (unsigned)sim_config()->sms;
+    *info = (nvmlGpuInstanceProfileInfo_t){
+        .id = p->nvml_id, .sliceCount = p->compute_slices, .instanceCount = p->max_count,
+        .multiprocessorCount = sms * p->compute_slices / sim_mig_model()->compute_slices,
+        .copyEngineCount = p->compute_slices, .jpegCount = p->media ? 1 : 0,
+        .ofaCount = p->media ? 1 : 0, .memorySizeMB = p->memory_mib};
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    nvmlDevice_t d, unsigned int profileId, nvmlGpuInstancePlacement_t *placements,
+    unsigned int *count)
+{
+    NEED_MIG(d);
+    const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), profileId);
+    if (!p || !count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned n = 0, cap = placements ? *count : 0;
+    for (unsigned s = 0; s < 32; s++) {
+        if (!(p->start_mask & (1u << s)))
+            continue;
+        if (n < cap)
+            placements[n] = (nvmlGpuInstancePlacement_t){s, p->memory_slices};
+        n++;
+    }
+    *count = n;
+    return placements && n > cap ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+}
+
+struct create_arg {
+    int dev;
+    const struct mig_profile *p;
+    unsigned start, id;
+};
+
+static int create_gi(struct sim_mig_gi *list, int *n, void *varg)
+{
+    struct create_arg *a = varg;
+    const struct mig_model *m = sim_mig_model();
+    struct mig_instance inst[SIM_MIG_MAX + 1];
+    size_t k = 0;
+    unsigned used_ids = 0;
+    for (int i = 0; i < *n; i++)
+        if (list[i].dev == a->dev) {
+            inst[k++] = (struct mig_instance){mig_profile_by_nvml_id(m, list[i].nvml_id),
+                                              list[i].start};
+            used_ids |= 1u << list[i].gi;
+        }
+    inst[k++] = (struct mig_instance){a->p, a->start};
+    /* the driver refuses an overlap, a slot the profile cannot start at, too many */
+    if (!mig_layout_valid(m, inst, k, NULL, 0) || *n >= SIM_MIG_MAX)
+        return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    unsigned id = 1;
+    while (id <= SIM_MIG_MAX_ID && (used_ids & (1u << id)))
+        id++;
+    if (id > SIM_MIG_MAX_ID)
+        return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    list[(*n)++] = (struct sim_mig_gi){a->dev, id, a->p->nvml_id, a->start, -1, ""};
+    a->id = id;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t d, unsigned int profileId,
+                                                          const nvmlGpuInstancePlacement_t *pl,
+                                                          nvmlGpuInstance_t *gi)
+{
+    NEED_MIG(d);
+    if (!sim_config()->mig_on)
+        return NVML_ERROR_NOT_SUPPORTED;
+    const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), profileId);
+    if (!p || !pl || !gi || pl->size != p->memory_slices)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct create_arg a = {d->index, p, pl->start, 0};
+    int r = sim_mig_update(create_gi, &a);
+    if (r == NVML_SUCCESS)
+        *gi = gi_handle(d->index, a.id);
+    return r;
+}
+
+API nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t d, unsigned int profileId,
+                                           nvmlGpuInstance_t *gis, unsigned int *count)
+{
+    NEED_MIG(d);
+    if (!gis || !count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct sim_mig_gi list[SIM_MIG_MAX];
+    int n = sim_mig_load(list, SIM_MIG_MAX);
+    unsigned k = 0;
+    for (int i = 0; i < n && k < *count; i++)
+        if (list[i].dev == d->index && list[i].nvml_id == profileId)
+            gis[k++] = gi_handle(d->index, list[i].gi);
+    *count = k;
+    return NVML_SUCCESS;
+}
+
+static bool find_gi(int dev, unsigned id, struct sim_mig_gi *out)
+{
+    struct sim_mig_gi list[SIM_MIG_MAX];
+    int n = sim_mig_load(list, SIM_MIG_MAX);
+    for (int i = 0; i < n; i++)
+        if (list[i].dev == dev && list[i].gi == id) {
+            *out = list[i];
+            return true;
+        }
+    return false;
+}
+
+API nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t d, unsigned int id,
+                                              nvmlGpuInstance_t *gi)
+{
+    NEED_MIG(d);
+    struct sim_mig_gi g;
+    if (!gi || id > SIM_MIG_MAX_ID)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!find_gi(d->index, id, &g))
+        return NVML_ERROR_NOT_FOUND;
+    *gi = gi_handle(d->index, id);
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t *info)
+{
+    NEED_INIT();
+    struct sim_mig_gi g;
+    if (!valid_gi(gi) || !info)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!find_gi(gi->dev, gi->id, &g))
+        return NVML_ERROR_NOT_FOUND;
+    const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), g.nvml_id);
+    *info = (nvmlGpuInstanceInfo_t){&devices[gi->dev], g.gi, g.nvml_id,
+                                    {g.start, p ? p->memory_slices : 0}};
+    return NVML_SUCCESS;
+}
+
+static bool has_processes(int dev, unsigned gi)
+{
+    struct sim_shared *s = sim_shared();
+    sim_reap();
+    for (int i = 0; s && i < SIM_MAX_PROCS; i++)
+        if (atomic_load(&s->proc[i].pid) > 0 && atomic_load(&s->proc[i].contexts[dev]) > 0 &&
+            atomic_load(&s->proc[i].mig_gi[dev]) == gi)
+            return true;
+    return false;
+}
+
+struct gi_arg {
+    int dev;
+    unsigned gi;
+};
+
+static int destroy_gi(struct sim_mig_gi *list, int *n, void *varg)
+{
+    struct gi_arg *a = varg;
+    for (int i = 0; i < *n; i++) {
+        if (list[i].dev != a->dev || list[i].gi != a->gi)
+            continue;
+        if (list[i].ci >= 0)
+            return NVML_ERROR_IN_USE; /* its compute instance goes first, as on the driver */
+        list[i] = list[--*n];
+        return NVML_SUCCESS;
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+API nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi)
+{
+    NEED_INIT();
+    if (!valid_gi(gi))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct gi_arg a = {gi->dev, gi->id};
+    return sim_mig_update(destroy_gi, &a);
+}
+
+API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
+    nvmlGpuInstance_t gi, unsigned int profile, unsigned int engProfile,
+    nvmlComputeInstanceProfileInfo_t *info)
+{
+    NEED_INIT();
+    struct sim_mig_gi g;
+    if (!valid_gi(gi) || !info || engProfile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!find_gi(gi->dev, gi->id, &g))
+        return NVML_ERROR_NOT_FOUND;
+    const struct mig_profile *p = mig_profile_by_nvml_id(sim_mig_model(), g.nvml_id);
+    /* the emulation offers one compute instance profile: the whole GPU instance */
+    static const unsigned slices_of[] = {1, 2, 3, 4, 7, 8, 6, 1};
+    if (!p || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT ||
+        slices_of[profile] != p->compute_slices ||
+        profile == NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *info = (nvmlComputeInstanceProfileInfo_t){.id = profile, .sliceCount = p->compute_slices,
+                                               .instanceCount = 1};
+    return NVML_SUCCESS;
+}
+
+static void random_mig_uuid(char *buf, size_t len)
+{
+    unsigned char b[16] = {0};
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || fread(b, 1, sizeof(b), f) != sizeof(b)) {
+        uint64_t t = sim_now_ns() ^ (uint64_t)getpid() << 32;
+        memcpy(b, &t, sizeof(t));
+    }
+    if (f)
+        fclose(f);
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x50); /* shaped like NVIDIA's (version 5) */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(buf, len, "MIG-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+             "%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8],
+             b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static int create_ci(struct sim_mig_gi *list, int *n, void *varg)
+{
+    struct gi_arg *a = varg;
+    for (int i = 0; i < *n; i++) {
+        if (list[i].dev != a->dev || list[i].gi != a->gi)
+            continue;
+        if (list[i].ci >= 0)
+            return NVML_ERROR_INSUFFICIENT_RESOURCES;
+        list[i].ci = 0;
+        random_mig_uuid(list[i].uuid, sizeof(list[i].uuid));
+        return NVML_SUCCESS;
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gi,
+                                                      unsigned int profileId,
+                                                      nvmlComputeInstance_t *ci)
+{
+    NEED_INIT();
+    nvmlComputeInstanceProfileInfo_t info;
+    if (!valid_gi(gi) || !ci)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = nvmlGpuInstanceGetComputeInstanceProfileInfo(
+        gi, profileId, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &info);
+    if (r != NVML_SUCCESS)
+        return r;
+    struct gi_arg a = {gi->dev, gi->id};
+    r = sim_mig_update(create_ci, &a);
+    if (r == NVML_SUCCESS) {
+        ci_handles[gi->dev][gi->id] = (struct nvmlComputeInstance_st){gi->dev, gi->id, 0};
+        *ci = &ci_handles[gi->dev][gi->id];
+    }
+    return r;
+}
+
+API nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gi, unsigned int profileId,
+                                                    nvmlComputeInstance_t *cis,
+                                                    unsigned int *count)
+{
+    NEED_INIT();
+    struct sim_mig_gi g;
+    nvmlComputeInstanceProfileInfo_t info;
+    if (!valid_gi(gi) || !cis || !count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!find_gi(gi->dev, gi->id, &g))
+        return NVML_ERROR_NOT_FOUND;
+    unsigned k = 0;
+    if (g.ci >= 0 && *count > 0 &&
+        nvmlGpuInstanceGetComputeInstanceProfileInfo(
+            gi, profileId, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &info) == NVML_SUCCESS) {
+        ci_handles[gi->dev][gi->id] = (struct nvmlComputeInstance_st){gi->dev, gi->id, 0};
+        cis[k++] = &ci_handles[gi->dev][gi->id];
+    }
+    *count = k;
+    return NVML_SUCCESS;
+}
+
+static int destroy_ci(struct sim_mig_gi *list, int *n, void *varg)
+{
+    struct gi_arg *a = varg;
+    for (int i = 0; i < *n; i++) {
+        if (list[i].dev != a->dev || list[i].gi != a->gi || list[i].ci < 0)
+            continue;
+        list[i].ci = -1;
+        list[i].uuid[0] = '\0';
+        return NVML_SUCCESS;
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+API nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci)
+{
+    NEED_INIT();
+    if (!valid_ci(ci))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (has_processes(ci->dev, ci->gi))
+        return NVML_ERROR_IN_USE; /* the driver refuses while a process runs in it */
+    struct gi_arg a = {ci->dev, ci->gi};
+    return sim_mig_update(destroy_ci, &a);
+}
+
+API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int *count)
+{
+    NEED_MIG(d);
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *count = sim_mig_model()->compute_slices;
+    return NVML_SUCCESS;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const struct sim_mig_gi *x = a, *y = b;
+    return (int)x->start - (int)y->start;
+}
+
+API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int index,
+                                                     nvmlDevice_t *mig)
+{
+    NEED_MIG(d);
+    if (!mig)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct sim_mig_gi list[SIM_MIG_MAX], mine[SIM_MIG_MAX];
+    int n = sim_mig_load(list, SIM_MIG_MAX), k = 0;
+    for (int i = 0; i < n; i++)
+        if (list[i].dev == d->index && list[i].ci >= 0)
+            mine[k++] = list[i];
+    qsort(mine, (size_t)k, sizeof(mine[0]), by_start);
+    if (index >= (unsigned)k)
+        return NVML_ERROR_NOT_FOUND;
+    *mig = &mig_devices[d->index][mine[index].gi];
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+    NEED_INIT();
+    struct sim_mig_gi g;
+    if (!id || !mig_instance_of(d, &g))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *id = g.gi;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+    NEED_INIT();
+    struct sim_mig_gi g;
+    if (!id || !mig_instance_of(d, &g))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *id = (unsigned)g.ci;
     return NVML_SUCCESS;
 }

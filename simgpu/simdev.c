@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mig.h"
 #include "size.h"
 #include "slice.h"
 #include "uuid.h"
@@ -94,9 +95,18 @@ static void read_config(void)
     v = getenv("CARVE_SIM_NAME");
     snprintf(config.name, sizeof(config.name), "%s",
              v && *v ? v : "NVIDIA H100 80GB HBM3 (simulated)");
+    /* CARVE_SIM_MODEL=A100-40GB ...: that model's NVML name and memory, unless given */
+    const struct mig_model *model = mig_model_find(getenv("CARVE_SIM_MODEL"));
+    if (model && !(v && *v))
+        snprintf(config.name, sizeof(config.name), "NVIDIA %s (simulated)", model->nvml_match);
+    v = getenv("CARVE_SIM_MEMORY");
+    if (model && !(v && *v))
+        for (int i = 0; i < SIM_MAX_DEVICES; i++)
+            config.memory[i] = model->memory_mib << 20;
     read_uuids();
     v = getenv("CARVE_SIM_MIG");
-    config.mig = v && strcmp(v, "1") == 0;
+    config.mig_on = v && (strcmp(v, "1") == 0 || strcmp(v, "on") == 0);
+    config.mig = config.mig_on || (v && strcmp(v, "off") == 0);
     config.ctx_memory = env_size("CARVE_SIM_CTX_MEMORY", 500ULL << 20);
     config.module_memory = env_size("CARVE_SIM_MODULE_MEMORY", 2ULL << 20);
     v = getenv("CARVE_SIM_STATE");
@@ -188,6 +198,7 @@ static void proc_clear(struct sim_proc *p)
         atomic_store(&p->used[d], 0);
         atomic_store(&p->contexts[d], 0);
         atomic_store(&p->busy_ns[d], 0);
+        atomic_store(&p->mig_gi[d], 0);
     }
 }
 
@@ -280,18 +291,47 @@ static uint64_t sum_used(struct sim_shared *s, int dev)
     return sum;
 }
 
+/* the MIG instance this process runs in (CUDA_VISIBLE_DEVICES=MIG-...), 0 for none */
+static unsigned mig_gi_self;
+static uint64_t mig_limit_self;
+
+void sim_set_mig(unsigned gi, uint64_t limit)
+{
+    mig_gi_self = gi;
+    mig_limit_self = limit;
+}
+
+uint64_t sim_instance_used(int dev, unsigned gi)
+{
+    struct sim_shared *s = sim_shared();
+    uint64_t sum = 0;
+    for (int i = 0; s && i < SIM_MAX_PROCS; i++)
+        if (atomic_load(&s->proc[i].pid) > 0 && atomic_load(&s->proc[i].mig_gi[dev]) == gi)
+            sum += atomic_load(&s->proc[i].used[dev]);
+    return sum;
+}
+
+static bool fits(struct sim_shared *s, int dev)
+{
+    if (sum_used(s, dev) > s->dev[dev].total)
+        return false;
+    return !mig_gi_self || sim_instance_used(dev, mig_gi_self) <= mig_limit_self;
+}
+
 bool sim_take(int dev, uint64_t bytes)
 {
     struct sim_shared *s = sim_shared();
     struct sim_proc *p = sim_self();
     if (!s || !p)
         return false;
+    if (mig_gi_self) /* counted in its instance, whose memory is its own */
+        atomic_store(&p->mig_gi[dev], mig_gi_self);
     /* add first, then check the sum: of two racing takers at least one sees the other */
     atomic_fetch_add(&p->used[dev], bytes);
-    if (sum_used(s, dev) <= s->dev[dev].total)
+    if (fits(s, dev))
         return true;
     sim_reap();
-    if (sum_used(s, dev) <= s->dev[dev].total)
+    if (fits(s, dev))
         return true;
     atomic_fetch_sub(&p->used[dev], bytes);
     return false;

@@ -20,7 +20,8 @@ struct sim_config {
     int sms;
     char name[96];
     char uuid[SIM_MAX_DEVICES][48]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
-    bool mig;
+    bool mig;    /* MIG-capable (CARVE_SIM_MIG set to 1, on or off) */
+    bool mig_on; /* MIG mode on (CARVE_SIM_MIG=1 or on) */
     uint64_t ctx_memory;
     uint64_t module_memory;
     char state_path[256];
@@ -37,6 +38,7 @@ struct sim_proc {
     _Atomic uint64_t used[SIM_MAX_DEVICES];
     _Atomic uint32_t contexts[SIM_MAX_DEVICES];
     _Atomic uint64_t busy_ns[SIM_MAX_DEVICES];
+    _Atomic uint32_t mig_gi[SIM_MAX_DEVICES]; /* the MIG GPU instance it runs in, 0: none */
 };
 
 struct sim_device_state {
@@ -68,6 +70,10 @@ uint64_t sim_device_used(int dev);
 /* Takes bytes of device memory for this process; false when the device is full. */
 bool sim_take(int dev, uint64_t bytes);
 void sim_give(int dev, uint64_t bytes);
+/* This process runs in MIG GPU instance gi (0: none), which has limit bytes of memory. */
+void sim_set_mig(unsigned gi, uint64_t limit);
+/* Device memory in use by the processes in MIG GPU instance gi of dev. */
+uint64_t sim_instance_used(int dev, unsigned gi);
 /* Runs a kernel of duration ns on the device timeline after `after_ns`; returns its end. */
 uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns);
 /* Percent of [now - window, now] the device (or pid, if > 0) was busy. */

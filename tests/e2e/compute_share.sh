@@ -24,6 +24,10 @@ failed=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export CARVE_SIM_STATE=$work/sim-state CARVE_SIM_MEMORY=80GiB
+# a GPU of this run's own, so that its board (/dev/shm/carve-board-<uuid>) is this test's alone
+sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+export CARVE_SIM_UUIDS=GPU-$sim_uuid
+board=/dev/shm/carve-board-${sim_uuid//-/}
 
 ok() { echo "ok - $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
@@ -207,11 +211,10 @@ else
 fi
 wait "$holder"
 
-leftover=$(find /dev/shm -maxdepth 1 -name 'carve-board-*' | wc -l)
-if [ "$leftover" -eq 0 ]; then
-    ok "no GPU board is left in /dev/shm"
+if [ ! -e "$board" ] && [ ! -e "$board.activity" ]; then
+    ok "the GPU's board is gone from /dev/shm after the last slice"
 else
-    bad "$leftover carve-board-* objects left in /dev/shm"
+    bad "left in /dev/shm: $(ls "$board"*)"
 fi
 
 echo "$passed passed, $failed failed"

@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 8
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -Iinclude -Icommon \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_NAMES   := size compute config # fuzz_config is built by carved/config.mk
+FUZZ_NAMES   := size compute config mig_request # fuzz_config is built by carved/config.mk
 
 $(FUZZ_DIR)/fuzz_size: tests/fuzz/fuzz_size.c common/size.c common/size.h
 	@mkdir -p $(dir $@)
@@ -15,6 +15,12 @@ $(FUZZ_DIR)/fuzz_size: tests/fuzz/fuzz_size.c common/size.c common/size.h
 $(FUZZ_DIR)/fuzz_compute: tests/fuzz/fuzz_compute.c common/compute.c common/compute.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_compute.c common/compute.c -o $@
+
+FUZZ_MIG_SRC := tests/fuzz/fuzz_mig_request.c planner/mig_request.c planner/mig_geometry.c \
+                planner/mig_profiles.c common/size.c
+$(FUZZ_DIR)/fuzz_mig_request: $(FUZZ_MIG_SRC) planner/mig.h planner/mig_plan.h common/size.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Iplanner $(FUZZ_MIG_SRC) -o $@
 
 .PHONY: fuzz fuzz-smoke
 fuzz: $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)

@@ -1,0 +1,1024 @@
+/* mig.c - `carve mig`: NVIDIA MIG profile tables, the geometry planner, and applying a layout
+ * through NVML (a dry run unless --yes; an instance with processes is never destroyed); and
+ * choosing a MIG instance for `carve run --mode mig`. The tables and the planner live in
+ * planner/ (mig.h, mig_plan.h), the NVML calls in planner/mig_nvml.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "gpus.h"
+#include "mig.h"
+#include "mig_nvml.h"
+#include "mig_plan.h"
+#include "size.h"
+
+#define EXIT_REFUSED 1 /* a request that does not fit, a destroy refused, an NVML failure */
+
+static const char mig_help[] =
+    "usage: carve mig profiles [--gpu MODEL] [--json]\n"
+    "       carve mig plan (--gpu MODEL | [--index N] [--simulate]) [--json] REQUEST...\n"
+    "       carve mig apply [--index N] [--simulate] [--replace] [--yes] [--json] REQUEST...\n"
+    "       carve mig list [--index N] [--simulate] [--json]\n"
+    "       carve mig destroy [--index N] [--simulate] [--yes] (GI-ID | MIG-UUID)... | --all\n"
+    "\n"
+    "NVIDIA MIG (Multi-Instance GPU) cuts an A100, H100 or H200 into up to 7 instances with\n"
+    "their own memory, SMs and caches, isolated by the hardware. carve knows each model's\n"
+    "profiles and the memory slices each may start at, plans the instances for a list of\n"
+    "requests so that the most fit with the least memory stranded, and creates them.\n"
+    "\n"
+    "REQUEST: a profile by name (3g.40gb, 1g.10gb+me), memory (8GiB, 20GB), a share of the\n"
+    "GPU's SMs (30%), or memory and a share (20GiB,30%). Each request gets the smallest\n"
+    "profile that gives it at least what it asks.\n"
+    "\n"
+    "commands:\n"
+    "  profiles  the profile table of one model or of all (A100-40GB, A100-80GB, H100-80GB,\n"
+    "            H200-141GB): memory, SMs, most instances, start slots\n"
+    "  plan      a layout for the requests: on a model (--gpu), or on GPU N beside the\n"
+    "            instances it has; requests that cannot fit are listed with the reason\n"
+    "  apply     plans on GPU N and shows what it would create (and with --replace, destroy);\n"
+    "            --yes does it through NVML. Without --replace existing instances stay and\n"
+    "            the requests go beside them; with --replace the GPU gets exactly the plan:\n"
+    "            instances in the plan stay, others are destroyed, unless a process runs in\n"
+    "            one: then nothing is changed and the processes are named\n"
+    "  list      the GPUs, their MIG mode and instances: profile, slots, memory, MIG device\n"
+    "            UUID, processes\n"
+    "  destroy   destroys GPU instances (by ID or MIG device UUID; --all: every one), a dry\n"
+    "            run unless --yes; refused for an instance with processes\n"
+    "\n"
+    "options:\n"
+    "  -g, --gpu MODEL   a model by name (H100-80GB ...) or NVML name (\"NVIDIA H100 80GB HBM3\")\n"
+    "  -i, --index N     the GPU's NVML index (nvidia-smi's), default 0\n"
+    "  -s, --simulate    use carve's simulated GPU (CARVE_SIM_MODEL, CARVE_SIM_MIG=1)\n"
+    "  -r, --replace     (apply) make the GPU's layout exactly the plan\n"
+    "  -y, --yes         (apply, destroy) change the GPU; without it nothing is changed\n"
+    "  -a, --all         (destroy) every GPU instance of the GPU\n"
+    "  -j, --json        machine-readable output on stdout\n"
+    "  -h, --help        this text\n"
+    "\n"
+    "MIG mode itself is never changed: turn it on with `nvidia-smi -i N -mig 1` (root, GPU\n"
+    "reset). Creating and destroying instances needs root on a real GPU.\n"
+    "\n"
+    "exit status: 0 done (or shown, for a dry run); 1 a request does not fit, a destroy was\n"
+    "refused, or NVML failed; 2 bad input.\n"
+    "\n"
+    "examples:\n"
+    "  carve mig profiles --gpu H100-80GB\n"
+    "  carve mig plan --gpu H100-80GB 20GiB,30% 8GiB 8GiB 3g.40gb\n"
+    "  carve mig apply -i 0 20GiB 8GiB 8GiB          # shows what it would do\n"
+    "  carve mig apply -i 0 --yes 20GiB 8GiB 8GiB    # does it\n"
+    "  carve mig list\n"
+    "  carve run --mode mig --memory 8GiB -- python serve.py\n";
+
+struct mig_opts {
+    const char *model;
+    unsigned index;
+    bool simulate, json, yes, replace, all;
+    char **args;
+    int nargs;
+};
+
+static int usage_error(const char *sub, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "carve mig%s%s: ", sub ? " " : "", sub ? sub : "");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see carve mig --help)\n");
+    return CARVE_EXIT_USAGE;
+}
+
+/* allowed: the option letters the subcommand takes */
+static int parse_opts(const char *sub, int argc, char **argv, const char *allowed,
+                      struct mig_opts *o)
+{
+    static const struct option longopts[] = {
+        {"gpu", required_argument, NULL, 'g'},  {"index", required_argument, NULL, 'i'},
+        {"simulate", no_argument, NULL, 's'},   {"json", no_argument, NULL, 'j'},
+        {"yes", no_argument, NULL, 'y'},        {"replace", no_argument, NULL, 'r'},
+        {"all", no_argument, NULL, 'a'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+:g:i:sjyrah", longopts, NULL)) != -1) {
+        if (c != 'h' && c != ':' && c != '?' && !strchr(allowed, c))
+            return usage_error(sub, "option `%s' does not apply here", argv[optind - 1]);
+        switch (c) {
+        case 'g': o->model = optarg; break;
+        case 'i': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (*end || errno || v < 0 || v >= MIG_NVML_MAX_GPUS)
+                return usage_error(sub, "--index %s: a GPU index from 0 to 15", optarg);
+            o->index = (unsigned)v;
+            break;
+        }
+        case 's': o->simulate = true; break;
+        case 'j': o->json = true; break;
+        case 'y': o->yes = true; break;
+        case 'r': o->replace = true; break;
+        case 'a': o->all = true; break;
+        case 'h': fputs(mig_help, stdout); return 0;
+        case ':': return usage_error(sub, "option `%s' needs a value", argv[optind - 1]);
+        default: return usage_error(sub, "unknown option `%s'", argv[optind - 1]);
+        }
+    }
+    o->args = &argv[optind];
+    o->nargs = argc - optind;
+    return -1;
+}
+
+static void gib(uint64_t mib, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.2f GiB", (double)mib / 1024.0);
+}
+
+static void slots(const struct mig_profile *p, unsigned start, char *buf, size_t len)
+{
+    if (p->memory_slices == 1)
+        snprintf(buf, len, "%u", start);
+    else
+        snprintf(buf, len, "%u-%u", start, start + p->memory_slices - 1);
+}
+
+static void starts_text(unsigned mask, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (unsigned s = 0; s < 32 && used < len; s++)
+        if (mask & (1u << s))
+            used += (size_t)snprintf(buf + used, len - used, "%s%u", used ? "," : "", s);
+}
+
+static json_t *starts_json(unsigned mask)
+{
+    json_t *a = json_array();
+    for (unsigned s = 0; s < 32; s++)
+        if (mask & (1u << s))
+            json_array_append_new(a, json_integer(s));
+    return a;
+}
+
+static const struct mig_model *model_or_error(const char *sub, const char *name)
+{
+    const struct mig_model *m = mig_model_find(name);
+    if (!m) {
+        size_t n;
+        const struct mig_model *all = mig_models(&n);
+        char list[128] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < n && used < sizeof(list); i++)
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
+                                     all[i].name);
+        fprintf(stderr, "carve mig %s: no MIG model `%s'; carve knows %s\n", sub, name, list);
+    }
+    return m;
+}
+
+/* ---------- profiles ---------- */
+
+static json_t *profile_json(const struct mig_model *m, const struct mig_profile *p)
+{
+    return json_pack("{s:s,s:i,s:i,s:f,s:I,s:i,s:o,s:i,s:b}", "name", p->name, "compute_slices",
+                     (int)p->compute_slices, "memory_slices", (int)p->memory_slices, "sm_percent",
+                     mig_profile_compute_pct(m, p), "memory_mib", (json_int_t)p->memory_mib,
+                     "max_count", (int)p->max_count, "starts", starts_json(p->start_mask),
+                     "nvml_profile_id", (int)p->nvml_id, "media_extensions", p->media);
+}
+
+static void print_model(const struct mig_model *m)
+{
+    char total[32];
+    gib(m->memory_mib, total, sizeof(total));
+    printf("%s (NVML name contains \"%s\"): %u compute slices, %u memory slices, %s\n", m->name,
+           m->nvml_match, m->compute_slices, m->memory_slices, total);
+    printf("  %-12s %6s %6s %5s %10s %4s  %s\n", "PROFILE", "SMS", "GSLICE", "MEM", "MEMORY",
+           "MAX", "STARTS");
+    for (size_t i = 0; i < m->nprofiles; i++) {
+        const struct mig_profile *p = &m->profiles[i];
+        char mem[32], st[32];
+        gib(p->memory_mib, mem, sizeof(mem));
+        starts_text(p->start_mask, st, sizeof(st));
+        printf("  %-12s %5.1f%% %4u/%u %3u/%u %10s %4u  %s\n", p->name,
+               mig_profile_compute_pct(m, p), p->compute_slices, m->compute_slices,
+               p->memory_slices, m->memory_slices, mem, p->max_count, st);
+    }
+}
+
+static int cmd_profiles(int argc, char **argv)
+{
+    struct mig_opts o = {0};
+    int ret = parse_opts("profiles", argc, argv, "gj", &o);
+    if (ret >= 0)
+        return ret;
+    if (o.nargs)
+        return usage_error("profiles", "unexpected argument `%s'", o.args[0]);
+    size_t n;
+    const struct mig_model *all = mig_models(&n);
+    if (o.model) {
+        if (!(all = model_or_error("profiles", o.model)))
+            return CARVE_EXIT_USAGE;
+        n = 1;
+    }
+    if (o.json) {
+        json_t *out = json_array();
+        for (size_t i = 0; i < n; i++) {
+            json_t *profs = json_array();
+            for (size_t j = 0; j < all[i].nprofiles; j++)
+                json_array_append_new(profs, profile_json(&all[i], &all[i].profiles[j]));
+            json_array_append_new(out, json_pack("{s:s,s:s,s:I,s:i,s:i,s:o}", "model",
+                                                 all[i].name, "nvml_match", all[i].nvml_match,
+                                                 "memory_mib", (json_int_t)all[i].memory_mib,
+                                                 "compute_slices", (int)all[i].compute_slices,
+                                                 "memory_slices", (int)all[i].memory_slices,
+                                                 "profiles", profs));
+        }
+        json_dumpf(out, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(out);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            putchar('\n');
+        print_model(&all[i]);
+    }
+    printf("\nSource: NVIDIA MIG user guide, \"Supported MIG Profiles\"; memory as NVML reports "
+           "it (docs/mig.md).\n");
+    return 0;
+}
+
+/* ---------- NVML access shared by plan, apply, list, destroy and run ---------- */
+
+static int open_nvml(bool simulate, struct mig_nvml **n, char *err, size_t errlen)
+{
+    char libdir[PATH_MAX], path[PATH_MAX + 64];
+    if (carve_find_libdir(libdir, sizeof(libdir)) < 0) {
+        snprintf(err, errlen, "cannot find carve's libraries; set CARVE_LIBDIR");
+        return -1;
+    }
+    carve_nvml_path(simulate, libdir, path, sizeof(path));
+    return mig_nvml_open(path, n, err, errlen);
+}
+
+/* GPU index's info, its model and MIG mode checked; 0 or -1 with err */
+static int gpu_of(struct mig_nvml *n, unsigned index, struct mig_gpu *g, char *err,
+                  size_t errlen)
+{
+    struct mig_gpu gpus[MIG_NVML_MAX_GPUS];
+    int k = mig_nvml_gpus(n, gpus, MIG_NVML_MAX_GPUS, err, errlen);
+    if (k < 0)
+        return -1;
+    if ((int)index >= k) {
+        snprintf(err, errlen, "no GPU %u: NVML lists %d GPU%s", index, k, k == 1 ? "" : "s");
+        return -1;
+    }
+    *g = gpus[index];
+    if (g->mode < 0) {
+        snprintf(err, errlen, "GPU %u (%s) has no MIG", index, g->name);
+        return -1;
+    }
+    if (!g->model) {
+        snprintf(err, errlen, "GPU %u (%s): carve has no MIG table for this model", index,
+                 g->name);
+        return -1;
+    }
+    return 0;
+}
+
+static void proc_name(unsigned pid, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+    FILE *f = fopen(path, "r");
+    buf[0] = '\0';
+    if (f) {
+        if (fgets(buf, (int)len, f))
+            buf[strcspn(buf, "\n")] = '\0';
+        fclose(f);
+    }
+    if (!buf[0])
+        snprintf(buf, len, "?");
+}
+
+static void pids_text(const struct mig_live *l, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < l->npids && i < MIG_NVML_MAX_PIDS && used < len; i++) {
+        char name[32];
+        proc_name(l->pids[i], name, sizeof(name));
+        used += (size_t)snprintf(buf + used, len - used, "%s%u (%s)", i ? ", " : "", l->pids[i],
+                                 name);
+    }
+    if (!l->npids)
+        snprintf(buf, len, "-");
+}
+
+static const char *live_name(const struct mig_live *l)
+{
+    return l->profile ? l->profile->name : "?";
+}
+
+static json_t *live_json(const struct mig_live *l)
+{
+    json_t *pids = json_array();
+    for (unsigned i = 0; i < l->npids && i < MIG_NVML_MAX_PIDS; i++)
+        json_array_append_new(pids, json_integer(l->pids[i]));
+    return json_pack("{s:i,s:i,s:s,s:i,s:i,s:i,s:I,s:i,s:s,s:o}", "gpu", (int)l->gpu,
+                     "gpu_instance", (int)l->gi_id, "profile", live_name(l), "profile_id",
+                     (int)l->profile_id, "start", (int)l->start, "size", (int)l->size,
+                     "memory_mib", (json_int_t)l->memory_mib, "compute_instance", l->ci_id,
+                     "uuid", l->uuid, "pids", pids);
+}
+
+/* ---------- plan ---------- */
+
+static int parse_requests(const char *sub, char **args, int n, struct mig_request *req)
+{
+    char err[300];
+    if (n == 0)
+        return usage_error(sub, "no REQUEST given (e.g. 8GiB, 20GiB,30%%, 3g.40gb)%s", "");
+    if (n > MIG_MAX_REQUESTS)
+        return usage_error(sub, "more than 64 requests%s", "");
+    for (int i = 0; i < n; i++)
+        if (mig_request_parse(args[i], &req[i], err, sizeof(err)) < 0) {
+            fprintf(stderr, "carve mig %s: %s\n(see carve mig --help)\n", sub, err);
+            return CARVE_EXIT_USAGE;
+        }
+    return 0;
+}
+
+static json_t *plan_json(const struct mig_model *m, const struct mig_request *req,
+                         const struct mig_plan *p)
+{
+    json_t *placed = json_array(), *refused = json_array();
+    for (size_t i = 0; i < p->nplaced; i++) {
+        const struct mig_placement *pl = &p->placed[i];
+        json_t *o = profile_json(m, pl->inst.profile);
+        json_object_set_new(o, "request", json_string(req[pl->request].text));
+        json_object_set_new(o, "start", json_integer(pl->inst.start));
+        json_object_set_new(o, "profile", json_string(pl->inst.profile->name));
+        json_object_del(o, "name");
+        json_object_del(o, "starts");
+        json_array_append_new(placed, o);
+    }
+    for (size_t i = 0; i < p->nrefused; i++)
+        json_array_append_new(refused, json_pack("{s:s,s:s}", "request",
+                                                 req[p->refused[i].request].text, "why",
+                                                 p->refused[i].why));
+    return json_pack("{s:s,s:o,s:o,s:I,s:I,s:I,s:i,s:I}", "model", m->name, "placed", placed,
+                     "refused", refused, "stranded_mib", (json_int_t)p->stranded_mib,
+                     "over_mib", (json_int_t)p->over_mib, "unreachable_mib",
+                     (json_int_t)p->unreachable_mib, "free_memory_slices",
+                     __builtin_popcount(~p->used_mask & ((1u << m->memory_slices) - 1)),
+                     "headroom_mib", (json_int_t)p->headroom_mib);
+}
+
+static void print_plan(const struct mig_model *m, const struct mig_request *req, size_t n,
+                       const struct mig_plan *p, size_t nkeep)
+{
+    printf("%s: %zu request%s, %zu placed, %zu refused%s\n", m->name, n, n == 1 ? "" : "s",
+           p->nplaced, p->nrefused, nkeep ? " (beside the instances already there)" : "");
+    if (p->nplaced) {
+        printf("  %-20s %-12s %-6s %10s %6s\n", "REQUEST", "PROFILE", "SLOTS", "MEMORY", "SMS");
+        for (size_t i = 0; i < p->nplaced; i++) {
+            const struct mig_placement *pl = &p->placed[i];
+            char mem[32], sl[16];
+            gib(pl->inst.profile->memory_mib, mem, sizeof(mem));
+            slots(pl->inst.profile, pl->inst.start, sl, sizeof(sl));
+            printf("  %-20s %-12s %-6s %10s %5.1f%%\n", req[pl->request].text,
+                   pl->inst.profile->name, sl, mem, mig_profile_compute_pct(m, pl->inst.profile));
+        }
+    }
+    char s[32], o[32], u[32], h[32];
+    gib(p->stranded_mib, s, sizeof(s));
+    gib(p->over_mib, o, sizeof(o));
+    gib(p->unreachable_mib, u, sizeof(u));
+    gib(p->headroom_mib, h, sizeof(h));
+    printf("stranded: %s (%s given beyond the requests, %s in free slices no profile can use)\n",
+           s, o, u);
+    printf("free: %d memory slice%s, %u compute slice%s; largest instance still possible: %s\n",
+           __builtin_popcount(~p->used_mask & ((1u << m->memory_slices) - 1)),
+           __builtin_popcount(~p->used_mask & ((1u << m->memory_slices) - 1)) == 1 ? "" : "s",
+           m->compute_slices - p->used_compute,
+           m->compute_slices - p->used_compute == 1 ? "" : "s", p->headroom_mib ? h : "none");
+    for (size_t i = 0; i < p->nrefused; i++)
+        printf("refused: %s: %s\n", req[p->refused[i].request].text, p->refused[i].why);
+}
+
+/* the live instances as planner instances; -1 with err for one the table does not know */
+static int live_to_keep(const struct mig_live *live, int k, struct mig_instance *keep,
+                        char *err, size_t errlen)
+{
+    for (int i = 0; i < k; i++) {
+        if (!live[i].profile) {
+            snprintf(err, errlen, "GPU instance %u has profile ID %u, which carve's table does "
+                     "not know", live[i].gi_id, live[i].profile_id);
+            return -1;
+        }
+        keep[i] = (struct mig_instance){live[i].profile, live[i].start};
+    }
+    return 0;
+}
+
+static int cmd_plan(int argc, char **argv)
+{
+    struct mig_opts o = {0};
+    int ret = parse_opts("plan", argc, argv, "gisj", &o);
+    if (ret >= 0)
+        return ret;
+    struct mig_request req[MIG_MAX_REQUESTS];
+    if ((ret = parse_requests("plan", o.args, o.nargs, req)) != 0)
+        return ret;
+    const struct mig_model *m;
+    struct mig_instance keep[MIG_NVML_MAX_LIVE];
+    size_t nkeep = 0;
+    char err[512];
+    struct mig_plan plan;
+    if (o.model) {
+        if (!(m = model_or_error("plan", o.model)))
+            return CARVE_EXIT_USAGE;
+    } else { /* the live GPU, beside its instances */
+        struct mig_nvml *n;
+        struct mig_gpu g;
+        struct mig_live live[MIG_NVML_MAX_LIVE];
+        int k = -1;
+        if (open_nvml(o.simulate, &n, err, sizeof(err)) < 0) {
+            fprintf(stderr, "carve mig plan: %s\n", err);
+            return EXIT_REFUSED;
+        }
+        if (gpu_of(n, o.index, &g, err, sizeof(err)) == 0)
+            k = mig_nvml_instances(n, o.index, live, MIG_NVML_MAX_LIVE, err, sizeof(err));
+        mig_nvml_close(n);
+        if (k < 0 || live_to_keep(live, k, keep, err, sizeof(err)) < 0) {
+            fprintf(stderr, "carve mig plan: %s\n", err);
+            return EXIT_REFUSED;
+        }
+        m = g.model;
+        nkeep = (size_t)k;
+    }
+    if (mig_plan(m, req, (size_t)o.nargs, keep, nkeep, &plan, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve mig plan: %s\n", err);
+        return EXIT_REFUSED;
+    }
+    if (o.json) {
+        json_t *j = plan_json(m, req, &plan);
+        json_dumpf(j, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(j);
+    } else {
+        print_plan(m, req, (size_t)o.nargs, &plan, nkeep);
+    }
+    return plan.nrefused ? EXIT_REFUSED : 0;
+}
+
+/* ---------- list ---------- */
+
+static void print_live(const struct mig_live *live, int k)
+{
+    if (k == 0) {
+        printf("  no MIG instances\n");
+        return;
+    }
+    printf("  %-3s %-12s %-6s %10s  %-40s %s\n", "GI", "PROFILE", "SLOTS", "MEMORY",
+           "MIG DEVICE", "PROCESSES");
+    for (int i = 0; i < k; i++) {
+        char mem[32], sl[16], pids[256];
+        gib(live[i].memory_mib, mem, sizeof(mem));
+        if (live[i].profile)
+            slots(live[i].profile, live[i].start, sl, sizeof(sl));
+        else
+            snprintf(sl, sizeof(sl), "%u+%u", live[i].start, live[i].size);
+        pids_text(&live[i], pids, sizeof(pids));
+        printf("  %-3u %-12s %-6s %10s  %-40s %s\n", live[i].gi_id, live_name(&live[i]), sl, mem,
+               live[i].uuid[0] ? live[i].uuid : "(no compute instance)", pids);
+    }
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    struct mig_opts o = {0};
+    bool index_given = false;
+    for (int i = 1; i < argc; i++)
+        index_given |= strcmp(argv[i], "-i") == 0 || strncmp(argv[i], "--index", 7) == 0;
+    int ret = parse_opts("list", argc, argv, "isj", &o);
+    if (ret >= 0)
+        return ret;
+    if (o.nargs)
+        return usage_error("list", "unexpected argument `%s'", o.args[0]);
+    struct mig_nvml *n;
+    struct mig_gpu gpus[MIG_NVML_MAX_GPUS];
+    char err[512];
+    if (open_nvml(o.simulate, &n, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve mig list: %s\n", err);
+        return EXIT_REFUSED;
+    }
+    int ngpu = mig_nvml_gpus(n, gpus, MIG_NVML_MAX_GPUS, err, sizeof(err));
+    ret = EXIT_REFUSED;
+    if (ngpu < 0)
+        goto out;
+    if (index_given && (int)o.index >= ngpu) {
+        snprintf(err, sizeof(err), "no GPU %u: NVML lists %d", o.index, ngpu);
+        goto out;
+    }
+    json_t *out = o.json ? json_array() : NULL;
+    for (int i = 0; i < ngpu; i++) {
+        const struct mig_gpu *g = &gpus[i];
+        if (index_given && g->index != o.index)
+            continue;
+        struct mig_live live[MIG_NVML_MAX_LIVE];
+        int k = g->mode == 1 ? mig_nvml_instances(n, g->index, live, MIG_NVML_MAX_LIVE, err,
+                                                  sizeof(err))
+                             : 0;
+        if (k < 0) {
+            json_decref(out);
+            goto out;
+        }
+        const char *mode = g->mode == 1 ? "on" : g->mode == 0 ? "off" : "unsupported";
+        if (out) {
+            json_t *arr = json_array();
+            for (int j = 0; j < k; j++)
+                json_array_append_new(arr, live_json(&live[j]));
+            json_array_append_new(out, json_pack("{s:i,s:s,s:s,s:s?,s:s,s:o}", "index",
+                                                 (int)g->index, "name", g->name, "uuid", g->uuid,
+                                                 "model", g->model ? g->model->name : NULL,
+                                                 "mig", mode, "instances", arr));
+            continue;
+        }
+        printf("GPU %u: %s (%s), MIG %s\n", g->index, g->name,
+               g->model ? g->model->name : "no MIG table", mode);
+        if (g->mode == 1)
+            print_live(live, k);
+    }
+    if (out) {
+        json_dumpf(out, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(out);
+    }
+    ret = 0;
+out:
+    if (ret)
+        fprintf(stderr, "carve mig list: %s\n", err);
+    mig_nvml_close(n);
+    return ret;
+}
+
+/* ---------- apply ---------- */
+
+struct change {
+    int ndestroy, ncreate, nkeep;
+    const struct mig_live *destroy[MIG_NVML_MAX_LIVE];
+    const struct mig_live *kept[MIG_NVML_MAX_LIVE];
+    const struct mig_placement *create[MIG_MAX_INSTANCES];
+};
+
+/* with --replace: which live instances the plan keeps as they are, which go */
+static void diff_replace(const struct mig_live *live, int k, const struct mig_plan *p,
+                         struct change *c)
+{
+    bool taken[MIG_MAX_INSTANCES] = {false};
+    for (int i = 0; i < k; i++) {
+        bool keep = false;
+        for (size_t j = 0; j < p->nplaced && !keep; j++)
+            if (!taken[j] && p->placed[j].inst.profile == live[i].profile &&
+                p->placed[j].inst.start == live[i].start)
+                keep = taken[j] = true;
+        if (keep)
+            c->kept[c->nkeep++] = &live[i];
+        else
+            c->destroy[c->ndestroy++] = &live[i];
+    }
+    for (size_t j = 0; j < p->nplaced; j++)
+        if (!taken[j])
+            c->create[c->ncreate++] = &p->placed[j];
+}
+
+static int refuse_busy(const struct change *c, unsigned gpu)
+{
+    int busy = 0;
+    for (int i = 0; i < c->ndestroy; i++) {
+        const struct mig_live *l = c->destroy[i];
+        if (!l->npids)
+            continue;
+        char pids[256];
+        pids_text(l, pids, sizeof(pids));
+        fprintf(stderr, "carve mig apply: refusing to destroy GPU instance %u (%s at slots "
+                "%u+%u, %s) on GPU %u: processes run in it: %s\n", l->gi_id, live_name(l),
+                l->start, l->size, l->uuid[0] ? l->uuid : "no MIG device", gpu, pids);
+        busy++;
+    }
+    if (busy)
+        fprintf(stderr, "carve mig apply: nothing changed; stop those processes first, or "
+                "apply without --replace to add beside them\n");
+    return busy;
+}
+
+static void print_change(const struct change *c, const struct mig_request *req, bool dry)
+{
+    for (int i = 0; i < c->nkeep; i++)
+        printf("keep     GI %-2u %-12s slots %u+%u  %s\n", c->kept[i]->gi_id,
+               live_name(c->kept[i]), c->kept[i]->start, c->kept[i]->size, c->kept[i]->uuid);
+    if (!dry)
+        return; /* what is done is printed as it is done */
+    for (int i = 0; i < c->ndestroy; i++)
+        printf("%s GI %-2u %-12s slots %u+%u  %s\n", "would destroy",
+               c->destroy[i]->gi_id, live_name(c->destroy[i]), c->destroy[i]->start,
+               c->destroy[i]->size, c->destroy[i]->uuid);
+    for (int i = 0; i < c->ncreate; i++) {
+        char sl[16];
+        slots(c->create[i]->inst.profile, c->create[i]->inst.start, sl, sizeof(sl));
+        printf("%s %-12s slots %-5s for request %s\n", "would create",
+               c->create[i]->inst.profile->name, sl, req[c->create[i]->request].text);
+    }
+}
+
+static json_t *change_json(const struct change *c, const struct mig_request *req,
+                           const struct mig_live *made, int nmade, bool dry)
+{
+    json_t *d = json_array(), *k = json_array(), *cr = json_array();
+    for (int i = 0; i < c->ndestroy; i++)
+        json_array_append_new(d, live_json(c->destroy[i]));
+    for (int i = 0; i < c->nkeep; i++)
+        json_array_append_new(k, live_json(c->kept[i]));
+    for (int i = 0; i < c->ncreate; i++) {
+        json_t *o = json_pack("{s:s,s:s,s:i}", "request", req[c->create[i]->request].text,
+                              "profile", c->create[i]->inst.profile->name, "start",
+                              (int)c->create[i]->inst.start);
+        if (i < nmade)
+            json_object_set_new(o, "created", live_json(&made[i]));
+        json_array_append_new(cr, o);
+    }
+    return json_pack("{s:b,s:o,s:o,s:o}", "dry_run", dry, "keep", k, "destroy", d, "create", cr);
+}
+
+/* checks each creation's start slot against NVML's own placements before anything changes */
+static int check_placements(struct mig_nvml *n, unsigned gpu, const struct change *c,
+                            char *err, size_t errlen)
+{
+    for (int i = 0; i < c->ncreate; i++) {
+        const struct mig_profile *p = c->create[i]->inst.profile;
+        unsigned mask;
+        if (mig_nvml_starts(n, gpu, p, &mask, err, errlen) < 0)
+            return -1;
+        if (!(mask & (1u << c->create[i]->inst.start))) {
+            char nv[64], ours[64];
+            starts_text(mask, nv, sizeof(nv));
+            starts_text(p->start_mask, ours, sizeof(ours));
+            snprintf(err, errlen, "NVML allows %s to start at slots %s, carve's table says %s: "
+                     "nothing changed; please report this GPU and driver", p->name, nv, ours);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int do_change(struct mig_nvml *n, unsigned gpu, const struct change *c,
+                     const struct mig_request *req, struct mig_live *made, int *nmade, bool json)
+{
+    char err[512];
+    for (int i = 0; i < c->ndestroy; i++) {
+        if (mig_nvml_destroy(n, gpu, c->destroy[i]->gi_id, err, sizeof(err)) < 0) {
+            fprintf(stderr, "carve mig apply: %s; stopped after %d of %d changes\n", err, i,
+                    c->ndestroy + c->ncreate);
+            return EXIT_REFUSED;
+        }
+        if (!json)
+            printf("destroyed GI %u (%s)\n", c->destroy[i]->gi_id, live_name(c->destroy[i]));
+    }
+    for (int i = 0; i < c->ncreate; i++) {
+        const struct mig_placement *pl = c->create[i];
+        if (mig_nvml_create(n, gpu, pl->inst.profile, pl->inst.start, &made[i], err,
+                            sizeof(err)) < 0) {
+            fprintf(stderr, "carve mig apply: %s; stopped after %d of %d changes\n", err,
+                    c->ndestroy + i, c->ndestroy + c->ncreate);
+            return EXIT_REFUSED;
+        }
+        (*nmade)++;
+        if (!json)
+            printf("created GI %u %-12s slots %u+%u  %s  for request %s\n", made[i].gi_id,
+                   pl->inst.profile->name, made[i].start, made[i].size, made[i].uuid,
+                   req[pl->request].text);
+    }
+    return 0;
+}
+
+static int cmd_apply(int argc, char **argv)
+{
+    struct mig_opts o = {0};
+    int ret = parse_opts("apply", argc, argv, "isjyr", &o);
+    if (ret >= 0)
+        return ret;
+    struct mig_request req[MIG_MAX_REQUESTS];
+    if ((ret = parse_requests("apply", o.args, o.nargs, req)) != 0)
+        return ret;
+    struct mig_nvml *n;
+    struct mig_gpu g;
+    struct mig_live live[MIG_NVML_MAX_LIVE], made[MIG_MAX_INSTANCES];
+    struct mig_instance keep[MIG_NVML_MAX_LIVE];
+    struct mig_plan plan;
+    struct change c = {0};
+    char err[512];
+    int k, nmade = 0;
+    if (open_nvml(o.simulate, &n, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve mig apply: %s\n", err);
+        return EXIT_REFUSED;
+    }
+    ret = EXIT_REFUSED;
+    if (gpu_of(n, o.index, &g, err, sizeof(err)) < 0)
+        goto fail;
+    if (g.mode != 1) {
+        snprintf(err, sizeof(err), "GPU %u has MIG mode off; carve does not change it: turn it "
+                 "on with `nvidia-smi -i %u -mig 1` (root, then a GPU reset)", o.index, o.index);
+        goto fail;
+    }
+    if ((k = mig_nvml_instances(n, o.index, live, MIG_NVML_MAX_LIVE, err, sizeof(err))) < 0 ||
+        live_to_keep(live, k, keep, err, sizeof(err)) < 0)
+        goto fail;
+    if (mig_plan(g.model, req, (size_t)o.nargs, keep, o.replace ? 0 : (size_t)k, &plan, err,
+                 sizeof(err)) < 0)
+        goto fail;
+    if (plan.nrefused) {
+        if (!o.json)
+            print_plan(g.model, req, (size_t)o.nargs, &plan, o.replace ? 0 : (size_t)k);
+        else {
+            json_t *j = plan_json(g.model, req, &plan);
+            json_dumpf(j, stdout, JSON_INDENT(2));
+            putchar('\n');
+            json_decref(j);
+        }
+        snprintf(err, sizeof(err), "%zu request%s do%s not fit on GPU %u: nothing changed",
+                 plan.nrefused, plan.nrefused == 1 ? "" : "s", plan.nrefused == 1 ? "es" : "",
+                 o.index);
+        goto fail;
+    }
+    if (o.replace) {
+        diff_replace(live, k, &plan, &c);
+    } else {
+        for (int i = 0; i < k; i++)
+            c.kept[c.nkeep++] = &live[i];
+        for (size_t j = 0; j < plan.nplaced; j++)
+            c.create[c.ncreate++] = &plan.placed[j];
+    }
+    if (refuse_busy(&c, o.index)) {
+        mig_nvml_close(n);
+        return EXIT_REFUSED;
+    }
+    if (check_placements(n, o.index, &c, err, sizeof(err)) < 0)
+        goto fail;
+    if (!o.json) {
+        printf("GPU %u: %s (%s)\n", o.index, g.name, g.model->name);
+        print_change(&c, req, !o.yes);
+    }
+    ret = 0;
+    if (o.yes)
+        ret = do_change(n, o.index, &c, req, made, &nmade, o.json);
+    else if (!o.json)
+        printf("dry run: nothing changed; add --yes to apply\n");
+    if (o.json) {
+        json_t *j = change_json(&c, req, made, nmade, !o.yes);
+        json_object_set_new(j, "gpu", json_integer(o.index));
+        json_object_set_new(j, "model", json_string(g.model->name));
+        json_dumpf(j, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(j);
+    }
+    mig_nvml_close(n);
+    return ret;
+fail:
+    fprintf(stderr, "carve mig apply: %s\n", err);
+    mig_nvml_close(n);
+    return ret;
+}
+
+/* ---------- destroy ---------- */
+
+static int cmd_destroy(int argc, char **argv)
+{
+    struct mig_opts o = {0};
+    int ret = parse_opts("destroy", argc, argv, "isya", &o);
+    if (ret >= 0)
+        return ret;
+    if (!o.all && o.nargs == 0)
+        return usage_error("destroy", "name GPU instances (an ID or a MIG-... UUID) or --all%s",
+                           "");
+    if (o.all && o.nargs)
+        return usage_error("destroy", "--all and `%s' together", o.args[0]);
+    struct mig_nvml *n;
+    struct mig_gpu g;
+    struct mig_live live[MIG_NVML_MAX_LIVE];
+    const struct mig_live *targets[MIG_NVML_MAX_LIVE];
+    int k, nt = 0;
+    char err[512];
+    if (open_nvml(o.simulate, &n, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve mig destroy: %s\n", err);
+        return EXIT_REFUSED;
+    }
+    ret = EXIT_REFUSED;
+    if (gpu_of(n, o.index, &g, err, sizeof(err)) < 0 ||
+        (k = mig_nvml_instances(n, o.index, live, MIG_NVML_MAX_LIVE, err, sizeof(err))) < 0)
+        goto fail;
+    for (int i = 0; o.all && i < k; i++)
+        targets[nt++] = &live[i];
+    for (int a = 0; a < o.nargs; a++) {
+        const struct mig_live *t = NULL;
+        char *end;
+        long id = strtol(o.args[a], &end, 10);
+        for (int i = 0; i < k && !t; i++)
+            if ((*end == '\0' && end != o.args[a] && live[i].gi_id == (unsigned)id) ||
+                (live[i].uuid[0] && strcmp(live[i].uuid, o.args[a]) == 0))
+                t = &live[i];
+        if (!t) {
+            snprintf(err, sizeof(err), "GPU %u has no GPU instance `%s' (see carve mig list)",
+                     o.index, o.args[a]);
+            ret = CARVE_EXIT_USAGE;
+            goto fail;
+        }
+        targets[nt++] = t;
+    }
+    int busy = 0;
+    for (int i = 0; i < nt; i++)
+        if (targets[i]->npids) {
+            char pids[256];
+            pids_text(targets[i], pids, sizeof(pids));
+            fprintf(stderr, "carve mig destroy: refusing to destroy GPU instance %u (%s, %s): "
+                    "processes run in it: %s\n", targets[i]->gi_id, live_name(targets[i]),
+                    targets[i]->uuid[0] ? targets[i]->uuid : "no MIG device", pids);
+            busy++;
+        }
+    if (busy) {
+        fprintf(stderr, "carve mig destroy: nothing changed\n");
+        mig_nvml_close(n);
+        return EXIT_REFUSED;
+    }
+    for (int i = 0; i < nt; i++) {
+        if (!o.yes) {
+            printf("would destroy GI %u (%s at slots %u+%u, %s)\n", targets[i]->gi_id,
+                   live_name(targets[i]), targets[i]->start, targets[i]->size,
+                   targets[i]->uuid[0] ? targets[i]->uuid : "no MIG device");
+            continue;
+        }
+        if (mig_nvml_destroy(n, o.index, targets[i]->gi_id, err, sizeof(err)) < 0)
+            goto fail;
+        printf("destroyed GI %u (%s)\n", targets[i]->gi_id, live_name(targets[i]));
+    }
+    if (!o.yes)
+        printf("dry run: nothing changed; add --yes to destroy\n");
+    mig_nvml_close(n);
+    return 0;
+fail:
+    fprintf(stderr, "carve mig destroy: %s\n", err);
+    mig_nvml_close(n);
+    return ret;
+}
+
+/* ---------- carve run --mode mig ---------- */
+
+/* a lock per MIG device, held by carve run while its command runs, so that two carve runs do
+   not both take the same free instance before either has a process in it. The file goes when
+   the lock does; a lock taken on a file that was removed meanwhile is taken again. */
+static int lock_instance(const char *uuid)
+{
+    char path[160];
+    snprintf(path, sizeof(path), "/dev/shm/carve-mig-%u-%s.lock", (unsigned)getuid(), uuid);
+    for (int tries = 0; tries < 4; tries++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return -1;
+        struct stat held, now;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            close(fd);
+            return -1;
+        }
+        if (fstat(fd, &held) == 0 && stat(path, &now) == 0 && held.st_ino == now.st_ino &&
+            held.st_dev == now.st_dev)
+            return fd;
+        close(fd);
+    }
+    return -1;
+}
+
+void carve_mig_release(int lock_fd)
+{
+    char link[64], path[PATH_MAX];
+    if (lock_fd < 0)
+        return;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", lock_fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
+    if (n > 0) {
+        path[n] = '\0';
+        unlink(path);
+    }
+    close(lock_fd);
+}
+
+int carve_mig_choose(const char *instance, const char *memory, const char *compute,
+                     bool simulate, char *uuid, size_t uuidlen, int *lock_fd, char *err,
+                     size_t errlen)
+{
+    struct mig_request want = {0};
+    char text[MIG_REQUEST_TEXT];
+    *lock_fd = -1;
+    if (memory || compute) {
+        snprintf(text, sizeof(text), "%s%s%s", memory ? memory : "",
+                 memory && compute ? "," : "", compute ? compute : "");
+        if (mig_request_parse(text, &want, err, errlen) < 0 || want.profile[0]) {
+            if (want.profile[0])
+                snprintf(err, errlen, "--memory %s: a size, not a profile", memory);
+            return CARVE_EXIT_USAGE;
+        }
+    }
+    struct mig_nvml *n;
+    struct mig_gpu gpus[MIG_NVML_MAX_GPUS];
+    if (open_nvml(simulate, &n, err, errlen) < 0)
+        return EXIT_REFUSED;
+    int ngpu = mig_nvml_gpus(n, gpus, MIG_NVML_MAX_GPUS, err, errlen);
+    const struct mig_live *best = NULL;
+    static struct mig_live live[MIG_NVML_MAX_GPUS][MIG_NVML_MAX_LIVE];
+    char seen[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < ngpu; i++) {
+        if (gpus[i].mode != 1)
+            continue;
+        int k = mig_nvml_instances(n, gpus[i].index, live[i], MIG_NVML_MAX_LIVE, err, errlen);
+        for (int j = 0; j < k; j++) {
+            const struct mig_live *l = &live[i][j];
+            if (!l->uuid[0])
+                continue;
+            if (instance) {
+                if (strcmp(instance, l->uuid) == 0)
+                    best = l;
+                continue;
+            }
+            bool fits = l->profile && mig_request_fits(gpus[i].model, &want, l->profile);
+            if (used < sizeof(seen))
+                used += (size_t)snprintf(seen + used, sizeof(seen) - used, "%s%s %s%s",
+                                         used ? ", " : "", live_name(l), l->uuid,
+                                         l->npids ? " (busy)" : fits ? "" : " (too small)");
+            if (!fits || l->npids || (best && best->memory_mib <= l->memory_mib))
+                continue;
+            int fd = lock_instance(l->uuid);
+            if (fd < 0)
+                continue; /* another carve run has it */
+            carve_mig_release(*lock_fd); /* a smaller one fits: let the bigger one go */
+            *lock_fd = fd;
+            best = l;
+        }
+    }
+    int ret = 0;
+    if (!best && instance) {
+        snprintf(err, errlen, "no MIG device %s (see carve mig list%s)", instance,
+                 simulate ? " --simulate" : "");
+        ret = CARVE_EXIT_USAGE;
+    } else if (!best) {
+        snprintf(err, errlen, "no free MIG instance with at least %s%s%s; there %s: %s; make "
+                 "one with carve mig apply", memory ? memory : "", memory && compute ? " and " : "",
+                 compute ? compute : (memory ? "" : "anything"), used ? "are" : "is",
+                 used ? seen : "none");
+        ret = EXIT_REFUSED;
+    } else {
+        snprintf(uuid, uuidlen, "%s", best->uuid);
+        if (instance && *lock_fd < 0)
+            *lock_fd = lock_instance(best->uuid); /* named: shared use is the user's choice */
+    }
+    mig_nvml_close(n);
+    return ret;
+}
+
+/* ---------- dispatch ---------- */
+
+int carve_cmd_mig(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } subs[] = {
+        {"profiles", cmd_profiles}, {"plan", cmd_plan},       {"apply", cmd_apply},
+        {"list", cmd_list},         {"destroy", cmd_destroy},
+    };
+    if (argc < 2) {
+        fputs(mig_help, stderr);
+        return CARVE_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(mig_help, stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+        if (strcmp(argv[1], subs[i].name) == 0)
+            return subs[i].fn(argc - 1, argv + 1);
+    return usage_error(NULL, "no subcommand `%s' (profiles, plan, apply, list, destroy)",
+                       argv[1]);
+}

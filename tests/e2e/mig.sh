@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# mig.sh - `carve mig` and `carve run --mode mig` on the simulated GPU's MIG emulation: the
+# profile table, plans (impossible requests reported with their reason), a dry-run apply that
+# changes nothing, --yes creating instances that list shows, the refusal to destroy an
+# instance with a process in it (by destroy and by apply --replace), and a command run in an
+# instance seeing its MIG device UUID. Never touches a real GPU: everything is --simulate.
+#
+#   BUILD=build bash tests/e2e/mig.sh
+#
+# Each check prints a line; the last line is `N passed, N failed`.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+BUILD=${BUILD:-build}
+CARVE=$BUILD/bin/carve
+MEMHOG=$BUILD/bench/memhog
+passed=0
+failed=0
+state_dir=$(mktemp -d)
+hog_pid=""
+cleanup() {
+    [ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null
+    rm -rf "$state_dir"
+}
+trap cleanup EXIT
+export CARVE_SIM_STATE=$state_dir/sim-state CARVE_SIM_MIG=1 CARVE_SIM_MODEL=H100-80GB
+unset CARVE_SIM_NAME CARVE_SIM_MEMORY CUDA_VISIBLE_DEVICES
+
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
+
+# check NAME COMMAND...: passes when COMMAND succeeds
+check() {
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else bad "$name"; fi
+}
+
+# expect STATUS FRAGMENT ARGS...: carve ARGS exits STATUS and prints FRAGMENT (stdout or stderr)
+expect() {
+    local want=$1 fragment=$2 out rc
+    shift 2
+    out=$("$CARVE" "$@" 2>&1)
+    rc=$?
+    if [ "$rc" -eq "$want" ] && [[ "$out" == *"$fragment"* ]]; then
+        ok "carve $* -> $rc, says '$fragment'"
+    else
+        bad "carve $* -> $rc (want $want, '$fragment'), said: $out"
+    fi
+}
+
+# json_eval EXPR: evaluates a Python expression over the JSON on stdin (as `j`)
+json_eval() {
+    python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"
+}
+
+instances() { "$CARVE" mig list --simulate --json | json_eval "len(j[0]['instances'])"; }
+
+# ---- the tables ----
+out=$("$CARVE" mig profiles --json)
+check "profiles --json: 4 models" test "$(echo "$out" | json_eval 'len(j)')" = 4
+check "H100 3g.40gb starts at 0 and 4" test "$(echo "$out" | json_eval \
+    "[p['starts'] for m in j if m['model']=='H100-80GB' for p in m['profiles'] if p['name']=='3g.40gb'][0]")" = "[0, 4]"
+expect 0 "1g.18gb" mig profiles --gpu H200-141GB
+expect 2 "no MIG model \`T4'" mig profiles --gpu T4
+
+# ---- plans ----
+expect 0 "3 placed, 0 refused" mig plan --gpu H100-80GB 20GiB,30% 8GiB 8GiB
+expect 1 "bigger than any instance" mig plan --gpu H100-80GB 8GiB 100GiB
+expect 1 "H100-80GB has no MIG profile 3g.20gb" mig plan --gpu H100-80GB 3g.20gb
+expect 0 "3g.20gb" mig plan --gpu A100-40GB 3g.20gb
+expect 1 "does not fit beside" mig plan --gpu H100-80GB 4g.40gb 3g.40gb 1g.10gb
+expect 2 "neither memory nor a share" mig plan --gpu H100-80GB 8XB
+expect 2 "at most 100%" mig plan --gpu H100-80GB 120%
+expect 2 "no REQUEST given" mig plan --gpu H100-80GB
+out=$("$CARVE" mig plan --gpu H100-80GB --json 4g.40gb 3g.40gb)
+check "plan --json: 4g at 0, 3g at 4, nothing stranded" test \
+    "$(echo "$out" | json_eval "[(p['profile'],p['start']) for p in j['placed']], j['stranded_mib']")" \
+    = "[('4g.40gb', 0), ('3g.40gb', 4)] 0"
+
+# ---- apply: a dry run changes nothing; --yes creates ----
+expect 0 "no MIG instances" mig list --simulate
+expect 0 "would create 3g.40gb" mig apply --simulate 20GiB,30% 8GiB 8GiB
+check "the dry run created nothing" test "$(instances)" = 0
+expect 0 "dry run: nothing changed" mig apply --simulate 8GiB
+expect 0 "created GI" mig apply --simulate --yes 20GiB,30% 8GiB 8GiB
+check "list shows 3 instances" test "$(instances)" = 3
+list=$("$CARVE" mig list --simulate --json)
+check "each has a MIG device UUID" test "$(echo "$list" | json_eval \
+    "all(i['uuid'].startswith('MIG-') for i in j[0]['instances'])")" = True
+check "profiles 3g.40gb, 1g.10gb, 1g.10gb" test "$(echo "$list" | json_eval \
+    "sorted(i['profile'] for i in j[0]['instances'])")" = "['1g.10gb', '1g.10gb', '3g.40gb']"
+expect 1 "does not fit" mig apply --simulate --yes 3g.40gb
+check "a refused apply created nothing" test "$(instances)" = 3
+expect 0 "beside the instances already there" mig plan --simulate 1g.10gb
+
+# ---- run --mode mig ----
+small=$(echo "$list" | json_eval "[i['uuid'] for i in j[0]['instances'] if i['profile']=='1g.10gb'][0]")
+big=$(echo "$list" | json_eval "[i['uuid'] for i in j[0]['instances'] if i['profile']=='3g.40gb'][0]")
+big_gi=$(echo "$list" | json_eval "[i['gpu_instance'] for i in j[0]['instances'] if i['profile']=='3g.40gb'][0]")
+seen=$("$CARVE" run --mode mig --simulate --quiet --mig-instance "$small" -- \
+    sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
+check "run --mig-instance: the command sees CUDA_VISIBLE_DEVICES=$small" test "$seen" = "$small"
+seen=$("$CARVE" run --mode mig --simulate --quiet --mig-instance "$small" -- nvidia-smi -L)
+check "nvidia-smi -L in the command lists MIG 1g.10gb $small" \
+    grep -q "MIG 1g.10gb .*(UUID: $small)" <<<"$seen"
+seen=$("$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
+check "run --memory 20GiB picks the 3g.40gb" test "$seen" = "$big"
+seen=$("$CARVE" run --mode mig --simulate --quiet --memory 1GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
+check "run --memory 1GiB picks a 1g.10gb, the smallest that fits" test \
+    "$(echo "$list" | json_eval "[i['profile'] for i in j[0]['instances'] if i['uuid']=='$seen'][0]")" = 1g.10gb
+expect 1 "no free MIG instance with at least 50GiB" run --mode mig --simulate --memory 50GiB -- true
+expect 2 "needs --mode mig" run --simulate --mig-instance "$small" -- true
+expect 2 "no MIG device MIG-nope" run --mode mig --simulate --mig-instance MIG-nope -- true
+expect 2 "--mode bogus: carve or mig" run --mode bogus -- true
+expect 3 "" run --mode mig --simulate --quiet -- sh -c 'exit 3'
+
+# a process in the 3g.40gb: it sees the instance's memory, and the instance cannot go
+"$CARVE" run --mode mig --simulate --quiet --mig-instance "$big" -- \
+    "$MEMHOG" --max 256 --hold 30 >"$state_dir/hog.out" 2>&1 &
+hog_pid=$!
+for _ in $(seq 100); do grep -q holding "$state_dir/hog.out" && break; sleep 0.1; done
+check "the process in the 3g.40gb sees 40448 MiB" grep -q "total 40448 MiB" "$state_dir/hog.out"
+check "list names the process" test "$("$CARVE" mig list --simulate --json | json_eval \
+    "[i['pids'] for i in j[0]['instances'] if i['uuid']=='$big'][0] != []")" = True
+expect 1 "refusing to destroy GPU instance $big_gi" mig destroy --simulate --yes "$big"
+expect 1 "(memhog)" mig destroy --simulate --yes "$big_gi"
+expect 1 "processes run in it" mig apply --simulate --replace --yes 7g.80gb
+check "refusals destroyed nothing" test "$(instances)" = 3
+seen=$("$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"' 2>&1)
+check "a busy instance is not chosen for another command" test "$seen" != "$big"
+expect 0 "would destroy GI" mig destroy --simulate "$small"
+check "destroy without --yes destroyed nothing" test "$(instances)" = 3
+expect 0 "destroyed GI" mig destroy --simulate --yes "$small"
+check "the free one went" test "$(instances)" = 2
+kill "$hog_pid" 2>/dev/null
+wait "$hog_pid" 2>/dev/null
+hog_pid=""
+# the 3g.40gb at 0 is in the plan and stays; the last 1g.10gb goes
+out=$("$CARVE" mig apply --simulate --replace --yes 3g.40gb 3g.40gb 2>&1)
+check "replace keeps GI $big_gi, destroys the 1g.10gb, creates one 3g.40gb" \
+    test "$(echo "$out" | grep -c -e "^keep     GI $big_gi " -e "^destroyed GI .*1g.10gb" \
+        -e "^created GI .*3g.40gb")" = 3
+list=$("$CARVE" mig list --simulate --json)
+check "replace: exactly two 3g.40gb at 0 and 4" test "$(echo "$list" | json_eval \
+    "sorted((i['profile'], i['start']) for i in j[0]['instances'])")" = "[('3g.40gb', 0), ('3g.40gb', 4)]"
+expect 0 "destroyed GI" mig destroy --simulate --yes --all
+check "destroy --all: none left" test "$(instances)" = 0
+
+check "carve run left no instance lock behind" test -z "$(find /dev/shm -maxdepth 1 \
+    \( -name "carve-mig-*-$small.lock" -o -name "carve-mig-*-$big.lock" \) 2>/dev/null)"
+
+# ---- other models and modes ----
+CARVE_SIM_MODEL=A100-40GB expect 0 "A100-SXM4-40GB" mig list --simulate
+CARVE_SIM_MODEL=A100-40GB expect 0 "would create 3g.20gb" mig apply --simulate 3g.20gb 2g.10gb
+CARVE_SIM_MIG=off expect 1 "MIG mode off" mig apply --simulate --yes 8GiB
+CARVE_SIM_MIG=off expect 0 "MIG off" mig list --simulate
+CARVE_SIM_MIG="" expect 1 "has no MIG" mig apply --simulate 8GiB
+check "a refused apply on a GPU without MIG made no file" test ! -s "$CARVE_SIM_STATE.mig"
+expect 2 "option \`--yes' does not apply here" mig plan --gpu H100-80GB --yes 8GiB
+expect 2 "no subcommand \`frob'" mig frob
+expect 0 "carve mig apply" mig --help
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

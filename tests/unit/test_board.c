@@ -1,0 +1,196 @@
+/* test_board.c - the per-GPU board: guarantee admission, activity seen by peers, the two
+ * objects' modes (carved's settings are read-only to tenants), clean-up by the last leaver,
+ * and a board of another layout refused with a message that says so. Each test uses a GPU
+ * UUID of its own, so that boards of other runs on the machine are never touched. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "board.h"
+
+static void fresh_uuid(uint8_t uuid[16])
+{
+    static unsigned counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t a = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32), b = ++counter;
+    memcpy(uuid, &a, 8);
+    memcpy(uuid + 8, &b, 8);
+}
+
+static void paths(const uint8_t uuid[16], char *settings, char *activity, size_t len)
+{
+    char name[64];
+    carve_board_name(uuid, name, sizeof(name));
+    snprintf(settings, len, "/dev/shm%s", name);
+    snprintf(activity, len, "/dev/shm%s.activity", name);
+}
+
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_mode & 07777;
+}
+
+static const struct carve_compute CAP30 = {3000, CARVE_COMPUTE_CAP, CARVE_PRIO_NORMAL};
+static const struct carve_compute G60 = {6000, CARVE_COMPUTE_GUARANTEE, CARVE_PRIO_NORMAL};
+static const struct carve_compute G50 = {5000, CARVE_COMPUTE_GUARANTEE, CARVE_PRIO_NORMAL};
+static const struct carve_compute G40 = {4000, CARVE_COMPUTE_GUARANTEE, CARVE_PRIO_NORMAL};
+
+static void test_guarantees_add_up_to_100(void **state)
+{
+    uint8_t uuid[16];
+    fresh_uuid(uuid);
+    struct carve_board *a, *b, *c;
+    int ea, eb, ec;
+    char err[512] = "";
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G60, "a", getpid(), &a,
+                                      &ea, err, sizeof(err)), 0);
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G50, "b", getpid(), &b,
+                                      &eb, err, sizeof(err)), -EDQUOT);
+    assert_non_null(strstr(err, "already hold guarantees of 60.00%"));
+    assert_non_null(strstr(err, "ask for 40.00%+ or less"));
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "c", getpid(), &c,
+                                      &ec, err, sizeof(err)), 0);
+    assert_int_not_equal(ea, ec);
+    carve_board_leave(c, ec);
+    carve_board_leave(a, ea);
+}
+
+static void test_activity_reaches_peers(void **state)
+{
+    uint8_t uuid[16];
+    fresh_uuid(uuid);
+    struct carve_board *a, *b, *tenant;
+    int ea, eb, me;
+    char err[512];
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &a,
+                                      &ea, err, sizeof(err)), 0);
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "b", getpid(), &b,
+                                      &eb, err, sizeof(err)), 0);
+    assert_int_equal(carve_board_open(uuid, &tenant), 0);
+    const uint64_t now = 10000000000ull;
+    carve_board_note_launch(tenant, eb, now); /* b's tenant launched; a's did not */
+    struct carve_peer peers[CARVE_BOARD_ENTRIES];
+    int n = carve_board_peers(a, ea, now + 1000, 100000000ull, peers, CARVE_BOARD_ENTRIES, &me);
+    assert_int_equal(n, 2);
+    assert_in_range(me, 0, 1);
+    assert_false(peers[me].active);
+    assert_true(peers[1 - me].active);
+    assert_int_equal(peers[1 - me].compute.share_bp, 4000);
+    assert_int_equal(peers[1 - me].compute.mode, CARVE_COMPUTE_GUARANTEE);
+    /* past the active window, b is idle again */
+    n = carve_board_peers(a, ea, now + 200000000ull, 100000000ull, peers, CARVE_BOARD_ENTRIES,
+                          &me);
+    assert_false(peers[1 - me].active);
+    carve_board_close(tenant);
+    carve_board_leave(b, eb);
+    carve_board_leave(a, ea);
+}
+
+static void test_modes_and_cleanup(void **state)
+{
+    uint8_t uuid[16];
+    char settings[128], activity[128];
+    fresh_uuid(uuid);
+    paths(uuid, settings, activity, sizeof(settings));
+    struct carve_board *a, *b;
+    int ea, eb;
+    char err[512];
+    mode_t old = umask(022);
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &a,
+                                      &ea, err, sizeof(err)), 0);
+    assert_int_equal(mode_of(settings), 0666); /* past the umask */
+    assert_int_equal(mode_of(activity), 0666);
+    carve_board_leave(a, ea);
+    assert_int_equal(access(settings, F_OK), -1);
+    assert_int_equal(access(activity, F_OK), -1);
+
+    /* carved's board: settings read-only to others, activity still writable by tenants */
+    fresh_uuid(uuid);
+    paths(uuid, settings, activity, sizeof(settings));
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_DAEMON, &CAP30, "a", getpid(), &a,
+                                      &ea, err, sizeof(err)), 0);
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_DAEMON, &G40, "b", getpid(), &b,
+                                      &eb, err, sizeof(err)), 0);
+    assert_int_equal(mode_of(settings), 0644);
+    assert_int_equal(mode_of(activity), 0666);
+    umask(old);
+    if (geteuid() == 0) {
+        /* a tenant of another user: maps the board and notes launches, cannot write shares */
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (setgid(65534) < 0 || setuid(65534) < 0)
+                _exit(10);
+            if (open(settings, O_RDWR) >= 0 || errno != EACCES)
+                _exit(11);
+            struct carve_board *t;
+            if (carve_board_open(uuid, &t) < 0)
+                _exit(12);
+            carve_board_note_launch(t, eb, 5000000000ull);
+            carve_board_close(t);
+            _exit(0);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        struct carve_peer peers[CARVE_BOARD_ENTRIES];
+        int me, n = carve_board_peers(a, ea, 5000001000ull, 1000000ull, peers,
+                                      CARVE_BOARD_ENTRIES, &me);
+        assert_int_equal(n, 2);
+        assert_true(peers[1 - me].active);
+    }
+    carve_board_leave(a, ea);
+    assert_int_equal(access(settings, F_OK), 0); /* b is still on it */
+    carve_board_leave(b, eb);
+    assert_int_equal(access(settings, F_OK), -1);
+    assert_int_equal(access(activity, F_OK), -1);
+}
+
+static void test_other_layout_refused(void **state)
+{
+    uint8_t uuid[16];
+    char settings[128], activity[128], err[512] = "";
+    fresh_uuid(uuid);
+    paths(uuid, settings, activity, sizeof(settings));
+    char name[64];
+    carve_board_name(uuid, name, sizeof(name));
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, 8256), 0); /* the size of the first board layout */
+    close(fd);
+    struct carve_board *b = NULL;
+    int e;
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &b,
+                                      &e, err, sizeof(err)), -EPROTO);
+    assert_null(b);
+    assert_non_null(strstr(err, "another version of carve"));
+    assert_non_null(strstr(err, name));
+    assert_int_equal(carve_board_open(uuid, &b), -EPROTO);
+    shm_unlink(name);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_guarantees_add_up_to_100),
+        cmocka_unit_test(test_activity_reaches_peers),
+        cmocka_unit_test(test_modes_and_cleanup),
+        cmocka_unit_test(test_other_layout_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
