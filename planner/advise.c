@@ -211,7 +211,8 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
             add_reason(r, "untrusted tenants need isolation the hardware enforces: MIG is the only "
                           "sharing mechanism with hardware memory, compute and fault isolation");
             add_reason(r, "%s supports MIG: up to 7 instances per GPU, each with its own SMs, L2 "
-                          "banks and memory controllers, so latency jitter is negligible", r->gpu);
+                          "banks and memory controllers, so latency jitter is negligible (lay "
+                          "them out with `carve mig plan`)", r->gpu);
             r->alternative = ADV_WHOLE;
             snprintf(r->alternative_why, sizeof(r->alternative_why),
                      "a whole GPU per tenant, when a tenant needs more than the largest profile "
@@ -235,7 +236,8 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
             r->mech = ADV_MIG;
             add_reason(r, "a %.0f ms P99 budget needs a flat tail: MIG instances do not contend "
                           "for L2 or memory bandwidth, so jitter is negligible", in->latency_ms);
-            add_reason(r, "%s supports MIG; a fixed serving mix suits a fixed geometry", r->gpu);
+            add_reason(r, "%s supports MIG; a fixed serving mix suits a fixed geometry (`carve "
+                          "mig plan` lays it out)", r->gpu);
             r->alternative = ADV_CARVE;
             snprintf(r->alternative_why, sizeof(r->alternative_why),
                      "carve slices with --priority latency when models do not fit the profiles "
