@@ -69,7 +69,7 @@ static int print_matrix(bool json)
                    r->fault, r->jitter, r->hardware);
     }
     if (json) {
-        json_dumpf(arr, stdout, JSON_INDENT(2));
+        json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("\n");
         json_decref(arr);
     }
@@ -183,7 +183,7 @@ int carve_cmd_advise(int argc, char **argv)
         return advise_error("%s", err);
     if (json) {
         json_t *j = adv_result_json(&r);
-        json_dumpf(j, stdout, JSON_INDENT(2));
+        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("\n");
         json_decref(j);
     } else {

@@ -339,7 +339,7 @@ int carve_cmd_cost(int argc, char **argv)
                                 json_pack("{s:s, s:s, s:i, s:f}", "from", src, "source",
                                           meas.source, "tenants_seen", (int)meas.ntenants,
                                           "tenants_per_gpu", meas.tenants));
-        json_dumpf(root, stdout, JSON_INDENT(2));
+        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("\n");
         json_decref(root);
         return 0;

@@ -167,7 +167,7 @@ static int list_models(bool json)
                    (unsigned long long)f.pools[0].memory_mib, m[i].mig ? "yes" : "no", m[i].arch);
     }
     if (json) {
-        json_dumpf(arr, stdout, JSON_INDENT(2));
+        json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("\n");
         json_decref(arr);
     }
@@ -260,9 +260,14 @@ int carve_cmd_plan(int argc, char **argv)
             ret = 1;
         }
     }
-    if (o.json) {
-        json_t *j = fleet_report_json(&f, &ws, &res, o.assign);
-        json_dumpf(j, stdout, JSON_INDENT(2));
+    if (o.json && o.assign) {
+        if (fleet_report_json_stream(stdout, &f, &ws, &res)) {
+            fprintf(stderr, "carve plan: cannot write the JSON: %s\n", strerror(errno));
+            ret = 1;
+        }
+    } else if (o.json) {
+        json_t *j = fleet_report_json(&f, &ws, &res, false);
+        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("\n");
         json_decref(j);
     } else {

@@ -330,3 +330,74 @@ json_t *fleet_report_json(const struct fleet *f, const struct fleet_workloads *w
     json_object_set_new(root, "impossible", imp);
     return root;
 }
+
+/* A name as a JSON string: workload names are printable ASCII (the parser refuses the rest),
+ * so only quotes and backslashes need escaping. */
+static void put_json_name(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+int fleet_report_json_stream(FILE *out, const struct fleet *f, const struct fleet_workloads *ws,
+                             const struct fleet_result *r)
+{
+    json_t *root = fleet_report_json(f, ws, r, false);
+    json_t *plans = json_object_get(root, "plans");
+    if (!root || !plans)
+        return -1;
+    json_incref(plans);
+    json_object_del(root, "plans");
+    char *head = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!head) {
+        json_decref(plans);
+        return -1;
+    }
+    /* the object without its closing brace, then the plans written one by one */
+    char *end = strrchr(head, '}');
+    if (end)
+        *end = '\0';
+    fprintf(out, "%s,\n  \"plans\": [\n", head);
+    free(head);
+    for (size_t m = 0; m < json_array_size(plans); m++) {
+        char *plan = json_dumps(json_array_get(plans, m), JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        if (!plan)
+            break;
+        char *close = strrchr(plan, '}');
+        if (close)
+            *close = '\0';
+        fputs(plan, out);
+        free(plan);
+        const struct fleet_plan *p = &r->plans[m];
+        if (p->available && p->gpu_of) {
+            fputs(",\n  \"assignment\": [", out);
+            bool first = true;
+            for (size_t i = 0; i < ws->n; i++) {
+                if (p->gpu_of[i] == UINT32_MAX)
+                    continue;
+                fputs(first ? "\n    " : ",\n    ", out);
+                first = false;
+                fputs("{\"workload\": ", out);
+                put_json_name(out, ws->w[i].name);
+                fprintf(out, ", \"gpu\": %u, \"model\": ", p->gpu_of[i]);
+                put_json_name(out, f->pools[p->use[p->gpu_of[i]].pool].name);
+                if (p->profile_of && p->profile_of[i]) {
+                    fputs(", \"profile\": ", out);
+                    put_json_name(out, p->profile_of[i]);
+                }
+                fputc('}', out);
+            }
+            fputs("\n  ]", out);
+        }
+        fputs(m + 1 < json_array_size(plans) ? "\n},\n" : "\n}\n", out);
+    }
+    fputs("]\n}\n", out);
+    json_decref(plans);
+    return ferror(out) ? -1 : 0;
+}

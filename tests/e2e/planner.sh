@@ -18,7 +18,11 @@ failed=0
 tmp=$(mktemp -d)
 daemon=
 cleanup() {
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+    if [ -n "$daemon" ]; then
+        # carved keeps its slices across restarts (in /dev/shm): delete ours before it stops
+        "$CARVE" slice delete plan-e2e >/dev/null 2>&1
+        kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+    fi
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -159,8 +163,8 @@ CARVE_SIM_STATE="$tmp/sim" "$BUILD/bin/carved" --simulate --config /dev/null --s
     --state-dir "$tmp/state" --listen "127.0.0.1:$port" >"$tmp/carved.log" 2>&1 &
 daemon=$!
 for _ in $(seq 50); do "$CARVE" slice list >/dev/null 2>&1 && break; sleep 0.1; done
-"$CARVE" slice create plan-e2e --memory 2GiB --compute 40% >/dev/null 2>&1 ||
-    bad "carved: slice create failed: $(tail -n 5 "$tmp/carved.log")"
+"$CARVE" slice create plan-e2e --memory 2GiB --compute 40% >"$tmp/create.log" 2>&1 ||
+    bad "carved: slice create failed: $(cat "$tmp/create.log"); carved: $(tail -n 5 "$tmp/carved.log")"
 CARVE_SIM_STATE="$tmp/sim" "$CARVE" run --simulate --slice plan-e2e --quiet -- \
     "$BUILD/bench/compute_load" --kind small --seconds 4 --label plan-e2e >"$tmp/tenant.log" 2>&1 &
 tenant=$!
