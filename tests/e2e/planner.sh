@@ -158,6 +158,10 @@ expect 1 "$tmp/nothing.json: No such file" cost --from-metrics "$tmp/nothing.jso
 expect 2 "give only --price and --mechanism" cost --from-metrics tests/unit/fixtures/carved-state.json --tenants 3
 
 export CARVE_SOCKET="$tmp/carved.sock"
+# a simulated GPU of our own: its compute board in /dev/shm is named after its UUID, and
+# other test runs on this machine (other builds of carve) use the default one
+CARVE_SIM_UUIDS=$(printf 'GPU-91a7e2e2-%04x-4e3d-9a7b-%04x%04x%04x' $RANDOM $RANDOM $RANDOM $(($$ % 65536)))
+export CARVE_SIM_UUIDS
 port=$((20000 + RANDOM % 20000))
 CARVE_SIM_STATE="$tmp/sim" "$BUILD/bin/carved" --simulate --config /dev/null --socket "$CARVE_SOCKET" \
     --state-dir "$tmp/state" --listen "127.0.0.1:$port" >"$tmp/carved.log" 2>&1 &
