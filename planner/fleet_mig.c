@@ -5,11 +5,13 @@
  * A GPU's geometry is one of a few hundred multisets of profiles, enumerated once per model.
  * The packer repeatedly takes the geometry that uses the most of a GPU (each instance weighed
  * by its scarcest resource: memory slices, compute slices or its profile's count limit) among
- * those the remaining workloads can fill, and applies it to as many GPUs as they can fill: a profile-count problem, not a per-workload search, so
- * 100,000 workloads take milliseconds. Workloads larger than every profile get whole GPUs;
- * without a MIG-capable pool the mechanism is not available (MIG is per pool: a T4, L4 or
- * V100 cannot be partitioned). Plans use the MIG model of the cheapest MIG pool per MiB;
- * other MIG pools of the same model take its overflow. */
+ * those the remaining workloads can fill, and applies it to as many GPUs as they can fill: a
+ * profile-count problem, not a per-workload search, so 100,000 workloads take milliseconds.
+ * Workloads larger than every profile get whole GPUs; without a MIG-capable pool the
+ * mechanism is not available (MIG is per pool: a T4, L4 or V100 cannot be partitioned).
+ * Plans use the MIG model of the cheapest MIG pool per MiB; other pools of that model take
+ * its overflow, and when they are full the remaining workloads take whole GPUs of the other
+ * pools before the plan goes beyond the fleet. */
 #include <errno.h>
 #include <math.h> /* INFINITY only: the carve command does not link libm */
 #include <stdio.h>
@@ -17,67 +19,12 @@
 #include <string.h>
 
 #include "fleet.h"
+#include "mig.h"
 
 static double dmin(double a, double b)
 {
     return a < b ? a : b;
 }
-
-#if defined(__has_include)
-#if __has_include("mig.h")
-#define FLEET_HAVE_MIG 1
-#include "mig.h"
-#endif
-#endif
-
-#ifndef FLEET_HAVE_MIG
-
-/* The MIG pools are full: the workloads still waiting take whole GPUs of pools that have
- * GPUs left (not of the MIG model), the largest profiles first, each on the cheapest that
- * holds it. What nothing holds stays for MIG GPUs beyond the fleet. */
-static int spill(const struct fleet *f, const struct fleet_workloads *ws,
-                 const struct mig_model *primary, struct by_profile *lists, uint64_t *pool_left,
-                 const struct mig_model **models, struct gpu_list *g, struct fleet_plan *p)
-{
-    for (size_t q = primary->nprofiles < MIG_MAX_PROFILES ? primary->nprofiles : MIG_MAX_PROFILES;
-         q-- > 0;) {
-        while (lists[q].n > lists[q].next) {
-            uint32_t i = lists[q].idx[lists[q].n - 1];
-            const struct fleet_workload *w = &ws->w[i];
-            int pool = -1;
-            for (size_t k = 0; k < f->npools; k++)
-                if (models[k] != primary && pool_left[k] && f->pools[k].memory_mib >= w->memory_mib &&
-                    (pool < 0 || f->pools[k].price < f->pools[pool].price))
-                    pool = (int)k;
-            if (pool < 0)
-                break;
-            long gi = open_gpu(f, g, p, pool_left, pool);
-            if (gi < 0)
-                return -ENOMEM;
-            g->use[gi] = (struct fleet_gpu_use){(uint32_t)pool, 1, w->memory_mib, w->memory_mib,
-                                                w->compute_bp};
-            if (p->gpu_of)
-                p->gpu_of[i] = (uint32_t)gi;
-            if (p->profile_of)
-                p->profile_of[i] = "whole";
-            p->alone++;
-            p->placed++;
-            lists[q].n--;
-        }
-    }
-    return 0;
-}
-
-int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
-                   const uint8_t *possible, const struct fleet_options *o, struct fleet_plan *p)
-{
-    p->mech = FLEET_MIG;
-    p->available = false;
-    snprintf(p->note, sizeof(p->note), "this build has no MIG profile table (planner/mig.h)");
-    return 0;
-}
-
-#else
 
 #define MIG_MAX_PROFILES 16
 #define MIG_MAX_GEOMETRIES 4096
@@ -491,5 +438,3 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
              primary->name, (unsigned long long)p->alone, p->rounding_mib / 1024.0);
     return ret;
 }
-
-#endif

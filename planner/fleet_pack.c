@@ -574,7 +574,6 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     struct sort_key *keys = malloc((ws->n ? ws->n : 1) * sizeof(*keys));
     if (!keys)
         return -ENOMEM;
-    size_t ngroup[3] = {0, 0, 0};
     struct gpu_list g = {0};
     int ret = 0;
     /* lone workloads first: each gets the cheapest GPU that fits */
@@ -583,10 +582,8 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
             continue;
         const struct fleet_workload *w = &ws->w[i];
         int grp = group_of(mech, w, &r);
-        if (grp != GROUP_ALONE) {
-            ngroup[grp]++;
+        if (grp != GROUP_ALONE)
             continue;
-        }
         int pool = fleet_pick_pool(f, pool_left, w->memory_mib);
         long gi = gpu_open(p, &g, f, pool_left, pool);
         if (gi < 0) {
