@@ -116,10 +116,20 @@ static int parse_model(char *s, const char *pool, struct fleet_pool *p, char *er
     }
     bool ambiguous;
     const struct fleet_gpu_model *m = fleet_gpu_find(s, &ambiguous);
+    if (!m && ambiguous) {
+        char names[128] = "";
+        size_t len = strlen(s);
+        for (size_t i = 0; i < NMODELS; i++)
+            if (strncasecmp(models[i].name, s, len) == 0 && models[i].name[len] == '-')
+                snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+                         names[0] ? " or " : "", models[i].name);
+        snprintf(why, sizeof(why), "ambiguous GPU model `%s': say %s", s, names);
+        return pool_error(err, errlen, pool, why);
+    }
     if (!m) {
         snprintf(why, sizeof(why),
-                 "%s GPU model `%s' (see `carve plan --models'; or NAME/SIZE, e.g. mygpu/48GiB)",
-                 ambiguous ? "ambiguous" : "unknown", s);
+                 "unknown GPU model `%s' (see `carve plan --models'; or NAME/SIZE, e.g. mygpu/48GiB)",
+                 s);
         return pool_error(err, errlen, pool, why);
     }
     snprintf(p->name, sizeof(p->name), "%s", m->name);
