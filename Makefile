@@ -39,6 +39,7 @@ include carved/module.mk
 include tests/module.mk
 include bench/module.mk
 include slurm/module.mk
+include planner/fleet.mk
 
 real-all: $(ALL_TARGETS)
 

@@ -18,6 +18,9 @@ enum {
 int carve_cmd_run(int argc, char **argv);
 int carve_cmd_slice(int argc, char **argv);
 int carve_cmd_ps(int argc, char **argv);
+int carve_cmd_plan(int argc, char **argv);
+int carve_cmd_advise(int argc, char **argv);
+int carve_cmd_cost(int argc, char **argv);
 int carve_cmd_mig(int argc, char **argv);
 /* carve run --mode mig: the MIG device to run in (instance, or a free one with at least
    memory and compute), its UUID in uuid and a lock held on it in *lock_fd; 0 or an exit

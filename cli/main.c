@@ -15,6 +15,9 @@ static const struct subcommand {
     {"slice", carve_cmd_slice, "make, list and delete carved's slices"},
     {"ps", carve_cmd_ps, "slices, their processes and escapes, as carved sees them"},
     {"mig", carve_cmd_mig, "NVIDIA MIG: profiles, plan a layout, apply it, list instances"},
+    {"plan", carve_cmd_plan, "pack workloads onto a fleet under each sharing mechanism"},
+    {"advise", carve_cmd_advise, "which sharing mechanism fits a GPU, workload and trust"},
+    {"cost", carve_cmd_cost, "what sharing saves: cost per workload-hour, GPU-hours recovered"},
     {"help", cmd_help, "show help for carve or one of its subcommands"},
 };
 

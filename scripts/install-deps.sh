@@ -22,6 +22,7 @@ PACKAGES=(
     procps
     shellcheck
     libslurm-dev slurmd slurmctld slurm-client munge # slurm/: spank.h for the plugin; the e2e test's one-node cluster
+    jq # tests/e2e/planner.sh checks the --json output of carve plan, advise and cost
 )
 
 missing=()

@@ -1,0 +1,357 @@
+/* cost.c - `carve cost`: the GPU economics calculator (planner/cost.c) from assumptions given
+ * on the command line, or from what carved measures (--from-metrics: its HTTP /api/state, its
+ * unix socket, or a saved snapshot file). */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cost.h"
+
+static const char cost_help[] =
+    "usage: carve cost [--gpus N] [--price DOLLARS] [--tenants N] [--utilisation PCT]\n"
+    "                  [--gpu MODEL] [--mechanism NAME] [--json]\n"
+    "       carve cost --from-metrics [URL|SOCKET|FILE] [--price DOLLARS] [--mechanism NAME]\n"
+    "\n"
+    "The GPU economics calculator: for a cluster where each workload had a GPU of its own,\n"
+    "what sharing each GPU among tenants costs per workload-hour, against the baseline of a\n"
+    "whole GPU, and how many idle GPU-hours a day it recovers, per mechanism; and whether\n"
+    "the mechanism suits the set-up. With no options it is the seed article's example: a\n"
+    "10-GPU A100 cluster at $3.50/h, 4 tenants per GPU at 25% each.\n"
+    "\n"
+    "options:\n"
+    "  -g, --gpus N           GPUs in the cluster, one workload each today (default 10)\n"
+    "  -p, --price DOLLARS    price per GPU-hour (default 3.50)\n"
+    "  -t, --tenants N        tenants per GPU, 1 to 64 (default 4)\n"
+    "  -u, --utilisation PCT  each tenant's busy share of one GPU, e.g. 25% (default 25%)\n"
+    "  -G, --gpu MODEL        the GPU model, for MIG's hardware gate (default A100)\n"
+    "  -m, --mechanism NAME   one mechanism, shown as the article's card: time-slicing,\n"
+    "                         mps, mig, hami or carve (default: all, side by side)\n"
+    "  -M, --from-metrics [SRC] take GPUs, tenants per GPU, utilisation and the model from\n"
+    "                         carved: http://HOST:PORT (its /api/state), a unix socket\n"
+    "                         (default CARVE_SOCKET or /run/carve/carved.sock), or a saved\n"
+    "                         snapshot JSON file\n"
+    "  -j, --json             the results as JSON\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "MODEL: hosted = tenants capped by the mechanism (MPS 48, MIG 7 and ceil(7 x\n"
+    "utilisation) compute slices each, carve 64); cost = price / (hosted x efficiency)\n"
+    "(time-slicing 0.92, HAMi 0.97, carve 0.99, MPS and MIG 1); savings = cost / price - 1;\n"
+    "recovered = GPUs x 24 x (1 - max(utilisation, 1/hosted)); suitable when hosted x\n"
+    "utilisation <= 100% and the GPU has the mechanism. See docs/cost.md.\n"
+    "\n"
+    "exit status: 0; 1 when carved cannot be read; 2 for bad input.\n"
+    "\n"
+    "examples:\n"
+    "  carve cost --mechanism time-slicing\n"
+    "  carve cost --gpus 64 --price 2.49 --tenants 6 --utilisation 12% --gpu H100\n"
+    "  carve cost --from-metrics http://127.0.0.1:9477 --price 2.49\n";
+
+static int cost_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "carve cost: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see carve cost --help)\n");
+    return CARVE_EXIT_USAGE;
+}
+
+static int parse_number(const char *opt, const char *s, double *out, bool percent)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (percent && *end == '%')
+        end++;
+    if (!*s || *end || errno || strpbrk(s, "xXnN") || !(v == v)) {
+        fprintf(stderr, "carve cost: %s `%s' is not a number%s\n(see carve cost --help)\n", opt,
+                s, percent ? " (a percentage such as 25%)" : "");
+        return CARVE_EXIT_USAGE;
+    }
+    *out = percent ? v / 100.0 : v;
+    return 0;
+}
+
+/* ---- reading carved ---- */
+
+/* GET http://HOST:PORT[/PATH] (default /api/state) over plain HTTP/1.0; the body or NULL. */
+static char *http_get(const char *url, char *err, size_t errlen)
+{
+    char host[256], port[16] = "80", path[512] = "/api/state";
+    const char *p = url + strlen("http://");
+    size_t hl = strcspn(p, ":/");
+    if (hl == 0 || hl >= sizeof(host)) {
+        snprintf(err, errlen, "URL `%s' has no host (expected http://HOST:PORT)", url);
+        return NULL;
+    }
+    memcpy(host, p, hl);
+    host[hl] = '\0';
+    p += hl;
+    if (*p == ':') {
+        size_t pl = strcspn(++p, "/");
+        if (pl == 0 || pl >= sizeof(port)) {
+            snprintf(err, errlen, "URL `%s' has a bad port", url);
+            return NULL;
+        }
+        memcpy(port, p, pl);
+        port[pl] = '\0';
+        p += pl;
+    }
+    if (*p && strcmp(p, "/") != 0)
+        snprintf(path, sizeof(path), "%s", p);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int gai = getaddrinfo(host, port, &hints, &ai);
+    if (gai) {
+        snprintf(err, errlen, "cannot resolve %s:%s: %s", host, port, gai_strerror(gai));
+        return NULL;
+    }
+    int fd = -1;
+    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(ai);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot connect to %s:%s: %s (is carved running with --listen?)",
+                 host, port, strerror(errno));
+        return NULL;
+    }
+    char req[1024];
+    int rl = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                      path, host);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = write(fd, req, (size_t)rl) == rl ? malloc(cap) : NULL;
+    while (buf) {
+        if (len + 1 >= cap) {
+            char *bigger = cap < (64u << 20) ? realloc(buf, cap *= 2) : NULL;
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+        }
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (!buf) {
+        snprintf(err, errlen, "no answer from %s", url);
+        return NULL;
+    }
+    buf[len] = '\0';
+    int status = 0;
+    char *body = strstr(buf, "\r\n\r\n");
+    if (sscanf(buf, "HTTP/%*d.%*d %d", &status) != 1 || status != 200 || !body) {
+        snprintf(err, errlen, "%s%s answered HTTP status %d (503: carved has no snapshot yet)",
+                 url, strcmp(path, "/api/state") == 0 && !strchr(url + 7, '/') ? "/api/state" : "",
+                 status);
+        free(buf);
+        return NULL;
+    }
+    memmove(buf, body + 4, strlen(body + 4) + 1);
+    return buf;
+}
+
+/* The snapshot from SRC: a URL, a socket or a file; NULL with a message. */
+static json_t *load_snapshot(const char *src, char *err, size_t errlen)
+{
+    json_error_t jerr;
+    json_t *root = NULL;
+    if (strncmp(src, "http://", 7) == 0) {
+        char *body = http_get(src, err, errlen);
+        if (!body)
+            return NULL;
+        root = json_loads(body, 0, &jerr);
+        free(body);
+        if (!root)
+            snprintf(err, errlen, "%s: not JSON: %s", src, jerr.text);
+        return root;
+    }
+    if (strncmp(src, "https://", 8) == 0) {
+        snprintf(err, errlen, "%s: https is not supported; carved serves plain HTTP on its "
+                              "listen address", src);
+        return NULL;
+    }
+    struct stat st;
+    if (stat(src, &st) < 0) {
+        snprintf(err, errlen, "%s: %s (give http://HOST:PORT, carved's socket or a snapshot file)",
+                 src, strerror(errno));
+        return NULL;
+    }
+    if (S_ISSOCK(st.st_mode)) {
+        setenv("CARVE_SOCKET", src, 1);
+        int fd = carve_daemon_connect();
+        if (fd < 0) {
+            snprintf(err, errlen, "cannot connect to carved at %s: %s", src, strerror(errno));
+            return NULL;
+        }
+        json_t *reply = carve_daemon_call(fd, json_pack("{s:s}", "op", "ps"), err, errlen);
+        close(fd);
+        if (!reply)
+            return NULL;
+        root = json_incref(json_object_get(reply, "snapshot"));
+        json_decref(reply);
+        if (!root)
+            snprintf(err, errlen, "carved at %s sent no snapshot", src);
+        return root;
+    }
+    root = json_load_file(src, 0, &jerr);
+    if (!root) {
+        snprintf(err, errlen, "%s:%d: not JSON: %s", src, jerr.line, jerr.text);
+        return NULL;
+    }
+    json_t *inner = json_object_get(root, "snapshot"); /* a saved socket reply */
+    if (inner) {
+        json_incref(inner);
+        json_decref(root);
+        root = inner;
+    }
+    return root;
+}
+
+/* ---- output ---- */
+
+static void print_card(const struct cost_input *in, const struct cost_result *r)
+{
+    printf("Sharing mechanism        %s\n", cost_mech(r->mech)->title);
+    printf("Cost / workload / hr     $%.2f\n", r->cost_per_workload_hour);
+    printf("Baseline cost / hr       $%.2f\n", r->baseline_per_hour);
+    printf("Savings per workload     %.0f%%\n", r->savings_pct);
+    printf("GPU-hrs recovered/day    %.0f\n", r->recovered_gpu_hours_day);
+    printf("Tenants hosted per GPU   %.0f (%.0f%% of a GPU asked for)\n", r->tenants_hosted,
+           r->demand * 100);
+    printf("GPUs needed              %.1f of %.0f\n", r->gpus_needed, in->gpus);
+    printf("%s\n", r->verdict);
+}
+
+static void print_table(const struct cost_result *r, int n)
+{
+    printf("%-13s %6s %13s %9s %8s %15s %6s\n", "mechanism", "hosted", "$/workload-h",
+           "baseline", "savings", "GPU-h back/day", "suits");
+    for (int i = 0; i < n; i++)
+        printf("%-13s %6.0f %13.2f %9.2f %7.0f%% %15.0f %6s\n", cost_mech(r[i].mech)->name,
+               r[i].tenants_hosted, r[i].cost_per_workload_hour, r[i].baseline_per_hour,
+               r[i].savings_pct, r[i].recovered_gpu_hours_day, r[i].suitable ? "yes" : "no");
+    printf("\n");
+    for (int i = 0; i < n; i++)
+        printf("%s\n", r[i].verdict);
+}
+
+int carve_cmd_cost(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"gpus", required_argument, NULL, 'g'},     {"price", required_argument, NULL, 'p'},
+        {"tenants", required_argument, NULL, 't'},  {"utilisation", required_argument, NULL, 'u'},
+        {"utilization", required_argument, NULL, 'u'}, {"gpu", required_argument, NULL, 'G'},
+        {"mechanism", required_argument, NULL, 'm'}, {"from-metrics", optional_argument, NULL, 'M'},
+        {"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cost_input in = {.gpus = 10, .price = 3.50, .tenants = 4, .utilisation = 0.25,
+                            .gpu = "A100"};
+    int mech = -1, c, r;
+    bool json = false, metrics = false, set_shape = false;
+    const char *src = NULL;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:g:p:t:u:G:m:M::jh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'g': set_shape = true; if ((r = parse_number("--gpus", optarg, &in.gpus, false))) return r; break;
+        case 'p': if ((r = parse_number("--price", optarg, &in.price, false))) return r; break;
+        case 't': set_shape = true; if ((r = parse_number("--tenants", optarg, &in.tenants, false))) return r; break;
+        case 'u':
+            set_shape = true;
+            if ((r = parse_number("--utilisation", optarg, &in.utilisation, true)))
+                return r;
+            break;
+        case 'G': set_shape = true; in.gpu = optarg; break;
+        case 'm':
+            if ((mech = cost_mech_find(optarg)) < 0)
+                return cost_error("--mechanism `%s' is not one of time-slicing, mps, mig, hami, "
+                                  "carve", optarg);
+            break;
+        case 'M':
+            metrics = true;
+            src = optarg;
+            if (!src && optind < argc && argv[optind][0] != '-')
+                src = argv[optind++];
+            break;
+        case 'j': json = true; break;
+        case 'h': fputs(cost_help, stdout); return 0;
+        case ':': return cost_error("option `%s' needs a value", argv[optind - 1]);
+        default: return cost_error("unknown option `%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cost_error("unexpected argument `%s'", argv[optind]);
+    if (metrics && set_shape)
+        return cost_error("%s", "--from-metrics measures GPUs, tenants, utilisation and the "
+                                "model; give only --price and --mechanism with it");
+    char err[512];
+    struct cost_measured meas;
+    if (metrics) {
+        if (!src)
+            src = carve_socket_path();
+        json_t *snap = load_snapshot(src, err, sizeof(err));
+        if (!snap) {
+            fprintf(stderr, "carve cost: --from-metrics: %s\n", err);
+            return 1;
+        }
+        r = cost_from_snapshot(snap, &meas, err, sizeof(err));
+        json_decref(snap);
+        if (r) {
+            fprintf(stderr, "carve cost: --from-metrics %s: %s\n", src, err);
+            return 1;
+        }
+        in.gpus = meas.gpus;
+        in.tenants = (double)(long long)(meas.tenants + 0.5);
+        in.utilisation = meas.utilisation;
+        in.gpu = meas.gpu;
+    }
+    if (cost_check(&in, err, sizeof(err)))
+        return cost_error("%s", err);
+
+    struct cost_result res[COST_NMECH];
+    int n = 0;
+    for (int m = 0; m < COST_NMECH; m++)
+        if (mech < 0 || mech == m)
+            cost_compute(&in, m, &res[n++]);
+    if (json) {
+        json_t *arr = json_array();
+        for (int i = 0; i < n; i++)
+            json_array_append_new(arr, cost_result_json(&res[i]));
+        json_t *root = json_pack("{s:{s:f, s:f, s:f, s:f, s:s}, s:o}", "input", "gpus", in.gpus,
+                                 "price", in.price, "tenants", in.tenants, "utilisation_pct",
+                                 in.utilisation * 100, "gpu", in.gpu, "results", arr);
+        if (metrics)
+            json_object_set_new(root, "measured",
+                                json_pack("{s:s, s:s, s:i, s:f}", "from", src, "source",
+                                          meas.source, "tenants_seen", (int)meas.ntenants,
+                                          "tenants_per_gpu", meas.tenants));
+        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        printf("\n");
+        json_decref(root);
+        return 0;
+    }
+    if (metrics)
+        printf("measured by carved (%s): %u tenants, %.2f per GPU in use (%s)\n", src,
+               meas.ntenants, meas.tenants, meas.source);
+    printf("%.0f GPUs (%s) at $%.2f/h; %.0f tenants per GPU, each busy %.1f%% of a GPU\n\n",
+           in.gpus, in.gpu, in.price, in.tenants, in.utilisation * 100);
+    if (n == 1)
+        print_card(&in, &res[0]);
+    else
+        print_table(res, n);
+    return 0;
+}

@@ -1,0 +1,251 @@
+/* cost.c - the GPU economics calculator of the seed article "Why share a GPU?" (a 10-GPU
+ * A100 cluster at $3.50/h, 4 tenants per GPU at 25% each, time-slicing: $0.95 per
+ * workload-hour against $3.50, -73%, 180 GPU-hours recovered a day), for every mechanism,
+ * and the same set-up measured by carved.
+ *
+ * The model, kept small enough to check by hand:
+ *   hosted    = tenants, capped by what the mechanism fits on one GPU (MPS 48 clients, MIG 7
+ *               instances and one compute slice per 1/7 of the GPU a tenant keeps busy,
+ *               carve 64 slices)
+ *   cost      = price / (hosted * efficiency); efficiency is the share of a shared GPU's time
+ *               that does tenant work (time-slicing loses 8% to context switches); one tenant
+ *               alone costs the price
+ *   savings   = cost / price - 1
+ *   recovered = gpus * 24 * (1 - max(utilisation, 1 / hosted)): the idle GPU-hours sharing
+ *               takes back; it cannot take back more than was idle
+ *   suitable  = hosted * utilisation <= 100% of one GPU, and the hardware has the mechanism */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cost.h"
+
+static const struct cost_mech_info mechs[COST_NMECH] = {
+    {"time-slicing", "Time-slicing", 0.92, 0,
+     "Good for low-utilisation batch / notebook workloads with relaxed latency budgets. Avoid "
+     "for online inference (high P99 jitter)."},
+    {"mps", "MPS", 1.00, 48,
+     "Good for trusted co-tenancy within one team (replicas of one inference service). No "
+     "fault isolation: avoid for untrusted tenants."},
+    {"mig", "MIG", 1.00, 7,
+     "Good for isolated multi-tenancy (hardware memory, compute and fault isolation). Rigid "
+     "profiles; changing the geometry stops the workloads."},
+    {"hami", "HAMi", 0.97, 0,
+     "Good for trusted, cooperative tenants on any CUDA GPU. Software isolation only: not "
+     "equivalent to MIG."},
+    {"carve", "carve slices", 0.99, 64,
+     "Good for trusted tenants on any NVIDIA GPU: exact memory caps, compute shares, latency "
+     "priority. Software isolation only: not for untrusted tenants."},
+};
+
+const struct cost_mech_info *cost_mech(int mech)
+{
+    return mech >= 0 && mech < COST_NMECH ? &mechs[mech] : NULL;
+}
+
+int cost_mech_find(const char *name)
+{
+    for (int i = 0; i < COST_NMECH; i++)
+        if (strcasecmp(name, mechs[i].name) == 0)
+            return i;
+    if (strcasecmp(name, "timeslicing") == 0 || strcasecmp(name, "ts") == 0)
+        return COST_TIMESLICE;
+    return -1;
+}
+
+int cost_check(const struct cost_input *in, char *err, size_t errlen)
+{
+    if (!(in->gpus >= 1 && in->gpus <= 10000000) || in->gpus != (double)(long long)in->gpus) {
+        snprintf(err, errlen, "GPUs %g is not a whole number from 1 to 10000000", in->gpus);
+        return -EINVAL;
+    }
+    if (!(in->price >= 0 && in->price <= 10000)) {
+        snprintf(err, errlen, "price %g is not between 0 and 10000 dollars per GPU-hour", in->price);
+        return -EINVAL;
+    }
+    if (!(in->tenants >= 1 && in->tenants <= 64) || in->tenants != (double)(long long)in->tenants) {
+        snprintf(err, errlen, "tenants per GPU %g is not a whole number from 1 to 64", in->tenants);
+        return -EINVAL;
+    }
+    if (!(in->utilisation > 0 && in->utilisation <= 1)) {
+        snprintf(err, errlen, "utilisation %g%% is not above 0%% and at most 100%%",
+                 in->utilisation * 100);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* MIG's hardware gate: Ampere A100, Hopper H100/H200, Blackwell B200. */
+static bool gpu_has_mig(const char *gpu)
+{
+    static const char *const capable[] = {"A100", "H100", "H200", "B200", "GB200"};
+    if (!gpu)
+        return true;
+    for (size_t i = 0; i < sizeof(capable) / sizeof(capable[0]); i++) {
+        size_t n = strlen(capable[i]);
+        for (const char *p = gpu; *p; p++)
+            if (strncasecmp(p, capable[i], n) == 0)
+                return true;
+    }
+    return false;
+}
+
+static double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+void cost_compute(const struct cost_input *in, int mech, struct cost_result *out)
+{
+    const struct cost_mech_info *m = &mechs[mech];
+    memset(out, 0, sizeof(*out));
+    out->mech = mech;
+    double hosted = in->tenants;
+    unsigned mig_slices = 0;
+    if (m->max_tenants && hosted > m->max_tenants)
+        hosted = m->max_tenants;
+    if (mech == COST_MIG) {
+        /* a tenant busy u of the GPU needs ceil(7u) of the 7 compute slices */
+        mig_slices = (unsigned)(in->utilisation * 7 - 1e-9) + 1;
+        if (hosted > 7 / mig_slices)
+            hosted = 7 / mig_slices;
+    }
+    double eff = hosted > 1 ? m->efficiency : 1.0;
+    out->tenants_hosted = hosted;
+    out->gpus_needed = in->gpus / hosted;
+    out->cost_per_workload_hour = in->price / (hosted * eff);
+    out->baseline_per_hour = in->price;
+    out->savings_pct = in->price > 0 ? 100.0 * (out->cost_per_workload_hour / in->price - 1) : 0;
+    out->recovered_gpu_hours_day = in->gpus * 24 * (1 - dmax(in->utilisation, 1 / hosted));
+    if (out->recovered_gpu_hours_day < 0)
+        out->recovered_gpu_hours_day = 0;
+    out->demand = hosted * in->utilisation;
+    out->suitable = true;
+    if (mech == COST_MIG && !gpu_has_mig(in->gpu)) {
+        out->suitable = false;
+        snprintf(out->verdict, sizeof(out->verdict),
+                 "MIG \u2014 not available on %s: MIG needs A100, H100, H200 or B200 (use "
+                 "time-slicing, MPS or carve slices on this pool)", in->gpu);
+        return;
+    }
+    if (out->demand > 1.0 + 1e-9) {
+        out->suitable = false;
+        snprintf(out->verdict, sizeof(out->verdict),
+                 "%s \u2014 not suitable: %.0f tenants at %.0f%% ask for %.0f%% of one GPU; they "
+                 "would slow each other down (%.0f fit)",
+                 m->title, hosted, in->utilisation * 100, out->demand * 100,
+                 (double)(unsigned)(1 / in->utilisation + 1e-9));
+        return;
+    }
+    if (hosted < in->tenants) {
+        if (mech == COST_MIG)
+            snprintf(out->verdict, sizeof(out->verdict),
+                     "MIG \u2014 fits only %.0f of %.0f tenants per GPU: each needs a %ug profile "
+                     "(%u of 7 compute slices) for %.0f%% of the GPU. %s",
+                     hosted, in->tenants, mig_slices, mig_slices, in->utilisation * 100, m->good_for);
+        else
+            snprintf(out->verdict, sizeof(out->verdict),
+                     "%s \u2014 fits only %.0f of %.0f tenants per GPU. %s", m->title, hosted,
+                     in->tenants, m->good_for);
+        return;
+    }
+    snprintf(out->verdict, sizeof(out->verdict), "%s \u2014 suitable for this configuration. %s",
+             m->title, m->good_for);
+}
+
+json_t *cost_result_json(const struct cost_result *r)
+{
+    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:s}", "mechanism",
+                     mechs[r->mech].name, "tenants_hosted", r->tenants_hosted, "gpus_needed",
+                     r->gpus_needed, "cost_per_workload_hour", r->cost_per_workload_hour,
+                     "baseline_per_hour", r->baseline_per_hour, "savings_pct", r->savings_pct,
+                     "gpu_hours_recovered_per_day", r->recovered_gpu_hours_day, "demand_pct",
+                     r->demand * 100, "suitable", r->suitable, "verdict", r->verdict);
+}
+
+/* ---- carved's measurements ---- */
+
+static double number(const json_t *v)
+{
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+int cost_from_snapshot(const json_t *snap, struct cost_measured *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof(*m));
+    const json_t *gpus = json_object_get(snap, "gpus");
+    const json_t *slices = json_object_get(snap, "slices");
+    if (!json_is_object(snap) || !json_is_array(gpus)) {
+        snprintf(err, errlen, "not a carved snapshot (no \"gpus\" array; carved.h schema 1)");
+        return -EINVAL;
+    }
+    json_int_t version = json_integer_value(json_object_get(snap, "version"));
+    if (version != 1) {
+        snprintf(err, errlen, "snapshot version %lld; this carve reads version 1",
+                 (long long)version);
+        return -EINVAL;
+    }
+    size_t ngpu = json_array_size(gpus);
+    if (!ngpu) {
+        snprintf(err, errlen, "carved reports no GPUs");
+        return -EINVAL;
+    }
+    m->gpus = (double)ngpu;
+    snprintf(m->gpu, sizeof(m->gpu), "%s",
+             json_string_value(json_object_get(json_array_get(gpus, 0), "name")) ?: "unknown");
+    /* tenants: slices with processes, per GPU they hold; else plain processes per GPU */
+    double util_sum = 0;
+    unsigned tenants = 0, busy_gpus = 0;
+    unsigned *per_gpu = calloc(ngpu, sizeof(*per_gpu));
+    if (!per_gpu)
+        return -ENOMEM;
+    size_t i;
+    const json_t *s;
+    json_array_foreach(slices, i, s) {
+        if (!json_array_size(json_object_get(s, "processes")))
+            continue;
+        size_t j;
+        const json_t *d;
+        json_array_foreach(json_object_get(s, "devices"), j, d) {
+            json_int_t idx = json_integer_value(json_object_get(d, "index"));
+            if (idx < 0 || (size_t)idx >= ngpu)
+                continue;
+            per_gpu[idx]++;
+            tenants++;
+            util_sum += number(json_object_get(d, "compute_share"));
+        }
+    }
+    snprintf(m->source, sizeof(m->source), "carve slices with processes, achieved compute share");
+    if (!tenants) {
+        const json_t *g;
+        json_array_foreach(gpus, i, g) {
+            size_t j;
+            const json_t *p;
+            json_array_foreach(json_object_get(g, "processes"), j, p) {
+                per_gpu[i]++;
+                tenants++;
+                util_sum += number(json_object_get(p, "sm_util"));
+            }
+        }
+        snprintf(m->source, sizeof(m->source), "GPU processes, NVML SM utilisation");
+    }
+    for (i = 0; i < ngpu; i++)
+        busy_gpus += per_gpu[i] > 0;
+    free(per_gpu);
+    if (!tenants) {
+        snprintf(err, errlen, "carved sees no process on any of its %zu GPU%s: nothing to measure "
+                              "(run the workloads, or give --tenants and --utilisation)",
+                 ngpu, ngpu == 1 ? "" : "s");
+        return -EINVAL;
+    }
+    m->ntenants = tenants;
+    m->tenants = (double)tenants / busy_gpus;
+    m->utilisation = util_sum / tenants / 100.0;
+    if (m->utilisation <= 0)
+        m->utilisation = 0.001; /* idle tenants: the calculator needs a share above zero */
+    if (m->utilisation > 1)
+        m->utilisation = 1;
+    return 0;
+}

@@ -1,0 +1,162 @@
+/* fleet.h - the fleet planner: GPU models, fleet specs, workload lists, and the packing of a
+ * workload list onto a fleet under each sharing mechanism (whole GPUs, time-slicing, MPS,
+ * MIG, carve slices), with a lower bound that says how good each packing is.
+ *
+ * Units everywhere: memory in MiB, compute in basis points of one GPU (10000 = the whole
+ * GPU), prices in dollars per GPU-hour. Parsers return 0 or a negative errno with a message
+ * that names the line, the field and the number at fault. */
+#ifndef CARVE_FLEET_H
+#define CARVE_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FLEET_BP_FULL 10000u /* compute of one whole GPU, in basis points */
+#define FLEET_NAME_MAX 64
+
+/* A GPU model carve knows (fleet_gpus.c). */
+struct fleet_gpu_model {
+    const char *name;        /* "H100-80GB" */
+    const char *family;      /* "H100": what the advisor's gating table speaks of */
+    const char *nvml_match;  /* substring of NVML's device name */
+    uint64_t memory_mib;
+    bool mig;                /* MIG-capable (A100, H100, H200, B200: the hardware gate) */
+    const char *arch;        /* "Turing", "Volta", "Ampere", "Ada", "Hopper", "Blackwell" */
+};
+
+const struct fleet_gpu_model *fleet_gpu_models(size_t *count);
+/* By name, case-insensitive: exact, or a unique prefix ("H200" -> H200-141GB), or a family
+ * with one model. NULL if none; *ambiguous set when several match. */
+const struct fleet_gpu_model *fleet_gpu_find(const char *name, bool *ambiguous);
+
+/* One pool of the fleet: COUNT GPUs of one model at PRICE per hour. */
+struct fleet_pool {
+    char name[FLEET_NAME_MAX];
+    uint64_t memory_mib;
+    bool mig;
+    uint64_t count;     /* FLEET_UNLIMITED when the spec gave no count */
+    double price;       /* per GPU-hour; 0 when the spec gave none */
+    const struct fleet_gpu_model *model; /* NULL for a custom MODEL/SIZE */
+};
+#define FLEET_UNLIMITED UINT64_MAX
+#define FLEET_MAX_POOLS 16
+
+struct fleet {
+    struct fleet_pool pools[FLEET_MAX_POOLS];
+    size_t npools;
+};
+
+/* SPEC: POOL[,POOL...], POOL = MODEL[:COUNT][@PRICE], MODEL = a known name or NAME/SIZE
+ * ("H100-80GB:100@2.49,L4:40@0.80,mygpu/48GiB:8@1.10"). */
+int fleet_parse_spec(const char *spec, struct fleet *out, char *err, size_t errlen);
+
+enum fleet_latency { FLEET_LAT_RELAXED, FLEET_LAT_NORMAL, FLEET_LAT_STRICT };
+enum fleet_trust { FLEET_TRUSTED, FLEET_UNTRUSTED };
+
+struct fleet_workload {
+    char name[FLEET_NAME_MAX];
+    uint64_t memory_mib;
+    uint32_t compute_bp;
+    uint8_t latency;  /* enum fleet_latency */
+    uint8_t trust;    /* enum fleet_trust */
+    uint32_t line;    /* where it was declared (CSV line; JSON: index in the array + 1) */
+};
+
+struct fleet_workloads {
+    struct fleet_workload *w;
+    size_t n, cap;
+};
+
+/* Parses a workload list, CSV (a header line naming the columns) or JSON (an array of
+ * objects, or {"workloads": [...]}), chosen by the first non-blank byte. Columns/keys:
+ * name, memory (required), compute, latency, trust, count. file is used in messages.
+ * Appends to out; on error out holds what was read so far (free it either way). */
+int fleet_parse_workloads(const char *text, size_t len, const char *file,
+                          struct fleet_workloads *out, char *err, size_t errlen);
+void fleet_workloads_free(struct fleet_workloads *ws);
+
+const char *fleet_latency_name(int latency);
+const char *fleet_trust_name(int trust);
+
+/* The mechanisms, in the order they are reported. */
+enum fleet_mech {
+    FLEET_WHOLE, FLEET_TIMESLICE, FLEET_MPS, FLEET_MIG, FLEET_CARVE, FLEET_NMECH
+};
+const char *fleet_mech_name(int mech);  /* "whole", "time-slicing", "mps", "mig", "carve" */
+const char *fleet_mech_title(int mech); /* "whole GPUs", "time-slicing", ... */
+
+/* Knobs of the packing. */
+struct fleet_options {
+    unsigned timeslice_replicas; /* most workloads one time-sliced GPU takes (default 16) */
+    unsigned mps_clients;        /* most MPS clients per GPU (48, Volta and later) */
+    unsigned carve_slices;       /* most carve slices per GPU (64, the board's size) */
+    uint32_t timeslice_compute_bp; /* compute a time-sliced GPU delivers (9200: 8% lost to
+                                      context switches) */
+    bool keep_assignment;        /* fill fleet_plan.gpu_of and the per-GPU table */
+};
+void fleet_options_defaults(struct fleet_options *o);
+
+/* One GPU the plan uses. */
+struct fleet_gpu_use {
+    uint32_t pool;
+    uint32_t tenants;
+    uint64_t memory_used_mib;  /* by its workloads' declared memory */
+    uint64_t memory_held_mib;  /* held by what it hosts: for MIG the profiles' memory */
+    uint32_t compute_bp;
+};
+
+struct fleet_plan {
+    int mech;
+    bool available;             /* false: no pool of the fleet can use this mechanism */
+    uint64_t gpus;              /* GPUs used, all pools */
+    uint64_t gpus_by_pool[FLEET_MAX_POOLS];
+    uint64_t shortage;          /* GPUs used beyond what the fleet has */
+    uint64_t lower_bound;       /* no packing under this mechanism's rules uses fewer GPUs */
+    double cost_per_hour;       /* of the GPUs used */
+    double cost_lower_bound;
+    uint64_t stranded_mib;      /* memory of used GPUs that no workload uses */
+    uint64_t rounding_mib;      /* part of it held by a workload but not used (MIG profiles) */
+    uint64_t alone;             /* workloads given a GPU of their own by this mechanism's rules */
+    uint64_t placed;
+    /* optional (fleet_options.keep_assignment) */
+    uint32_t *gpu_of;           /* per workload: the GPU index, UINT32_MAX when not placed */
+    struct fleet_gpu_use *use;  /* per GPU used */
+    const char **profile_of;    /* MIG: per workload, the profile name (or "whole") */
+    char note[256];             /* what shaped this plan, one line */
+};
+
+/* A workload that fits no GPU of the fleet at all: reported, never dropped. */
+struct fleet_impossible {
+    size_t index;
+    char why[160];
+};
+
+struct fleet_result {
+    struct fleet_plan plans[FLEET_NMECH];
+    struct fleet_impossible *impossible;
+    size_t nimpossible;
+    size_t nworkloads;
+};
+
+/* Plans ws on f under every mechanism. 0, or -ENOMEM. */
+int fleet_plan_all(const struct fleet *f, const struct fleet_workloads *ws,
+                   const struct fleet_options *o, struct fleet_result *r);
+void fleet_result_free(struct fleet_result *r);
+
+/* Internal, shared by fleet_pack.c and fleet_mig.c. */
+struct fleet_item {
+    uint64_t memory_mib;
+    uint32_t compute_bp;
+    uint32_t index;       /* into the workload list */
+};
+int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
+                   const uint8_t *possible, const struct fleet_options *o,
+                   struct fleet_plan *p);
+/* A lower bound on the cost of `demand` units when a GPU of pool i gives unit[i] of them. */
+double fleet_lp_cost(const struct fleet *f, double demand, const double *unit);
+/* The pool a lone workload of memory_mib goes to: the cheapest per hour that fits and has a
+ * GPU left (pool_left), else the cheapest that fits; -1 if none fits. */
+int fleet_pick_pool(const struct fleet *f, const uint64_t *pool_left, uint64_t memory_mib);
+
+#endif

@@ -1,0 +1,534 @@
+/* fleet_input.c - reading a workload list (CSV with a header, or JSON) for the planner.
+ * Every error names the file, the line, the field and the value, and says what is accepted. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "fleet.h"
+#include "size.h"
+
+#define FLEET_MAX_WORKLOADS 2000000u /* after count expansion: 20 times the 100,000 planned in 0.4 s */
+#define FLEET_MAX_COUNT 1000000u
+
+enum field { F_NAME, F_MEMORY, F_COMPUTE, F_LATENCY, F_TRUST, F_COUNT, F_NFIELD };
+static const char *const field_names[F_NFIELD] = {"name", "memory", "compute", "latency",
+                                                  "trust", "count"};
+
+const char *fleet_latency_name(int latency)
+{
+    static const char *const n[] = {"relaxed", "normal", "strict"};
+    return latency >= 0 && latency <= FLEET_LAT_STRICT ? n[latency] : "?";
+}
+
+const char *fleet_trust_name(int trust)
+{
+    return trust == FLEET_UNTRUSTED ? "untrusted" : "trusted";
+}
+
+void fleet_workloads_free(struct fleet_workloads *ws)
+{
+    free(ws->w);
+    ws->w = NULL;
+    ws->n = ws->cap = 0;
+}
+
+static int append(struct fleet_workloads *ws, const struct fleet_workload *w, uint64_t count)
+{
+    if (ws->n + count > FLEET_MAX_WORKLOADS)
+        return -E2BIG;
+    if (ws->n + count > ws->cap) {
+        size_t cap = ws->cap ? ws->cap : 256;
+        while (cap < ws->n + count)
+            cap *= 2;
+        struct fleet_workload *bigger = realloc(ws->w, cap * sizeof(*bigger));
+        if (!bigger)
+            return -ENOMEM;
+        ws->w = bigger;
+        ws->cap = cap;
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        ws->w[ws->n] = *w;
+        if (count > 1) /* name#1, name#2, ...: the name keeps 40 characters at most */
+            snprintf(ws->w[ws->n].name, FLEET_NAME_MAX, "%.40s#%u", w->name, (unsigned)(i + 1));
+        ws->n++;
+    }
+    return 0;
+}
+
+/* The value parsers: 0, or -EINVAL with "why" (without the place, which the caller adds). */
+static int parse_name(const char *s, struct fleet_workload *w, char *why, size_t len)
+{
+    size_t n = strlen(s);
+    if (n >= FLEET_NAME_MAX) {
+        snprintf(why, len, "is %zu characters long (at most %d)", n, FLEET_NAME_MAX - 1);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!isprint((unsigned char)s[i])) {
+            snprintf(why, len, "contains a control character (byte %zu)", i + 1);
+            return -EINVAL;
+        }
+    if (n)
+        memcpy(w->name, s, n + 1);
+    return 0;
+}
+
+static int parse_memory(const char *s, struct fleet_workload *w, char *why, size_t len)
+{
+    uint64_t bytes;
+    char err[200];
+    if (!*s) {
+        snprintf(why, len, "is empty (every workload needs its memory, e.g. 8GiB)");
+        return -EINVAL;
+    }
+    if (carve_parse_size(s, &bytes, err, sizeof(err)) != 0) {
+        snprintf(why, len, "%s", err);
+        return -EINVAL;
+    }
+    if (bytes < (1ULL << 20)) {
+        snprintf(why, len, "is %llu bytes, less than 1 MiB; give a unit (e.g. 8GiB, 512MiB)",
+                 (unsigned long long)bytes);
+        return -EINVAL;
+    }
+    if (bytes > (1ULL << 50)) {
+        snprintf(why, len, "is more than 1 PiB");
+        return -EINVAL;
+    }
+    w->memory_mib = (bytes + (1ULL << 20) - 1) >> 20;
+    return 0;
+}
+
+/* "30%", "30", "12.5%": percent of one GPU, 0 to 100, at most two decimals. */
+static int parse_percent(const char *s, uint32_t *bp, char *why, size_t len)
+{
+    const char *p = s;
+    uint64_t whole = 0, frac = 0;
+    int digits = 0, fdigits = 0;
+    for (; isdigit((unsigned char)*p) && digits < 4; p++, digits++)
+        whole = whole * 10 + (uint64_t)(*p - '0');
+    if (*p == '.') {
+        for (p++; isdigit((unsigned char)*p) && fdigits < 2; p++, fdigits++)
+            frac = frac * 10 + (uint64_t)(*p - '0');
+        if (fdigits == 0)
+            digits = 0;
+    }
+    if (fdigits == 1)
+        frac *= 10;
+    if (*p == '%')
+        p++;
+    if (!digits || *p) {
+        snprintf(why, len, "`%s' is not a percentage of one GPU (0 to 100, e.g. 30%% or 12.5%%)", s);
+        return -EINVAL;
+    }
+    uint64_t v = whole * 100 + frac;
+    if (v > FLEET_BP_FULL) {
+        snprintf(why, len, "%s is more than 100%% of a GPU", s);
+        return -EINVAL;
+    }
+    *bp = (uint32_t)v;
+    return 0;
+}
+
+static int parse_compute(const char *s, struct fleet_workload *w, char *why, size_t len)
+{
+    if (!*s) {
+        w->compute_bp = 0;
+        return 0;
+    }
+    return parse_percent(s, &w->compute_bp, why, len);
+}
+
+static int parse_latency(const char *s, struct fleet_workload *w, char *why, size_t len)
+{
+    static const struct {
+        const char *word;
+        int v;
+    } words[] = {{"", FLEET_LAT_NORMAL},        {"normal", FLEET_LAT_NORMAL},
+                 {"strict", FLEET_LAT_STRICT},  {"online", FLEET_LAT_STRICT},
+                 {"latency", FLEET_LAT_STRICT}, {"relaxed", FLEET_LAT_RELAXED},
+                 {"batch", FLEET_LAT_RELAXED},  {"notebook", FLEET_LAT_RELAXED}};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcasecmp(s, words[i].word) == 0) {
+            w->latency = (uint8_t)words[i].v;
+            return 0;
+        }
+    snprintf(why, len, "`%s' is not a latency class (strict, normal or relaxed)", s);
+    return -EINVAL;
+}
+
+static int parse_trust(const char *s, struct fleet_workload *w, char *why, size_t len)
+{
+    if (!*s || strcasecmp(s, "trusted") == 0 || strcasecmp(s, "team") == 0) {
+        w->trust = FLEET_TRUSTED;
+        return 0;
+    }
+    if (strcasecmp(s, "untrusted") == 0 || strcasecmp(s, "tenant") == 0) {
+        w->trust = FLEET_UNTRUSTED;
+        return 0;
+    }
+    snprintf(why, len, "`%s' is not a trust level (trusted or untrusted)", s);
+    return -EINVAL;
+}
+
+static int parse_count(const char *s, uint64_t *count, char *why, size_t len)
+{
+    char *end;
+    if (!*s) {
+        *count = 1;
+        return 0;
+    }
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!isdigit((unsigned char)*s) || *end || errno || v == 0 || v > FLEET_MAX_COUNT) {
+        snprintf(why, len, "`%s' is not a whole number from 1 to %u", s, FLEET_MAX_COUNT);
+        return -EINVAL;
+    }
+    *count = v;
+    return 0;
+}
+
+/* Sets one field of w from its text; *count for the count field. */
+static int parse_field(int f, const char *s, struct fleet_workload *w, uint64_t *count,
+                       char *why, size_t len)
+{
+    switch (f) {
+    case F_NAME: return parse_name(s, w, why, len);
+    case F_MEMORY: return parse_memory(s, w, why, len);
+    case F_COMPUTE: return parse_compute(s, w, why, len);
+    case F_LATENCY: return parse_latency(s, w, why, len);
+    case F_TRUST: return parse_trust(s, w, why, len);
+    default: return parse_count(s, count, why, len);
+    }
+}
+
+static void default_workload(struct fleet_workload *w, uint32_t line, const char *prefix)
+{
+    memset(w, 0, sizeof(*w));
+    w->latency = FLEET_LAT_NORMAL;
+    w->trust = FLEET_TRUSTED;
+    w->line = line;
+    snprintf(w->name, sizeof(w->name), "%s%u", prefix, line);
+}
+
+/* ---- CSV ---- */
+
+#define CSV_MAX_COLS 16
+#define CSV_FIELD_MAX 256
+
+/* Splits one line (NUL-terminated, no newline) into trimmed fields; a field may be wrapped
+ * in double quotes (no quotes inside). Returns the number of fields, or -1 with why. */
+static int csv_split(char *line, char *fields[CSV_MAX_COLS], char *why, size_t len)
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (n == CSV_MAX_COLS) {
+            snprintf(why, len, "has more than %d fields", CSV_MAX_COLS);
+            return -1;
+        }
+        char *start = p, *end;
+        if (*p == '"') {
+            start = ++p;
+            char *q = strchr(p, '"');
+            if (!q) {
+                snprintf(why, len, "field %d opens a quote that is never closed", n + 1);
+                return -1;
+            }
+            *q = '\0';
+            p = q + 1;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (*p && *p != ',') {
+                snprintf(why, len, "field %d has text after its closing quote", n + 1);
+                return -1;
+            }
+            end = q;
+        } else {
+            while (*p && *p != ',')
+                p++;
+            end = p;
+            while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+                end--;
+        }
+        char sep = *p;
+        *end = '\0';
+        fields[n++] = start;
+        if (sep != ',')
+            break;
+        p++;
+    }
+    return n;
+}
+
+static int csv_header(char **fields, int n, int cols[CSV_MAX_COLS], const char *file,
+                      uint32_t line, char *err, size_t errlen)
+{
+    bool seen[F_NFIELD] = {false};
+    for (int i = 0; i < n; i++) {
+        cols[i] = -1;
+        for (int f = 0; f < F_NFIELD; f++)
+            if (strcasecmp(fields[i], field_names[f]) == 0)
+                cols[i] = f;
+        if (cols[i] < 0) {
+            snprintf(err, errlen,
+                     "%s:%u: header column %d `%.64s' is not a workload field (name, memory, "
+                     "compute, latency, trust, count)",
+                     file, line, i + 1, fields[i]);
+            return -EINVAL;
+        }
+        if (seen[cols[i]]) {
+            snprintf(err, errlen, "%s:%u: header names column `%s' twice", file, line,
+                     field_names[cols[i]]);
+            return -EINVAL;
+        }
+        seen[cols[i]] = true;
+    }
+    if (!seen[F_MEMORY]) {
+        snprintf(err, errlen,
+                 "%s:%u: the header has no `memory' column (a CSV workload list starts with a "
+                 "header such as name,memory,compute,latency,trust)",
+                 file, line);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int parse_csv(const char *text, size_t len, const char *file, struct fleet_workloads *out,
+                     char *err, size_t errlen)
+{
+    int cols[CSV_MAX_COLS], ncols = 0;
+    char buf[CSV_MAX_COLS * CSV_FIELD_MAX];
+    uint32_t line = 0;
+    size_t pos = 0;
+    while (pos < len) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t ll = nl ? (size_t)(nl - (text + pos)) : len - pos;
+        line++;
+        const char *start = text + pos;
+        pos += ll + (nl ? 1 : 0);
+        if (ll && start[ll - 1] == '\r')
+            ll--;
+        if (ll >= sizeof(buf)) {
+            snprintf(err, errlen, "%s:%u: line is %zu bytes long (at most %zu)", file, line, ll,
+                     sizeof(buf) - 1);
+            return -EINVAL;
+        }
+        if (memchr(start, '\0', ll)) {
+            snprintf(err, errlen, "%s:%u: line contains a NUL byte (is this a text file?)", file, line);
+            return -EINVAL;
+        }
+        memcpy(buf, start, ll);
+        buf[ll] = '\0';
+        const char *first = buf + strspn(buf, " \t");
+        if (!*first || *first == '#')
+            continue;
+        char *fields[CSV_MAX_COLS], why[256];
+        int n = csv_split(buf, fields, why, sizeof(why));
+        if (n < 0) {
+            snprintf(err, errlen, "%s:%u: %s", file, line, why);
+            return -EINVAL;
+        }
+        if (!ncols) {
+            if (csv_header(fields, n, cols, file, line, err, errlen))
+                return -EINVAL;
+            ncols = n;
+            continue;
+        }
+        if (n != ncols) {
+            snprintf(err, errlen, "%s:%u: %d field%s, but the header has %d columns", file, line,
+                     n, n == 1 ? "" : "s", ncols);
+            return -EINVAL;
+        }
+        struct fleet_workload w;
+        uint64_t count = 1;
+        default_workload(&w, line, "line");
+        for (int i = 0; i < n; i++) {
+            if (parse_field(cols[i], fields[i], &w, &count, why, sizeof(why))) {
+                snprintf(err, errlen, "%s:%u: field `%s' (column %d): %s", file, line,
+                         field_names[cols[i]], i + 1, why);
+                return -EINVAL;
+            }
+        }
+        int r = append(out, &w, count);
+        if (r) {
+            snprintf(err, errlen, r == -E2BIG ? "%s:%u: more than %u workloads in all"
+                                              : "%s:%u: out of memory (%u workloads)",
+                     file, line, FLEET_MAX_WORKLOADS);
+            return r;
+        }
+    }
+    if (!ncols) {
+        snprintf(err, errlen, "%s: no header line and no workloads (expected a header such as "
+                              "name,memory,compute,latency,trust)", file);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* ---- JSON ---- */
+
+/* The line of each object that is an element of the workload array, in order, so that JSON
+ * errors name a line like CSV errors do. depth is the nesting of those objects (1 for a bare
+ * array, 2 for {"workloads": [...]}). */
+static uint32_t *object_lines(const char *text, size_t len, int depth, size_t want)
+{
+    uint32_t *lines = calloc(want ? want : 1, sizeof(*lines));
+    if (!lines)
+        return NULL;
+    uint32_t line = 1;
+    int d = 0;
+    bool in_string = false;
+    size_t found = 0;
+    for (size_t i = 0; i < len && found < want; i++) {
+        char c = text[i];
+        if (c == '\n')
+            line++;
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        if (c == '"')
+            in_string = true;
+        else if (c == '{' || c == '[') {
+            if (c == '{' && d == depth)
+                lines[found++] = line;
+            d++;
+        } else if (c == '}' || c == ']')
+            d--;
+    }
+    return lines;
+}
+
+/* A JSON value as the text the CSV parsers read; numbers are allowed for compute/count. */
+static int json_field_text(int f, json_t *v, char *buf, size_t len, char *why, size_t wlen)
+{
+    if (json_is_string(v)) {
+        snprintf(buf, len, "%s", json_string_value(v));
+        if (strlen(json_string_value(v)) >= len) {
+            snprintf(why, wlen, "is longer than %zu characters", len - 1);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (json_is_integer(v) && (f == F_COMPUTE || f == F_COUNT)) {
+        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+        return 0;
+    }
+    if (json_is_real(v) && f == F_COMPUTE) {
+        snprintf(buf, len, "%.2f", json_real_value(v));
+        return 0;
+    }
+    snprintf(why, wlen, "%s", f == F_MEMORY ? "must be a size string such as \"8GiB\""
+                              : f == F_COMPUTE || f == F_COUNT ? "must be a number or a string"
+                                                                 : "must be a string");
+    return -EINVAL;
+}
+
+static int parse_json_workload(json_t *o, uint32_t line, size_t idx, const char *file,
+                               struct fleet_workloads *out, char *err, size_t errlen)
+{
+    struct fleet_workload w;
+    uint64_t count = 1;
+    char why[256], text[CSV_FIELD_MAX];
+    default_workload(&w, line, "workload");
+    snprintf(w.name, sizeof(w.name), "workload%zu", idx + 1);
+    if (!json_is_object(o)) {
+        snprintf(err, errlen, "%s:%u: workload %zu is not an object", file, line, idx + 1);
+        return -EINVAL;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v) {
+        int f = -1;
+        for (int i = 0; i < F_NFIELD; i++)
+            if (strcmp(key, field_names[i]) == 0)
+                f = i;
+        if (f < 0) {
+            snprintf(err, errlen, "%s:%u: workload %zu: `%.64s' is not a workload field (name, "
+                                  "memory, compute, latency, trust, count)", file, line, idx + 1, key);
+            return -EINVAL;
+        }
+        if (json_field_text(f, v, text, sizeof(text), why, sizeof(why)) ||
+            parse_field(f, text, &w, &count, why, sizeof(why))) {
+            snprintf(err, errlen, "%s:%u: workload %zu: field `%s': %s", file, line, idx + 1,
+                     key, why);
+            return -EINVAL;
+        }
+    }
+    if (!json_object_get(o, "memory")) {
+        snprintf(err, errlen, "%s:%u: workload %zu has no `memory' (e.g. \"memory\": \"8GiB\")",
+                 file, line, idx + 1);
+        return -EINVAL;
+    }
+    int r = append(out, &w, count);
+    if (r)
+        snprintf(err, errlen, r == -E2BIG ? "%s:%u: more than %u workloads in all"
+                                          : "%s:%u: out of memory (%u workloads)",
+                 file, line, FLEET_MAX_WORKLOADS);
+    return r;
+}
+
+static int parse_json(const char *text, size_t len, const char *file, struct fleet_workloads *out,
+                      char *err, size_t errlen)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        snprintf(err, errlen, "%s:%d:%d: not valid JSON: %s", file, jerr.line, jerr.column, jerr.text);
+        return -EINVAL;
+    }
+    int depth = 1, ret = 0;
+    json_t *list = root;
+    if (json_is_object(root)) {
+        list = json_object_get(root, "workloads");
+        if (json_object_size(root) != 1 || !list) {
+            snprintf(err, errlen, "%s: a JSON workload list is an array, or an object with one "
+                                  "key, \"workloads\", holding the array", file);
+            json_decref(root);
+            return -EINVAL;
+        }
+        depth = 2;
+    }
+    if (!json_is_array(list)) {
+        snprintf(err, errlen, "%s: expected an array of workloads", file);
+        json_decref(root);
+        return -EINVAL;
+    }
+    size_t n = json_array_size(list);
+    uint32_t *lines = object_lines(text, len, depth, n);
+    if (!lines) {
+        json_decref(root);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n && !ret; i++)
+        ret = parse_json_workload(json_array_get(list, i), lines[i] ? lines[i] : 1, i, file, out,
+                                  err, errlen);
+    free(lines);
+    json_decref(root);
+    return ret;
+}
+
+int fleet_parse_workloads(const char *text, size_t len, const char *file,
+                          struct fleet_workloads *out, char *err, size_t errlen)
+{
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* a UTF-8 byte-order mark */
+        text += 3;
+        len -= 3;
+    }
+    size_t i = 0;
+    while (i < len && isspace((unsigned char)text[i]))
+        i++;
+    if (i < len && (text[i] == '[' || text[i] == '{'))
+        return parse_json(text, len, file, out, err, errlen);
+    return parse_csv(text, len, file, out, err, errlen);
+}

@@ -1,0 +1,440 @@
+/* fleet_mig.c - the planner's MIG packing: each workload gets the smallest MIG profile that
+ * holds it (planner/mig.h's table), and GPUs are filled with geometries the hardware allows
+ * (memory slices at each profile's allowed starts, 7 compute slices, a most-per-GPU count).
+ *
+ * A GPU's geometry is one of a few hundred multisets of profiles, enumerated once per model.
+ * The packer repeatedly takes the geometry that uses the most of a GPU (each instance weighed
+ * by its scarcest resource: memory slices, compute slices or its profile's count limit) among
+ * those the remaining workloads can fill, and applies it to as many GPUs as they can fill: a
+ * profile-count problem, not a per-workload search, so 100,000 workloads take milliseconds.
+ * Workloads larger than every profile get whole GPUs; without a MIG-capable pool the
+ * mechanism is not available (MIG is per pool: a T4, L4 or V100 cannot be partitioned).
+ * Plans use the MIG model of the cheapest MIG pool per MiB; other pools of that model take
+ * its overflow, and when they are full the remaining workloads take whole GPUs of the other
+ * pools before the plan goes beyond the fleet. */
+#include <errno.h>
+#include <math.h> /* INFINITY only: the carve command does not link libm */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleet.h"
+#include "mig.h"
+
+static double dmin(double a, double b)
+{
+    return a < b ? a : b;
+}
+
+#define MIG_MAX_PROFILES 16
+#define MIG_MAX_GEOMETRIES 4096
+
+struct geometry {
+    uint8_t count[MIG_MAX_PROFILES];
+    uint8_t memory_slices, compute_slices;
+    double score; /* the instances' weights: how much of a GPU they use (see record) */
+};
+
+struct geometry_set {
+    const struct mig_model *m;
+    struct geometry *g;
+    size_t n;
+};
+
+static bool same_count(const uint8_t *a, const uint8_t *b)
+{
+    return memcmp(a, b, MIG_MAX_PROFILES) == 0;
+}
+
+static void record(struct geometry_set *gs, const uint8_t *count, unsigned mem, unsigned comp)
+{
+    for (size_t i = 0; i < gs->n; i++)
+        if (same_count(gs->g[i].count, count))
+            return;
+    if (gs->n == MIG_MAX_GEOMETRIES)
+        return;
+    struct geometry *g = &gs->g[gs->n++];
+    memcpy(g->count, count, MIG_MAX_PROFILES);
+    g->memory_slices = (uint8_t)mem;
+    g->compute_slices = (uint8_t)comp;
+    /* each instance weighs what it takes of the GPU in its scarcest resource: memory
+       slices, compute slices or its profile's count limit (a 2g.20gb is a third of an H100,
+       since only three fit) */
+    g->score = 0;
+    for (size_t p = 0; p < gs->m->nprofiles && p < MIG_MAX_PROFILES; p++) {
+        const struct mig_profile *pr = &gs->m->profiles[p];
+        double w = (double)pr->memory_slices / gs->m->memory_slices;
+        if ((double)pr->compute_slices / gs->m->compute_slices > w)
+            w = (double)pr->compute_slices / gs->m->compute_slices;
+        if (pr->max_count && 1.0 / pr->max_count > w)
+            w = 1.0 / pr->max_count;
+        g->score += count[p] * w;
+    }
+}
+
+/* Every layout: profiles placed in table order, each at a start above the previous one of the
+ * same profile, so that each multiset is reached without trying its permutations. */
+static void enumerate(struct geometry_set *gs, uint8_t *count, unsigned mask, unsigned mem,
+                      unsigned comp, size_t first, int last_start)
+{
+    if (mem)
+        record(gs, count, mem, comp);
+    const struct mig_model *m = gs->m;
+    for (size_t p = first; p < m->nprofiles && p < MIG_MAX_PROFILES; p++) {
+        const struct mig_profile *pr = &m->profiles[p];
+        if (pr->media || count[p] >= pr->max_count ||
+            comp + pr->compute_slices > m->compute_slices)
+            continue;
+        for (unsigned start = p == first && last_start >= 0 ? (unsigned)last_start + 1 : 0;
+             start + pr->memory_slices <= m->memory_slices; start++) {
+            unsigned bits = ((1u << pr->memory_slices) - 1) << start;
+            if (!(pr->start_mask & (1u << start)) || (mask & bits))
+                continue;
+            count[p]++;
+            enumerate(gs, count, mask | bits, mem + pr->memory_slices, comp + pr->compute_slices,
+                      p, (int)start);
+            count[p]--;
+        }
+    }
+}
+
+static int by_score_desc(const void *a, const void *b)
+{
+    const struct geometry *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;
+    return (int)y->memory_slices - (int)x->memory_slices;
+}
+
+static int geometries(const struct mig_model *m, struct geometry_set *gs)
+{
+    gs->m = m;
+    gs->n = 0;
+    gs->g = malloc(MIG_MAX_GEOMETRIES * sizeof(*gs->g));
+    if (!gs->g)
+        return -ENOMEM;
+    uint8_t count[MIG_MAX_PROFILES] = {0};
+    enumerate(gs, count, 0, 0, 0, 0, -1);
+    qsort(gs->g, gs->n, sizeof(*gs->g), by_score_desc);
+    return 0;
+}
+
+/* Pool order as in fleet_pack.c: cheapest per MiB first. */
+static void order_pools(const struct fleet *f, size_t order[FLEET_MAX_POOLS])
+{
+    for (size_t i = 0; i < f->npools; i++)
+        order[i] = i;
+    for (size_t i = 1; i < f->npools; i++)
+        for (size_t j = i; j > 0; j--) {
+            const struct fleet_pool *a = &f->pools[order[j - 1]], *b = &f->pools[order[j]];
+            if (a->price / (double)a->memory_mib <= b->price / (double)b->memory_mib)
+                break;
+            size_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+}
+
+struct gpu_list {
+    struct fleet_gpu_use *use;
+    size_t n, cap;
+};
+
+static long open_gpu(const struct fleet *f, struct gpu_list *g, struct fleet_plan *p,
+                     uint64_t *pool_left, int pool)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 1024;
+        struct fleet_gpu_use *bigger = realloc(g->use, cap * sizeof(*bigger));
+        if (!bigger)
+            return -ENOMEM;
+        g->use = bigger;
+        g->cap = cap;
+    }
+    memset(&g->use[g->n], 0, sizeof(g->use[0]));
+    g->use[g->n].pool = (uint32_t)pool;
+    if (pool_left[pool])
+        pool_left[pool]--;
+    else
+        p->shortage++;
+    p->gpus++;
+    p->gpus_by_pool[pool]++;
+    p->cost_per_hour += f->pools[pool].price;
+    return (long)g->n++;
+}
+
+static uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+    return b ? (a + b - 1) / b : 0;
+}
+
+/* The MIG pool a new GPU comes from: one of the primary model with GPUs left (in order),
+ * else the primary pool itself (beyond the fleet). */
+static int mig_pool(const struct fleet *f, const size_t *order, const struct mig_model **models,
+                    const struct mig_model *primary, const uint64_t *pool_left, int first)
+{
+    for (size_t o = 0; o < f->npools; o++)
+        if (models[order[o]] == primary && pool_left[order[o]])
+            return (int)order[o];
+    return first;
+}
+
+/* Workload indices per profile, largest memory first within a profile. */
+struct by_profile {
+    uint32_t *idx;
+    size_t n, next;
+    size_t total; /* workloads of this profile before any spilled to other pools */
+};
+
+static const struct fleet_workloads *sort_ws;
+
+static int by_memory_desc(const void *a, const void *b)
+{
+    uint64_t x = sort_ws->w[*(const uint32_t *)a].memory_mib;
+    uint64_t y = sort_ws->w[*(const uint32_t *)b].memory_mib;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The MIG pools are full: the workloads still waiting take whole GPUs of pools that have
+ * GPUs left (not of the MIG model), the largest profiles first, each on the cheapest that
+ * holds it. What nothing holds stays for MIG GPUs beyond the fleet. */
+static int spill(const struct fleet *f, const struct fleet_workloads *ws,
+                 const struct mig_model *primary, struct by_profile *lists, uint64_t *pool_left,
+                 const struct mig_model **models, struct gpu_list *g, struct fleet_plan *p)
+{
+    for (size_t q = primary->nprofiles < MIG_MAX_PROFILES ? primary->nprofiles : MIG_MAX_PROFILES;
+         q-- > 0;) {
+        while (lists[q].n > lists[q].next) {
+            uint32_t i = lists[q].idx[lists[q].n - 1];
+            const struct fleet_workload *w = &ws->w[i];
+            int pool = -1;
+            for (size_t k = 0; k < f->npools; k++)
+                if (models[k] != primary && pool_left[k] && f->pools[k].memory_mib >= w->memory_mib &&
+                    (pool < 0 || f->pools[k].price < f->pools[pool].price))
+                    pool = (int)k;
+            if (pool < 0)
+                break;
+            long gi = open_gpu(f, g, p, pool_left, pool);
+            if (gi < 0)
+                return -ENOMEM;
+            g->use[gi] = (struct fleet_gpu_use){(uint32_t)pool, 1, w->memory_mib, w->memory_mib,
+                                                w->compute_bp};
+            if (p->gpu_of)
+                p->gpu_of[i] = (uint32_t)gi;
+            if (p->profile_of)
+                p->profile_of[i] = "whole";
+            p->alone++;
+            p->placed++;
+            lists[q].n--;
+        }
+    }
+    return 0;
+}
+
+int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
+                   const uint8_t *possible, const struct fleet_options *o, struct fleet_plan *p)
+{
+    const struct mig_model *models[FLEET_MAX_POOLS] = {NULL}, *primary = NULL;
+    size_t order[FLEET_MAX_POOLS];
+    uint64_t pool_left[FLEET_MAX_POOLS];
+    int first = -1;
+    order_pools(f, order);
+    for (size_t i = 0; i < f->npools; i++) {
+        pool_left[i] = f->pools[i].count;
+        models[i] = f->pools[i].mig ? mig_model_find(f->pools[i].name) : NULL;
+        if (models[i] && models[i]->nprofiles > MIG_MAX_PROFILES)
+            models[i] = NULL;
+    }
+    for (size_t i = 0; i < f->npools && !primary; i++)
+        if ((primary = models[order[i]]))
+            first = (int)order[i];
+    p->mech = FLEET_MIG;
+    p->available = primary != NULL;
+    if (!primary) {
+        const char *untabled = NULL;
+        for (size_t i = 0; i < f->npools; i++)
+            if (f->pools[i].mig)
+                untabled = f->pools[i].name;
+        if (untabled)
+            snprintf(p->note, sizeof(p->note),
+                     "%s supports MIG, but carve has no MIG profile table for it yet", untabled);
+        else
+            snprintf(p->note, sizeof(p->note),
+                     "no pool of this fleet can be partitioned: MIG needs A100, H100, H200 or B200");
+        return 0;
+    }
+    struct geometry_set gs = {0};
+    struct by_profile lists[MIG_MAX_PROFILES];
+    struct gpu_list g = {0};
+    memset(lists, 0, sizeof(lists));
+    int ret = geometries(primary, &gs);
+    if (!ret && o->keep_assignment) {
+        p->profile_of = calloc(ws->n ? ws->n : 1, sizeof(*p->profile_of));
+        if (!p->profile_of)
+            ret = -ENOMEM;
+    }
+    for (size_t q = 0; q < MIG_MAX_PROFILES && !ret; q++)
+        if (!(lists[q].idx = malloc((ws->n ? ws->n : 1) * sizeof(uint32_t))))
+            ret = -ENOMEM;
+    uint64_t mem_slices = 0, comp_slices = 0, big_mem = 0, big_comp = 0, too_large = 0;
+    /* each workload to its profile's list, or to a whole GPU */
+    for (size_t i = 0; i < ws->n && !ret; i++) {
+        if (!possible[i])
+            continue;
+        const struct fleet_workload *w = &ws->w[i];
+        const struct mig_profile *pr = mig_profile_fit(primary, w->memory_mib, w->compute_bp / 100.0);
+        if (pr) {
+            size_t q = (size_t)(pr - primary->profiles);
+            lists[q].idx[lists[q].n++] = (uint32_t)i;
+            mem_slices += pr->memory_slices;
+            comp_slices += pr->compute_slices;
+            big_mem += pr->memory_slices * 2 > primary->memory_slices;
+            big_comp += pr->compute_slices * 2 > primary->compute_slices;
+            continue;
+        }
+        too_large++;
+        int pool = fleet_pick_pool(f, pool_left, w->memory_mib);
+        long gi = open_gpu(f, &g, p, pool_left, pool);
+        if (gi < 0) {
+            ret = -ENOMEM;
+            break;
+        }
+        g.use[gi] = (struct fleet_gpu_use){(uint32_t)pool, 1, w->memory_mib, w->memory_mib,
+                                           w->compute_bp};
+        if (p->gpu_of)
+            p->gpu_of[i] = (uint32_t)gi;
+        if (p->profile_of)
+            p->profile_of[i] = "whole";
+        p->alone++;
+        p->placed++;
+        double cheapest = INFINITY;
+        for (size_t k = 0; k < f->npools; k++)
+            if (f->pools[k].memory_mib >= w->memory_mib)
+                cheapest = dmin(cheapest, f->pools[k].price);
+        p->cost_lower_bound += cheapest;
+    }
+    sort_ws = ws;
+    for (size_t q = 0; q < MIG_MAX_PROFILES && !ret; q++) {
+        qsort(lists[q].idx, lists[q].n, sizeof(uint32_t), by_memory_desc);
+        lists[q].total = lists[q].n;
+    }
+    /* GPUs of the MIG model the fleet has; when they run out, the remaining workloads take
+       whole GPUs of the other pools (MIG is per pool) before the plan goes beyond the fleet */
+    uint64_t mig_left = 0;
+    for (size_t i = 0; i < f->npools; i++)
+        if (models[i] == primary)
+            mig_left = pool_left[i] == FLEET_UNLIMITED || mig_left == FLEET_UNLIMITED
+                           ? FLEET_UNLIMITED
+                           : mig_left + pool_left[i];
+    bool spilled = false;
+    /* the fullest geometry the remaining workloads can fill, on as many GPUs as they fill */
+    while (!ret) {
+        if (mig_left == 0 && !spilled) {
+            spilled = true;
+            ret = spill(f, ws, primary, lists, pool_left, models, &g, p);
+            mig_left = FLEET_UNLIMITED;
+            continue;
+        }
+        const struct geometry *best = NULL;
+        uint64_t times = 0;
+        for (size_t k = 0; k < gs.n && !best; k++) {
+            uint64_t t = UINT64_MAX;
+            for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
+                if (gs.g[k].count[q]) {
+                    uint64_t left = lists[q].n - lists[q].next;
+                    if (left / gs.g[k].count[q] < t)
+                        t = left / gs.g[k].count[q];
+                }
+            if (t && t != UINT64_MAX) {
+                best = &gs.g[k];
+                times = t;
+            }
+        }
+        if (!best)
+            break;
+        if (mig_left != FLEET_UNLIMITED && times > mig_left)
+            times = mig_left;
+        if (mig_left != FLEET_UNLIMITED)
+            mig_left -= times;
+        for (uint64_t t = 0; t < times && !ret; t++) {
+            int pool = mig_pool(f, order, models, primary, pool_left, first);
+            long gi = open_gpu(f, &g, p, pool_left, pool);
+            if (gi < 0) {
+                ret = -ENOMEM;
+                break;
+            }
+            struct fleet_gpu_use *u = &g.use[gi];
+            for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
+                for (unsigned c = 0; c < best->count[q]; c++) {
+                    uint32_t i = lists[q].idx[lists[q].next++];
+                    const struct fleet_workload *w = &ws->w[i];
+                    u->tenants++;
+                    u->memory_used_mib += w->memory_mib;
+                    u->memory_held_mib += primary->profiles[q].memory_mib > w->memory_mib
+                                              ? primary->profiles[q].memory_mib
+                                              : w->memory_mib;
+                    u->compute_bp += w->compute_bp;
+                    if (p->gpu_of)
+                        p->gpu_of[i] = (uint32_t)gi;
+                    if (p->profile_of)
+                        p->profile_of[i] = primary->profiles[q].name;
+                    p->placed++;
+                }
+        }
+    }
+    /* bound: lone GPUs, plus the slices the smallest fitting profiles need (no other profile
+     * choice needs fewer), the count limit of each profile, or one GPU per instance too big
+     * to pair in one dimension */
+    uint64_t shared = ceil_div(mem_slices, primary->memory_slices);
+    for (size_t q = 0; q < primary->nprofiles && q < MIG_MAX_PROFILES; q++)
+        if (primary->profiles[q].max_count &&
+            ceil_div(lists[q].total, primary->profiles[q].max_count) > shared)
+            shared = ceil_div(lists[q].total, primary->profiles[q].max_count);
+    if (ceil_div(comp_slices, primary->compute_slices) > shared)
+        shared = ceil_div(comp_slices, primary->compute_slices);
+    if (big_mem > shared)
+        shared = big_mem;
+    if (big_comp > shared)
+        shared = big_comp;
+    /* GPUs: the spilled workloads are counted in `shared' (a whole GPU each is no less than
+       their slices), so only the workloads too large for any profile are added */
+    p->lower_bound = too_large + shared;
+    if (f->npools == 1) {
+        p->cost_lower_bound += (double)shared * f->pools[first].price;
+    } else {
+        /* each workload costs at least its share of a MIG GPU of the model, in its scarcest
+           resource, or a whole GPU of the cheapest pool that holds it */
+        double mig_price = INFINITY;
+        for (size_t k = 0; k < f->npools; k++)
+            if (models[k] == primary)
+                mig_price = dmin(mig_price, f->pools[k].price);
+        for (size_t q = 0; q < MIG_MAX_PROFILES && q < primary->nprofiles; q++) {
+            const struct mig_profile *pr = &primary->profiles[q];
+            double share = (double)pr->memory_slices / primary->memory_slices;
+            if ((double)pr->compute_slices / primary->compute_slices > share)
+                share = (double)pr->compute_slices / primary->compute_slices;
+            for (size_t k = 0; k < lists[q].total; k++) {
+                const struct fleet_workload *w = &ws->w[lists[q].idx[k]];
+                double whole = INFINITY;
+                for (size_t m = 0; m < f->npools; m++)
+                    if (f->pools[m].memory_mib >= w->memory_mib)
+                        whole = dmin(whole, f->pools[m].price);
+                p->cost_lower_bound += dmin(share * mig_price, whole);
+            }
+        }
+    }
+    for (size_t i = 0; i < g.n; i++) {
+        uint64_t have = f->pools[g.use[i].pool].memory_mib;
+        p->stranded_mib += have > g.use[i].memory_used_mib ? have - g.use[i].memory_used_mib : 0;
+        p->rounding_mib += g.use[i].memory_held_mib - g.use[i].memory_used_mib;
+    }
+    p->use = g.use;
+    for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
+        free(lists[q].idx);
+    free(gs.g);
+    snprintf(p->note, sizeof(p->note),
+             "%s profiles (the smallest that holds each workload); %llu on whole GPUs (larger "
+             "than every profile, or beyond the MIG pools); %.0f GiB held by profiles beyond use",
+             primary->name, (unsigned long long)p->alone, p->rounding_mib / 1024.0);
+    return ret;
+}

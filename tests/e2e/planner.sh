@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# planner.sh - `carve plan`, `carve advise` and `carve cost` from the command line: the plans
+# side by side, JSON and SVG, workloads that fit no GPU, malformed files and specs (exit 2,
+# the line and field named), the advisor's traps, the seed article's cost example, and cost
+# from carved's measurements (a saved snapshot, then a carved --simulate on a private socket
+# and port with a tenant in a slice).
+#
+#   BUILD=build bash tests/e2e/planner.sh
+#
+# Each check prints a line; the last line is `N passed, N failed`.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+BUILD=${BUILD:-build}
+CARVE=$BUILD/bin/carve
+passed=0
+failed=0
+tmp=$(mktemp -d)
+daemon=
+cleanup() {
+    if [ -n "$daemon" ]; then
+        # carved keeps its slices across restarts (in /dev/shm): delete ours before it stops
+        "$CARVE" slice delete plan-e2e >/dev/null 2>&1
+        kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
+
+# expect STATUS FRAGMENT ARGS...: carve ARGS exits STATUS and prints FRAGMENT (out or err).
+expect() {
+    local want=$1 fragment=$2 out rc
+    shift 2
+    out=$("$CARVE" "$@" 2>&1)
+    rc=$?
+    if [ "$rc" -eq "$want" ] && [[ "$out" == *"$fragment"* ]]; then
+        ok "carve $* -> $rc, says '$fragment'"
+    else
+        bad "carve $* -> $rc (want $want, '$fragment'), output: ${out:0:600}"
+    fi
+}
+
+# jq_check DESC FILTER FILE: the jq filter is true on the JSON file.
+jq_check() {
+    if jq -e "$2" "$3" >/dev/null 2>&1; then ok "$1"; else bad "$1: $(head -c 600 "$3")"; fi
+}
+
+cat >"$tmp/w.csv" <<'EOF'
+# name,memory,compute,latency,trust,count
+name,memory,compute,latency,trust,count
+chat,16GiB,30%,strict,trusted,4
+embed,6GiB,10%,strict,trusted,8
+notebook,8GiB,5%,relaxed,trusted,20
+etl,20GiB,40%,relaxed,trusted,6
+tenant,30GiB,50%,normal,untrusted,3
+EOF
+
+# --- carve plan ---
+expect 0 "usage: carve plan WORKLOADS --fleet SPEC" plan --help
+expect 0 "usage: carve plan" help plan
+expect 0 "H100-80GB" plan --models
+expect 0 "carve slices" plan "$tmp/w.csv" --fleet H100-80GB:100@2.49
+"$CARVE" plan "$tmp/w.csv" --fleet H100-80GB:100@2.49 --json --assign --svg "$tmp/plan.svg" >"$tmp/plan.json"
+rc=$?
+[ "$rc" -eq 0 ] && ok "plan --json --assign --svg exits 0" || bad "plan --json exits $rc"
+jq_check "JSON: 41 workloads, five plans" '.workloads == 41 and (.plans | length) == 5' "$tmp/plan.json"
+jq_check "JSON: whole GPUs use one GPU per workload" '.plans[0].gpus == 41' "$tmp/plan.json"
+jq_check "JSON: every plan uses no fewer GPUs than its bound" \
+    '[.plans[] | select(.available) | .gpus >= .lower_bound] | all' "$tmp/plan.json"
+jq_check "JSON: carve slices need fewer GPUs than time-slicing" \
+    '(.plans[] | select(.mechanism == "carve") | .gpus) < (.plans[] | select(.mechanism == "time-slicing") | .gpus)' \
+    "$tmp/plan.json"
+jq_check "JSON: each plan assigns all 41 workloads" \
+    '[.plans[] | (.assignment | length) == 41] | all' "$tmp/plan.json"
+jq_check "JSON: MIG gives each workload a profile" \
+    '[.plans[] | select(.mechanism == "mig") | .assignment[] | .profile | test("^[0-9]g\\.")] | all' \
+    "$tmp/plan.json"
+jq_check "JSON: whole GPUs cost 41 x \$2.49" \
+    '.plans[0].cost_per_hour > 102.08 and .plans[0].cost_per_hour < 102.10' "$tmp/plan.json"
+if grep -q '<svg' "$tmp/plan.svg" && grep -q '</svg>' "$tmp/plan.svg" && grep -q 'chat#1' "$tmp/plan.svg"; then
+    ok "plan --svg draws the packing"
+else
+    bad "plan --svg: $(head -c 300 "$tmp/plan.svg")"
+fi
+expect 0 "memory fill of the first" plan "$tmp/w.csv" --fleet H100-80GB:100@2.49 --picture
+expect 0 "no pool of this fleet can be partitioned" plan "$tmp/w.csv" --fleet L40S:100@1.20
+# stdin, JSON input
+printf '[{"name": "a", "memory": "8GiB"}, {"name": "b", "memory": "8GiB"}]' >"$tmp/w.json"
+expect 0 "2 workloads on" plan - --fleet L4:4@0.80 <"$tmp/w.json"
+
+# a workload larger than every GPU: reported with its line, never dropped; exit 1
+printf 'name,memory\nsmall,8GiB\nhuge,200GiB\n' >"$tmp/huge.csv"
+expect 1 "line 3 \`huge': needs 204800 MiB (200.0 GiB); the largest GPU of the fleet, L40S-48GB, has 49152 MiB" \
+    plan "$tmp/huge.csv" --fleet L4:10@0.80,L40S:2@1.20
+"$CARVE" plan "$tmp/huge.csv" --fleet L4:10@0.80 --json >"$tmp/huge.json" 2>/dev/null
+jq_check "JSON: the impossible workload is listed with its line" \
+    '.impossible[0].workload == "huge" and .impossible[0].line == 3' "$tmp/huge.json"
+
+# malformed input: exit 2, the line and field named
+printf 'name,memory,compute\na,8GiB,30%%\nb,8GiB,300%%\n' >"$tmp/bad.csv"
+expect 2 "bad.csv:3: field \`compute' (column 3): 300% is more than 100% of a GPU" \
+    plan "$tmp/bad.csv" --fleet H100-80GB
+printf 'name,memory\na,8GiB,oops\n' >"$tmp/bad2.csv"
+expect 2 "bad2.csv:2: 3 fields, but the header has 2 columns" plan "$tmp/bad2.csv" --fleet H100-80GB
+printf '[\n {"memory": "8GiB"},\n {"memory": "lots"}\n]\n' >"$tmp/bad.json"
+expect 2 "bad.json:3: workload 2: field \`memory'" plan "$tmp/bad.json" --fleet H100-80GB
+expect 2 "COUNT \`x' is not a whole number" plan "$tmp/w.csv" --fleet H100-80GB:x
+expect 2 "unknown GPU model \`Z9'" plan "$tmp/w.csv" --fleet Z9:4
+expect 2 "--fleet SPEC is required" plan "$tmp/w.csv"
+expect 2 "cannot open $tmp/none.csv" plan "$tmp/none.csv" --fleet H100-80GB
+expect 2 "--replicas \`0' is not a whole number from 1 to 1024" plan "$tmp/w.csv" --fleet H100-80GB --replicas 0
+expect 2 "unknown option" plan "$tmp/w.csv" --fleet H100-80GB --bogus
+
+# --- carve advise ---
+expect 0 "usage: carve advise" advise --help
+expect 0 "recommended: MIG" advise --gpu H100 --workload inference --trust untrusted
+expect 0 "recommended: Whole GPUs" advise --gpu T4 --workload inference --trust untrusted
+expect 0 "[mig-gate]" advise --gpu T4 --workload inference --trust untrusted
+expect 1 "NO, Time-slicing is a trap here (timeslice-online)" \
+    advise --gpu L4 --workload inference --latency 50 --check time-slicing
+expect 1 "(mps-untrusted)" advise --gpu H100 --workload inference --trust untrusted --check mps
+expect 1 "(software-isolation)" advise --gpu A100 --workload notebook --trust untrusted --check carve
+expect 1 "(share-training)" advise --gpu H100 --workload training --check mps
+expect 0 "1g.20gb instance (19.5 GiB)" advise --gpu A100-80GB --workload notebook --trust untrusted --memory 12GiB
+expect 0 "[mig-resize]" advise --gpu H100 --workload inference --latency 40 --changing
+expect 0 "Hardware" advise --matrix
+"$CARVE" advise --gpu H200 --workload inference --latency 30 --json >"$tmp/advise.json"
+jq_check "advise --json: MIG on an H200 for a tight P99" \
+    '.recommendation == "mig" and .mig_capable and (.traps | map(.id) | index("timeslice-online"))' \
+    "$tmp/advise.json"
+expect 2 "--workload \`gaming' is not training, inference, notebook or batch" \
+    advise --gpu H100 --workload gaming
+expect 2 "--latency \`fast' is not milliseconds" advise --gpu H100 --workload inference --latency fast
+expect 2 "--gpu MODEL is required" advise --workload batch
+
+# --- carve cost: the seed article's worked example ---
+"$CARVE" cost --mechanism time-slicing >"$tmp/card.txt"
+for line in 'Cost / workload / hr     $0.95' 'Baseline cost / hr       $3.50' \
+    'Savings per workload     -73%' 'GPU-hrs recovered/day    180' \
+    'Time-slicing — suitable for this configuration'; do
+    if grep -qF "$line" "$tmp/card.txt"; then ok "cost card: $line"; else bad "cost card lacks '$line': $(cat "$tmp/card.txt")"; fi
+done
+"$CARVE" cost --json >"$tmp/cost.json"
+jq_check "cost --json: five mechanisms, time-slicing at 0.951" \
+    '(.results | length) == 5 and (.results[0].cost_per_workload_hour * 1000 | floor) == 951' "$tmp/cost.json"
+expect 0 "MIG — not available on T4" cost --gpu T4
+expect 0 "ask for 160% of one GPU" cost --utilisation 40% --mechanism mps
+expect 2 "tenants per GPU 100 is not a whole number from 1 to 64" cost --tenants 100
+expect 2 "--price \`cheap' is not a number" cost --price cheap
+expect 2 "--mechanism \`vgpu' is not one of" cost --mechanism vgpu
+
+# --- carve cost --from-metrics: a saved snapshot, then a live carved ---
+expect 0 "3 tenants, 1.50 per GPU in use" cost --from-metrics tests/unit/fixtures/carved-state.json --price 2.49
+expect 1 "$tmp/nothing.json: No such file" cost --from-metrics "$tmp/nothing.json"
+expect 2 "give only --price and --mechanism" cost --from-metrics tests/unit/fixtures/carved-state.json --tenants 3
+
+export CARVE_SOCKET="$tmp/carved.sock"
+# a simulated GPU of our own: its compute board in /dev/shm is named after its UUID, and
+# other test runs on this machine (other builds of carve) use the default one
+CARVE_SIM_UUIDS=$(printf 'GPU-91a7e2e2-%04x-4e3d-9a7b-%04x%04x%04x' $RANDOM $RANDOM $RANDOM $(($$ % 65536)))
+export CARVE_SIM_UUIDS
+port=$((20000 + RANDOM % 20000))
+CARVE_SIM_STATE="$tmp/sim" "$BUILD/bin/carved" --simulate --config /dev/null --socket "$CARVE_SOCKET" \
+    --state-dir "$tmp/state" --listen "127.0.0.1:$port" >"$tmp/carved.log" 2>&1 &
+daemon=$!
+for _ in $(seq 50); do "$CARVE" slice list >/dev/null 2>&1 && break; sleep 0.1; done
+"$CARVE" slice create plan-e2e --memory 2GiB --compute 40% >"$tmp/create.log" 2>&1 ||
+    bad "carved: slice create failed: $(cat "$tmp/create.log"); carved: $(tail -n 5 "$tmp/carved.log")"
+CARVE_SIM_STATE="$tmp/sim" "$CARVE" run --simulate --slice plan-e2e --quiet -- \
+    "$BUILD/bench/compute_load" --kind small --seconds 4 --label plan-e2e >"$tmp/tenant.log" 2>&1 &
+tenant=$!
+sleep 2.5 # the tenant has run for a while and carved has polled
+"$CARVE" cost --from-metrics "http://127.0.0.1:$port" --price 2.49 --json >"$tmp/live-http.json" 2>"$tmp/live-http.err"
+jq_check "cost --from-metrics http://127.0.0.1:PORT: one tenant on one simulated GPU" \
+    '.measured.tenants_seen == 1 and .input.gpus == 1 and .input.price == 2.49 and .input.utilisation_pct > 0' \
+    "$tmp/live-http.json"
+"$CARVE" cost --from-metrics "$CARVE_SOCKET" --json >"$tmp/live-sock.json" 2>"$tmp/live-sock.err"
+jq_check "cost --from-metrics SOCKET: the same tenant through carved's socket" \
+    '.measured.tenants_seen == 1 and .measured.source == "carve slices with processes, achieved compute share"' \
+    "$tmp/live-sock.json"
+wait "$tenant" || bad "the tenant failed: $(tail -n 5 "$tmp/tenant.log")"
+"$CARVE" slice delete plan-e2e >/dev/null 2>&1
+expect 1 "cannot connect to 127.0.0.1:1" cost --from-metrics http://127.0.0.1:1
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,203 @@
+/* test_advise.c - the mechanism advisor: one recommendation per archetype and trust, the
+ * hardware gate, and each trap case of the seed articles (time-slicing for online inference,
+ * MPS or LD_PRELOAD limits for untrusted tenants, MIG on T4/L4/V100, MIG resizing, rigid MIG
+ * profiles stranding memory, sharing distributed training, no memory limit under
+ * time-slicing), checked both as a named trap and as a refused `--check'. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "advise.h"
+
+static struct adv_result advise(const char *gpu, int arch, int trust, double latency_ms,
+                                int check)
+{
+    struct adv_input in = {.gpu = gpu, .archetype = arch, .trust = trust,
+                           .latency_ms = latency_ms, .proposal = check};
+    struct adv_result r;
+    char err[256] = "";
+    if (adv_advise(&in, &r, err, sizeof(err)))
+        fail_msg("%s: %s", gpu, err);
+    return r;
+}
+
+static bool has_trap(const struct adv_result *r, const char *id)
+{
+    for (size_t i = 0; i < r->ntraps; i++)
+        if (strcmp(r->traps[i].id, id) == 0)
+            return true;
+    return false;
+}
+
+static void test_recommendations(void **state)
+{
+    static const struct {
+        const char *gpu;
+        int arch, trust;
+        double latency;
+        int want;
+    } cases[] = {
+        {"H100", ADV_TRAINING, ADV_TEAM, 0, ADV_WHOLE},
+        {"T4", ADV_TRAINING, ADV_UNTRUSTED, 0, ADV_WHOLE},
+        {"H100", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG},
+        {"A100-40GB", ADV_NOTEBOOK, ADV_UNTRUSTED, 0, ADV_MIG},
+        {"B200", ADV_BATCH, ADV_UNTRUSTED, 0, ADV_MIG},
+        {"T4", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_WHOLE},
+        {"L4", ADV_NOTEBOOK, ADV_UNTRUSTED, 0, ADV_WHOLE},
+        {"H200", ADV_INFERENCE, ADV_TEAM, 50, ADV_MIG},
+        {"L4", ADV_INFERENCE, ADV_TEAM, 50, ADV_CARVE},
+        {"A10", ADV_INFERENCE, ADV_TEAM, 0, ADV_MPS},
+        {"V100", ADV_NOTEBOOK, ADV_TEAM, 0, ADV_CARVE},
+        {"T4", ADV_BATCH, ADV_TEAM, 0, ADV_TIMESLICE},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct adv_result r = advise(cases[i].gpu, cases[i].arch, cases[i].trust,
+                                     cases[i].latency, -1);
+        if (r.mech != cases[i].want)
+            fail_msg("case %zu (%s %s): %s, want %s", i, cases[i].gpu,
+                     adv_archetype_name(cases[i].arch), adv_matrix(r.mech)->name,
+                     adv_matrix(cases[i].want)->name);
+        assert_true(r.nreasons >= 2);
+    }
+}
+
+static void test_hardware_gate(void **state)
+{
+    static const struct {
+        const char *gpu;
+        bool mig;
+    } gpus[] = {{"T4", false}, {"V100", false}, {"A10", false}, {"L4", false},
+                {"L40S", false}, {"A100", true}, {"A100-80GB", true}, {"H100", true},
+                {"H200", true}, {"B200", true}, {"NVIDIA GB200", true}, {"RTX 4090", false}};
+    for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++) {
+        struct adv_result r = advise(gpus[i].gpu, ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
+        if (r.mig_capable != gpus[i].mig)
+            fail_msg("%s: MIG %d, want %d", gpus[i].gpu, r.mig_capable, gpus[i].mig);
+        assert_int_equal(has_trap(&r, "mig-gate"), !gpus[i].mig);
+        assert_int_equal(r.proposal_ok, gpus[i].mig);
+    }
+    struct adv_result r = advise("T4", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
+    assert_non_null(strstr(r.proposal_verdict, "mig-gate"));
+    assert_non_null(strstr(r.proposal_verdict, "T4-16GB cannot be partitioned"));
+}
+
+static void test_trap_timeslice_online(void **state)
+{
+    struct adv_result r = advise("L4", ADV_INFERENCE, ADV_TEAM, 50, ADV_TIMESLICE);
+    assert_true(has_trap(&r, "timeslice-online"));
+    assert_false(r.proposal_ok);
+    assert_non_null(strstr(r.proposal_verdict, "50 ms P99 budget"));
+    /* the same mechanism is fine for batch work */
+    r = advise("L4", ADV_BATCH, ADV_TEAM, 0, ADV_TIMESLICE);
+    assert_false(has_trap(&r, "timeslice-online"));
+    assert_true(r.proposal_ok);
+}
+
+static void test_trap_untrusted(void **state)
+{
+    struct adv_result r = advise("H100", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MPS);
+    assert_true(has_trap(&r, "mps-untrusted"));
+    assert_false(r.proposal_ok);
+    r = advise("H100", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_CARVE);
+    assert_true(has_trap(&r, "software-isolation"));
+    assert_false(r.proposal_ok);
+    assert_non_null(strstr(r.proposal_verdict, "statically linked"));
+    r = advise("H100", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_HAMI);
+    assert_false(r.proposal_ok);
+    r = advise("H100", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
+    assert_true(r.proposal_ok);
+    /* a team's own replicas may share under MPS */
+    r = advise("H100", ADV_INFERENCE, ADV_TEAM, 0, ADV_MPS);
+    assert_false(has_trap(&r, "mps-untrusted"));
+    assert_true(r.proposal_ok);
+}
+
+static void test_trap_mps_neighbour(void **state)
+{
+    struct adv_result r = advise("A10", ADV_INFERENCE, ADV_TEAM, 30, ADV_MPS);
+    assert_true(has_trap(&r, "mps-neighbour"));
+    assert_int_equal(r.mech, ADV_CARVE);
+}
+
+static void test_trap_training(void **state)
+{
+    for (int m = ADV_TIMESLICE; m < ADV_NMECH; m++) {
+        struct adv_result r = advise("H100", ADV_TRAINING, ADV_TEAM, 0, m);
+        assert_true(has_trap(&r, "share-training"));
+        if (r.proposal_ok)
+            fail_msg("sharing training GPUs with %s passed", adv_matrix(m)->name);
+    }
+    struct adv_result r = advise("H100", ADV_TRAINING, ADV_TEAM, 0, ADV_WHOLE);
+    assert_true(r.proposal_ok);
+}
+
+static void test_trap_mig_resize_and_rounding(void **state)
+{
+    struct adv_input in = {.gpu = "H100", .archetype = ADV_INFERENCE, .trust = ADV_TEAM,
+                           .latency_ms = 40, .changing = true, .proposal = -1};
+    struct adv_result r;
+    char err[256];
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
+    assert_true(has_trap(&r, "mig-resize"));
+    assert_int_equal(r.mech, ADV_CARVE); /* a changing mix: not a fixed MIG geometry */
+    assert_int_equal(r.alternative, ADV_MIG);
+    /* the article's example: 12 GB on an A100-80GB takes a 20 GB instance */
+    struct adv_input nb = {.gpu = "A100-80GB", .archetype = ADV_NOTEBOOK, .trust = ADV_UNTRUSTED,
+                           .memory_mib = 12 * 1024, .proposal = -1};
+    assert_int_equal(adv_advise(&nb, &r, err, sizeof(err)), 0);
+    assert_true(has_trap(&r, "mig-rounding"));
+    bool named = false;
+    for (size_t i = 0; i < r.ntraps; i++)
+        named |= strstr(r.traps[i].text, "a 12.0 GiB workload takes a 1g.20gb instance (19.5 GiB)") != NULL;
+    assert_true(named);
+    /* a workload that fits a profile snugly strands nothing worth a trap */
+    nb.memory_mib = 9500;
+    assert_int_equal(adv_advise(&nb, &r, err, sizeof(err)), 0);
+    assert_false(has_trap(&r, "mig-rounding"));
+}
+
+static void test_trap_no_memory_limit(void **state)
+{
+    struct adv_result r = advise("T4", ADV_NOTEBOOK, ADV_TEAM, 0, -1);
+    assert_true(has_trap(&r, "no-memory-limit"));
+    assert_int_equal(r.alternative, ADV_TIMESLICE);
+}
+
+static void test_rejected(void **state)
+{
+    struct adv_input in = {.gpu = "", .archetype = ADV_BATCH, .proposal = -1};
+    struct adv_result r;
+    char err[256] = "";
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "no GPU model"));
+    in.gpu = "H100";
+    in.latency_ms = -5;
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "latency budget -5 ms"));
+    assert_int_equal(adv_archetype_find("serving"), ADV_INFERENCE);
+    assert_int_equal(adv_archetype_find("gaming"), -1);
+    assert_int_equal(adv_mech_find("time-slicing"), ADV_TIMESLICE);
+    assert_int_equal(adv_mech_find("vgpu"), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_recommendations),
+        cmocka_unit_test(test_hardware_gate),
+        cmocka_unit_test(test_trap_timeslice_online),
+        cmocka_unit_test(test_trap_untrusted),
+        cmocka_unit_test(test_trap_mps_neighbour),
+        cmocka_unit_test(test_trap_training),
+        cmocka_unit_test(test_trap_mig_resize_and_rounding),
+        cmocka_unit_test(test_trap_no_memory_limit),
+        cmocka_unit_test(test_rejected),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

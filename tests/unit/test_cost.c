@@ -1,0 +1,160 @@
+/* test_cost.c - the GPU economics calculator: the seed article's worked example to the cent
+ * (10 A100 at $3.50/h, 4 tenants at 25%, time-slicing: $0.95, $3.50, -73%, 180 GPU-hours a
+ * day, suitable), each mechanism's limits, the hardware gate, oversubscription, bad input,
+ * and a set-up measured from a carved snapshot (tests/unit/fixtures/carved-state.json). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cost.h"
+
+static const struct cost_input article = {.gpus = 10, .price = 3.50, .tenants = 4,
+                                          .utilisation = 0.25, .gpu = "A100"};
+
+/* What the article's calculator shows: money to the cent, percent and hours whole. */
+static void assert_shown(double value, const char *fmt, const char *want)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), fmt, value);
+    if (strcmp(buf, want) != 0)
+        fail_msg("shown as %s, the article shows %s (%.6f)", buf, want, value);
+}
+
+static void test_article_example(void **state)
+{
+    char err[256];
+    struct cost_result r;
+    assert_int_equal(cost_check(&article, err, sizeof(err)), 0);
+    cost_compute(&article, COST_TIMESLICE, &r);
+    assert_shown(r.cost_per_workload_hour, "$%.2f", "$0.95");
+    assert_shown(r.baseline_per_hour, "$%.2f", "$3.50");
+    assert_shown(r.savings_pct, "%.0f%%", "-73%");
+    assert_shown(r.recovered_gpu_hours_day, "%.0f", "180");
+    assert_true(r.suitable);
+    assert_non_null(strstr(r.verdict, "Time-slicing \u2014 suitable for this configuration"));
+    assert_non_null(strstr(r.verdict, "Avoid for online inference (high P99 jitter)"));
+    /* and the exact values behind them */
+    assert_true(r.cost_per_workload_hour > 3.5 / 3.68 - 1e-9 &&
+                r.cost_per_workload_hour < 3.5 / 3.68 + 1e-9);
+    assert_true(r.recovered_gpu_hours_day > 180 - 1e-9 && r.recovered_gpu_hours_day < 180 + 1e-9);
+    assert_true(r.gpus_needed > 2.5 - 1e-9 && r.gpus_needed < 2.5 + 1e-9);
+}
+
+static void test_mechanisms(void **state)
+{
+    struct cost_result r;
+    cost_compute(&article, COST_MPS, &r); /* no switching loss */
+    assert_shown(r.cost_per_workload_hour, "$%.2f", "$0.88");
+    assert_true(r.suitable);
+    /* MIG: a tenant busy 25% needs 2 of 7 compute slices, so 3 fit, not 4 */
+    cost_compute(&article, COST_MIG, &r);
+    assert_int_equal((int)r.tenants_hosted, 3);
+    assert_shown(r.cost_per_workload_hour, "$%.2f", "$1.17");
+    assert_shown(r.recovered_gpu_hours_day, "%.0f", "160");
+    assert_non_null(strstr(r.verdict, "fits only 3 of 4"));
+    /* one tenant alone: the baseline, nothing recovered */
+    struct cost_input one = article;
+    one.tenants = 1;
+    cost_compute(&one, COST_TIMESLICE, &r);
+    assert_shown(r.cost_per_workload_hour, "$%.2f", "$3.50");
+    assert_shown(r.recovered_gpu_hours_day, "%.0f", "0");
+    /* MPS takes 48 clients at most */
+    struct cost_input many = article;
+    many.tenants = 64;
+    many.utilisation = 0.01;
+    cost_compute(&many, COST_MPS, &r);
+    assert_int_equal((int)r.tenants_hosted, 48);
+    cost_compute(&many, COST_CARVE, &r);
+    assert_int_equal((int)r.tenants_hosted, 64);
+}
+
+static void test_gate_and_oversubscription(void **state)
+{
+    struct cost_result r;
+    struct cost_input t4 = article;
+    t4.gpu = "Tesla T4";
+    cost_compute(&t4, COST_MIG, &r);
+    assert_false(r.suitable);
+    assert_non_null(strstr(r.verdict, "not available on Tesla T4"));
+    cost_compute(&t4, COST_TIMESLICE, &r);
+    assert_true(r.suitable);
+    struct cost_input busy = article;
+    busy.utilisation = 0.40; /* 4 x 40% = 160% of a GPU */
+    cost_compute(&busy, COST_TIMESLICE, &r);
+    assert_false(r.suitable);
+    assert_non_null(strstr(r.verdict, "ask for 160% of one GPU"));
+    /* recovered cannot pass what was idle: 10 x 24 x 60% */
+    assert_shown(r.recovered_gpu_hours_day, "%.0f", "144");
+}
+
+static void test_rejected(void **state)
+{
+    static const struct {
+        struct cost_input in;
+        const char *why;
+    } cases[] = {
+        {{0, 3.5, 4, 0.25, NULL}, "GPUs 0 is not a whole number"},
+        {{2.5, 3.5, 4, 0.25, NULL}, "GPUs 2.5"},
+        {{10, -1, 4, 0.25, NULL}, "price -1"},
+        {{10, 3.5, 0, 0.25, NULL}, "tenants per GPU 0"},
+        {{10, 3.5, 65, 0.25, NULL}, "tenants per GPU 65"},
+        {{10, 3.5, 4, 0, NULL}, "utilisation 0%"},
+        {{10, 3.5, 4, 1.5, NULL}, "utilisation 150%"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char err[256] = "";
+        assert_int_equal(cost_check(&cases[i].in, err, sizeof(err)), -EINVAL);
+        if (!strstr(err, cases[i].why))
+            fail_msg("case %zu: `%s' lacks `%s'", i, err, cases[i].why);
+    }
+}
+
+static void test_from_snapshot(void **state)
+{
+    json_error_t jerr;
+    json_t *snap = json_load_file(COST_FIXTURE, 0, &jerr);
+    if (!snap)
+        fail_msg("%s: %s", COST_FIXTURE, jerr.text);
+    struct cost_measured m;
+    char err[256] = "";
+    if (cost_from_snapshot(snap, &m, err, sizeof(err)))
+        fail_msg("%s", err);
+    /* 3 slices with processes (the empty one does not count) on 2 GPUs; shares 20, 30, 10 */
+    assert_int_equal(m.ntenants, 3);
+    assert_true(m.gpus == 2);
+    assert_true(m.tenants > 1.5 - 1e-9 && m.tenants < 1.5 + 1e-9);
+    assert_true(m.utilisation > 0.20 - 1e-9 && m.utilisation < 0.20 + 1e-9);
+    assert_string_equal(m.gpu, "NVIDIA H100 80GB HBM3");
+    /* without slices: the processes' SM utilisation */
+    json_object_set_new(snap, "slices", json_array());
+    assert_int_equal(cost_from_snapshot(snap, &m, err, sizeof(err)), 0);
+    assert_int_equal(m.ntenants, 3);
+    assert_non_null(strstr(m.source, "SM utilisation"));
+    /* nothing running: an error that says so */
+    json_array_clear(json_object_get(json_array_get(json_object_get(snap, "gpus"), 0), "processes"));
+    json_array_clear(json_object_get(json_array_get(json_object_get(snap, "gpus"), 1), "processes"));
+    assert_int_equal(cost_from_snapshot(snap, &m, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "no process on any of its 2 GPUs"));
+    json_object_set_new(snap, "version", json_integer(7));
+    assert_int_equal(cost_from_snapshot(snap, &m, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "version 7"));
+    json_decref(snap);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_article_example),
+        cmocka_unit_test(test_mechanisms),
+        cmocka_unit_test(test_gate_and_oversubscription),
+        cmocka_unit_test(test_rejected),
+        cmocka_unit_test(test_from_snapshot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,481 @@
+/* test_fleet.c - the fleet planner: fleet specs and workload lists (accepted forms, errors that
+ * name the line, field and number), workloads no GPU can hold, every plan obeying its
+ * mechanism's rules, lower bounds that never exceed the optimum (checked by exhaustive search
+ * on small lists), and packing within 2% of the bound on large lists. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fleet.h"
+#include "mig.h"
+
+/* ---- fleet specs ---- */
+
+static void test_spec_accepted(void **state)
+{
+    struct fleet f;
+    char err[256] = "";
+    if (fleet_parse_spec("H100-80GB:100@2.49,l4:40@$0.80,mygpu/48GiB:8@1.10,H200", &f, err,
+                         sizeof(err)))
+        fail_msg("rejected: %s", err);
+    assert_int_equal(f.npools, 4);
+    assert_string_equal(f.pools[0].name, "H100-80GB");
+    assert_int_equal(f.pools[0].count, 100);
+    assert_true(f.pools[0].price > 2.489 && f.pools[0].price < 2.491);
+    assert_true(f.pools[0].mig);
+    assert_int_equal(f.pools[0].memory_mib, mig_model_find("H100-80GB")->memory_mib);
+    assert_string_equal(f.pools[1].name, "L4-24GB");
+    assert_false(f.pools[1].mig);
+    assert_int_equal(f.pools[1].memory_mib, 24576);
+    assert_string_equal(f.pools[2].name, "mygpu");
+    assert_int_equal(f.pools[2].memory_mib, 48 * 1024);
+    assert_false(f.pools[2].mig);
+    assert_string_equal(f.pools[3].name, "H200-141GB");
+    assert_int_equal(f.pools[3].count, FLEET_UNLIMITED);
+    assert_true(f.pools[3].price == 0);
+}
+
+static void test_spec_rejected(void **state)
+{
+    static const struct {
+        const char *in, *why;
+    } cases[] = {
+        {"", "empty"},
+        {"H100-80GB:0@2", "COUNT 0 is out of range"},
+        {"H100-80GB:ten", "COUNT `ten' is not a whole number"},
+        {"H100-80GB:-3", "COUNT `-3'"},
+        {"H100-80GB@-1", "PRICE `-1'"},
+        {"H100-80GB@abc", "PRICE `abc'"},
+        {"H100-80GB@1e3", "PRICE `1e3'"},
+        {"Z9000", "unknown GPU model `Z9000'"},
+        {"A100:4", "ambiguous GPU model `A100'"},
+        {"mygpu/12XB", "unknown unit"},
+        {"/8GiB", "needs a name"},
+        {"H100-80GB,h100-80gb", "names H100-80GB twice"},
+        {"H100-80GB,,L4", "empty pool"},
+        {"H100-80GB, L4", "contains a space"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fleet f;
+        char err[256] = "";
+        if (fleet_parse_spec(cases[i].in, &f, err, sizeof(err)) == 0)
+            fail_msg("`%s' accepted", cases[i].in);
+        if (!strstr(err, cases[i].why))
+            fail_msg("`%s': message `%s' lacks `%s'", cases[i].in, err, cases[i].why);
+    }
+}
+
+/* ---- workload lists ---- */
+
+static int parse(const char *text, struct fleet_workloads *ws, char *err, size_t len)
+{
+    memset(ws, 0, sizeof(*ws));
+    return fleet_parse_workloads(text, strlen(text), "w.csv", ws, err, len);
+}
+
+static void test_csv_accepted(void **state)
+{
+    struct fleet_workloads ws;
+    char err[512] = "";
+    const char *text = "# comment\n"
+                       "name, memory ,compute,latency,trust,count\r\n"
+                       "\n"
+                       "chat,16GiB,30%,strict,trusted,2\n"
+                       "\"nb, 1\",512MiB,12.5,relaxed,untrusted,1\n"
+                       ",1.5G,,,,\n";
+    if (parse(text, &ws, err, sizeof(err)))
+        fail_msg("rejected: %s", err);
+    assert_int_equal(ws.n, 4);
+    assert_string_equal(ws.w[0].name, "chat#1");
+    assert_string_equal(ws.w[1].name, "chat#2");
+    assert_int_equal(ws.w[0].memory_mib, 16384);
+    assert_int_equal(ws.w[0].compute_bp, 3000);
+    assert_int_equal(ws.w[0].latency, FLEET_LAT_STRICT);
+    assert_int_equal(ws.w[0].line, 4);
+    assert_string_equal(ws.w[2].name, "nb, 1");
+    assert_int_equal(ws.w[2].memory_mib, 512);
+    assert_int_equal(ws.w[2].compute_bp, 1250);
+    assert_int_equal(ws.w[2].trust, FLEET_UNTRUSTED);
+    assert_string_equal(ws.w[3].name, "line6");
+    assert_int_equal(ws.w[3].memory_mib, 1536);
+    assert_int_equal(ws.w[3].compute_bp, 0);
+    assert_int_equal(ws.w[3].latency, FLEET_LAT_NORMAL);
+    fleet_workloads_free(&ws);
+}
+
+static void test_json_accepted(void **state)
+{
+    struct fleet_workloads ws = {0};
+    char err[512] = "";
+    const char *text = "{\"workloads\": [\n"
+                       "  {\"name\": \"a\", \"memory\": \"8GiB\", \"compute\": 30},\n"
+                       "  {\"memory\": \"2GiB\", \"compute\": \"5%\", \"latency\": \"batch\",\n"
+                       "   \"count\": 3}\n"
+                       "]}\n";
+    if (fleet_parse_workloads(text, strlen(text), "w.json", &ws, err, sizeof(err)))
+        fail_msg("rejected: %s", err);
+    assert_int_equal(ws.n, 4);
+    assert_int_equal(ws.w[0].compute_bp, 3000);
+    assert_int_equal(ws.w[0].line, 2);
+    assert_int_equal(ws.w[1].line, 3);
+    assert_int_equal(ws.w[1].latency, FLEET_LAT_RELAXED);
+    assert_string_equal(ws.w[3].name, "workload2#3");
+    fleet_workloads_free(&ws);
+}
+
+static void test_workloads_rejected(void **state)
+{
+    static const struct {
+        const char *in, *why;
+    } cases[] = {
+        {"name,memory\na,8XB\n", "w.csv:2: field `memory' (column 2): invalid size `8XB'"},
+        {"name,memory\na,8GiB\nb,\n", "w.csv:3: field `memory' (column 2): is empty"},
+        {"name,memory\na,4096\n", "w.csv:2: field `memory' (column 2): is 4096 bytes"},
+        {"name,memory,compute\na,8G,130%\n", "w.csv:2: field `compute' (column 3): 130% is more"},
+        {"name,memory,compute\na,8G,lots\n", "field `compute' (column 3): `lots' is not a percentage"},
+        {"memory,latency\n8G,fast\n", "w.csv:2: field `latency' (column 2): `fast' is not a latency"},
+        {"memory,trust\n8G,maybe\n", "`maybe' is not a trust level"},
+        {"memory,count\n8G,0\n", "field `count' (column 2): `0' is not a whole number"},
+        {"name,memory\na,8G,extra\n", "w.csv:2: 3 fields, but the header has 2 columns"},
+        {"name,size\n", "w.csv:1: header column 2 `size' is not a workload field"},
+        {"name,compute\n", "the header has no `memory' column"},
+        {"memory,memory\n", "names column `memory' twice"},
+        {"memory\n\"8G\n", "w.csv:2: field 1 opens a quote that is never closed"},
+        {"", "no header line"},
+        {"[{\"memory\": \"8G\"}, {\"memory\": 8}]", "w.csv:1: workload 2: field `memory': must be a size string"},
+        {"[\n{\"memory\": \"8G\"},\n{\"name\": \"x\"}\n]", "w.csv:3: workload 2 has no `memory'"},
+        {"[\n{\"memory\": \"8G\", \"gpu\": 1}]", "w.csv:2: workload 1: `gpu' is not a workload field"},
+        {"[{\"memory\": \"8G\"}", "not valid JSON"},
+        {"{\"jobs\": []}", "one key, \"workloads\""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fleet_workloads ws;
+        char err[512] = "";
+        int r = parse(cases[i].in, &ws, err, sizeof(err));
+        fleet_workloads_free(&ws);
+        if (r == 0)
+            fail_msg("case %zu accepted", i);
+        if (!strstr(err, cases[i].why))
+            fail_msg("case %zu: message `%s' lacks `%s'", i, err, cases[i].why);
+    }
+}
+
+/* ---- plans ---- */
+
+static struct fleet fleet_of(const char *spec)
+{
+    struct fleet f;
+    char err[256];
+    if (fleet_parse_spec(spec, &f, err, sizeof(err)))
+        fail_msg("%s: %s", spec, err);
+    return f;
+}
+
+static void add(struct fleet_workloads *ws, uint64_t mib, uint32_t bp, int lat, int trust)
+{
+    if (ws->n == ws->cap) {
+        ws->cap = ws->cap ? ws->cap * 2 : 64;
+        ws->w = realloc(ws->w, ws->cap * sizeof(*ws->w));
+        assert_non_null(ws->w);
+    }
+    struct fleet_workload *w = &ws->w[ws->n];
+    memset(w, 0, sizeof(*w));
+    snprintf(w->name, sizeof(w->name), "w%zu", ws->n);
+    w->memory_mib = mib;
+    w->compute_bp = bp;
+    w->latency = (uint8_t)lat;
+    w->trust = (uint8_t)trust;
+    w->line = (uint32_t)ws->n + 2;
+    ws->n++;
+}
+
+/* Every plan places each possible workload once, within each GPU's memory, compute and tenant
+ * limits, and keeps the groups its mechanism must keep apart. */
+static void check_rules(const struct fleet *f, const struct fleet_workloads *ws,
+                        const struct fleet_result *r, const struct fleet_options *o)
+{
+    for (int m = 0; m < FLEET_NMECH; m++) {
+        const struct fleet_plan *p = &r->plans[m];
+        if (!p->available)
+            continue;
+        assert_true(p->gpus >= p->lower_bound);
+        assert_int_equal(p->placed, ws->n - r->nimpossible);
+        uint64_t *mem = calloc(p->gpus + 1, sizeof(*mem));
+        uint64_t *comp = calloc(p->gpus + 1, sizeof(*comp));
+        uint32_t *n = calloc(p->gpus + 1, sizeof(*n));
+        uint32_t *lat = calloc(p->gpus + 1, sizeof(*lat)); /* bit per latency class */
+        bool *untrusted = calloc(p->gpus + 1, sizeof(*untrusted));
+        for (size_t i = 0; i < ws->n; i++) {
+            uint32_t g = p->gpu_of[i];
+            bool impossible = false;
+            for (size_t k = 0; k < r->nimpossible; k++)
+                impossible |= r->impossible[k].index == i;
+            if (impossible) {
+                assert_int_equal(g, UINT32_MAX);
+                continue;
+            }
+            if (g >= p->gpus)
+                fail_msg("%s: workload %zu not placed (%u)", fleet_mech_name(m), i, g);
+            mem[g] += ws->w[i].memory_mib;
+            comp[g] += ws->w[i].compute_bp;
+            n[g]++;
+            lat[g] |= 1u << ws->w[i].latency;
+            untrusted[g] |= ws->w[i].trust == FLEET_UNTRUSTED;
+        }
+        for (uint64_t g = 0; g < p->gpus; g++) {
+            const struct fleet_pool *pool = &f->pools[p->use[g].pool];
+            if (n[g] == 0)
+                fail_msg("%s: GPU %llu is empty", fleet_mech_name(m), (unsigned long long)g);
+            if (mem[g] > pool->memory_mib)
+                fail_msg("%s: GPU %llu holds %llu MiB of %llu", fleet_mech_name(m),
+                         (unsigned long long)g, (unsigned long long)mem[g],
+                         (unsigned long long)pool->memory_mib);
+            if (n[g] > 1) {
+                uint64_t cap = m == FLEET_TIMESLICE ? o->timeslice_compute_bp : FLEET_BP_FULL;
+                assert_true(comp[g] <= cap);
+                if (m != FLEET_MIG)
+                    assert_false(untrusted[g]);
+                if (m == FLEET_TIMESLICE) {
+                    assert_true(n[g] <= o->timeslice_replicas);
+                    assert_false(lat[g] & (1u << FLEET_LAT_STRICT));
+                }
+                if (m == FLEET_MPS) {
+                    assert_true(n[g] <= o->mps_clients);
+                    assert_true(lat[g] == (1u << FLEET_LAT_STRICT) ||
+                                !(lat[g] & (1u << FLEET_LAT_STRICT)));
+                }
+                if (m == FLEET_CARVE)
+                    assert_true(n[g] <= o->carve_slices);
+                if (m == FLEET_MIG)
+                    assert_true(n[g] <= 7);
+            }
+            assert_int_equal(p->use[g].memory_used_mib, mem[g]);
+        }
+        if (m == FLEET_WHOLE)
+            assert_int_equal(p->gpus, ws->n - r->nimpossible);
+        free(mem);
+        free(comp);
+        free(n);
+        free(lat);
+        free(untrusted);
+    }
+}
+
+static void test_exact_small(void **state)
+{
+    struct fleet f = fleet_of("H100-80GB:10@2.00");
+    struct fleet_workloads ws = {0};
+    for (int i = 0; i < 8; i++) /* 8 x 39 GiB: two per GPU */
+        add(&ws, 39 * 1024, 4000, FLEET_LAT_NORMAL, FLEET_TRUSTED);
+    for (int i = 0; i < 7; i++) /* 7 x 9 GiB, 10%: one 1g.10gb each, 7 on a GPU under MIG */
+        add(&ws, 9 * 1024, 1000, FLEET_LAT_RELAXED, FLEET_TRUSTED);
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    struct fleet_result r;
+    assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+    check_rules(&f, &ws, &r, &o);
+    assert_int_equal(r.plans[FLEET_WHOLE].gpus, 15);
+    assert_true(r.plans[FLEET_WHOLE].cost_per_hour > 29.99 && r.plans[FLEET_WHOLE].cost_per_hour < 30.01);
+    assert_int_equal(r.plans[FLEET_CARVE].gpus, 5);  /* 4 pairs, 7 small on one */
+    assert_int_equal(r.plans[FLEET_CARVE].lower_bound, 5);
+    assert_int_equal(r.plans[FLEET_MPS].gpus, 5);
+    /* MIG: 39 GiB takes 3g.40gb (two per GPU), 9 GiB takes 1g.10gb (seven per GPU) */
+    assert_int_equal(r.plans[FLEET_MIG].gpus, 5);
+    assert_int_equal(r.plans[FLEET_MIG].lower_bound, 5);
+    assert_string_equal(r.plans[FLEET_MIG].profile_of[0], "3g.40gb");
+    assert_string_equal(r.plans[FLEET_MIG].profile_of[8], "1g.10gb");
+    assert_int_equal(r.plans[FLEET_MIG].rounding_mib,
+                     8 * (40448 - 39 * 1024) + 7 * (9984 - 9 * 1024));
+    fleet_result_free(&r);
+    fleet_workloads_free(&ws);
+}
+
+static void test_rules_and_impossible(void **state)
+{
+    struct fleet f = fleet_of("L4:4@0.80,H100-80GB:2@2.49");
+    struct fleet_workloads ws = {0};
+    add(&ws, 200 * 1024, 5000, FLEET_LAT_NORMAL, FLEET_TRUSTED); /* no GPU holds it */
+    add(&ws, 60 * 1024, 5000, FLEET_LAT_NORMAL, FLEET_TRUSTED);  /* only an H100 */
+    for (int i = 0; i < 6; i++)
+        add(&ws, 4 * 1024, 1000, FLEET_LAT_STRICT, FLEET_TRUSTED);
+    for (int i = 0; i < 6; i++)
+        add(&ws, 4 * 1024, 1000, FLEET_LAT_RELAXED, FLEET_TRUSTED);
+    add(&ws, 4 * 1024, 1000, FLEET_LAT_RELAXED, FLEET_UNTRUSTED);
+    add(&ws, 4 * 1024, 1000, FLEET_LAT_RELAXED, FLEET_UNTRUSTED);
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    struct fleet_result r;
+    assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+    assert_int_equal(r.nimpossible, 1);
+    assert_int_equal(r.impossible[0].index, 0);
+    assert_non_null(strstr(r.impossible[0].why, "needs 204800 MiB"));
+    assert_non_null(strstr(r.impossible[0].why, "H100-80GB, has"));
+    check_rules(&f, &ws, &r, &o);
+    /* the 60 GiB workload is on an H100 in every plan */
+    for (int m = 0; m < FLEET_NMECH; m++)
+        assert_string_equal(f.pools[r.plans[m].use[r.plans[m].gpu_of[1]].pool].name, "H100-80GB");
+    assert_int_equal(r.plans[FLEET_CARVE].alone, 2);
+    assert_int_equal(r.plans[FLEET_TIMESLICE].alone, 8);
+    /* MIG: the 60 GiB one and seven 1g.10gb fill the two H100s; four more take whole L4s
+       (MIG is per pool) before two 1g.10gb go beyond the fleet */
+    assert_int_equal(r.plans[FLEET_MIG].alone, 4);
+    assert_int_equal(r.plans[FLEET_MIG].gpus_by_pool[0], 4);
+    assert_int_equal(r.plans[FLEET_MIG].gpus_by_pool[1], 3);
+    assert_int_equal(r.plans[FLEET_MIG].shortage, 1);
+    /* whole GPUs need 15; the fleet has 6 */
+    assert_int_equal(r.plans[FLEET_WHOLE].gpus, 15);
+    assert_int_equal(r.plans[FLEET_WHOLE].shortage, 9);
+    fleet_result_free(&r);
+    fleet_workloads_free(&ws);
+}
+
+static void test_no_mig_pool(void **state)
+{
+    struct fleet f = fleet_of("T4:10@0.35");
+    struct fleet_workloads ws = {0};
+    add(&ws, 4096, 1000, FLEET_LAT_NORMAL, FLEET_TRUSTED);
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    struct fleet_result r;
+    assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+    assert_false(r.plans[FLEET_MIG].available);
+    assert_non_null(strstr(r.plans[FLEET_MIG].note, "A100, H100, H200 or B200"));
+    assert_true(r.plans[FLEET_CARVE].available);
+    fleet_result_free(&r);
+    fleet_workloads_free(&ws);
+}
+
+/* ---- bounds against the optimum, packing against the bound ---- */
+
+static uint64_t rng_state = 88172645463325252ULL;
+static uint32_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+/* The fewest GPUs of capacity (cap_mem, cap_comp) for items, by trying every partition. */
+static int best;
+static void search(const struct fleet_workloads *ws, size_t i, uint64_t *mem, uint64_t *comp,
+                   int bins, uint64_t cap_mem, uint64_t cap_comp)
+{
+    if (bins >= best)
+        return;
+    if (i == ws->n) {
+        best = bins;
+        return;
+    }
+    for (int b = 0; b <= bins; b++) {
+        if (mem[b] + ws->w[i].memory_mib > cap_mem || comp[b] + ws->w[i].compute_bp > cap_comp)
+            continue;
+        mem[b] += ws->w[i].memory_mib;
+        comp[b] += ws->w[i].compute_bp;
+        search(ws, i + 1, mem, comp, b == bins ? bins + 1 : bins, cap_mem, cap_comp);
+        mem[b] -= ws->w[i].memory_mib;
+        comp[b] -= ws->w[i].compute_bp;
+    }
+}
+
+static void test_bound_below_optimum(void **state)
+{
+    struct fleet f = fleet_of("mygpu/10GiB@1.00");
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    int optimal = 0;
+    for (int round = 0; round < 300; round++) {
+        struct fleet_workloads ws = {0};
+        size_t n = 3 + rng() % 7;
+        for (size_t i = 0; i < n; i++)
+            add(&ws, 1024 + rng() % (7 * 1024), rng() % 6000, FLEET_LAT_NORMAL, FLEET_TRUSTED);
+        struct fleet_result r;
+        assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+        check_rules(&f, &ws, &r, &o);
+        uint64_t mem[16] = {0}, comp[16] = {0};
+        best = 1000;
+        search(&ws, 0, mem, comp, 0, 10 * 1024, FLEET_BP_FULL);
+        const struct fleet_plan *p = &r.plans[FLEET_CARVE];
+        if (p->lower_bound > (uint64_t)best || p->gpus < (uint64_t)best)
+            fail_msg("round %d: bound %llu, optimum %d, packing %llu", round,
+                     (unsigned long long)p->lower_bound, best, (unsigned long long)p->gpus);
+        optimal += p->gpus == (uint64_t)best;
+        fleet_result_free(&r);
+        fleet_workloads_free(&ws);
+    }
+    /* small lists get a few orders tried: the packing is almost always the optimum */
+    print_message("carve slices: optimal on %d of 300 small lists\n", optimal);
+    if (optimal < 297)
+        fail_msg("optimal on only %d of 300 small lists", optimal);
+}
+
+/* Large lists of several shapes: every plan within 2% of its lower bound. */
+static void test_large_within_two_percent(void **state)
+{
+    static const struct {
+        const char *what;
+        uint32_t mem_lo, mem_hi, bp_lo, bp_hi;
+    } shapes[] = {
+        {"small notebooks", 1024, 8192, 100, 800},
+        {"memory-heavy", 8192, 30000, 100, 1000},
+        {"compute-heavy", 1024, 6000, 1000, 3000},
+        {"mixed", 1024, 40000, 100, 4000},
+    };
+    struct fleet f = fleet_of("H100-80GB:2000@2.49");
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        struct fleet_workloads ws = {0};
+        for (int i = 0; i < 20000; i++) {
+            uint32_t kind = rng() % 100;
+            add(&ws, shapes[s].mem_lo + rng() % (shapes[s].mem_hi - shapes[s].mem_lo),
+                shapes[s].bp_lo + rng() % (shapes[s].bp_hi - shapes[s].bp_lo),
+                kind < 30 ? FLEET_LAT_STRICT : kind < 60 ? FLEET_LAT_NORMAL : FLEET_LAT_RELAXED,
+                kind < 2 ? FLEET_UNTRUSTED : FLEET_TRUSTED);
+        }
+        struct fleet_result r;
+        assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+        check_rules(&f, &ws, &r, &o);
+        for (int m = 0; m < FLEET_NMECH; m++) {
+            const struct fleet_plan *p = &r.plans[m];
+            double gap = 100.0 * ((double)p->gpus - (double)p->lower_bound) / (double)p->lower_bound;
+            print_message("%-15s %-13s %6llu GPUs, bound %6llu, gap %.2f%%\n", shapes[s].what,
+                          fleet_mech_name(m), (unsigned long long)p->gpus,
+                          (unsigned long long)p->lower_bound, gap);
+            if (gap > 2.0)
+                fail_msg("%s, %s: %llu GPUs, bound %llu: gap %.2f%% > 2%%", shapes[s].what,
+                         fleet_mech_name(m), (unsigned long long)p->gpus,
+                         (unsigned long long)p->lower_bound, gap);
+        }
+        fleet_result_free(&r);
+        fleet_workloads_free(&ws);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spec_accepted),
+        cmocka_unit_test(test_spec_rejected),
+        cmocka_unit_test(test_csv_accepted),
+        cmocka_unit_test(test_json_accepted),
+        cmocka_unit_test(test_workloads_rejected),
+        cmocka_unit_test(test_exact_small),
+        cmocka_unit_test(test_rules_and_impossible),
+        cmocka_unit_test(test_no_mig_pool),
+        cmocka_unit_test(test_bound_below_optimum),
+        cmocka_unit_test(test_large_within_two_percent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
