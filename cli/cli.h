@@ -17,6 +17,7 @@ enum {
 int carve_cmd_run(int argc, char **argv);
 int carve_cmd_slice(int argc, char **argv);
 int carve_cmd_ps(int argc, char **argv);
+int carve_cmd_top(int argc, char **argv);
 
 /* carved's socket (CARVE_SOCKET or /run/carve/carved.sock); a connected fd or -1. */
 const char *carve_socket_path(void);

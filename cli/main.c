@@ -14,6 +14,7 @@ static const struct subcommand {
     {"run", carve_cmd_run, "run a command in a GPU slice"},
     {"slice", carve_cmd_slice, "make, list and delete carved's slices"},
     {"ps", carve_cmd_ps, "slices, their processes and escapes, as carved sees them"},
+    {"top", carve_cmd_top, "a live terminal view of carved's GPUs, slices and escapes"},
     {"help", cmd_help, "show help for carve or one of its subcommands"},
 };
 

@@ -16,11 +16,15 @@ PACKAGES=(
     libjansson-dev
     libmicrohttpd-dev
     libcmocka-dev
+    libncurses-dev      # carve top's live terminal view
     libclang-rt-14-dev
     valgrind
     python3
     procps
     shellcheck
+    tmux                # tests/e2e/top.sh drives carve top's live view in a terminal
+    chromium            # tests/e2e/dashboard.sh renders the dashboard headless
+    fonts-dejavu-core   # a font for chromium's screenshot of the dashboard
 )
 
 missing=()
