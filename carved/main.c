@@ -192,14 +192,18 @@ static void drop(struct client *c)
 
 static void reply(struct client *c, json_t *r)
 {
+    static const char no_memory[] = "{\"ok\":false,\"error\":\"carved is out of memory\"}";
     char *text = json_dumps(r, JSON_COMPACT);
     json_decref(r);
-    if (!text)
-        return;
-    size_t n = strlen(text);
-    if (write(c->fd, text, n) < 0 || write(c->fd, "\n", 1) < 0)
+    const char *out = text ? text : no_memory; /* every request gets its one line */
+    if (write(c->fd, out, strlen(out)) < 0 || write(c->fd, "\n", 1) < 0)
         drop(c);
     free(text);
+}
+
+static json_t *refusal(const char *why)
+{
+    return json_pack("{s:b,s:s}", "ok", 0, "error", why);
 }
 
 /* Reads what a client sent; answers each complete line. */
@@ -207,7 +211,11 @@ static void serve(struct carved *d, struct client *c)
 {
     ssize_t n = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
     if (n <= 0) {
-        drop(c);
+        if (n == 0 && c->len > 0) /* it stopped writing mid-request; it may still read */
+            reply(c, refusal("the request ended without a newline (send one JSON object "
+                             "per line)"));
+        if (c->fd >= 0)
+            drop(c);
         return;
     }
     c->len += (size_t)n;
@@ -221,16 +229,20 @@ static void serve(struct carved *d, struct client *c)
             return;
         }
         const char *op = strstr(c->buf, "\"op\"");
-        json_t *r = api_handle(d, c->buf, cred.uid, cred.gid, cred.pid);
+        json_t *r = (size_t)(nl - c->buf) != strlen(c->buf)
+                        ? refusal("the request holds a NUL byte (send one JSON object per line)")
+                        : api_handle(d, c->buf, cred.uid, cred.gid, cred.pid);
         if (op && (strstr(op, "create") || strstr(op, "delete")))
             monitor_poll(d, now_s()); /* listings right after show the change */
         reply(c, r);
+        if (c->fd < 0)
+            return; /* it hung up: drop() emptied its buffer, and nl points into nothing */
         size_t rest = c->len - (size_t)(nl + 1 - c->buf);
         memmove(c->buf, nl + 1, rest);
         c->len = rest;
     }
     if (c->fd >= 0 && c->len == sizeof(c->buf) - 1) {
-        reply(c, json_pack("{s:b,s:s}", "ok", 0, "error", "request longer than 64 KiB"));
+        reply(c, refusal("request longer than 64 KiB"));
         drop(c);
     }
 }
