@@ -153,6 +153,8 @@ json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid
         else
             reply = json_pack("{s:b}", "ok", 1);
     } else if (strcmp(op, "list") == 0 || strcmp(op, "ps") == 0) {
+        if (d->stale) /* a listing right after a create or delete shows it */
+            monitor_poll(d, monitor_now());
         reply = d->snapshot ? json_pack("{s:b,s:O}", "ok", 1, "snapshot", d->snapshot)
                             : fail("%s", "carved has not read the GPUs yet; try again in a second");
     } else {

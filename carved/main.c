@@ -62,13 +62,6 @@ static void on_stop(int sig)
     stopping = 1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 struct opts {
     const char *config, *socket, *state_dir, *listen;
     bool simulate, check;
@@ -228,12 +221,9 @@ static void serve(struct carved *d, struct client *c)
             drop(c);
             return;
         }
-        const char *op = strstr(c->buf, "\"op\"");
         json_t *r = (size_t)(nl - c->buf) != strlen(c->buf)
                         ? refusal("the request holds a NUL byte (send one JSON object per line)")
                         : api_handle(d, c->buf, cred.uid, cred.gid, cred.pid);
-        if (op && (strstr(op, "create") || strstr(op, "delete")))
-            monitor_poll(d, now_s()); /* listings right after show the change */
         reply(c, r);
         if (c->fd < 0)
             return; /* it hung up: drop() emptied its buffer, and nl points into nothing */
@@ -278,7 +268,7 @@ static void loop(struct carved *d, int lfd)
                 p[n] = (struct pollfd){.fd = clients[i].fd, .events = POLLIN};
                 map[n++] = i;
             }
-        double now = now_s();
+        double now = monitor_now();
         int wait_ms = next > now ? (int)((next - now) * 1000) + 1 : 0;
         int r = poll(p, (nfds_t)n, wait_ms);
         for (int i = 0; r > 0 && i < n; i++) {
@@ -289,7 +279,7 @@ static void loop(struct carved *d, int lfd)
             else
                 serve(d, &clients[map[i]]);
         }
-        now = now_s();
+        now = monitor_now();
         if (now >= next) {
             monitor_poll(d, now);
             carved_http_publish(d->snapshot);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "carve/nvml_abi.h"
@@ -67,6 +68,34 @@ void monitor_close(void)
     }
 }
 
+/* uid -> user name, looked up once per poll: getpwuid reads /etc/passwd on every call, and
+ * with a thousand slices that was most of a poll (bench/carved-bench.sh). */
+#define NAME_CACHE 64
+static struct {
+    uid_t uid;
+    char name[32];
+} names[NAME_CACHE];
+static int nnames;
+
+static void user_name(uid_t uid, char *out, size_t len)
+{
+    for (int i = 0; i < nnames; i++)
+        if (names[i].uid == uid) {
+            snprintf(out, len, "%s", names[i].name);
+            return;
+        }
+    struct passwd *pw = getpwuid(uid);
+    if (pw)
+        snprintf(out, len, "%s", pw->pw_name);
+    else
+        snprintf(out, len, "%u", (unsigned)uid);
+    if (nnames < NAME_CACHE) {
+        names[nnames].uid = uid;
+        snprintf(names[nnames].name, sizeof(names[nnames].name), "%s", out);
+        nnames++;
+    }
+}
+
 static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen)
 {
     char path[64];
@@ -80,11 +109,8 @@ static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen
     }
     struct stat st;
     snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-    struct passwd *pw = stat(path, &st) == 0 ? getpwuid(st.st_uid) : NULL;
-    if (pw)
-        snprintf(user, ulen, "%s", pw->pw_name);
-    else if (stat(path, &st) == 0)
-        snprintf(user, ulen, "%u", (unsigned)st.st_uid);
+    if (stat(path, &st) == 0)
+        user_name(st.st_uid, user, ulen);
     else
         snprintf(user, ulen, "?");
 }
@@ -265,11 +291,10 @@ static json_t *slice_json(struct carved *d, struct dslice *s, bool busy, double 
                                                "user", user, "command", cmd, "memory_used",
                                                (json_int_t)used));
     }
-    struct passwd *pw = getpwuid(s->owner);
     char owner[32];
-    snprintf(owner, sizeof(owner), "%u", (unsigned)s->owner);
+    user_name(s->owner, owner, sizeof(owner));
     return json_pack("{s:s,s:s,s:I,s:I,s:s,s:o,s:o,s:b,s:f,s:f,s:s}", "name", s->name,
-                     "owner", pw ? pw->pw_name : owner, "uid", (json_int_t)s->owner,
+                     "owner", owner, "uid", (json_int_t)s->owner,
                      "created", (json_int_t)s->created, "origin", registry_origin_name(s->origin),
                      "devices", slice_devices(s, dt), "processes", procs, "idle", s->idle,
                      "idle_seconds", s->idle_since > 0 ? now - s->idle_since : 0.0,
@@ -298,6 +323,8 @@ void monitor_poll(struct carved *d, double now)
 {
     double dt = last_poll > 0 ? now - last_poll : 0;
     last_poll = now;
+    nnames = 0; /* names as they are now: a renamed user shows at the next poll */
+    d->stale = false;
     end_orphan_runs(d);
     read_members(d);
     static bool busy[CARVED_MAX_SLICES];
@@ -329,4 +356,11 @@ void monitor_poll(struct carved *d, double now)
         json_decref(d->snapshot);
         d->snapshot = snap;
     }
+}
+
+double monitor_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
