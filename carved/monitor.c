@@ -17,8 +17,18 @@
 
 #define MAX_PROCS 1024
 
+/* nvml.h's nvmlPciInfo_t (v3), for DCGM's pci_bus_id label; declared here because only
+ * carved reads it. */
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} carved_nvml_pci_info;
+
 static struct {
     void *handle;
+    nvmlReturn_t (*pci)(nvmlDevice_t, carved_nvml_pci_info *);  /* optional: the simulated */
+    nvmlReturn_t (*minor)(nvmlDevice_t, unsigned int *);         /* GPU has neither */
     __typeof__(&nvmlInit_v2) init;
     __typeof__(&nvmlShutdown) shutdown;
     __typeof__(&nvmlDeviceGetHandleByIndex_v2) by_index;
@@ -49,6 +59,8 @@ int monitor_open(struct carved *d, char *err, size_t errlen)
     nv.util = (__typeof__(nv.util))dlsym(nv.handle, "nvmlDeviceGetUtilizationRates");
     nv.procs = (__typeof__(nv.procs))dlsym(nv.handle, "nvmlDeviceGetComputeRunningProcesses_v3");
     nv.proc_util = (__typeof__(nv.proc_util))dlsym(nv.handle, "nvmlDeviceGetProcessUtilization");
+    nv.pci = (__typeof__(nv.pci))dlsym(nv.handle, "nvmlDeviceGetPciInfo_v3");
+    nv.minor = (__typeof__(nv.minor))dlsym(nv.handle, "nvmlDeviceGetMinorNumber");
     if (!nv.init || !nv.shutdown || !nv.by_index || !nv.memory || !nv.procs ||
         nv.init() != NVML_SUCCESS) {
         snprintf(err, errlen, "%s lacks what carved needs (NVML process listing)", path);
@@ -166,8 +178,16 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
     nvmlDevice_t dev;
     nvmlMemory_t mem = {0, 0, 0};
     nvmlUtilization_t util = {0, 0};
+    carved_nvml_pci_info pci;
+    unsigned minor = gi->index; /* /dev/nvidiaN: the index unless NVML says otherwise */
+    memset(&pci, 0, sizeof(pci));
     if (nv.by_index(gi->index, &dev) == NVML_SUCCESS) {
         nv.memory(dev, &mem);
+        if (nv.pci && nv.pci(dev, &pci) != NVML_SUCCESS)
+            pci.busId[0] = '\0';
+        pci.busId[sizeof(pci.busId) - 1] = '\0';
+        if (nv.minor && nv.minor(dev, &minor) != NVML_SUCCESS)
+            minor = gi->index;
         if (nv.util)
             nv.util(dev, &util);
         static nvmlProcessInfo_t infos[MAX_PROCS];
@@ -206,8 +226,10 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
                 "action", action));
         }
     }
-    return json_pack("{s:i,s:s,s:s,s:I,s:I,s:i,s:o}", "index", (int)gi->index, "uuid", gi->uuid,
-                     "name", gi->name, "memory_total", (json_int_t)(mem.total ? mem.total : gi->total),
+    char device[32];
+    snprintf(device, sizeof(device), "nvidia%u", minor);
+    return json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:o}", "index", (int)gi->index,
+                     "uuid", gi->uuid, "pci_bus_id", pci.busId, "device", device, "name", gi->name, "memory_total", (json_int_t)(mem.total ? mem.total : gi->total),
                      "memory_used", (json_int_t)mem.used, "utilization", (int)util.gpu,
                      "processes", procs);
 }

@@ -54,6 +54,7 @@ cat >"$dir/snap.json" <<EOF
   "version": 1, "node": "sim-node-1", "time": 1763900000.5, "simulated": true,
   "gpus": [
     {"index": 0, "uuid": "GPU-00000000-1111-2222-3333-444444444444",
+     "pci_bus_id": "00000000:18:00.0", "device": "nvidia0",
      "name": "NVIDIA H100 80GB HBM3", "memory_total": $((80 * GiB)),
      "memory_used": $((9 * GiB)), "utilization": 41,
      "processes": [
@@ -191,9 +192,9 @@ G1='gpu="1",UUID="GPU-55555555-6666-7777-8888-999999999999"'
 H='Hostname="sim-node-1"'
 for line in \
     "# TYPE DCGM_FI_DEV_FB_USED gauge" \
-    "DCGM_FI_DEV_FB_USED{$G0,modelName=\"NVIDIA H100 80GB HBM3\",$H} 9216" \
-    "DCGM_FI_DEV_FB_FREE{$G1,modelName=\"NVIDIA H100 80GB HBM3\",$H} 67584" \
-    "DCGM_FI_DEV_GPU_UTIL{$G1,modelName=\"NVIDIA H100 80GB HBM3\",$H} 63" \
+    "DCGM_FI_DEV_FB_USED{$G0,pci_bus_id=\"00000000:18:00.0\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",$H} 9216" \
+    "DCGM_FI_DEV_FB_FREE{$G1,device=\"nvidia1\",modelName=\"NVIDIA H100 80GB HBM3\",$H} 67584" \
+    "DCGM_FI_DEV_GPU_UTIL{$G1,device=\"nvidia1\",modelName=\"NVIDIA H100 80GB HBM3\",$H} 63" \
     "carve_slice_memory_used_bytes{slice=\"train\",$G0,$H} $((4 * GiB))" \
     "carve_slice_memory_cap_bytes{slice=\"infer\",$G1,$H} $((16 * GiB))" \
     "carve_slice_compute_share_ratio{slice=\"train\",$G0,$H} 0.285" \
