@@ -324,6 +324,28 @@ static json_t *slice_json(struct carved *d, struct dslice *s, bool busy, double 
                      policy_name(policy_of(d, s)));
 }
 
+/* An escape counts once, in the poll that first sees it, not in every poll it lasts (a pid
+ * is the same escape while it stays one from poll to poll). */
+static void count_new_escapes(struct carved *d, const json_t *escapes)
+{
+    static unsigned seen[MAX_PROCS], now_seen[MAX_PROCS];
+    static size_t nseen;
+    size_t n = 0, i;
+    const json_t *e;
+    json_array_foreach(escapes, i, e) {
+        unsigned pid = (unsigned)json_integer_value(json_object_get(e, "pid"));
+        bool old = false;
+        for (size_t j = 0; j < nseen && !old; j++)
+            old = seen[j] == pid;
+        if (!old)
+            d->escapes_total++;
+        if (n < MAX_PROCS)
+            now_seen[n++] = pid;
+    }
+    memcpy(seen, now_seen, n * sizeof(seen[0]));
+    nseen = n;
+}
+
 /* A slice made for one `carve run` ends with it: when that carve run is gone and no process
  * is left in the slice (a SIGKILLed carve run cannot ask for it). */
 static void end_orphan_runs(struct carved *d)
@@ -354,7 +376,7 @@ void monitor_poll(struct carved *d, double now)
     json_t *gpus = json_array(), *escapes = json_array(), *slices = json_array();
     for (int g = 0; g < d->ngpu && nv.handle; g++)
         json_array_append_new(gpus, gpu_json(d, g, escapes, busy));
-    d->escapes_total += json_array_size(escapes);
+    count_new_escapes(d, escapes);
     unsigned long long denials = 0;
     for (int i = 0; i < CARVED_MAX_SLICES; i++) {
         struct dslice *s = &d->slices[i];

@@ -99,6 +99,8 @@ check "/api/state is the snapshot" 'curl -s --max-time 10 "http://127.0.0.1:$por
 check "/ is the dashboard page" 'curl -s --max-time 10 "http://127.0.0.1:$port/" | grep -q "id=\"escapes\""'
 check "a 404 and a 405" '[ "$(curl -s -o /dev/null -w "%{http_code}" --max-time 10 "http://127.0.0.1:$port/nope")" = 404 ] && [ "$(curl -s -o /dev/null -w "%{http_code}" -X POST --max-time 10 "http://127.0.0.1:$port/metrics")" = 405 ]'
 wait "$held" "$escape"
+sleep 0.5
+check "the escape, seen in many polls, counts once (carve_escapes_total 1)" 'curl -s --max-time 10 "http://127.0.0.1:$port/metrics" | grep -q "^carve_escapes_total{.*} 1$"'
 replies=$(python3 - "$CARVE_SOCKET" <<'EOF'
 import socket, sys
 for raw in (b"junk\n", b"[1]\n", b'{"op":"create","name":"x","\xc3\xc0":1}\n', b'{"op":"x"}\x00\n',
