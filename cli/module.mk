@@ -4,6 +4,6 @@ CLI_OBJ := $(CLI_SRC:%.c=$(OBJ)/%.o)
 
 $(BIN)/carve: $(CLI_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDFLAGS) -ljansson -lncurses -lm -ldl
+	$(CC) -o $@ $^ $(LDFLAGS) -ljansson -lncurses -ldl
 
 ALL_TARGETS += $(BIN)/carve

@@ -7,7 +7,6 @@
 #include <curses.h>
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -124,7 +123,7 @@ static void size_text(double bytes, char *out, size_t len)
 static void bar(double used, double cap, int width, char *out)
 {
     int cells = width - 2;
-    int full = cap > 0 ? (int)lround((double)cells * (used > cap ? 1.0 : used / cap)) : 0;
+    int full = cap > 0 ? (int)((double)cells * (used > cap ? 1.0 : used / cap) + 0.5) : 0;
     out[0] = '[';
     for (int i = 0; i < cells; i++)
         out[1 + i] = i < full ? (used > cap ? '!' : '#') : cap > 0 ? '.' : ' ';
@@ -132,18 +131,18 @@ static void bar(double used, double cap, int width, char *out)
     out[cells + 2] = '\0';
 }
 
-static void duration_text(double s, char *out, size_t len)
+/* whole seconds, without libm: every `carve run` loads what carve links */
+static void duration_text(double seconds, char *out, size_t len)
 {
-    if (!(s >= 1))
-        snprintf(out, len, "0s");
-    else if (s < 60)
-        snprintf(out, len, "%.0fs", s);
+    unsigned long long s = seconds >= 1 && seconds < 1e15 ? (unsigned long long)seconds : 0;
+    if (s < 60)
+        snprintf(out, len, "%llus", s);
     else if (s < 3600)
-        snprintf(out, len, "%.0fm%02.0fs", floor(s / 60), fmod(s, 60));
+        snprintf(out, len, "%llum%02llus", s / 60, s % 60);
     else if (s < 86400)
-        snprintf(out, len, "%.0fh%02.0fm", floor(s / 3600), floor(fmod(s, 3600) / 60));
+        snprintf(out, len, "%lluh%02llum", s / 3600, s % 3600 / 60);
     else
-        snprintf(out, len, "%.0fd%02.0fh", floor(s / 86400), floor(fmod(s, 86400) / 3600));
+        snprintf(out, len, "%llud%02lluh", s / 86400, s % 86400 / 3600);
 }
 
 /* One slice's entry on one GPU, for sorting. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# san: yes
 # grafana.sh - carved/grafana-dashboard.json against a live carved --simulate: the file is a
 # dashboard (JSON, panels with queries, unique ids, inside Grafana's 24 columns), and every
 # metric its queries and variables name is a family carved's /metrics exports (its # TYPE
