@@ -22,6 +22,7 @@
 
 static const char top_help[] =
     "usage: carve top [--interval SECONDS] [--sort KEY] [--once | --json] [--input FILE]\n"
+    "                 [--width COLUMNS]\n"
     "\n"
     "A live view of what carved sees, redrawn every second: per GPU its memory and\n"
     "utilisation; per slice on it a bar of memory used against the cap, the compute share\n"
