@@ -20,6 +20,10 @@
 
 #define MAX_CLIENTS 64
 #define LINE_MAX_BYTES 65536
+/* A client silent this long is dropped: carve's commands write their request as soon as
+ * they connect, so only a stuck or hostile client waits, and 64 of those would otherwise
+ * hold every slot. */
+#define CLIENT_IDLE_S 5.0
 
 static const char help[] =
     "usage: carved [--config FILE] [--simulate] [--socket PATH] [--state-dir DIR]\n"
@@ -170,6 +174,7 @@ static int listen_socket(const char *path)
 
 struct client {
     int fd;
+    double last; /* when it connected or last sent something */
     size_t len;
     char buf[LINE_MAX_BYTES];
 };
@@ -203,6 +208,7 @@ static json_t *refusal(const char *why)
 static void serve(struct carved *d, struct client *c)
 {
     ssize_t n = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+    c->last = monitor_now();
     if (n <= 0) {
         if (n == 0 && c->len > 0) /* it stopped writing mid-request; it may still read */
             reply(c, refusal("the request ended without a newline (send one JSON object "
@@ -250,6 +256,7 @@ static void accept_client(int lfd)
         if (clients[i].fd < 0) {
             clients[i].fd = fd;
             clients[i].len = 0;
+            clients[i].last = monitor_now();
             return;
         }
     close(fd); /* full: the client sees EOF and says so */
@@ -270,6 +277,8 @@ static void loop(struct carved *d, int lfd)
             }
         double now = monitor_now();
         int wait_ms = next > now ? (int)((next - now) * 1000) + 1 : 0;
+        if (n > 1 && wait_ms > 1000)
+            wait_ms = 1000; /* wake to drop clients that went silent */
         int r = poll(p, (nfds_t)n, wait_ms);
         for (int i = 0; r > 0 && i < n; i++) {
             if (!p[i].revents)
@@ -280,6 +289,14 @@ static void loop(struct carved *d, int lfd)
                 serve(d, &clients[map[i]]);
         }
         now = monitor_now();
+        for (int i = 0; i < MAX_CLIENTS; i++)
+            if (clients[i].fd >= 0 && now - clients[i].last > CLIENT_IDLE_S) {
+                if (clients[i].len > 0)
+                    reply(&clients[i], refusal("the request was not finished within 5 s (send "
+                                               "one JSON object per line)"));
+                if (clients[i].fd >= 0)
+                    drop(&clients[i]);
+            }
         if (now >= next) {
             monitor_poll(d, now);
             carved_http_publish(d->snapshot);

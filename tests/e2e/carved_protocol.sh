@@ -5,7 +5,7 @@
 # request over 64 KiB, a request cut off without its newline, several requests in one write
 # and one request in many writes, and a client that hangs up before reading: each gets one
 # error line that says what is wrong (or its answers), and carved keeps serving and is still
-# alive at the end. In the sanitizer build carved runs with ASan, so a memory error fails it.
+# alive at the end; 64 clients that never finish a request lose their slots after 5 s. In the sanitizer build carved runs with ASan, so a memory error fails it.
 #
 #   BUILD=build bash tests/e2e/carved_protocol.sh
 set -uo pipefail
@@ -83,6 +83,32 @@ def exchange(case):
       return lines(1)
   elif case == "hang-up":
       s.sendall(b'{"op":"ps"}\n' * 50); s.close(); return "closed"
+  elif case == "hold-slots":
+      # 64 clients that start a request and wait fill every slot; carved drops them after
+      # 5 s, telling each why, and serves again
+      s.close()  # this case's own connection would take a slot
+      time.sleep(0.1)
+      holders = []
+      for _ in range(64):
+          h = socket.socket(socket.AF_UNIX); h.settimeout(15); h.connect(path)
+          h.sendall(b'{"op":"li'); holders.append(h)
+      time.sleep(0.3)
+      s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path)
+      try:
+          s.sendall(b'{"op":"list"}\n'); full = lines(1)[:40]
+      except OSError as e:
+          full = "<%s>" % type(e).__name__
+      time.sleep(6)
+      told = 0
+      for h in holders:
+          try:
+              told += b"not finished within 5 s" in h.recv(4096)
+          except OSError:
+              pass
+          h.close()
+      s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path)
+      s.sendall(b'{"op":"list"}\n')
+      return "while full: %s; told: %d of 64; after: %s" % (full, told, lines(1)[:40])
   elif case == "wrong-types":
       s.sendall(b'{"op":"create","name":7,"memory":[1]}\n{"op":5}\n{"op":"create","name":"y","users":"root"}\n')
       return lines(3)
@@ -116,6 +142,12 @@ expect one-in-many "one request in 28 writes: one answer" '"ok":true' '"shm":'
 expect wrong-types "fields of the wrong type: each refused with its field" '`name'"'"' must be a short string' 'has no `op' '`users'"'"' must be a list'
 # shellcheck disable=SC2046  # twenty words
 send $(printf 'hang-up %.0s' $(seq 20)) >/dev/null
+send hold-slots >"$work/slots"
+if grep -q 'while full: <[A-Za-z]*>; told: 64 of 64; after: {"ok":true' "$work/slots"; then
+    ok "64 clients that never finish their request fill every slot (a 65th is shut out), are dropped after 5 s, each told why, and carved serves again ($(cut -c1-100 "$work/slots"))"
+else
+    bad "64 unfinished clients: $(cat "$work/slots")"
+fi
 ok "20 clients that hang up before reading their 50 replies"
 list=$("$CARVE" slice list 2>&1)
 if kill -0 "$daemon" 2>/dev/null && [[ $list == *keep* ]]; then
