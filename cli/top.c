@@ -1,5 +1,6 @@
-/* top.c - `carve top`: a live terminal view of carved's snapshot (carved/carved.h): per GPU
- * its memory and utilisation, per slice its memory used against its cap, achieved compute
+/* top.c - `carve top`, built as lib/carve/carve-top (which top_exec.c runs, so that only it
+ * loads ncurses): a live terminal view of carved's snapshot (carved/carved.h): per GPU its
+ * memory and utilisation, per slice its memory used against its cap, achieved compute
  * share, idle time and processes, then the GPU processes and the escapes. It asks carved for
  * a fresh snapshot every interval and redraws with ncurses; --once prints one frame as plain
  * text (scripts, tests, a log) and --json one snapshot. One renderer writes both: a frame is
@@ -481,3 +482,12 @@ int carve_cmd_top(int argc, char **argv)
         return usage_error("%s", "the live view needs a terminal; use --once or --json in scripts");
     return live(input, interval);
 }
+
+#ifdef CARVE_TOP_PROGRAM
+/* lib/carve/carve-top, which `carve top` runs (top_exec.c): ncurses is loaded by this
+ * program alone, not by every `carve run`. argv[0] is "top". */
+int main(int argc, char **argv)
+{
+    return carve_cmd_top(argc, argv);
+}
+#endif
