@@ -16,3 +16,9 @@ $(BENCH_BIN)/memhog: $(OBJ)/bench/memhog.o $(BENCH_LOAD)
 $(BENCH_BIN)/compute_load: $(OBJ)/bench/compute_load.o $(BENCH_LOAD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ldl
+
+# the load generator of bench/carved-bench.sh (socket requests and carve run start-ups)
+ALL_TARGETS += $(BENCH_BIN)/carved_bench
+$(BENCH_BIN)/carved_bench: $(OBJ)/bench/carved_bench.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@

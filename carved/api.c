@@ -20,7 +20,16 @@ static json_t *fail(const char *fmt, const char *arg)
 {
     char msg[768];
     snprintf(msg, sizeof(msg), fmt, arg);
-    return json_pack("{s:b,s:s}", "ok", 0, "error", msg);
+    json_t *why = json_string(msg);
+    if (!why) {
+        /* not UTF-8: a parse error quotes the request's own bytes (found by fuzz_api; the
+         * reply was lost and the client waited for nothing) */
+        for (char *p = msg; *p; p++)
+            if ((unsigned char)*p >= 0x80)
+                *p = '?';
+        why = json_string(msg);
+    }
+    return json_pack("{s:b,s:o}", "ok", 0, "error", why);
 }
 
 /* A user or group given by name or number; false when unknown. */
@@ -118,7 +127,8 @@ json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid
     json_t *req = json_loads(line, JSON_REJECT_DUPLICATES, &je), *e = NULL, *reply = NULL;
     if (!json_is_object(req)) {
         json_decref(req);
-        return fail("the request is not a JSON object: %s", je.text);
+        return fail("the request is not a JSON object: %s",
+                    req ? "it is another JSON value (send {\"op\": ...})" : je.text);
     }
     const char *op = json_string_value(json_object_get(req, "op"));
     struct dslice *s;
@@ -143,6 +153,8 @@ json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid
         else
             reply = json_pack("{s:b}", "ok", 1);
     } else if (strcmp(op, "list") == 0 || strcmp(op, "ps") == 0) {
+        if (d->stale) /* a listing right after a create or delete shows it */
+            monitor_poll(d, monitor_now());
         reply = d->snapshot ? json_pack("{s:b,s:O}", "ok", 1, "snapshot", d->snapshot)
                             : fail("%s", "carved has not read the GPUs yet; try again in a second");
     } else {

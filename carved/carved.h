@@ -88,6 +88,7 @@ char *carved_metrics_render(const json_t *snap);
  *   "version": 1, "node": "hostname", "time": 1763900000.5, "simulated": true,
  *   "gpus": [ {
  *       "index": 0, "uuid": "GPU-...", "name": "NVIDIA H100 80GB HBM3",
+ *       "pci_bus_id": "00000000:18:00.0" ("" when NVML does not say), "device": "nvidia0",
  *       "memory_total": N, "memory_used": N, "utilization": 37,
  *       "processes": [ { "pid": 123, "used_memory": N, "sm_util": 12,
  *                        "slice": "train" or null, "user": "alice", "command": "python" } ]

@@ -51,6 +51,7 @@ struct carved {
     struct dslice slices[CARVED_MAX_SLICES];
     unsigned long long escapes_total, escapes_killed, idle_reclaims;
     json_t *snapshot; /* the latest, owned */
+    bool stale;       /* slices made or deleted since it was built: list and ps rebuild it */
 };
 
 /* registry.c */
@@ -72,6 +73,8 @@ int monitor_open(struct carved *d, char *err, size_t errlen);
 /* One poll: reads NVML and the slices, applies the escape and idle policies, and rebuilds
  * d->snapshot. */
 void monitor_poll(struct carved *d, double now);
+/* The wall clock, in seconds, as the snapshot's times are. */
+double monitor_now(void);
 void monitor_close(void);
 
 /* api.c: one request line in, one reply (a new JSON object) out. */

@@ -20,6 +20,10 @@
 
 #define MAX_CLIENTS 64
 #define LINE_MAX_BYTES 65536
+/* A client silent this long is dropped: carve's commands write their request as soon as
+ * they connect, so only a stuck or hostile client waits, and 64 of those would otherwise
+ * hold every slot. */
+#define CLIENT_IDLE_S 5.0
 
 static const char help[] =
     "usage: carved [--config FILE] [--simulate] [--socket PATH] [--state-dir DIR]\n"
@@ -60,13 +64,6 @@ void carved_log(const char *fmt, ...)
 static void on_stop(int sig)
 {
     stopping = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 struct opts {
@@ -177,6 +174,7 @@ static int listen_socket(const char *path)
 
 struct client {
     int fd;
+    double last; /* when it connected or last sent something */
     size_t len;
     char buf[LINE_MAX_BYTES];
 };
@@ -192,22 +190,31 @@ static void drop(struct client *c)
 
 static void reply(struct client *c, json_t *r)
 {
+    static const char no_memory[] = "{\"ok\":false,\"error\":\"carved is out of memory\"}";
     char *text = json_dumps(r, JSON_COMPACT);
     json_decref(r);
-    if (!text)
-        return;
-    size_t n = strlen(text);
-    if (write(c->fd, text, n) < 0 || write(c->fd, "\n", 1) < 0)
+    const char *out = text ? text : no_memory; /* every request gets its one line */
+    if (write(c->fd, out, strlen(out)) < 0 || write(c->fd, "\n", 1) < 0)
         drop(c);
     free(text);
+}
+
+static json_t *refusal(const char *why)
+{
+    return json_pack("{s:b,s:s}", "ok", 0, "error", why);
 }
 
 /* Reads what a client sent; answers each complete line. */
 static void serve(struct carved *d, struct client *c)
 {
     ssize_t n = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+    c->last = monitor_now();
     if (n <= 0) {
-        drop(c);
+        if (n == 0 && c->len > 0) /* it stopped writing mid-request; it may still read */
+            reply(c, refusal("the request ended without a newline (send one JSON object "
+                             "per line)"));
+        if (c->fd >= 0)
+            drop(c);
         return;
     }
     c->len += (size_t)n;
@@ -220,17 +227,18 @@ static void serve(struct carved *d, struct client *c)
             drop(c);
             return;
         }
-        const char *op = strstr(c->buf, "\"op\"");
-        json_t *r = api_handle(d, c->buf, cred.uid, cred.gid, cred.pid);
-        if (op && (strstr(op, "create") || strstr(op, "delete")))
-            monitor_poll(d, now_s()); /* listings right after show the change */
+        json_t *r = (size_t)(nl - c->buf) != strlen(c->buf)
+                        ? refusal("the request holds a NUL byte (send one JSON object per line)")
+                        : api_handle(d, c->buf, cred.uid, cred.gid, cred.pid);
         reply(c, r);
+        if (c->fd < 0)
+            return; /* it hung up: drop() emptied its buffer, and nl points into nothing */
         size_t rest = c->len - (size_t)(nl + 1 - c->buf);
         memmove(c->buf, nl + 1, rest);
         c->len = rest;
     }
     if (c->fd >= 0 && c->len == sizeof(c->buf) - 1) {
-        reply(c, json_pack("{s:b,s:s}", "ok", 0, "error", "request longer than 64 KiB"));
+        reply(c, refusal("request longer than 64 KiB"));
         drop(c);
     }
 }
@@ -248,6 +256,7 @@ static void accept_client(int lfd)
         if (clients[i].fd < 0) {
             clients[i].fd = fd;
             clients[i].len = 0;
+            clients[i].last = monitor_now();
             return;
         }
     close(fd); /* full: the client sees EOF and says so */
@@ -266,8 +275,10 @@ static void loop(struct carved *d, int lfd)
                 p[n] = (struct pollfd){.fd = clients[i].fd, .events = POLLIN};
                 map[n++] = i;
             }
-        double now = now_s();
+        double now = monitor_now();
         int wait_ms = next > now ? (int)((next - now) * 1000) + 1 : 0;
+        if (n > 1 && wait_ms > 1000)
+            wait_ms = 1000; /* wake to drop clients that went silent */
         int r = poll(p, (nfds_t)n, wait_ms);
         for (int i = 0; r > 0 && i < n; i++) {
             if (!p[i].revents)
@@ -277,7 +288,15 @@ static void loop(struct carved *d, int lfd)
             else
                 serve(d, &clients[map[i]]);
         }
-        now = now_s();
+        now = monitor_now();
+        for (int i = 0; i < MAX_CLIENTS; i++)
+            if (clients[i].fd >= 0 && now - clients[i].last > CLIENT_IDLE_S) {
+                if (clients[i].len > 0)
+                    reply(&clients[i], refusal("the request was not finished within 5 s (send "
+                                               "one JSON object per line)"));
+                if (clients[i].fd >= 0)
+                    drop(&clients[i]);
+            }
         if (now >= next) {
             monitor_poll(d, now);
             carved_http_publish(d->snapshot);

@@ -152,7 +152,8 @@ static double sample_double(const struct sample *v)
 /* ---- the metric families: name, type, help, whose they are, and how a value is read ---- */
 
 enum scope {
-    SCOPE_DCGM,   /* one sample per GPU, DCGM's labels: gpu, UUID, modelName, Hostname */
+    SCOPE_DCGM,   /* one sample per GPU, DCGM's labels: gpu, UUID, pci_bus_id (when known),
+                     device, modelName, Hostname, in dcgm-exporter's order */
     SCOPE_GPU,    /* one per GPU, carve's labels: gpu, UUID, Hostname */
     SCOPE_DEVICE, /* one per (slice, GPU it spans): slice, gpu, UUID, Hostname */
     SCOPE_SLICE,  /* one per slice: slice, Hostname */
@@ -403,12 +404,25 @@ static void emit_gpus(struct emitter *e)
         char index[32];
         if (!index_label(gpu, index, sizeof(index)))
             continue;
-        struct label l[] = {{"gpu", index}, {"UUID", str_field(gpu, "uuid")},
-                            {"modelName", str_field(gpu, "name")}, {"Hostname", e->host}};
         if (e->f->scope == SCOPE_DCGM) {
-            emit(e, gpu, l, 4);
+            /* device is /dev/nvidiaN; a snapshot from before carved read it: the index */
+            char device[48];
+            const char *dv = str_field(gpu, "device"), *pci = str_field(gpu, "pci_bus_id");
+            if (*dv)
+                snprintf(device, sizeof(device), "%s", dv);
+            else
+                snprintf(device, sizeof(device), "nvidia%s", index);
+            struct label l[6] = {{"gpu", index}, {"UUID", str_field(gpu, "uuid")}};
+            int n = 2;
+            if (*pci)
+                l[n++] = (struct label){"pci_bus_id", pci};
+            l[n++] = (struct label){"device", device};
+            l[n++] = (struct label){"modelName", str_field(gpu, "name")};
+            l[n++] = (struct label){"Hostname", e->host};
+            emit(e, gpu, l, n);
         } else {
-            l[2] = l[3];
+            struct label l[] = {{"gpu", index}, {"UUID", str_field(gpu, "uuid")},
+                                {"Hostname", e->host}};
             emit(e, gpu, l, 3);
         }
     }

@@ -11,3 +11,12 @@ $(BIN)/carved: $(CARVED_CORE_OBJ) $(CARVED_HTTP_OBJ) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS) -ljansson -lmicrohttpd -ldl -lpthread
 
 ALL_TARGETS += $(BIN)/carved
+
+# Fuzz harness of the socket protocol (clang, not part of `all'; run by `make fuzz-smoke'):
+# the request handler with the registry and the common code, as carved links them.
+FUZZ_DIR ?= $(BUILD)/fuzz
+FUZZ_API_SRC := tests/fuzz/fuzz_api.c carved/api.c carved/registry.c carved/monitor.c carved/config.c \
+	$(wildcard common/*.c)
+$(FUZZ_DIR)/fuzz_api: $(FUZZ_API_SRC) carved/daemon.h carved/carved.h $(wildcard common/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Icarved $(FUZZ_API_SRC) -o $@ -ljansson -ldl -lpthread

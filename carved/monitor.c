@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "carve/nvml_abi.h"
@@ -16,8 +17,18 @@
 
 #define MAX_PROCS 1024
 
+/* nvml.h's nvmlPciInfo_t (v3), for DCGM's pci_bus_id label; declared here because only
+ * carved reads it. */
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} carved_nvml_pci_info;
+
 static struct {
     void *handle;
+    nvmlReturn_t (*pci)(nvmlDevice_t, carved_nvml_pci_info *);  /* optional: the simulated */
+    nvmlReturn_t (*minor)(nvmlDevice_t, unsigned int *);         /* GPU has neither */
     __typeof__(&nvmlInit_v2) init;
     __typeof__(&nvmlShutdown) shutdown;
     __typeof__(&nvmlDeviceGetHandleByIndex_v2) by_index;
@@ -48,6 +59,8 @@ int monitor_open(struct carved *d, char *err, size_t errlen)
     nv.util = (__typeof__(nv.util))dlsym(nv.handle, "nvmlDeviceGetUtilizationRates");
     nv.procs = (__typeof__(nv.procs))dlsym(nv.handle, "nvmlDeviceGetComputeRunningProcesses_v3");
     nv.proc_util = (__typeof__(nv.proc_util))dlsym(nv.handle, "nvmlDeviceGetProcessUtilization");
+    nv.pci = (__typeof__(nv.pci))dlsym(nv.handle, "nvmlDeviceGetPciInfo_v3");
+    nv.minor = (__typeof__(nv.minor))dlsym(nv.handle, "nvmlDeviceGetMinorNumber");
     if (!nv.init || !nv.shutdown || !nv.by_index || !nv.memory || !nv.procs ||
         nv.init() != NVML_SUCCESS) {
         snprintf(err, errlen, "%s lacks what carved needs (NVML process listing)", path);
@@ -67,6 +80,34 @@ void monitor_close(void)
     }
 }
 
+/* uid -> user name, looked up once per poll: getpwuid reads /etc/passwd on every call, and
+ * with a thousand slices that was most of a poll (bench/carved-bench.sh). */
+#define NAME_CACHE 64
+static struct {
+    uid_t uid;
+    char name[32];
+} names[NAME_CACHE];
+static int nnames;
+
+static void user_name(uid_t uid, char *out, size_t len)
+{
+    for (int i = 0; i < nnames; i++)
+        if (names[i].uid == uid) {
+            snprintf(out, len, "%s", names[i].name);
+            return;
+        }
+    struct passwd *pw = getpwuid(uid);
+    if (pw)
+        snprintf(out, len, "%s", pw->pw_name);
+    else
+        snprintf(out, len, "%u", (unsigned)uid);
+    if (nnames < NAME_CACHE) {
+        names[nnames].uid = uid;
+        snprintf(names[nnames].name, sizeof(names[nnames].name), "%s", out);
+        nnames++;
+    }
+}
+
 static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen)
 {
     char path[64];
@@ -80,11 +121,8 @@ static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen
     }
     struct stat st;
     snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-    struct passwd *pw = stat(path, &st) == 0 ? getpwuid(st.st_uid) : NULL;
-    if (pw)
-        snprintf(user, ulen, "%s", pw->pw_name);
-    else if (stat(path, &st) == 0)
-        snprintf(user, ulen, "%u", (unsigned)st.st_uid);
+    if (stat(path, &st) == 0)
+        user_name(st.st_uid, user, ulen);
     else
         snprintf(user, ulen, "?");
 }
@@ -140,8 +178,16 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
     nvmlDevice_t dev;
     nvmlMemory_t mem = {0, 0, 0};
     nvmlUtilization_t util = {0, 0};
+    carved_nvml_pci_info pci;
+    unsigned minor = gi->index; /* /dev/nvidiaN: the index unless NVML says otherwise */
+    memset(&pci, 0, sizeof(pci));
     if (nv.by_index(gi->index, &dev) == NVML_SUCCESS) {
         nv.memory(dev, &mem);
+        if (nv.pci && nv.pci(dev, &pci) != NVML_SUCCESS)
+            pci.busId[0] = '\0';
+        pci.busId[sizeof(pci.busId) - 1] = '\0';
+        if (nv.minor && nv.minor(dev, &minor) != NVML_SUCCESS)
+            minor = gi->index;
         if (nv.util)
             nv.util(dev, &util);
         static nvmlProcessInfo_t infos[MAX_PROCS];
@@ -180,8 +226,10 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
                 "action", action));
         }
     }
-    return json_pack("{s:i,s:s,s:s,s:I,s:I,s:i,s:o}", "index", (int)gi->index, "uuid", gi->uuid,
-                     "name", gi->name, "memory_total", (json_int_t)(mem.total ? mem.total : gi->total),
+    char device[32];
+    snprintf(device, sizeof(device), "nvidia%u", minor);
+    return json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:o}", "index", (int)gi->index,
+                     "uuid", gi->uuid, "pci_bus_id", pci.busId, "device", device, "name", gi->name, "memory_total", (json_int_t)(mem.total ? mem.total : gi->total),
                      "memory_used", (json_int_t)mem.used, "utilization", (int)util.gpu,
                      "processes", procs);
 }
@@ -265,16 +313,37 @@ static json_t *slice_json(struct carved *d, struct dslice *s, bool busy, double 
                                                "user", user, "command", cmd, "memory_used",
                                                (json_int_t)used));
     }
-    struct passwd *pw = getpwuid(s->owner);
     char owner[32];
-    snprintf(owner, sizeof(owner), "%u", (unsigned)s->owner);
+    user_name(s->owner, owner, sizeof(owner));
     return json_pack("{s:s,s:s,s:I,s:I,s:s,s:o,s:o,s:b,s:f,s:f,s:s}", "name", s->name,
-                     "owner", pw ? pw->pw_name : owner, "uid", (json_int_t)s->owner,
+                     "owner", owner, "uid", (json_int_t)s->owner,
                      "created", (json_int_t)s->created, "origin", registry_origin_name(s->origin),
                      "devices", slice_devices(s, dt), "processes", procs, "idle", s->idle,
                      "idle_seconds", s->idle_since > 0 ? now - s->idle_since : 0.0,
                      "idle_gpu_hours", s->idle_gpu_hours, "policy_idle",
                      policy_name(policy_of(d, s)));
+}
+
+/* An escape counts once, in the poll that first sees it, not in every poll it lasts (a pid
+ * is the same escape while it stays one from poll to poll). */
+static void count_new_escapes(struct carved *d, const json_t *escapes)
+{
+    static unsigned seen[MAX_PROCS], now_seen[MAX_PROCS];
+    static size_t nseen;
+    size_t n = 0, i;
+    const json_t *e;
+    json_array_foreach(escapes, i, e) {
+        unsigned pid = (unsigned)json_integer_value(json_object_get(e, "pid"));
+        bool old = false;
+        for (size_t j = 0; j < nseen && !old; j++)
+            old = seen[j] == pid;
+        if (!old)
+            d->escapes_total++;
+        if (n < MAX_PROCS)
+            now_seen[n++] = pid;
+    }
+    memcpy(seen, now_seen, n * sizeof(seen[0]));
+    nseen = n;
 }
 
 /* A slice made for one `carve run` ends with it: when that carve run is gone and no process
@@ -298,6 +367,8 @@ void monitor_poll(struct carved *d, double now)
 {
     double dt = last_poll > 0 ? now - last_poll : 0;
     last_poll = now;
+    nnames = 0; /* names as they are now: a renamed user shows at the next poll */
+    d->stale = false;
     end_orphan_runs(d);
     read_members(d);
     static bool busy[CARVED_MAX_SLICES];
@@ -305,7 +376,7 @@ void monitor_poll(struct carved *d, double now)
     json_t *gpus = json_array(), *escapes = json_array(), *slices = json_array();
     for (int g = 0; g < d->ngpu && nv.handle; g++)
         json_array_append_new(gpus, gpu_json(d, g, escapes, busy));
-    d->escapes_total += json_array_size(escapes);
+    count_new_escapes(d, escapes);
     unsigned long long denials = 0;
     for (int i = 0; i < CARVED_MAX_SLICES; i++) {
         struct dslice *s = &d->slices[i];
@@ -329,4 +400,11 @@ void monitor_poll(struct carved *d, double now)
         json_decref(d->snapshot);
         d->snapshot = snap;
     }
+}
+
+double monitor_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -194,6 +194,7 @@ int registry_create(struct carved *d, const struct carved_slice_conf *req, int o
     s->creator = creator;
     s->created = (long long)time(NULL);
     s->used = true;
+    d->stale = true;
     carved_log("slice %s made (%s, owner uid %u, memory %s, compute %s)", s->name,
                registry_origin_name(origin), (unsigned)owner, s->memory[0] ? s->memory : "-",
                s->compute[0] ? s->compute : "-");
@@ -207,6 +208,7 @@ int registry_delete(struct carved *d, struct dslice *s, char *err, size_t errlen
     carve_slice_unlink(s->shm);
     leave_boards(s);
     memset(s, 0, sizeof(*s));
+    d->stale = true;
     return registry_save(d, err, errlen);
 }
 

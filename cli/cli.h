@@ -30,6 +30,7 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
                      size_t errlen);
 /* Lets the MIG device carve_mig_choose locked go. */
 void carve_mig_release(int lock_fd);
+int carve_cmd_top(int argc, char **argv);
 
 /* carved's socket (CARVE_SOCKET or /run/carve/carved.sock); a connected fd or -1. */
 const char *carve_socket_path(void);

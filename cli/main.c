@@ -18,6 +18,7 @@ static const struct subcommand {
     {"plan", carve_cmd_plan, "pack workloads onto a fleet under each sharing mechanism"},
     {"advise", carve_cmd_advise, "which sharing mechanism fits a GPU, workload and trust"},
     {"cost", carve_cmd_cost, "what sharing saves: cost per workload-hour, GPU-hours recovered"},
+    {"top", carve_cmd_top, "a live terminal view of carved's GPUs, slices and escapes"},
     {"help", cmd_help, "show help for carve or one of its subcommands"},
 };
 

@@ -1,5 +1,5 @@
 # cli: the carve command (build/bin/carve).
-CLI_SRC := $(wildcard cli/*.c)
+CLI_SRC := $(filter-out cli/top.c,$(wildcard cli/*.c))
 CLI_OBJ := $(CLI_SRC:%.c=$(OBJ)/%.o)
 
 $(BIN)/carve: $(CLI_OBJ) $(PLANNER_LIB) $(COMMON_LIB)
@@ -7,3 +7,14 @@ $(BIN)/carve: $(CLI_OBJ) $(PLANNER_LIB) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(LDFLAGS) -ljansson -ldl
 
 ALL_TARGETS += $(BIN)/carve
+
+# carve top is its own program, run by `carve top` (cli/top_exec.c): ncurses is loaded by it
+# alone, not by every carve run.
+$(LIBDIR)/carve-top: $(OBJ)/cli/top-program.o $(OBJ)/cli/daemon.o $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -ljansson -lncurses
+$(OBJ)/cli/top-program.o: cli/top.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DCARVE_TOP_PROGRAM -MMD -MP -c $< -o $@
+
+ALL_TARGETS += $(LIBDIR)/carve-top

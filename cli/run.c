@@ -6,6 +6,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,8 @@ static int setup_env(const struct run_opts *o, const char *libdir, const char *s
     return r ? -1 : 0;
 }
 
+extern char **environ;
+
 static volatile sig_atomic_t child_pid;
 
 /* Passes a signal on to the command. A terminal's ^C, ^\ or hangup already reaches the
@@ -250,17 +253,11 @@ static void forward_signal(int sig, siginfo_t *info, void *ctx)
         kill((pid_t)child_pid, sig);
 }
 
-static void exec_child(char **command)
-{
-    execvp(command[0], command);
-    int e = errno;
-    fprintf(stderr, "carve run: cannot run `%s': %s\n", command[0], strerror(e));
-    _exit(e == ENOENT ? CARVE_EXIT_NOTFOUND : CARVE_EXIT_NOEXEC);
-}
-
 /* Runs the command and returns the exit status carve run should have. The handlers go in
- * before the fork, so that no signal can end carve (and strand the slice) once it has a
- * child; execvp resets them to their defaults in the command. */
+ * before the spawn, so that no signal can end carve (and strand the slice) once it has a
+ * child; the command gets them back at their defaults. posix_spawnp, not fork: it shares
+ * carve's memory until the exec instead of copying its page tables, a fifth of a start-up
+ * (bench/carved-bench.sh). */
 static int run_and_wait(char **command)
 {
     static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
@@ -274,16 +271,33 @@ static int run_and_wait(char **command)
     }
     /* held back until child_pid is known, then forwarded */
     sigprocmask(SIG_BLOCK, &block, &old);
-    pid_t pid = fork();
-    if (pid == 0) {
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        exec_child(command);
+    posix_spawnattr_t attr;
+    pid_t pid = 0;
+    int e = posix_spawnattr_init(&attr);
+    if (e == 0) {
+        posix_spawnattr_setsigmask(&attr, &old);
+        posix_spawnattr_setsigdefault(&attr, &block);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        e = posix_spawnp(&pid, command[0], NULL, &attr, command, environ);
+        if (e == ENOEXEC) { /* a script with no #! line: sh runs it, as execvp would */
+            size_t n = 0;
+            while (command[n])
+                n++;
+            char **with_sh = calloc(n + 2, sizeof(*with_sh));
+            if (with_sh) {
+                with_sh[0] = "sh";
+                memcpy(with_sh + 1, command, (n + 1) * sizeof(*command));
+                e = posix_spawn(&pid, "/bin/sh", NULL, &attr, with_sh, environ);
+                free(with_sh);
+            }
+        }
+        posix_spawnattr_destroy(&attr);
     }
-    child_pid = pid;
+    child_pid = e == 0 ? pid : 0;
     sigprocmask(SIG_SETMASK, &old, NULL);
-    if (pid < 0) {
-        fprintf(stderr, "carve run: fork: %s\n", strerror(errno));
-        return CARVE_EXIT_NOEXEC;
+    if (e != 0) {
+        fprintf(stderr, "carve run: cannot run `%s': %s\n", command[0], strerror(e));
+        return e == ENOENT ? CARVE_EXIT_NOTFOUND : CARVE_EXIT_NOEXEC;
     }
     int status;
     while (waitpid(pid, &status, 0) < 0)

@@ -4,8 +4,10 @@
 # snapshot (two GPUs, three slices, one of them idle, one escape): 503 before the first
 # snapshot, /metrics and /api/state after it, 404 and 405, listen addresses refused with a
 # clear message; then, when chromium is installed, the dashboard rendered headless: the DOM
-# must show every slice with its memory, the idle slice and the escape, and a screenshot is
-# kept (SCREENSHOT=PATH, e.g. docs/results/dashboard-sim.png; default: none, so a test run leaves the tree clean).
+# must show every slice with its memory, the idle slice and the escape; the page must follow
+# the node live (a slice made, memory used, the idle slice busy again, the escape gone, while
+# it runs); and a screenshot is kept (SCREENSHOT=PATH; default BUILD/test-logs/dashboard.png,
+# beside the test logs of tests/run-all.sh; e.g. docs/results/dashboard-sim.png).
 #
 #   BUILD=build bash tests/e2e/dashboard.sh
 #
@@ -15,7 +17,7 @@ cd "$(dirname "$0")/../.." || exit 2
 
 BUILD=${BUILD:-build}
 SERVE=$BUILD/tests/e2e/http_serve
-SCREENSHOT=${SCREENSHOT-}
+SCREENSHOT=${SCREENSHOT-$BUILD/test-logs/dashboard.png}
 passed=0
 failed=0
 dir=$(mktemp -d)
@@ -52,6 +54,7 @@ cat >"$dir/snap.json" <<EOF
   "version": 1, "node": "sim-node-1", "time": 1763900000.5, "simulated": true,
   "gpus": [
     {"index": 0, "uuid": "GPU-00000000-1111-2222-3333-444444444444",
+     "pci_bus_id": "00000000:18:00.0", "device": "nvidia0",
      "name": "NVIDIA H100 80GB HBM3", "memory_total": $((80 * GiB)),
      "memory_used": $((9 * GiB)), "utilization": 41,
      "processes": [
@@ -189,9 +192,9 @@ G1='gpu="1",UUID="GPU-55555555-6666-7777-8888-999999999999"'
 H='Hostname="sim-node-1"'
 for line in \
     "# TYPE DCGM_FI_DEV_FB_USED gauge" \
-    "DCGM_FI_DEV_FB_USED{$G0,modelName=\"NVIDIA H100 80GB HBM3\",$H} 9216" \
-    "DCGM_FI_DEV_FB_FREE{$G1,modelName=\"NVIDIA H100 80GB HBM3\",$H} 67584" \
-    "DCGM_FI_DEV_GPU_UTIL{$G1,modelName=\"NVIDIA H100 80GB HBM3\",$H} 63" \
+    "DCGM_FI_DEV_FB_USED{$G0,pci_bus_id=\"00000000:18:00.0\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",$H} 9216" \
+    "DCGM_FI_DEV_FB_FREE{$G1,device=\"nvidia1\",modelName=\"NVIDIA H100 80GB HBM3\",$H} 67584" \
+    "DCGM_FI_DEV_GPU_UTIL{$G1,device=\"nvidia1\",modelName=\"NVIDIA H100 80GB HBM3\",$H} 63" \
     "carve_slice_memory_used_bytes{slice=\"train\",$G0,$H} $((4 * GiB))" \
     "carve_slice_memory_cap_bytes{slice=\"infer\",$G1,$H} $((16 * GiB))" \
     "carve_slice_compute_share_ratio{slice=\"train\",$G0,$H} 0.285" \
@@ -439,11 +442,95 @@ for fixture in empty odd; do
         bad "dashboard with the $fixture snapshot lacks$missing"
     fi
 done
+# live: the node changes while the page runs (http_serve --then, on SIGUSR2) and the page
+# must follow without a reload: slice late appears, train uses 6 GiB, notebook is busy again
+# and the escape is gone; late's chart is shorter than train's, so the page saw both states.
+python3 - "$dir/snap.json" "$dir/snap2.json" "$GiB" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1])); gib = int(sys.argv[3])
+train = s["slices"][0]; train["devices"][0]["memory_used"] = 6 * gib
+train["processes"][0]["memory_used"] = 6 * gib
+nb = s["slices"][1]; nb["idle"] = False; nb["idle_seconds"] = 0.0
+late = json.loads(json.dumps(nb)); late.update(name="late", owner="dave", processes=[])
+late["devices"][0].update(memory_cap=2 * gib, memory_used=gib)
+s["slices"].append(late)
+s["escapes"] = []
+s["gpus"][1]["processes"] = [p for p in s["gpus"][1]["processes"] if p["pid"] != 4242]
+json.dump(s, open(sys.argv[2], "w"))
+EOF
+# connections to the server in state ESTABLISHED, from /proc/net/tcp (no ss needed)
+connected() {
+    awk -v port="$(printf '%04X' "$port")" 'NR > 1 && $4 == "01" && $2 ~ (":" port "$")' /proc/net/tcp | grep -q .
+}
+port=$(free_port)
+start_server --tick 10 --then "$dir/snap2.json" "127.0.0.1:$port" "$dir/snap.json" ||
+    bad "http_serve --then did not start: $(cat "$dir/serve.err")"
+live_start=$(date +%s.%N)
+# a minute of the page's time (it polls once a second, and its charts keep five minutes),
+# run as fast as the fetches allow
+chrome_run 60000 --dump-dom >"$dir/dom-live.html" &
+chrome_pid=$!
+for _ in $(seq 300); do connected && break; sleep 0.05; done
+sleep 0.3 # a few polls of the first state
+switched=0
+if kill -0 "$chrome_pid" 2>/dev/null; then
+    kill -USR2 "$server"
+    switched=1
+fi
+wait "$chrome_pid"
+stop_server
+live_secs=$(awk -v a="$live_start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+if [ "$switched" = 0 ]; then
+    bad "live update: chromium ended before the node changed"
+else
+    python3 - "$dir/dom-live.html" "$GiB" >"$dir/live-checks" 2>&1 <<'EOF'
+import sys
+from html.parser import HTMLParser
+gib = int(sys.argv[2])
+class Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags = []
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+dom = open(sys.argv[1], encoding="utf-8").read()
+t = Tags()
+t.feed(dom)
+def row(name):
+    r = [a for tag, a in t.tags if a.get("data-slice") == name and "slice" in a.get("class", "").split()]
+    return r[0] if len(r) == 1 else {}
+def points(name):
+    r = [a for tag, a in t.tags if tag == "svg" and a.get("data-slice") == name]
+    return int(r[0].get("data-points", 0)) if r else 0
+late, train = row("late"), row("train")
+checks = [
+    (late.get("data-gpu") == "0" and late.get("data-used") == str(gib) and late.get("data-cap") == str(2 * gib),
+     "slice late appeared under GPU 0 with 1 GiB of 2 GiB (%s)" % {k: v for k, v in late.items() if k.startswith("data-")}),
+    (train.get("data-used") == str(6 * gib), "train's bar moved to 6 GiB (data-used=%s)" % train.get("data-used")),
+    ("1.0 GiB / 2.0 GiB" in dom and "6.0 GiB / 8.0 GiB" in dom, "the new numbers are on the page"),
+    ('<ul id="idle"><li class="empty">none</li></ul>' in dom, "notebook left the idle list"),
+    ('<ul id="escapes"><li class="empty">none</li></ul>' in dom, "the escape left the escapes list"),
+    (0 < points("late") < points("train"),
+     "late's chart is shorter than train's (%d < %d points): the page saw both states"
+     % (points("late"), points("train"))),
+]
+for ok, what in checks:
+    print(("ok - " if ok else "FAIL - ") + "dashboard live: " + what)
+EOF
+    cat "$dir/live-checks"
+    p=$(grep -c '^ok - ' "$dir/live-checks")
+    f=$(grep -c '^FAIL - ' "$dir/live-checks")
+    passed=$((passed + p))
+    failed=$((failed + f))
+    [ $((p + f)) -eq 6 ] || bad "live update: the DOM checks did not run: $(tail -n 3 "$dir/live-checks")"
+    echo "    (the live run took $live_secs s)"
+fi
+
 port=$(free_port)
 start_server --tick 10 "127.0.0.1:$port" "$dir/snap.json" || bad "http_serve restarted"
 
-# a minute of polls, so that the charts show some history
-chrome_run 60000 --screenshot="$dir/dashboard.png" --window-size=1280,900 >/dev/null
+# twenty polls, so that the charts show some history
+chrome_run 20000 --screenshot="$dir/dashboard.png" --window-size=1280,900 >/dev/null
 if [ "$(head -c 8 "$dir/dashboard.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
 then
     ok "screenshot taken ($(wc -c <"$dir/dashboard.png") bytes of PNG)"

@@ -1,12 +1,14 @@
 /* http_serve.c - carved's HTTP side alone, for tests/e2e/dashboard.sh: serves a snapshot read
  * from a file on HOST:PORT until SIGTERM or SIGINT.
  *
- *   http_serve [--hold] [--tick MS] HOST:PORT SNAPSHOT.json
+ *   http_serve [--hold] [--tick MS] [--then SNAPSHOT2.json] HOST:PORT SNAPSHOT.json
  *
  * --hold: publish nothing until SIGUSR1 (so /metrics and /api/state answer 503 until then).
  * --tick MS: every MS milliseconds publish a new snapshot, its "time" one second on and each
  *            slice's compute_share moved a little, so the dashboard's charts have a history
  *            (the first snapshot published is the file's, as it is).
+ * --then FILE2: on SIGUSR2, FILE2 becomes the snapshot served from then on (the node
+ *            changed: slices made, memory used, an escape gone), so a test sees the page follow.
  * Prints "ready" on stdout once it listens; exits 1 with carved's message if it cannot. */
 #include <errno.h>
 #include <math.h>
@@ -20,7 +22,8 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: http_serve [--hold] [--tick MS] HOST:PORT SNAPSHOT.json\n");
+    fprintf(stderr, "usage: http_serve [--hold] [--tick MS] [--then SNAPSHOT2.json] HOST:PORT "
+                    "SNAPSHOT.json\n");
     exit(2);
 }
 
@@ -61,10 +64,13 @@ int main(int argc, char **argv)
 {
     int hold = 0;
     long tick_ms = 0;
+    const char *then = NULL;
     int a = 1;
     for (; a < argc && argv[a][0] == '-'; a++) {
         if (strcmp(argv[a], "--hold") == 0) {
             hold = 1;
+        } else if (strcmp(argv[a], "--then") == 0 && a + 1 < argc) {
+            then = argv[++a];
         } else if (strcmp(argv[a], "--tick") == 0 && a + 1 < argc) {
             tick_ms = strtol(argv[++a], NULL, 10);
             if (tick_ms <= 0)
@@ -83,6 +89,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "http_serve: %s:%d: %s\n", file, jerr.line, jerr.text);
         return 1;
     }
+    json_t *next = then ? json_load_file(then, 0, &jerr) : NULL;
+    if (then && !next) {
+        fprintf(stderr, "http_serve: %s:%d: %s\n", then, jerr.line, jerr.text);
+        json_decref(base);
+        return 1;
+    }
 
     /* the signals are taken here, synchronously; the listener's thread inherits the mask */
     sigset_t set;
@@ -90,6 +102,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
     sigprocmask(SIG_BLOCK, &set, NULL);
 
     char err[512];
@@ -110,6 +123,11 @@ int main(int argc, char **argv)
         if (sig == SIGUSR1) {
             hold = 0;
             publish(base, tick);
+        } else if (sig == SIGUSR2 && next) {
+            json_decref(base);
+            base = next; /* the clock goes on from where it was */
+            next = NULL;
+            publish(base, ++tick);
         } else if (sig == SIGTERM || sig == SIGINT) {
             break;
         } else if (sig < 0 && errno == EAGAIN && !hold) {
@@ -118,5 +136,6 @@ int main(int argc, char **argv)
     }
     carved_http_stop();
     json_decref(base);
+    json_decref(next);
     return 0;
 }

@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 8
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -Iinclude -Icommon \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_NAMES   := size compute config mig_request mps # fuzz_config is built by carved/config.mk
+FUZZ_NAMES   := size compute config api mig_request mps # fuzz_config and fuzz_api are built by carved/*.mk
 
 $(FUZZ_DIR)/fuzz_size: tests/fuzz/fuzz_size.c common/size.c common/size.h
 	@mkdir -p $(dir $@)

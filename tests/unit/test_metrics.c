@@ -22,6 +22,7 @@ static const char *const SNAPSHOT = "{"
     "\"version\": 1, \"node\": \"gpu-node-1\", \"time\": 1763900000.5, \"simulated\": true,"
     "\"gpus\": ["
     "  {\"index\": 0, \"uuid\": \"GPU-aaaa\", \"name\": \"NVIDIA H100 80GB HBM3\","
+    "   \"pci_bus_id\": \"00000000:18:00.0\", \"device\": \"nvidia3\","
     "   \"memory_total\": 85899345920, \"memory_used\": 10737418240, \"utilization\": 37,"
     "   \"processes\": [{\"pid\": 1}, {\"pid\": 2}, {\"pid\": 456}]},"
     "  {\"index\": 1, \"uuid\": \"GPU-bbbb\", \"name\": \"NVIDIA H100 80GB HBM3\","
@@ -224,18 +225,18 @@ static void test_dcgm_gpu_lines(void **state)
     check_format(t);
     expect_line(t, "# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).");
     expect_line(t, "# TYPE DCGM_FI_DEV_FB_USED gauge");
-    expect_line(t, "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-aaaa\","
-                   "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-1\"} 10240");
-    expect_line(t, "DCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"GPU-bbbb\","
+    expect_line(t, "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-aaaa\",pci_bus_id=\"00000000:18:00.0\","
+                   "device=\"nvidia3\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-1\"} 10240");
+    expect_line(t, "DCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"GPU-bbbb\",device=\"nvidia1\","
                    "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-1\"} 0");
     expect_line(t, "# TYPE DCGM_FI_DEV_FB_FREE gauge");
-    expect_line(t, "DCGM_FI_DEV_FB_FREE{gpu=\"0\",UUID=\"GPU-aaaa\","
-                   "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-1\"} 71680");
-    expect_line(t, "DCGM_FI_DEV_FB_FREE{gpu=\"1\",UUID=\"GPU-bbbb\","
+    expect_line(t, "DCGM_FI_DEV_FB_FREE{gpu=\"0\",UUID=\"GPU-aaaa\",pci_bus_id=\"00000000:18:00.0\","
+                   "device=\"nvidia3\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-1\"} 71680");
+    expect_line(t, "DCGM_FI_DEV_FB_FREE{gpu=\"1\",UUID=\"GPU-bbbb\",device=\"nvidia1\","
                    "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-1\"} 81920");
     expect_line(t, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge");
-    expect_line(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-aaaa\","
-                   "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-1\"} 37");
+    expect_line(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-aaaa\",pci_bus_id=\"00000000:18:00.0\","
+                   "device=\"nvidia3\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-1\"} 37");
     expect_line(t, "carve_gpu_processes{gpu=\"0\",UUID=\"GPU-aaaa\",Hostname=\"gpu-node-1\"} 3");
     expect_line(t, "carve_gpu_processes{gpu=\"1\",UUID=\"GPU-bbbb\",Hostname=\"gpu-node-1\"} 0");
     expect_line(t, "# TYPE carve_escapes gauge");
@@ -328,9 +329,9 @@ static void test_escaping(void **state)
     check_format(t);
     expect_line(t, "carve_slice_idle{slice=\"a\\\"b\\\\c\\nd\","
                    "Hostname=\"host\\\"with\\\\odd\\nname\"} 0");
-    expect_line(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-aaaa\","
-                   "modelName=\"Model \\\"X\\\"\",Hostname=\"host\\\"with\\\\odd\\nname\"} 37");
-    expect_line(t, "DCGM_FI_DEV_FB_FREE{gpu=\"1\",UUID=\"GPU-bbbb\","
+    expect_line(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-aaaa\",pci_bus_id=\"00000000:18:00.0\","
+                   "device=\"nvidia3\",modelName=\"Model \\\"X\\\"\",Hostname=\"host\\\"with\\\\odd\\nname\"} 37");
+    expect_line(t, "DCGM_FI_DEV_FB_FREE{gpu=\"1\",UUID=\"GPU-bbbb\",device=\"nvidia1\","
                    "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"host\\\"with\\\\odd\\nname\"} 0");
     free(t);
 }

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# san: yes
+# carved_protocol.sh - carved's socket API against bad clients, on a private socket with the
+# simulated GPU: malformed JSON, a JSON value that is no object, invalid UTF-8, a NUL byte, a
+# request over 64 KiB, a request cut off without its newline, several requests in one write
+# and one request in many writes, and a client that hangs up before reading: each gets one
+# error line that says what is wrong (or its answers), and carved keeps serving and is still
+# alive at the end; 64 clients that never finish a request lose their slots after 5 s. In the sanitizer build carved runs with ASan, so a memory error fails it.
+#
+#   BUILD=build bash tests/e2e/carved_protocol.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+BUILD=${BUILD:-build}
+CARVE=$BUILD/bin/carve
+CARVED=$BUILD/bin/carved
+passed=0
+failed=0
+work=$(mktemp -d)
+export CARVE_SIM_STATE=$work/sim-state CARVE_SOCKET=$work/carved.sock
+# a simulated GPU of this run's own: compute slices share a board per GPU UUID in /dev/shm,
+# and the simulated GPU's default UUID is the same for every carve build on the machine
+sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+export CARVE_SIM_UUIDS=GPU-$sim_uuid
+daemon=
+
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
+cleanup() {
+    if [ -n "$daemon" ]; then
+        kill -TERM "$daemon" 2>/dev/null
+        wait "$daemon" 2>/dev/null
+    fi
+    find /dev/shm -maxdepth 1 -name 'carve.d.*' -newer "$work/carved.conf" -delete 2>/dev/null
+    rm -f "/dev/shm/carve-board-${sim_uuid//-/}" "/dev/shm/carve-board-${sim_uuid//-/}.activity"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+printf 'poll_interval = 200ms\n' >"$work/carved.conf"
+"$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" --state-dir "$work/state" \
+    --listen off >"$work/carved.log" 2>&1 &
+daemon=$!
+for _ in $(seq 100); do
+    "$CARVE" slice list >/dev/null 2>&1 && break
+    sleep 0.1
+done
+
+# send CASE...: one raw exchange per case, each on a connection of its own, by one python
+# client; prints `CASE<TAB>what came back (or why nothing did)', one line per case
+send() {
+    python3 - "$CARVE_SOCKET" "$@" <<'EOF'
+import socket, sys, time
+path = sys.argv[1]
+def lines(n):
+    buf = b""
+    while buf.count(b"\n") < n:
+        try:
+            chunk = s.recv(65536)
+        except (socket.timeout, ConnectionResetError) as e:
+            return buf.decode("utf-8", "replace") + "<%s>" % type(e).__name__
+        if not chunk:
+            return buf.decode("utf-8", "replace") + "<eof>"
+        buf += chunk
+    return buf.decode("utf-8", "replace")
+def exchange(case):
+  global s
+  s = socket.socket(socket.AF_UNIX)
+  s.settimeout(5)
+  s.connect(path)
+  if case == "not-json":
+      s.sendall(b"hello carved\n"); return lines(1)
+  elif case == "not-object":
+      s.sendall(b"[1, 2, 3]\n"); return lines(1)
+  elif case == "bad-utf8":
+      s.sendall(b'{"op":"create","name":"x","\xd6\x8b\xc3\xc0":1}\n'); return lines(1)
+  elif case == "nul":
+      s.sendall(b'{"op":"list"}\x00{"op":"delete","name":"keep"}\n'); return lines(1)
+  elif case == "oversized":
+      s.sendall(b'{"op":"list","pad":"' + b"x" * 70000 + b'"}\n'); return lines(1)
+  elif case == "partial":
+      s.sendall(b'{"op":"li'); s.shutdown(socket.SHUT_WR); return lines(1)
+  elif case == "many-in-one":
+      s.sendall(b'{"op":"list"}\n{"op":"nope"}\n{}\n'); return lines(3)
+  elif case == "one-in-many":
+      for b in b'{"op":"join","name":"keep"}\n':
+          s.send(bytes([b])); time.sleep(0.001)
+      return lines(1)
+  elif case == "hang-up":
+      s.sendall(b'{"op":"ps"}\n' * 50); s.close(); return "closed"
+  elif case == "hold-slots":
+      # 64 clients that start a request and wait fill every slot; carved drops them after
+      # 5 s, telling each why, and serves again
+      s.close()  # this case's own connection would take a slot
+      time.sleep(0.1)
+      holders = []
+      for _ in range(64):
+          h = socket.socket(socket.AF_UNIX); h.settimeout(15); h.connect(path)
+          h.sendall(b'{"op":"li'); holders.append(h)
+      time.sleep(0.3)
+      s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path)
+      try:
+          s.sendall(b'{"op":"list"}\n'); full = lines(1)[:40]
+      except OSError as e:
+          full = "<%s>" % type(e).__name__
+      time.sleep(6)
+      told = 0
+      for h in holders:
+          try:
+              told += b"not finished within 5 s" in h.recv(4096)
+          except OSError:
+              pass
+          h.close()
+      s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path)
+      s.sendall(b'{"op":"list"}\n')
+      return "while full: %s; told: %d of 64; after: %s" % (full, told, lines(1)[:40])
+  elif case == "wrong-types":
+      s.sendall(b'{"op":"create","name":7,"memory":[1]}\n{"op":5}\n{"op":"create","name":"y","users":"root"}\n')
+      return lines(3)
+for case in sys.argv[2:]:
+    print(case + "\t" + exchange(case).replace("\n", " | "), flush=True)
+EOF
+}
+
+"$CARVE" slice create keep --memory 512MiB >/dev/null
+send not-json not-object bad-utf8 nul oversized partial many-in-one one-in-many wrong-types \
+    >"$work/replies"
+expect() { # expect CASE WHAT PATTERN...: every pattern is in the reply
+    local out p
+    out=$(grep "^$1	" "$work/replies")
+    for p in "${@:3}"; do
+        if [[ $out != *"$p"* ]]; then
+            bad "$2: reply lacks '$p': ${out:0:300}"
+            return
+        fi
+    done
+    ok "$2: ${out:0:160}"
+}
+expect not-json "not JSON: an error naming the parse problem" '"ok":false' 'not a JSON object'
+expect not-object "a JSON array: refused" '"ok":false' 'not a JSON object'
+expect bad-utf8 "invalid UTF-8: still one error line" '"ok":false' 'not a JSON object'
+expect nul "a NUL byte inside the line: refused, and the part after it not run" '"ok":false' 'NUL byte'
+expect oversized "a 70 KB line: refused as longer than 64 KiB" '"ok":false' 'longer than 64 KiB'
+expect partial "cut off without a newline: told so" '"ok":false' 'without a newline'
+expect many-in-one "three requests in one write: three replies in order" '"ok":true' 'unknown op `nope' 'has no `op'
+expect one-in-many "one request in 28 writes: one answer" '"ok":true' '"shm":'
+expect wrong-types "fields of the wrong type: each refused with its field" '`name'"'"' must be a short string' 'has no `op' '`users'"'"' must be a list'
+# shellcheck disable=SC2046  # twenty words
+send $(printf 'hang-up %.0s' $(seq 20)) >/dev/null
+send hold-slots >"$work/slots"
+if grep -q 'while full: <[A-Za-z]*>; told: 64 of 64; after: {"ok":true' "$work/slots"; then
+    ok "64 clients that never finish their request fill every slot (a 65th is shut out), are dropped after 5 s, each told why, and carved serves again ($(cut -c1-100 "$work/slots"))"
+else
+    bad "64 unfinished clients: $(cat "$work/slots")"
+fi
+ok "20 clients that hang up before reading their 50 replies"
+list=$("$CARVE" slice list 2>&1)
+if kill -0 "$daemon" 2>/dev/null && [[ $list == *keep* ]]; then
+    ok "carved is alive and serving afterwards, slice keep untouched"
+else
+    bad "carved after the bad clients: $list; log: $(tail -n 5 "$work/carved.log")"
+fi
+kill -TERM "$daemon"
+wait "$daemon"
+rc=$?
+daemon=
+if [ "$rc" -eq 0 ]; then ok "SIGTERM: carved exits 0"; else bad "SIGTERM: carved exited $rc"; fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# carved_valgrind.sh - carved --simulate under valgrind's memcheck for a whole working life
+# on a private socket: config slices made, `carve slice create` (memory, compute), list,
+# `carve run --slice` and `carve run --memory` through it, ps with a tenant and an escape,
+# bad requests, /metrics, /api/state and the dashboard page over HTTP, delete, and SIGTERM.
+# carved must answer all of it, exit 0, and valgrind must report no error (invalid access,
+# uninitialised value) and no definitely lost block.
+#
+#   BUILD=build bash tests/e2e/carved_valgrind.sh
+# shellcheck disable=SC2034  # the checks read their variables inside eval strings
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+BUILD=${BUILD:-build}
+CARVE=$BUILD/bin/carve
+CARVED=$BUILD/bin/carved
+MEMHOG=$BUILD/bench/memhog
+passed=0
+failed=0
+work=$(mktemp -d)
+chmod 755 "$work"
+export CARVE_SIM_STATE=$work/sim-state CARVE_SIM_MEMORY=8GiB CARVE_SIM_CTX_MEMORY=0 CARVE_SIM_MODULE_MEMORY=0
+export CARVE_SOCKET=$work/carved.sock
+# a simulated GPU of this run's own: compute slices share a board per GPU UUID in /dev/shm,
+# and the simulated GPU's default UUID is the same for every carve build on the machine
+sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+export CARVE_SIM_UUIDS=GPU-$sim_uuid
+daemon=
+
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+finish() {
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit
+}
+cleanup() {
+    if [ -n "$daemon" ]; then
+        kill -TERM "$daemon" 2>/dev/null
+        wait "$daemon" 2>/dev/null
+    fi
+    find /dev/shm -maxdepth 1 -name 'carve.d.*' -newer "$work/carved.conf" -delete 2>/dev/null
+    rm -f "/dev/shm/carve-board-${sim_uuid//-/}" "/dev/shm/carve-board-${sim_uuid//-/}.activity"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+for tool in valgrind curl python3; do
+    if ! command -v "$tool" >/dev/null; then
+        bad "$tool is not installed (scripts/install-deps.sh installs it)"
+        finish
+    fi
+done
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$work/carved.conf" <<CONF
+poll_interval = 200ms
+idle_after = 10s
+[slice shared]
+memory = 1GiB
+compute = 20%
+users = root
+CONF
+valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+    --show-leak-kinds=definite --track-origins=yes --log-file="$work/valgrind.log" \
+    "$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" \
+    --state-dir "$work/state" --listen "127.0.0.1:$port" >"$work/carved.log" 2>&1 &
+daemon=$!
+up=0
+for _ in $(seq 300); do # valgrind starts slowly: up to 30 s
+    "$CARVE" slice list >/dev/null 2>&1 && up=1 && break
+    kill -0 "$daemon" 2>/dev/null || break
+    sleep 0.1
+done
+if [ "$up" = 0 ]; then
+    bad "carved under valgrind did not start: $(tail -n 20 "$work/carved.log" "$work/valgrind.log")"
+    finish
+fi
+ok "carved runs under memcheck"
+
+check "slice create with memory and compute" '"$CARVE" slice create mine --memory 768MiB --compute 30% >/dev/null'
+check "a refused create (cap bigger than the GPU)" '! "$CARVE" slice create big --memory 100GiB 2>/dev/null'
+check "slice list shows both slices" '"$CARVE" slice list | grep -q "^shared " && "$CARVE" slice list | grep -q "^mine "'
+out=$("$CARVE" run --simulate --slice shared -- "$MEMHOG" --label t1 --step 128 --hold 0 2>&1)
+check "carve run --slice shared is capped at 1 GiB" '[[ $out == *"got 1024 MiB"* ]]'
+out=$("$CARVE" run --simulate --memory 256MiB -- "$MEMHOG" --label t2 --step 64 --hold 0 2>&1)
+check "carve run --memory through carved is capped at 256 MiB" '[[ $out == *"got 256 MiB"* ]]'
+"$CARVE" run --simulate --slice mine -- "$MEMHOG" --label held --max 128 --hold 4 >"$work/held.log" 2>&1 &
+held=$!
+LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$MEMHOG" --label escape --max 64 --hold 4 >"$work/escape.log" 2>&1 &
+escape=$!
+sleep 2
+ps_json=$("$CARVE" ps --json 2>&1)
+check "carve ps sees the tenant in mine and the escape" "python3 -c '
+import json,sys; s=json.loads(sys.argv[1])
+sl=[x for x in s[\"slices\"] if x[\"name\"]==\"mine\"][0]
+assert len(sl[\"processes\"])==1 and any(e[\"pid\"]==int(sys.argv[2]) for e in s[\"escapes\"])
+' \"\$ps_json\" $escape"
+check "carve ps (text) and carve top --once" '"$CARVE" ps >/dev/null && "$CARVE" top --once >/dev/null'
+metrics=$(curl -s --max-time 10 "http://127.0.0.1:$port/metrics")
+check "/metrics has the slices and the escape" '[[ $metrics == *"carve_slice_memory_cap_bytes{slice=\"mine\""* ]] && grep -q "^carve_escapes{.*} 1" <<<"$metrics"'
+check "/api/state is the snapshot" 'curl -s --max-time 10 "http://127.0.0.1:$port/api/state" | python3 -c "import json,sys; assert json.load(sys.stdin)[\"version\"] == 1"'
+check "/ is the dashboard page" 'curl -s --max-time 10 "http://127.0.0.1:$port/" | grep -q "id=\"escapes\""'
+check "a 404 and a 405" '[ "$(curl -s -o /dev/null -w "%{http_code}" --max-time 10 "http://127.0.0.1:$port/nope")" = 404 ] && [ "$(curl -s -o /dev/null -w "%{http_code}" -X POST --max-time 10 "http://127.0.0.1:$port/metrics")" = 405 ]'
+wait "$held" "$escape"
+sleep 0.5
+check "the escape, seen in many polls, counts once (carve_escapes_total 1)" 'curl -s --max-time 10 "http://127.0.0.1:$port/metrics" | grep -q "^carve_escapes_total{.*} 1$"'
+replies=$(python3 - "$CARVE_SOCKET" <<'EOF'
+import socket, sys
+for raw in (b"junk\n", b"[1]\n", b'{"op":"create","name":"x","\xc3\xc0":1}\n', b'{"op":"x"}\x00\n',
+            b'{"op":"list","pad":"' + b"x" * 70000 + b'"}\n', b'{"op":"li', b'{"op":"ps"}\n' * 20):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(30)
+    s.connect(sys.argv[1])
+    s.sendall(raw)
+    if raw.startswith(b'{"op":"ps"}'):
+        s.close()  # hangs up without reading
+        continue
+    if not raw.endswith(b"\n"):
+        s.shutdown(socket.SHUT_WR)
+    print(s.recv(1 << 20).decode("utf-8", "replace").strip()[:60])
+EOF
+)
+check "six bad requests, six error replies ($(tr '\n' ' ' <<<"$replies" | cut -c1-120)...)" '[ "$(grep -c "\"ok\":false" <<<"$replies")" -eq 6 ]'
+check "slice delete" '"$CARVE" slice delete mine >/dev/null && ! "$CARVE" slice list | grep -q "^mine "'
+check "a refused delete (no such slice)" '! "$CARVE" slice delete mine 2>/dev/null'
+
+kill -TERM "$daemon"
+wait "$daemon"
+rc=$?
+daemon=
+check "SIGTERM: carved under memcheck exits 0 (got $rc; 99 = valgrind found errors)" '[ $rc -eq 0 ]'
+summary=$(grep -E "ERROR SUMMARY|definitely lost|in use at exit" "$work/valgrind.log" | sed 's/^==[0-9]*== //' | tr '\n' ';')
+check "valgrind: no errors ($summary)" 'grep -q "ERROR SUMMARY: 0 errors" "$work/valgrind.log"'
+check "valgrind: no definite leak" '! grep -qE "definitely lost: [1-9]" "$work/valgrind.log"'
+if [ "$failed" -gt 0 ]; then
+    echo "---- valgrind log ----"
+    sed 's/^/    /' "$work/valgrind.log" | tail -n 80
+fi
+finish

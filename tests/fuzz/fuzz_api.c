@@ -1,0 +1,118 @@
+/* fuzz_api.c - libFuzzer harness for carved's socket protocol: any bytes, given to the same
+ * request handler the socket calls (carved/api.c, through carved/registry.c, which makes
+ * real slice objects in /dev/shm), get one reply object, never a crash: {"ok":true,...} or
+ * {"ok":false,"error":"..."} with a non-empty reason, and the registry keeps its promises
+ * (valid, unique names; each slice's shared memory opens). The caller changes with the
+ * input's length (root, another user, nobody) so that the permission paths are fuzzed too.
+ * After each input every slice is deleted again, so runs stay independent and nothing is
+ * left in /dev/shm. The daemon's two GPUs are fixed here, with UUIDs of their own so that
+ * the compute boards this makes are not any real or simulated GPU's. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static struct carved daemon_state; /* ~1 MiB: not on the stack */
+static char state_dir[] = "/tmp/carve-fuzz-api.XXXXXX";
+
+void carved_log(const char *fmt, ...)
+{
+    (void)fmt; /* the fuzzer's output is for its own findings */
+}
+
+static void remove_state(void)
+{
+    char path[sizeof(state_dir) + 32];
+    snprintf(path, sizeof(path), "%s/slices.json", state_dir);
+    unlink(path);
+    rmdir(state_dir);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    struct carved *d = &daemon_state;
+    carved_config_defaults(&d->conf);
+    if (!mkdtemp(state_dir))
+        abort();
+    atexit(remove_state);
+    snprintf(d->conf.state_dir, sizeof(d->conf.state_dir), "%s", state_dir);
+    d->conf.nadmins = 1;
+    d->conf.admins[0] = 4242; /* one admin besides root, so the admin path is not root's alone */
+    d->simulate = true;
+    d->ngpu = 2;
+    for (unsigned g = 0; g < 2; g++) {
+        d->gpus[g].index = g;
+        snprintf(d->gpus[g].uuid, sizeof(d->gpus[g].uuid),
+                 "GPU-f022f022-0000-4000-8000-0000000000%02u", g);
+        snprintf(d->gpus[g].name, sizeof(d->gpus[g].name), "fuzzed GPU %u", g);
+        d->gpus[g].total = (uint64_t)8 << 30;
+    }
+    /* list and ps hand out the snapshot; a small one is enough */
+    d->snapshot = json_pack("{s:i,s:s,s:[],s:[],s:[]}", "version", 1, "node", "fuzz", "gpus",
+                            "slices", "escapes");
+    return 0;
+}
+
+static void check_reply(const json_t *r)
+{
+    if (!json_is_object(r) || !json_is_boolean(json_object_get(r, "ok")))
+        abort();
+    if (json_is_false(json_object_get(r, "ok"))) {
+        const char *why = json_string_value(json_object_get(r, "error"));
+        if (!why || !*why)
+            abort(); /* a refusal always says why */
+    }
+    char *text = json_dumps(r, JSON_COMPACT);
+    if (!text || strchr(text, '\n'))
+        abort(); /* the reply goes out as one line */
+    free(text);
+}
+
+static void check_registry(struct carved *d)
+{
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
+        struct dslice *s = &d->slices[i];
+        if (!s->used)
+            continue;
+        if (!memchr(s->name, '\0', sizeof(s->name)) || !carve_slice_name_ok(s->name) ||
+            !memchr(s->shm, '\0', sizeof(s->shm)) || !s->handle)
+            abort();
+        for (int j = 0; j < i; j++)
+            if (d->slices[j].used && strcmp(d->slices[j].name, s->name) == 0)
+                abort();
+        if (s->spec.ndev < 1 || s->spec.ndev > d->ngpu)
+            abort();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+    static const uid_t callers[] = {0, 1000, 65534};
+    struct carved *d = &daemon_state;
+    char *line = malloc(len + 1);
+    if (!line)
+        return 0;
+    memcpy(line, data, len);
+    line[len] = '\0'; /* as carved's reader hands over one line */
+    uid_t uid = callers[len % 3];
+    json_t *r = api_handle(d, line, uid, (gid_t)uid, getpid());
+    check_reply(r);
+    json_decref(r);
+    /* a second request on the same state: a name made above is now taken, or joinable */
+    r = api_handle(d, line, uid, (gid_t)uid, getpid());
+    check_reply(r);
+    json_decref(r);
+    check_registry(d);
+    char err[512];
+    for (int i = 0; i < CARVED_MAX_SLICES; i++)
+        if (d->slices[i].used)
+            registry_delete(d, &d->slices[i], err, sizeof(err));
+    free(line);
+    return 0;
+}
