@@ -2,8 +2,9 @@
  * the socket's peer credentials (SO_PEERCRED), never anything in the request.
  *
  *   {"op":"create","name":N,"memory":S,"compute":S,"priority":S,"users":[U],"groups":[G],
- *    "run":true}   -> {"ok":true,"slice":N,"shm":SHM}   (run: ends with the asking process)
- *   {"op":"join","name":N}   -> {"ok":true,"shm":SHM}
+ *    "run":true}   -> {"ok":true,"slice":N,"shm":SHM,"simulated":B}   (run: ends with the
+ *                    asking process; simulated: carved runs on the simulated GPU)
+ *   {"op":"join","name":N}   -> {"ok":true,"shm":SHM,"simulated":B}
  *   {"op":"delete","name":N} -> {"ok":true}
  *   {"op":"list"} / {"op":"ps"} -> {"ok":true,"snapshot":{...}}   (carved.h's snapshot)
  *   any error -> {"ok":false,"error":"what is wrong and what to do"} */
@@ -104,7 +105,8 @@ static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pi
                         sizeof(err)) < 0)
         return fail("%s", err);
     struct dslice *s = registry_find(d, c.name);
-    return json_pack("{s:b,s:s,s:s}", "ok", 1, "slice", s->name, "shm", s->shm);
+    return json_pack("{s:b,s:s,s:s,s:b}", "ok", 1, "slice", s->name, "shm", s->shm, "simulated",
+                     d->simulate);
 }
 
 static struct dslice *named(struct carved *d, json_t *req, json_t **e)
@@ -147,7 +149,7 @@ json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid
         else if (!join && !registry_may_manage(d, s, uid, gid))
             reply = fail("slice `%s' belongs to another user or to carved's config", s->name);
         else if (join)
-            reply = json_pack("{s:b,s:s}", "ok", 1, "shm", s->shm);
+            reply = json_pack("{s:b,s:s,s:b}", "ok", 1, "shm", s->shm, "simulated", d->simulate);
         else if (registry_delete(d, s, err, sizeof(err)) < 0)
             reply = fail("%s", err);
         else

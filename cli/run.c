@@ -374,8 +374,12 @@ static int run_through_carved(const struct run_opts *o, const char *libdir, int 
     }
     char shm[128];
     snprintf(shm, sizeof(shm), "%s", json_string_value(json_object_get(r, "shm")) ?: "");
+    /* a carved on the simulated GPU has simulated slices: the command needs that GPU too */
+    struct run_opts in_carved = *o;
+    in_carved.simulate = o->simulate || json_is_true(json_object_get(r, "simulated"));
     json_decref(r);
-    int ret = setup_env(o, libdir, shm) < 0 ? CARVE_EXIT_USAGE : run_and_wait(o->command);
+    int ret = setup_env(&in_carved, libdir, shm) < 0 ? CARVE_EXIT_USAGE
+                                                     : run_and_wait(o->command);
     if (!o->slice && (fd = carve_daemon_connect()) >= 0) {
         r = carve_daemon_call(fd, json_pack("{s:s,s:s}", "op", "delete", "name", name), err,
                               sizeof(err));

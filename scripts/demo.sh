@@ -141,7 +141,7 @@ for _ in $(seq 50); do "$CARVE" slice list >/dev/null 2>&1 && break; sleep 0.1; 
 demo_cmd() { echo "\$ $*"; "$@" 2>&1 | indent; }
 demo_cmd "$CARVE" slice create team-a --memory 2GiB --compute 30%
 demo_cmd "$CARVE" slice create team-b --memory 1GiB
-CARVE_SIM_STATE="$logs/carved-sim" "$CARVE" run --simulate --slice team-a -- "$MEMHOG" --label in-team-a \
+CARVE_SIM_STATE="$logs/carved-sim" "$CARVE" run --slice team-a -- "$MEMHOG" --label in-team-a \
     --step 256 --hold 3 >"$logs/team-a.log" 2>&1 &
 tenant=$!
 for _ in $(seq 50); do grep -q holding "$logs/team-a.log" 2>/dev/null && break; sleep 0.1; done

@@ -94,6 +94,8 @@ check "a cap bigger than the GPU is refused: $err" '[[ $err == *"more than GPU 0
 # 2. a tenant in the config's slice is capped at 1 GiB
 out=$("$CARVE" run --simulate --slice shared -- "$MEMHOG" --label t1 --step 128 --hold 0 2>&1)
 check "carve run --slice shared: the tenant sees and gets 1 GiB" '[[ $out == *"total 1024 MiB"* ]] && [[ $out == *"got 1024 MiB"* ]]'
+out=$("$CARVE" run --slice shared -- "$MEMHOG" --label t1b --step 512 --hold 0 2>&1)
+check "without --simulate, a slice of a simulated carved runs on the simulated GPU" '[[ $out == *"(simulated)"* ]] && [[ $out == *"total 1024 MiB"* ]]'
 err=$("$CARVE" run --simulate --slice nosuch -- true 2>&1)
 check "an unknown slice is refused: $err" '[[ $err == *"no slice named"* ]]'
 err=$("$CARVE" run --simulate --slice shared --memory 2GiB -- true 2>&1)
