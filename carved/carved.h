@@ -98,6 +98,7 @@ char *carved_metrics_render(const json_t *snap);
  *       "origin": "config" | "api" | "run",   (run: made by `carve run` for one command)
  *       "devices": [ { "index": 0, "uuid": "GPU-...", "memory_cap": N (0 = none),
  *                      "memory_used": N, "memory_peak": N, "oom_denials": N,
+ *                      "memory_used_nvml": N (its processes by NVML), "over_cap": false,
  *                      "compute": "30%" or "", "priority": "normal",
  *                      "compute_share": 28.5 (achieved, last poll interval),
  *                      "held_seconds_total": 1.25, "launches_total": N } ],
@@ -107,7 +108,8 @@ char *carved_metrics_render(const json_t *snap);
  *       "idle_gpu_hours": 0.0 (accumulated while flagged idle), "policy_idle": "report"
  *   } ],
  *   "escapes": [ { "gpu": 0, "uuid": "GPU-...", "pid": 456, "user": "bob",
- *                  "command": "a.out", "used_memory": N, "action": "reported" | "killed" } ],
+ *                  "command": "a.out", "used_memory": N, "action": "reported" | "killed",
+ *                  "reason": "no_slice" | "over_cap", "slice": null | "train" } ],
  *   "totals": { "escapes": N (seen since start), "escapes_killed": N,
  *               "idle_reclaims": N, "oom_denials": N }
  * }

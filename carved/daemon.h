@@ -40,6 +40,10 @@ struct dslice {
     bool idle;
     unsigned long long last_charged[CARVE_SLICE_MAX_DEVICES];
     double share[CARVE_SLICE_MAX_DEVICES];
+    /* what NVML says the slice's processes hold on each of its GPUs, the check on counters
+       that tenants can write; over_cap: past the cap by more than the tolerance */
+    uint64_t nvml_used[CARVE_SLICE_MAX_DEVICES];
+    bool over_cap[CARVE_SLICE_MAX_DEVICES];
 };
 
 struct carved {

@@ -169,8 +169,61 @@ static const char *policy_name(int p)
     return p == CARVED_POLICY_KILL ? "kill" : p == CARVED_POLICY_RECLAIM ? "reclaim" : "report";
 }
 
-/* Per GPU: its processes into gpu["processes"], escapes into escapes; sm util per pid summed
- * into the slices' busy flags. */
+/* NVML's memory of a process is what the driver gives it, rounded to its pages; libcarve
+ * counts what was asked for plus the context it measured. An honest slice stays within this
+ * of its cap; one past it holds memory its counters do not show (a tenant rewrote them, or
+ * allocated behind libcarve's back). */
+static uint64_t over_cap_tolerance(uint64_t cap)
+{
+    uint64_t slack = cap / 20;
+    return slack > (64ull << 20) ? slack : 64ull << 20;
+}
+
+/* The slice device of s on GPU index, or -1. */
+static int slice_dev_on(const struct dslice *s, unsigned index)
+{
+    for (int k = 0; k < s->spec.ndev; k++)
+        if ((unsigned)s->spec.dev[k].index == index)
+            return k;
+    return -1;
+}
+
+/* Sums NVML's per-process memory into each slice's nvml_used on this GPU and sets over_cap,
+ * logging when a slice goes over and comes back. */
+static void check_slices_against_nvml(struct carved *d, unsigned index,
+                                      const nvmlProcessInfo_t *infos, unsigned n)
+{
+    static uint64_t sums[CARVED_MAX_SLICES];
+    memset(sums, 0, sizeof(sums));
+    for (unsigned i = 0; i < n; i++) {
+        struct dslice *s = slice_of_pid(infos[i].pid);
+        if (s)
+            sums[s - d->slices] += infos[i].usedGpuMemory;
+    }
+    for (int j = 0; j < CARVED_MAX_SLICES; j++) {
+        struct dslice *s = &d->slices[j];
+        int k = s->used ? slice_dev_on(s, index) : -1;
+        if (k < 0)
+            continue;
+        uint64_t cap = carve_slice_cap(s->handle, k);
+        bool over = cap && sums[j] > cap + over_cap_tolerance(cap);
+        if (over && !s->over_cap[k])
+            carved_log("slice %s holds %llu MiB on GPU %u by NVML, over its cap of %llu MiB "
+                       "(its counters say %llu MiB): its processes there are escapes (policy %s)",
+                       s->name, (unsigned long long)(sums[j] >> 20), index,
+                       (unsigned long long)(cap >> 20),
+                       (unsigned long long)(carve_slice_used(s->handle, k) >> 20),
+                       d->conf.escape_policy == CARVED_POLICY_KILL ? "kill" : "report");
+        else if (!over && s->over_cap[k])
+            carved_log("slice %s is back within its cap on GPU %u", s->name, index);
+        s->nvml_used[k] = sums[j];
+        s->over_cap[k] = over;
+    }
+}
+
+/* Per GPU: its processes into gpu["processes"], escapes into escapes (processes in no slice,
+ * and those of a slice that NVML sees over its cap); sm util per pid summed into the slices'
+ * busy flags. */
 static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_slices)
 {
     const struct carve_gpu_info *gi = &d->gpus[g];
@@ -197,6 +250,7 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
             n = 0;
         if (!nv.proc_util || nv.proc_util(dev, samples, &ns, 0) != NVML_SUCCESS)
             ns = 0;
+        check_slices_against_nvml(d, gi->index, infos, n);
         for (unsigned i = 0; i < n; i++) {
             unsigned sm = 0;
             for (unsigned j = 0; j < ns; j++)
@@ -211,19 +265,23 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
                 "pid", (json_int_t)infos[i].pid, "used_memory", (json_int_t)infos[i].usedGpuMemory,
                 "sm_util", (json_int_t)sm, "slice", s ? json_string(s->name) : json_null(),
                 "user", user, "command", cmd));
-            if (s || infos[i].pid == (unsigned)getpid())
+            int k = s ? slice_dev_on(s, gi->index) : -1;
+            bool over = k >= 0 && s->over_cap[k];
+            if ((s && !over) || infos[i].pid == (unsigned)getpid())
                 continue;
             const char *action = "reported";
             if (d->conf.escape_policy == CARVED_POLICY_KILL && kill((pid_t)infos[i].pid, SIGKILL) == 0) {
                 action = "killed";
                 d->escapes_killed++;
-                carved_log("escape: pid %u (%s, user %s) on GPU %u outside every slice: killed",
-                           infos[i].pid, cmd, user, gi->index);
+                carved_log("escape: pid %u (%s, user %s) on GPU %u %s: killed", infos[i].pid,
+                           cmd, user, gi->index,
+                           over ? "in a slice over its cap" : "outside every slice");
             }
-            json_array_append_new(escapes, json_pack("{s:i,s:s,s:I,s:s,s:s,s:I,s:s}",
+            json_array_append_new(escapes, json_pack("{s:i,s:s,s:I,s:s,s:s,s:I,s:s,s:s,s:o}",
                 "gpu", (int)gi->index, "uuid", gi->uuid, "pid", (json_int_t)infos[i].pid,
                 "user", user, "command", cmd, "used_memory", (json_int_t)infos[i].usedGpuMemory,
-                "action", action));
+                "action", action, "reason", over ? "over_cap" : "no_slice",
+                "slice", over ? json_string(s->name) : json_null()));
         }
     }
     char device[32];
@@ -244,11 +302,12 @@ static json_t *slice_devices(struct dslice *s, double dt)
         s->last_charged[i] = ps.charged_ns;
         char uuid[96];
         carve_uuid_format(s->spec.dev[i].uuid, uuid, sizeof(uuid));
-        json_array_append_new(devs, json_pack("{s:i,s:s,s:I,s:I,s:I,s:I,s:s,s:s,s:f,s:f,s:I}",
+        json_array_append_new(devs, json_pack("{s:i,s:s,s:I,s:I,s:I,s:I,s:b,s:I,s:s,s:s,s:f,s:f,s:I}",
             "index", s->spec.dev[i].index, "uuid", uuid,
             "memory_cap", (json_int_t)carve_slice_cap(s->handle, i),
             "memory_used", (json_int_t)carve_slice_used(s->handle, i),
             "memory_peak", (json_int_t)carve_slice_peak(s->handle, i),
+            "memory_used_nvml", (json_int_t)s->nvml_used[i], "over_cap", s->over_cap[i],
             "oom_denials", (json_int_t)carve_slice_denials(s->handle, i),
             "compute", s->compute, "priority", s->priority[0] ? s->priority : "normal",
             "compute_share", s->share[i], "held_seconds_total", (double)ps.held_ns / 1e9,

@@ -275,14 +275,19 @@ int carve_cmd_ps(int argc, char **argv)
                    json_string_value(json_object_get(p, "command")), used);
         }
     json_t *esc = json_object_get(snap, "escapes");
-    printf("\nescapes (GPU processes in no slice): %zu\n", json_array_size(esc));
-    json_array_foreach(esc, i, p)
-        printf("  GPU %lld pid %lld user %s command %s: %s\n",
+    printf("\nescapes (GPU processes in no slice, or in a slice NVML sees over its cap): %zu\n",
+           json_array_size(esc));
+    json_array_foreach(esc, i, p) {
+        const char *over = json_string_value(json_object_get(p, "slice"));
+        char where[96];
+        snprintf(where, sizeof(where), over ? " in slice %s, over its cap" : "", over);
+        printf("  GPU %lld pid %lld user %s command %s%s: %s\n",
                (long long)json_integer_value(json_object_get(p, "gpu")),
                (long long)json_integer_value(json_object_get(p, "pid")),
                json_string_value(json_object_get(p, "user")),
-               json_string_value(json_object_get(p, "command")),
+               json_string_value(json_object_get(p, "command")), where,
                json_string_value(json_object_get(p, "action")));
+    }
     json_decref(r);
     return 0;
 }

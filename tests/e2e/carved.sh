@@ -120,6 +120,11 @@ assert any(e[\"pid\"]==int(sys.argv[2]) for e in s[\"escapes\"]), s[\"escapes\"]
 metrics=$(python3 -c "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())" "http://127.0.0.1:$port/metrics" 2>&1)
 check "/metrics has the slice's cap" '[[ $metrics == *carve_slice_memory_cap_bytes*slice=\"shared\"*1073741824* ]]'
 check "/metrics counts the escape" 'grep -q "^carve_escapes{.*} 1" <<<"$metrics"'
+check "an honest tenant's slice is within its cap by NVML too" "python3 -c '
+import json,sys; s=json.loads(sys.argv[1])
+d=[x for x in s[\"slices\"] if x[\"name\"]==\"shared\"][0][\"devices\"][0]
+assert not d[\"over_cap\"] and d[\"memory_used_nvml\"] >= 256<<20, d
+' \"\$ps_json\""
 
 # 4. restart: the slices stay, the running tenant stays capped
 stop_daemon
@@ -131,6 +136,25 @@ wait "$held"
 check "the tenant kept running through the restart" 'grep -q "holding 256 MiB" "$work/held.log"'
 out=$("$CARVE" run --simulate --slice mine -- "$MEMHOG" --label t2 --step 128 --hold 0 2>&1)
 check "a slice made before the restart still caps (768 MiB)" '[[ $out == *"got 768 MiB"* ]]'
+
+# 4b. a tenant that rewrites its slice's usage counters gets past libcarve, not past carved:
+#     NVML shows the slice over its cap, and its process is an escape
+"$CARVE" run --slice shared -- "$BUILD/tests/e2e/mem_forge" 512 4 >"$work/forge.log" 2>&1 &
+forger=$!
+for _ in $(seq 50); do grep -q forged "$work/forge.log" && break; sleep 0.1; done
+sleep 1
+ps_json=$("$CARVE" ps --json 2>&1)
+ps_text=$("$CARVE" ps 2>&1)
+check "a tenant that forged its counters is caught: $(grep forged "$work/forge.log")" "python3 -c '
+import json,sys; s=json.loads(sys.argv[1])
+d=[x for x in s[\"slices\"] if x[\"name\"]==\"shared\"][0][\"devices\"][0]
+assert d[\"over_cap\"] and d[\"memory_used_nvml\"] > d[\"memory_cap\"] and d[\"memory_used\"] < d[\"memory_cap\"], d
+e=[e for e in s[\"escapes\"] if e[\"command\"]==\"mem_forge\"]
+assert e and e[0][\"reason\"]==\"over_cap\" and e[0][\"slice\"]==\"shared\", s[\"escapes\"]
+' \"\$ps_json\""
+check "carve ps names the slice over its cap" '[[ $ps_text == *"in slice shared, over its cap: reported"* ]]'
+wait "$forger"
+check "the carved log says so" 'grep -q "slice shared holds .* over its cap" "$work/carved.log"'
 
 # 5. a run without --slice goes through carved and its slice ends with it
 out=$("$CARVE" run --simulate --memory 256MiB -- "$MEMHOG" --label t3 --step 64 --hold 0 2>&1)
