@@ -279,8 +279,9 @@ int carve_cmd_ps(int argc, char **argv)
            json_array_size(esc));
     json_array_foreach(esc, i, p) {
         const char *over = json_string_value(json_object_get(p, "slice"));
-        char where[96];
-        snprintf(where, sizeof(where), over ? " in slice %s, over its cap" : "", over);
+        char where[96] = "";
+        if (over)
+            snprintf(where, sizeof(where), " in slice %s, over its cap", over);
         printf("  GPU %lld pid %lld user %s command %s%s: %s\n",
                (long long)json_integer_value(json_object_get(p, "gpu")),
                (long long)json_integer_value(json_object_get(p, "pid")),
