@@ -9,32 +9,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
-BUILD=${BUILD:-build}
-CARVE=$BUILD/bin/carve
-CARVED=$BUILD/bin/carved
+# shellcheck source=tests/e2e/private_carved.bash
+. tests/e2e/private_carved.bash
 DASHBOARD=${DASHBOARD:-carved/grafana-dashboard.json}
-passed=0
-failed=0
-work=$(mktemp -d)
-export CARVE_SIM_STATE=$work/sim-state CARVE_SOCKET=$work/carved.sock
-# a simulated GPU of this run's own: compute slices share a board per GPU UUID in /dev/shm,
-# and the simulated GPU's default UUID is the same for every carve build on the machine
-sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
-export CARVE_SIM_UUIDS=GPU-$sim_uuid
-daemon=
-
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
-cleanup() {
-    if [ -n "$daemon" ]; then
-        kill -TERM "$daemon" 2>/dev/null
-        wait "$daemon" 2>/dev/null
-    fi
-    find /dev/shm -maxdepth 1 -name 'carve.d.*' -newer "$work/carved.conf" -delete 2>/dev/null
-    rm -f "/dev/shm/carve-board-${sim_uuid//-/}" "/dev/shm/carve-board-${sim_uuid//-/}.activity"
-    rm -rf "$work"
-}
-trap cleanup EXIT
 
 # the names the dashboard uses: every DCGM_FI_* or carve_* word in an expr or a variable query
 if python3 - "$DASHBOARD" >"$work/names" 2>"$work/shape" <<'PY'

@@ -10,36 +10,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
-BUILD=${BUILD:-build}
-CARVE=$(pwd)/$BUILD/bin/carve
-CARVED=$BUILD/bin/carved
+# shellcheck source=tests/e2e/private_carved.bash
+. tests/e2e/private_carved.bash
+CARVE=$(pwd)/$CARVE # tmux starts carve top in another directory
 MEMHOG=$BUILD/bench/memhog
-passed=0
-failed=0
-work=$(mktemp -d)
-export CARVE_SIM_STATE=$work/sim-state CARVE_SIM_MEMORY=8GiB CARVE_SIM_CTX_MEMORY=0 CARVE_SIM_MODULE_MEMORY=0
-export CARVE_SOCKET=$work/carved.sock
-# a simulated GPU of this run's own: compute slices share a board per GPU UUID in /dev/shm,
-# and the simulated GPU's default UUID is the same for every carve build on the machine
-sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
-export CARVE_SIM_UUIDS=GPU-$sim_uuid
-daemon=
+export CARVE_SIM_MEMORY=8GiB CARVE_SIM_CTX_MEMORY=0 CARVE_SIM_MODULE_MEMORY=0
 tmux_socket=carve-top-test-$$
-
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
-cleanup() {
-    tmux -L "$tmux_socket" kill-server 2>/dev/null
-    if [ -n "$daemon" ]; then
-        kill -TERM "$daemon" 2>/dev/null
-        wait "$daemon" 2>/dev/null
-    fi
-    find /dev/shm -maxdepth 1 -name 'carve.d.*' -newer "$work/carved.conf" -delete 2>/dev/null
-    rm -f "/dev/shm/carve-board-${sim_uuid//-/}" "/dev/shm/carve-board-${sim_uuid//-/}.activity"
-    rm -rf "$work"
-}
-trap cleanup EXIT
+cleanup_extra() { tmux -L "$tmux_socket" kill-server 2>/dev/null; }
 
 # 1. help, bad options, no carved
 out=$("$CARVE" top --help)

@@ -1,0 +1,39 @@
+# private_carved.bash - sourced by the e2e scripts that run a carved of their own (not a test
+# itself: run-all.sh runs tests/e2e/*.sh only). After sourcing, with the script's directory
+# the repository root:
+#   BUILD, CARVE, CARVED        the build under test
+#   work                        a private directory, removed at exit
+#   CARVE_SOCKET, CARVE_SIM_STATE, CARVE_SIM_UUIDS
+#                               carved's socket, the simulated GPU's state and a GPU UUID of
+#                               this run's own (compute slices share a board per GPU UUID in
+#                               /dev/shm, and the simulated GPU's default UUID is the same for
+#                               every carve build on the machine)
+#   daemon                      the script sets it to carved's pid; stopped at exit
+#   ok, bad, check, passed, failed
+#   cleanup_extra               a function the script may define, run first at exit
+# At exit the slices made after $work/carved.conf and this run's board are removed.
+BUILD=${BUILD:-build}
+CARVE=$BUILD/bin/carve
+CARVED=$BUILD/bin/carved
+passed=0
+failed=0
+work=$(mktemp -d)
+export CARVE_SIM_STATE=$work/sim-state CARVE_SOCKET=$work/carved.sock
+sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+export CARVE_SIM_UUIDS=GPU-$sim_uuid
+daemon=
+
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+cleanup() {
+    if declare -F cleanup_extra >/dev/null; then cleanup_extra; fi
+    if [ -n "$daemon" ]; then
+        kill -TERM "$daemon" 2>/dev/null
+        wait "$daemon" 2>/dev/null
+    fi
+    find /dev/shm -maxdepth 1 -name 'carve.d.*' -newer "$work/carved.conf" -delete 2>/dev/null
+    rm -f "/dev/shm/carve-board-${sim_uuid//-/}" "/dev/shm/carve-board-${sim_uuid//-/}.activity"
+    rm -rf "$work"
+}
+trap cleanup EXIT
