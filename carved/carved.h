@@ -76,6 +76,8 @@ int carved_http_start(const char *listen, char *err, size_t errlen);
 /* Takes a reference to snap (the caller keeps its own); thread-safe. */
 void carved_http_publish(json_t *snap);
 void carved_http_stop(void);
+/* How many snapshots /api/state has served since the start (the dashboard polls it). */
+unsigned long carved_http_state_served(void);
 /* The Prometheus text for a snapshot (malloc'd, NUL-terminated; NULL on out of memory).
  * Exposed for tests. */
 char *carved_metrics_render(const json_t *snap);
@@ -99,6 +101,7 @@ char *carved_metrics_render(const json_t *snap);
  *       "devices": [ { "index": 0, "uuid": "GPU-...", "memory_cap": N (0 = none),
  *                      "memory_used": N, "memory_peak": N, "oom_denials": N,
  *                      "memory_used_nvml": N (its processes by NVML), "over_cap": false,
+ *                      "board_place": N (its entry on the GPU's compute board; -1: none),
  *                      "compute": "30%" or "", "priority": "normal",
  *                      "compute_share": 28.5 (achieved, last poll interval),
  *                      "held_seconds_total": 1.25, "launches_total": N } ],

@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,14 @@ static enum route route_of(const char *url)
     return ROUTE_NONE;
 }
 
+/* snapshots served as JSON: what a watcher of the dashboard (or a test) can count */
+static _Atomic unsigned long state_served;
+
+unsigned long carved_http_state_served(void)
+{
+    return atomic_load(&state_served);
+}
+
 /* /metrics or /api/state, from the snapshot of this moment */
 static http_result respond_snapshot(struct MHD_Connection *conn, enum route route)
 {
@@ -242,6 +251,8 @@ static http_result respond_snapshot(struct MHD_Connection *conn, enum route rout
                             "retry in a second\n");
     if (!body)
         return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    if (route == ROUTE_STATE)
+        atomic_fetch_add(&state_served, 1);
     return respond(conn, MHD_HTTP_OK, route == ROUTE_METRICS ? TYPE_METRICS : TYPE_JSON, body,
                    strlen(body), MHD_RESPMEM_MUST_FREE);
 }

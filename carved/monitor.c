@@ -302,12 +302,13 @@ static json_t *slice_devices(struct dslice *s, double dt)
         s->last_charged[i] = ps.charged_ns;
         char uuid[96];
         carve_uuid_format(s->spec.dev[i].uuid, uuid, sizeof(uuid));
-        json_array_append_new(devs, json_pack("{s:i,s:s,s:I,s:I,s:I,s:I,s:b,s:I,s:s,s:s,s:f,s:f,s:I}",
+        json_array_append_new(devs, json_pack("{s:i,s:s,s:I,s:I,s:I,s:I,s:b,s:i,s:I,s:s,s:s,s:f,s:f,s:I}",
             "index", s->spec.dev[i].index, "uuid", uuid,
             "memory_cap", (json_int_t)carve_slice_cap(s->handle, i),
             "memory_used", (json_int_t)carve_slice_used(s->handle, i),
             "memory_peak", (json_int_t)carve_slice_peak(s->handle, i),
             "memory_used_nvml", (json_int_t)s->nvml_used[i], "over_cap", s->over_cap[i],
+            "board_place", s->boards[i] ? s->spec.dev[i].board_entry : -1,
             "oom_denials", (json_int_t)carve_slice_denials(s->handle, i),
             "compute", s->compute, "priority", s->priority[0] ? s->priority : "normal",
             "compute_share", s->share[i], "held_seconds_total", (double)ps.held_ns / 1e9,

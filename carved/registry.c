@@ -292,7 +292,16 @@ static void adopt(struct carved *d, json_t *o)
         s->creator = (pid_t)creator;
         s->created = created;
         s->used = true;
-        join_boards(s, err, sizeof(err));
+        for (int i = 0; i < s->spec.ndev; i++) /* the place its running tenants know */
+            s->spec.dev[i].board_entry = carve_slice_board_entry(h, i);
+        if (join_boards(s, err, sizeof(err)) < 0)
+            carved_log("slice %s: its compute share is not on the board again: %s", name, err);
+        for (int i = 0; i < s->spec.ndev; i++)
+            if (s->boards[i] && s->spec.dev[i].board_entry != carve_slice_board_entry(h, i))
+                carved_log("slice %s: GPU %d's board place moved from %d to %d while carved "
+                           "was down; its running tenants note their work at the old place "
+                           "until they restart", name, s->spec.dev[i].index,
+                           carve_slice_board_entry(h, i), s->spec.dev[i].board_entry);
         carved_log("slice %s adopted from %s", name, shm);
         return;
     }

@@ -255,6 +255,9 @@ int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_com
         carve_board_leave(b, -1);
         return -EDQUOT;
     }
+    int want = *entry; /* a slice adopted again keeps its place: its tenants know it */
+    if (want >= 0 && want < CARVE_BOARD_ENTRIES && atomic_load(&t->entry[want].pid) == 0)
+        free_entry = want;
     if (free_entry < 0) {
         snprintf(err, errlen, "the GPU's board is full (%d slices with compute settings)",
                  CARVE_BOARD_ENTRIES);

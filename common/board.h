@@ -26,7 +26,9 @@
 struct carve_board;
 
 /* Joiner side (`carve run`, carved): opens or creates the board of the GPU with this UUID
- * (mode: one of the two below), clears
+ * (mode: one of the two below). *entry on entry: the place to take when it is free (carved
+ * adopting a slice again after a restart, whose tenants know their place), or -1 for the
+ * first free one; on return, the place taken. Clears
  * entries whose owner is gone, refuses a guarantee that would take the guarantees on the
  * GPU past 100% (-EDQUOT, with the numbers in err), and claims an entry for pid. */
 #define CARVE_BOARD_MODE_SHARED 0666 /* `carve run` alone: every user joins by itself */

@@ -126,11 +126,20 @@ d=[x for x in s[\"slices\"] if x[\"name\"]==\"shared\"][0][\"devices\"][0]
 assert not d[\"over_cap\"] and d[\"memory_used_nvml\"] >= 256<<20, d
 ' \"\$ps_json\""
 
-# 4. restart: the slices stay, the running tenant stays capped
+# 4. restart: the slices stay, the running tenant stays capped, a compute slice keeps its
+#    place on the GPU's board (the place its running tenants know)
+place() { "$CARVE" ps --json | python3 -c 'import json,sys; print([s for s in json.load(sys.stdin)["slices"] if s["name"]=="paced"][0]["devices"][0]["board_place"])'; }
+"$CARVE" slice create before --memory 256MiB --compute 20% >/dev/null
+"$CARVE" slice create paced --memory 256MiB --compute 20% >/dev/null
+"$CARVE" slice delete before >/dev/null # so that paced's place is not the first free one
+place_before=$(place)
 stop_daemon
 start_daemon || exit 1
 list=$("$CARVE" slice list 2>&1)
 check "after a restart the slices are still there" '[[ $list == *shared* ]] && [[ $list == *mine* ]]'
+place_after=$(place)
+check "a compute slice keeps its board place across the restart ($place_before, then $place_after)" '[ "$place_before" -ge 0 ] && [ "$place_before" = "$place_after" ]'
+"$CARVE" slice delete paced >/dev/null
 wait "$escape"
 wait "$held"
 check "the tenant kept running through the restart" 'grep -q "holding 256 MiB" "$work/held.log"'

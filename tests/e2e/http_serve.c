@@ -1,7 +1,7 @@
 /* http_serve.c - carved's HTTP side alone, for tests/e2e/dashboard.sh: serves a snapshot read
  * from a file on HOST:PORT until SIGTERM or SIGINT.
  *
- *   http_serve [--hold] [--tick MS] [--then SNAPSHOT2.json] HOST:PORT SNAPSHOT.json
+ *   http_serve [--hold] [--tick MS] [--then SNAPSHOT2.json [--after N]] HOST:PORT SNAPSHOT.json
  *
  * --hold: publish nothing until SIGUSR1 (so /metrics and /api/state answer 503 until then).
  * --tick MS: every MS milliseconds publish a new snapshot, its "time" one second on and each
@@ -9,6 +9,9 @@
  *            (the first snapshot published is the file's, as it is).
  * --then FILE2: on SIGUSR2, FILE2 becomes the snapshot served from then on (the node
  *            changed: slices made, memory used, an escape gone), so a test sees the page follow.
+ * --after N: with --then and --tick, FILE2 is served once /api/state has served N snapshots
+ *            (the page has polled N times), without a signal: what the page sees does not
+ *            depend on how fast the machine is.
  * Prints "ready" on stdout once it listens; exits 1 with carved's message if it cannot. */
 #include <errno.h>
 #include <math.h>
@@ -22,8 +25,8 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: http_serve [--hold] [--tick MS] [--then SNAPSHOT2.json] HOST:PORT "
-                    "SNAPSHOT.json\n");
+    fprintf(stderr, "usage: http_serve [--hold] [--tick MS] [--then SNAPSHOT2.json [--after N]] "
+                    "HOST:PORT SNAPSHOT.json\n");
     exit(2);
 }
 
@@ -63,7 +66,7 @@ static void publish(const json_t *base, long tick)
 int main(int argc, char **argv)
 {
     int hold = 0;
-    long tick_ms = 0;
+    long tick_ms = 0, after = 0;
     const char *then = NULL;
     int a = 1;
     for (; a < argc && argv[a][0] == '-'; a++) {
@@ -71,6 +74,10 @@ int main(int argc, char **argv)
             hold = 1;
         } else if (strcmp(argv[a], "--then") == 0 && a + 1 < argc) {
             then = argv[++a];
+        } else if (strcmp(argv[a], "--after") == 0 && a + 1 < argc) {
+            after = strtol(argv[++a], NULL, 10);
+            if (after <= 0)
+                usage();
         } else if (strcmp(argv[a], "--tick") == 0 && a + 1 < argc) {
             tick_ms = strtol(argv[++a], NULL, 10);
             if (tick_ms <= 0)
@@ -120,16 +127,17 @@ int main(int argc, char **argv)
     for (;;) {
         struct timespec wait = {.tv_sec = tick_ms / 1000, .tv_nsec = tick_ms % 1000 * 1000000};
         int sig = tick_ms ? sigtimedwait(&set, NULL, &wait) : sigwaitinfo(&set, NULL);
-        if (sig == SIGUSR1) {
+        if (sig == SIGTERM || sig == SIGINT) {
+            break;
+        } else if (sig == SIGUSR1) {
             hold = 0;
             publish(base, tick);
-        } else if (sig == SIGUSR2 && next) {
+        } else if (next && (sig == SIGUSR2 ||
+                            (after && carved_http_state_served() >= (unsigned long)after))) {
             json_decref(base);
             base = next; /* the clock goes on from where it was */
             next = NULL;
             publish(base, ++tick);
-        } else if (sig == SIGTERM || sig == SIGINT) {
-            break;
         } else if (sig < 0 && errno == EAGAIN && !hold) {
             publish(base, ++tick);
         }

@@ -55,7 +55,7 @@ static void test_guarantees_add_up_to_100(void **state)
     uint8_t uuid[16];
     fresh_uuid(uuid);
     struct carve_board *a, *b, *c;
-    int ea, eb, ec;
+    int ea = -1, eb = -1, ec = -1;
     char err[512] = "";
     assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G60, "a", getpid(), &a,
                                       &ea, err, sizeof(err)), 0);
@@ -75,7 +75,7 @@ static void test_activity_reaches_peers(void **state)
     uint8_t uuid[16];
     fresh_uuid(uuid);
     struct carve_board *a, *b, *tenant;
-    int ea, eb, me;
+    int ea = -1, eb = -1, me;
     char err[512];
     assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &a,
                                       &ea, err, sizeof(err)), 0);
@@ -108,7 +108,7 @@ static void test_modes_and_cleanup(void **state)
     fresh_uuid(uuid);
     paths(uuid, settings, activity, sizeof(settings));
     struct carve_board *a, *b;
-    int ea, eb;
+    int ea = -1, eb = -1;
     char err[512];
     mode_t old = umask(022);
     assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &a,
@@ -170,7 +170,7 @@ static void test_attach_and_leave_elsewhere(void **state)
     fresh_uuid(uuid);
     paths(uuid, settings, activity, sizeof(settings));
     struct carve_board *joined, *tenant, *again;
-    int e;
+    int e = -1;
     assert_int_equal(carve_board_attach(uuid, &again), -ENOENT);
     assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_DAEMON, &G40, "job", getpid(),
                                       &joined, &e, err, sizeof(err)), 0);
@@ -182,6 +182,30 @@ static void test_attach_and_leave_elsewhere(void **state)
     carve_board_leave(again, e);
     assert_int_equal(access(settings, F_OK), -1);
     assert_int_equal(access(activity, F_OK), -1);
+}
+
+/* carved, restarted, joins again where its slice was: the place its running tenants know
+ * (the terms hold it). The place is taken only when free; else the first free one. */
+static void test_preferred_place(void **state)
+{
+    uint8_t uuid[16];
+    char err[512];
+    fresh_uuid(uuid);
+    struct carve_board *a, *b, *c;
+    int ea = -1, eb = 5, ec = 5;
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &a,
+                                      &ea, err, sizeof(err)), 0);
+    assert_int_equal(ea, 0);
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "b", getpid(), &b,
+                                      &eb, err, sizeof(err)), 0);
+    assert_int_equal(eb, 5);
+    /* 5 is taken: the first free place */
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "c", getpid(), &c,
+                                      &ec, err, sizeof(err)), 0);
+    assert_int_equal(ec, 1);
+    carve_board_leave(c, ec);
+    carve_board_leave(b, eb);
+    carve_board_leave(a, ea);
 }
 
 static void test_other_layout_refused(void **state)
@@ -197,7 +221,7 @@ static void test_other_layout_refused(void **state)
     assert_int_equal(ftruncate(fd, 8256), 0); /* the size of the first board layout */
     close(fd);
     struct carve_board *b = NULL;
-    int e;
+    int e = -1;
     assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &b,
                                       &e, err, sizeof(err)), -EPROTO);
     assert_null(b);
@@ -214,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_activity_reaches_peers),
         cmocka_unit_test(test_modes_and_cleanup),
         cmocka_unit_test(test_attach_and_leave_elsewhere),
+        cmocka_unit_test(test_preferred_place),
         cmocka_unit_test(test_other_layout_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
