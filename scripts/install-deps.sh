@@ -21,7 +21,7 @@ PACKAGES=(
     valgrind
     python3
     procps
-    curl                # e2e: carved's HTTP side (dashboard.sh, grafana.sh, carved_valgrind.sh), the demo
+    curl                # e2e: carved's HTTP side (dashboard.sh, grafana.sh, carved_valgrind.sh); bench/carved-bench.sh
     shellcheck
     libslurm-dev slurmd slurmctld slurm-client munge # slurm/: spank.h for the plugin; the e2e test's one-node cluster
     jq # tests/e2e/planner.sh checks the --json output of carve plan, advise and cost
