@@ -1,13 +1,11 @@
 /* cost.c - `carve cost`: the GPU economics calculator (planner/cost.c) from assumptions given
- * on the command line, or from what carved measures (--from-metrics: its HTTP /api/state, its
- * unix socket, or a saved snapshot file). */
+ * on the command line, or from what carved measures (--from-metrics: its unix socket, a saved
+ * snapshot file, or a snapshot on standard input). */
 #include <errno.h>
 #include <getopt.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +15,7 @@
 static const char cost_help[] =
     "usage: carve cost [--gpus N] [--price DOLLARS] [--tenants N] [--utilisation PCT]\n"
     "                  [--gpu MODEL] [--mechanism NAME] [--json]\n"
-    "       carve cost --from-metrics [URL|SOCKET|FILE] [--price DOLLARS] [--mechanism NAME]\n"
+    "       carve cost --from-metrics [SOCKET|FILE|-] [--price DOLLARS] [--mechanism NAME]\n"
     "\n"
     "The GPU economics calculator: for a cluster where each workload had a GPU of its own,\n"
     "what sharing each GPU among tenants costs per workload-hour, against the baseline of a\n"
@@ -34,9 +32,10 @@ static const char cost_help[] =
     "  -m, --mechanism NAME   one mechanism, shown as the article's card: time-slicing,\n"
     "                         mps, mig, hami or carve (default: all, side by side)\n"
     "  -M, --from-metrics [SRC] take GPUs, tenants per GPU, utilisation and the model from\n"
-    "                         carved: http://HOST:PORT (its /api/state), a unix socket\n"
-    "                         (default CARVE_SOCKET or /run/carve/carved.sock), or a saved\n"
-    "                         snapshot JSON file\n"
+    "                         carved: its unix socket (default CARVE_SOCKET or\n"
+    "                         /run/carve/carved.sock), a saved snapshot JSON file, or -\n"
+    "                         for a snapshot on standard input (a remote carved:\n"
+    "                         curl -s http://HOST:9477/api/state | carve cost -M -)\n"
     "  -j, --json             the results as JSON\n"
     "  -h, --help             this text\n"
     "\n"
@@ -51,7 +50,8 @@ static const char cost_help[] =
     "examples:\n"
     "  carve cost --mechanism time-slicing\n"
     "  carve cost --gpus 64 --price 2.49 --tenants 6 --utilisation 12% --gpu H100\n"
-    "  carve cost --from-metrics http://127.0.0.1:9477 --price 2.49\n";
+    "  carve cost --from-metrics --price 2.49\n"
+    "  curl -s http://gpu-node-1:9477/api/state | carve cost --from-metrics - --price 2.49\n";
 
 static int cost_error(const char *fmt, const char *arg)
 {
@@ -79,113 +79,27 @@ static int parse_number(const char *opt, const char *s, double *out, bool percen
 
 /* ---- reading carved ---- */
 
-/* GET http://HOST:PORT[/PATH] (default /api/state) over plain HTTP/1.0; the body or NULL. */
-static char *http_get(const char *url, char *err, size_t errlen)
-{
-    char host[256], port[16] = "80", path[512] = "/api/state";
-    const char *p = url + strlen("http://");
-    size_t hl = strcspn(p, ":/");
-    if (hl == 0 || hl >= sizeof(host)) {
-        snprintf(err, errlen, "URL `%s' has no host (expected http://HOST:PORT)", url);
-        return NULL;
-    }
-    memcpy(host, p, hl);
-    host[hl] = '\0';
-    p += hl;
-    if (*p == ':') {
-        size_t pl = strcspn(++p, "/");
-        if (pl == 0 || pl >= sizeof(port)) {
-            snprintf(err, errlen, "URL `%s' has a bad port", url);
-            return NULL;
-        }
-        memcpy(port, p, pl);
-        port[pl] = '\0';
-        p += pl;
-    }
-    if (*p && strcmp(p, "/") != 0)
-        snprintf(path, sizeof(path), "%s", p);
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int gai = getaddrinfo(host, port, &hints, &ai);
-    if (gai) {
-        snprintf(err, errlen, "cannot resolve %s:%s: %s", host, port, gai_strerror(gai));
-        return NULL;
-    }
-    int fd = -1;
-    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(ai);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot connect to %s:%s: %s (is carved running with --listen?)",
-                 host, port, strerror(errno));
-        return NULL;
-    }
-    char req[1024];
-    int rl = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n",
-                      path, host);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = write(fd, req, (size_t)rl) == rl ? malloc(cap) : NULL;
-    while (buf) {
-        if (len + 1 >= cap) {
-            char *bigger = cap < (64u << 20) ? realloc(buf, cap *= 2) : NULL;
-            if (!bigger) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-        }
-        ssize_t n = read(fd, buf + len, cap - 1 - len);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    if (!buf) {
-        snprintf(err, errlen, "no answer from %s", url);
-        return NULL;
-    }
-    buf[len] = '\0';
-    int status = 0;
-    char *body = strstr(buf, "\r\n\r\n");
-    if (sscanf(buf, "HTTP/%*d.%*d %d", &status) != 1 || status != 200 || !body) {
-        snprintf(err, errlen, "%s%s answered HTTP status %d (503: carved has no snapshot yet)",
-                 url, strcmp(path, "/api/state") == 0 && !strchr(url + 7, '/') ? "/api/state" : "",
-                 status);
-        free(buf);
-        return NULL;
-    }
-    memmove(buf, body + 4, strlen(body + 4) + 1);
-    return buf;
-}
-
 /* The snapshot from SRC: a URL, a socket or a file; NULL with a message. */
 static json_t *load_snapshot(const char *src, char *err, size_t errlen)
 {
     json_error_t jerr;
     json_t *root = NULL;
-    if (strncmp(src, "http://", 7) == 0) {
-        char *body = http_get(src, err, errlen);
-        if (!body)
-            return NULL;
-        root = json_loads(body, 0, &jerr);
-        free(body);
-        if (!root)
-            snprintf(err, errlen, "%s: not JSON: %s", src, jerr.text);
-        return root;
-    }
-    if (strncmp(src, "https://", 8) == 0) {
-        snprintf(err, errlen, "%s: https is not supported; carved serves plain HTTP on its "
-                              "listen address", src);
+    if (strncmp(src, "http://", 7) == 0 || strncmp(src, "https://", 8) == 0) {
+        /* carve has no HTTP client of its own: curl is the one people trust */
+        snprintf(err, errlen, "%s: carve cost reads carved's socket, a snapshot file, or - (a "
+                              "snapshot on standard input); for carved's HTTP listener: "
+                              "curl -s %s/api/state | carve cost --from-metrics -", src, src);
         return NULL;
+    }
+    if (strcmp(src, "-") == 0) {
+        root = json_loadf(stdin, 0, &jerr);
+        if (!root)
+            snprintf(err, errlen, "standard input:%d: not JSON: %s", jerr.line, jerr.text);
+        return root;
     }
     struct stat st;
     if (stat(src, &st) < 0) {
-        snprintf(err, errlen, "%s: %s (give http://HOST:PORT, carved's socket or a snapshot file)",
+        snprintf(err, errlen, "%s: %s (give carved's socket, a snapshot file or -)",
                  src, strerror(errno));
         return NULL;
     }
@@ -284,7 +198,8 @@ int carve_cmd_cost(int argc, char **argv)
         case 'M':
             metrics = true;
             src = optarg;
-            if (!src && optind < argc && argv[optind][0] != '-')
+            /* the next word, when it is no option: a source, "-" (standard input) included */
+            if (!src && optind < argc && (argv[optind][0] != '-' || strcmp(argv[optind], "-") == 0))
                 src = argv[optind++];
             break;
         case 'j': json = true; break;
@@ -304,6 +219,8 @@ int carve_cmd_cost(int argc, char **argv)
         if (!src)
             src = carve_socket_path();
         json_t *snap = load_snapshot(src, err, sizeof(err));
+        if (strcmp(src, "-") == 0)
+            src = "standard input"; /* for the messages and the report */
         if (!snap) {
             fprintf(stderr, "carve cost: --from-metrics: %s\n", err);
             return 1;

@@ -173,8 +173,9 @@ CARVE_SIM_STATE="$tmp/sim" "$CARVE" run --simulate --slice plan-e2e --quiet -- \
     "$BUILD/bench/compute_load" --kind small --seconds 4 --label plan-e2e >"$tmp/tenant.log" 2>&1 &
 tenant=$!
 sleep 2.5 # the tenant has run for a while and carved has polled
-"$CARVE" cost --from-metrics "http://127.0.0.1:$port" --price 2.49 --json >"$tmp/live-http.json" 2>"$tmp/live-http.err"
-jq_check "cost --from-metrics http://127.0.0.1:PORT: one tenant on one simulated GPU" \
+curl -s --max-time 10 "http://127.0.0.1:$port/api/state" |
+    "$CARVE" cost --from-metrics - --price 2.49 --json >"$tmp/live-http.json" 2>"$tmp/live-http.err"
+jq_check "curl .../api/state | cost --from-metrics -: one tenant on one simulated GPU" \
     '.measured.tenants_seen == 1 and .input.gpus == 1 and .input.price == 2.49 and .input.utilisation_pct > 0' \
     "$tmp/live-http.json"
 "$CARVE" cost --from-metrics "$CARVE_SOCKET" --json >"$tmp/live-sock.json" 2>"$tmp/live-sock.err"
@@ -183,7 +184,7 @@ jq_check "cost --from-metrics SOCKET: the same tenant through carved's socket" \
     "$tmp/live-sock.json"
 wait "$tenant" || bad "the tenant failed: $(tail -n 5 "$tmp/tenant.log")"
 "$CARVE" slice delete plan-e2e >/dev/null 2>&1
-expect 1 "cannot connect to 127.0.0.1:1" cost --from-metrics http://127.0.0.1:1
+expect 1 "curl -s http://127.0.0.1:1/api/state | carve cost --from-metrics -" cost --from-metrics http://127.0.0.1:1
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
