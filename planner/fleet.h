@@ -153,6 +153,15 @@ struct fleet_item {
 int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
                    const uint8_t *possible, const struct fleet_options *o,
                    struct fleet_plan *p);
+/* The GPUs a plan opens, growing; fleet_gpu_open opens one of pool (a fleet GPU while the
+ * pool has one left in pool_left, else one more the fleet lacks: p->shortage), books it in p
+ * and returns its index, or -ENOMEM. */
+struct fleet_gpu_list {
+    struct fleet_gpu_use *use;
+    size_t n, cap;
+};
+long fleet_gpu_open(const struct fleet *f, struct fleet_gpu_list *g, struct fleet_plan *p,
+                    uint64_t *pool_left, int pool);
 /* A lower bound on the cost of `demand` units when a GPU of pool i gives unit[i] of them. */
 double fleet_lp_cost(const struct fleet *f, double demand, const double *unit);
 /* The pool a lone workload of memory_mib goes to: the cheapest per hour that fits and has a

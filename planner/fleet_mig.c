@@ -135,33 +135,6 @@ static void order_pools(const struct fleet *f, size_t order[FLEET_MAX_POOLS])
         }
 }
 
-struct gpu_list {
-    struct fleet_gpu_use *use;
-    size_t n, cap;
-};
-
-static long open_gpu(const struct fleet *f, struct gpu_list *g, struct fleet_plan *p,
-                     uint64_t *pool_left, int pool)
-{
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 1024;
-        struct fleet_gpu_use *bigger = realloc(g->use, cap * sizeof(*bigger));
-        if (!bigger)
-            return -ENOMEM;
-        g->use = bigger;
-        g->cap = cap;
-    }
-    memset(&g->use[g->n], 0, sizeof(g->use[0]));
-    g->use[g->n].pool = (uint32_t)pool;
-    if (pool_left[pool])
-        pool_left[pool]--;
-    else
-        p->shortage++;
-    p->gpus++;
-    p->gpus_by_pool[pool]++;
-    p->cost_per_hour += f->pools[pool].price;
-    return (long)g->n++;
-}
 
 static uint64_t ceil_div(uint64_t a, uint64_t b)
 {
@@ -200,7 +173,7 @@ static int by_memory_desc(const void *a, const void *b)
  * holds it. What nothing holds stays for MIG GPUs beyond the fleet. */
 static int spill(const struct fleet *f, const struct fleet_workloads *ws,
                  const struct mig_model *primary, struct by_profile *lists, uint64_t *pool_left,
-                 const struct mig_model **models, struct gpu_list *g, struct fleet_plan *p)
+                 const struct mig_model **models, struct fleet_gpu_list *g, struct fleet_plan *p)
 {
     for (size_t q = primary->nprofiles < MIG_MAX_PROFILES ? primary->nprofiles : MIG_MAX_PROFILES;
          q-- > 0;) {
@@ -214,7 +187,7 @@ static int spill(const struct fleet *f, const struct fleet_workloads *ws,
                     pool = (int)k;
             if (pool < 0)
                 break;
-            long gi = open_gpu(f, g, p, pool_left, pool);
+            long gi = fleet_gpu_open(f, g, p, pool_left, pool);
             if (gi < 0)
                 return -ENOMEM;
             g->use[gi] = (struct fleet_gpu_use){(uint32_t)pool, 1, w->memory_mib, w->memory_mib,
@@ -265,7 +238,7 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     }
     struct geometry_set gs = {0};
     struct by_profile lists[MIG_MAX_PROFILES];
-    struct gpu_list g = {0};
+    struct fleet_gpu_list g = {0};
     memset(lists, 0, sizeof(lists));
     int ret = geometries(primary, &gs);
     if (!ret && o->keep_assignment) {
@@ -294,7 +267,7 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
         }
         too_large++;
         int pool = fleet_pick_pool(f, pool_left, w->memory_mib);
-        long gi = open_gpu(f, &g, p, pool_left, pool);
+        long gi = fleet_gpu_open(f, &g, p, pool_left, pool);
         if (gi < 0) {
             ret = -ENOMEM;
             break;
@@ -358,7 +331,7 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
             mig_left -= times;
         for (uint64_t t = 0; t < times && !ret; t++) {
             int pool = mig_pool(f, order, models, primary, pool_left, first);
-            long gi = open_gpu(f, &g, p, pool_left, pool);
+            long gi = fleet_gpu_open(f, &g, p, pool_left, pool);
             if (gi < 0) {
                 ret = -ENOMEM;
                 break;

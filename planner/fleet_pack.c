@@ -88,13 +88,8 @@ int fleet_pick_pool(const struct fleet *f, const uint64_t *pool_left, uint64_t m
 
 /* ---- the plan's GPUs ---- */
 
-struct gpu_list {
-    struct fleet_gpu_use *use;
-    size_t n, cap;
-};
-
-static long gpu_open(struct fleet_plan *p, struct gpu_list *g, const struct fleet *f,
-                     uint64_t *pool_left, int pool)
+long fleet_gpu_open(const struct fleet *f, struct fleet_gpu_list *g, struct fleet_plan *p,
+                    uint64_t *pool_left, int pool)
 {
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 1024;
@@ -272,7 +267,7 @@ static void sort_keys(struct sort_key *keys, size_t n)
 static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
                       const struct sort_key *keys, size_t n, const struct mech_rules *r,
                       const size_t *order, uint64_t *pool_left, struct fleet_plan *p,
-                      struct gpu_list *g)
+                      struct fleet_gpu_list *g)
 {
     struct fit_tree t;
     int ret = tree_init(&t, n ? n : 1);
@@ -303,7 +298,7 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
             for (size_t o = 0; o < f->npools && pool < 0; o++)
                 if (f->pools[order[o]].memory_mib >= w->memory_mib)
                     pool = (int)order[o];
-            long gi = gpu_open(p, g, f, pool_left, pool);
+            long gi = fleet_gpu_open(f, g, p, pool_left, pool);
             if (gi < 0) {
                 ret = -ENOMEM;
                 break;
@@ -347,7 +342,7 @@ static int dry_run(const struct fleet *f, const struct fleet_workloads *ws,
                    const size_t *order, const uint64_t *pool_left, struct trial *out)
 {
     struct fleet_plan scratch;
-    struct gpu_list g = {0};
+    struct fleet_gpu_list g = {0};
     uint64_t left[FLEET_MAX_POOLS];
     memset(&scratch, 0, sizeof(scratch));
     memcpy(left, pool_left, sizeof(left));
@@ -538,7 +533,7 @@ static uint64_t fleet_max_memory(const struct fleet *f)
     return m;
 }
 
-static void finish_plan(const struct fleet *f, struct fleet_plan *p, struct gpu_list *g)
+static void finish_plan(const struct fleet *f, struct fleet_plan *p, struct fleet_gpu_list *g)
 {
     for (size_t i = 0; i < g->n; i++) {
         uint64_t have = f->pools[g->use[i].pool].memory_mib;
@@ -574,7 +569,7 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     struct sort_key *keys = malloc((ws->n ? ws->n : 1) * sizeof(*keys));
     if (!keys)
         return -ENOMEM;
-    struct gpu_list g = {0};
+    struct fleet_gpu_list g = {0};
     int ret = 0;
     /* lone workloads first: each gets the cheapest GPU that fits */
     for (size_t i = 0; i < ws->n && !ret; i++) {
@@ -585,7 +580,7 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         if (grp != GROUP_ALONE)
             continue;
         int pool = fleet_pick_pool(f, pool_left, w->memory_mib);
-        long gi = gpu_open(p, &g, f, pool_left, pool);
+        long gi = fleet_gpu_open(f, &g, p, pool_left, pool);
         if (gi < 0) {
             ret = -ENOMEM;
             break;
