@@ -12,9 +12,9 @@
  *    memory slices) at {0,4}, 4g at {0}, 7g (all 8) at {0}.
  *  - memory_mib: what `nvidia-smi mig -lgip` (NVML's memorySizeMB) reports, which is a little
  *    less than the name says: A100-40GB from the guide's own example; A100-80GB, H100-80GB and
- *    H200-141GB from published -lgip outputs of those boards (the H200 1g.35gb, 3g and 4g rows
- *    by the rule that profiles of equal memory slices get equal memory). Drivers move these by
- *    a few hundred MiB; on a real GPU `carve mig` takes NVML's numbers over these.
+ *    H200-141GB from published -lgip outputs of those boards (the H200's: NVIDIA/mig-parted
+ *    issue #120, an H200 SXM's 16.00, 32.25, 69.50 and 139.75 GiB). Drivers move these by a
+ *    few hundred MiB; on a real GPU `carve mig` takes NVML's numbers over these.
  *  - nvml_profile: nvml.h's NVML_GPU_INSTANCE_PROFILE_* (1_SLICE 0 ... 7_SLICE 4, 1_SLICE_REV1
  *    7, 1_SLICE_REV2 9); nvml_id: the profile ID NVML then reports (19, 20, 15, 14, 9, 5, 0). */
 #include "mig.h"
@@ -54,7 +54,7 @@ static const struct mig_profile h100_80gb[] = {
 };
 static const struct mig_profile h200_141gb[] = {
     MIG_ROWS("1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb",
-             16384, 33280, 66560, 143360),
+             16384, 33024, 71168, 143104),
 };
 
 static const char *const a100_40gb_names[] = {"A100-PCIE-40GB", "A100 40GB", NULL};
