@@ -25,6 +25,9 @@ struct run_opts {
     const char *mig_instance; /* --mig-instance: a MIG device UUID (--mode mig) */
     bool simulate;
     bool quiet;
+    /* nothing is left to undo once the command ends (no mode finish, no slice of our own):
+       it may take carve's place instead of being its child */
+    bool may_replace;
     char **command;
 };
 

@@ -96,6 +96,14 @@ out=$("$CARVE" run --simulate --slice shared -- "$MEMHOG" --label t1 --step 128 
 check "carve run --slice shared: the tenant sees and gets 1 GiB" '[[ $out == *"total 1024 MiB"* ]] && [[ $out == *"got 1024 MiB"* ]]'
 out=$("$CARVE" run --slice shared -- "$MEMHOG" --label t1b --step 512 --hold 0 2>&1)
 check "without --simulate, a slice of a simulated carved runs on the simulated GPU" '[[ $out == *"(simulated)"* ]] && [[ $out == *"total 1024 MiB"* ]]'
+# --slice: nothing is left to undo after the command, so it takes carve's place (one process
+# creation fewer per start-up): same pid, its own exit status
+sh -c 'echo "$$" >"$1"; exec "$2" run --slice shared -- sh -c "echo \$\$ >\"$1.cmd\"; exit 7"' _ "$work/pid" "$CARVE"
+rc=$?
+check "carve run --slice runs the command in its own process (pid $(cat "$work/pid") = $(cat "$work/pid.cmd")), exit status $rc" '[ "$(cat "$work/pid")" = "$(cat "$work/pid.cmd")" ] && [ $rc -eq 7 ]'
+err=$("$CARVE" run --slice shared -- "$work/no-such-command" 2>&1)
+rc=$?
+check "carve run --slice with a command that is not there: 127 ($rc, $err)" '[ $rc -eq 127 ] && [[ $err == *"cannot run"* ]]'
 err=$("$CARVE" run --simulate --slice nosuch -- true 2>&1)
 check "an unknown slice is refused: $err" '[[ $err == *"no slice named"* ]]'
 err=$("$CARVE" run --simulate --slice shared --memory 2GiB -- true 2>&1)
