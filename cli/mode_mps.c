@@ -3,8 +3,9 @@
  * directories (in the GPU's run directory, common/mps.h), later ones reuse it, and the last
  * to end stops it; the count is the run directory's client list, changed only under its
  * lock, of carve run processes (a killed one is noticed by its pid). The command gets its
- * active-thread percentage from --compute and its pinned-memory limit from --memory; the
- * slice around it is the usual one, so libcarve's accounting, view and cap still apply. */
+ * active-thread percentage from --compute, its pinned-memory limit from --memory and its
+ * MPS client priority from --priority; the slice around it is the usual one, so libcarve's
+ * accounting, view and cap still apply. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -408,12 +409,6 @@ static int check_request(const struct run_opts *o, char *pct, size_t len)
                         "given with it\n(see carve run --help)\n", o->slice);
         return CARVE_EXIT_USAGE;
     }
-    if (o->priority_arg) {
-        fprintf(stderr, "carve run: --mode mps has no priorities (--priority %s): MPS shares "
-                        "threads, not turns; drop it or use --mode carve\n(see carve run "
-                        "--help)\n", o->priority_arg);
-        return CARVE_EXIT_USAGE;
-    }
     if (o->compute_arg &&
         carve_mps_thread_percentage(&o->compute, pct, len, err, sizeof(err)) < 0) {
         fprintf(stderr, "carve run: %s\n(see carve run --help)\n", err);
@@ -454,9 +449,20 @@ static int pick_gpu(const struct run_opts *o, const char *libdir, struct mps_sta
     return 0;
 }
 
+/* CUDA_MPS_CLIENT_PRIORITY for --priority (NVIDIA's MPS guide, "Environment Variables"): a
+ * hint to the MPS server to schedule a NORMAL (0) client's ready work ahead of a
+ * BELOW_NORMAL (1) client's, so that a batch client fills what a latency client leaves
+ * instead of queueing in front of it. latency and normal are both NORMAL: MPS has two
+ * levels. */
+static const char *client_priority(uint8_t priority)
+{
+    return priority == CARVE_PRIO_BATCH ? "1" : "0";
+}
+
 /* The client's variables: its one GPU by UUID (the daemon's CUDA_VISIBLE_DEVICES too, so
- * both agree on device 0), the daemon's directories and its limits. */
-static int set_client_env(const struct mps_state *st, const char *pct, uint64_t cap)
+ * both agree on device 0), the daemon's directories, its limits and its priority. */
+static int set_client_env(const struct mps_state *st, const char *pct, uint64_t cap,
+                          const char *priority)
 {
     char limit[64];
     int r = setenv("CUDA_VISIBLE_DEVICES", st->uuid, 1) |
@@ -464,6 +470,8 @@ static int set_client_env(const struct mps_state *st, const char *pct, uint64_t 
             setenv("CUDA_MPS_LOG_DIRECTORY", st->log, 1);
     if (*pct)
         r |= setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct, 1);
+    if (priority)
+        r |= setenv("CUDA_MPS_CLIENT_PRIORITY", priority, 1);
     if (cap) {
         carve_mps_mem_limit(cap, limit, sizeof(limit));
         r |= setenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", limit, 1);
@@ -490,13 +498,17 @@ int carve_mode_mps_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
         goto fail;
     ctx->finish = mps_finish;
     ctx->state = st;
-    if (set_client_env(st, pct, cap) < 0) {
+    const char *priority = o->priority_arg ? client_priority(o->compute.priority) : NULL;
+    if (set_client_env(st, pct, cap, priority) < 0) {
         fprintf(stderr, "carve run: cannot set the MPS client's environment\n");
         return CARVE_EXIT_USAGE; /* run.c still calls finish */
     }
-    /* the share is MPS's now: libcarve keeps the memory cap and does not pace */
+    /* the share and the priority are MPS's now: libcarve keeps the memory cap and does not
+       pace */
     o->compute.share_bp = 0;
+    o->compute.priority = CARVE_PRIO_NORMAL;
     o->compute_arg = NULL;
+    o->priority_arg = NULL;
     return 0;
 fail:
     free(st);

@@ -14,7 +14,7 @@ const struct run_mode carve_run_modes[] = {
     {"timeslice", "the driver's plain time-slicing: no compute share; --memory still caps",
      carve_mode_timeslice_prepare, false},
     {"mps", "NVIDIA MPS: --compute sets the client's active threads, --memory also its pinned "
-            "memory; one GPU", carve_mode_mps_prepare, false},
+            "memory, --priority its client priority; one GPU", carve_mode_mps_prepare, false},
     {"mig", "a MIG instance (carve mig): isolated by the hardware, no libcarve; --memory and "
             "--compute choose the smallest free instance that fits", carve_mode_mig_prepare,
      true},

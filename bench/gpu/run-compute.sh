@@ -13,8 +13,12 @@
 #    1-second window; targets +-2 and +-5 points.
 # 2. Latency: ResNet-50 fp16 batch 8 (2 ms think) next to a bf16 8192^2 matmul loop: each
 #    alone, plain sharing, MPS, MPS with the batch side at 30% active threads, carve with
-#    --priority latency/batch; and a transformer decode loop alone, plain and with carve.
-#    Target: p99 <= 1.10x solo while the batch side keeps >= 80% of its solo TFLOP/s.
+#    --priority latency/batch (and with the batch side's rate while it yields at 60% and 90%
+#    instead of 80%: CARVE_BATCH_YIELD), carve --mode mps --priority latency/batch (MPS
+#    client priorities), and carve's pacing inside MPS with client priorities; and a
+#    transformer decode loop alone, plain, with carve and with carve --mode mps.
+#    Target: p99 <= 1.10x solo while the batch side keeps >= 80% of its solo TFLOP/s; each
+#    row gives both ratios.
 # Writes docs/results/<date>-compute-<gpu>.md. An MPS control daemon is started with its
 # own pipe and log directories and stopped before the script ends; the GPU's compute mode
 # and settings are not touched.
@@ -90,6 +94,22 @@ fi
 
 lat_rows=()
 field() { grep '^{' "$1" | tail -n 1 | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])" 2>/dev/null || echo -; }
+declare -A solo_p99 # model -> p99 alone, for the ratios
+solo_tflops=
+# ratios MODEL P99 TFLOPS: "| p99/solo | batch/solo | met? |"
+ratios() {
+    python3 - "${solo_p99[$1]:-}" "$2" "$solo_tflops" "$3" <<'PY'
+import sys
+def num(x):
+    try: return float(x)
+    except ValueError: return None
+sp, p, st, t = (num(a) for a in sys.argv[1:5])
+r = p / sp if sp and p else None
+b = t / st if st and t else None
+met = "yes" if r is not None and b is not None and r <= 1.10 and b >= 0.80 else "no"
+print(f"| {r:.2f}x |" if r else "| - |", f" {100 * b:.1f}% |" if b else " - |", f" {met} |")
+PY
+}
 # pair NAME MODEL LAT_PREFIX BATCH_PREFIX: both tenants, the batch one started first.
 pair() {
     local name=$1 model=$2 latp=$3 batchp=$4 b
@@ -103,7 +123,10 @@ pair() {
     env $latp python3 bench/gpu/latency_tenant.py --model "$model" --seconds "$LAT_SECS" \
         >"$LOGS/lat-$name.log" 2>&1
     wait "$b"
-    lat_rows+=("| $name | $model | $(field "$LOGS/lat-$name.log" p50_ms) | $(field "$LOGS/lat-$name.log" p99_ms) | $(field "$LOGS/batch-$name.log" tflops) |")
+    local p99 tflops
+    p99=$(field "$LOGS/lat-$name.log" p99_ms)
+    tflops=$(field "$LOGS/batch-$name.log" tflops)
+    lat_rows+=("| $name | $model | $(field "$LOGS/lat-$name.log" p50_ms) | $p99 | $tflops $(ratios "$model" "$p99" "$tflops")")
     echo "   ${lat_rows[-1]}"
 }
 
@@ -111,10 +134,16 @@ if [[ $PARTS == *latency* ]]; then
 echo "== latency: alone"
 python3 bench/gpu/latency_tenant.py --seconds "$LAT_SECS" >"$LOGS/lat-solo.log" 2>&1
 python3 bench/gpu/batch_tenant.py --measure-from 3 --measure-seconds 10 >"$LOGS/batch-solo.log" 2>&1
-lat_rows+=("| each alone | resnet50 | $(field "$LOGS/lat-solo.log" p50_ms) | $(field "$LOGS/lat-solo.log" p99_ms) | $(field "$LOGS/batch-solo.log" tflops) |")
+solo_p99[resnet50]=$(field "$LOGS/lat-solo.log" p99_ms)
+solo_tflops=$(field "$LOGS/batch-solo.log" tflops)
+lat_rows+=("| each alone | resnet50 | $(field "$LOGS/lat-solo.log" p50_ms) | ${solo_p99[resnet50]} | $solo_tflops | 1.00x | 100% | - |")
 echo "   ${lat_rows[-1]}"
 pair plain resnet50 "" ""
 pair carve resnet50 "$CARVE run --quiet --priority latency --" "$CARVE run --quiet --priority batch --"
+for y in 60 90; do
+    pair "carve-yield-$y" resnet50 "$CARVE run --quiet --priority latency --" \
+        "CARVE_BATCH_YIELD=$y% $CARVE run --quiet --priority batch --"
+done
 
 if [[ $PARTS == *mps* ]]; then
 mps_dir=$(mktemp -d)
@@ -126,19 +155,31 @@ if nvidia-cuda-mps-control -d; then
     sleep 1
     pair mps resnet50 "" ""
     pair mps-batch-30 resnet50 "" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30"
+    # carve's pacing (the batch side keeps a short queue while the latency side is active)
+    # inside MPS, with MPS client priorities
+    pair mps-priority-paced resnet50 "CUDA_MPS_CLIENT_PRIORITY=0 $CARVE run --quiet --priority latency --" \
+        "CUDA_MPS_CLIENT_PRIORITY=1 $CARVE run --quiet --priority batch --"
     stop_mps
     sleep 2
 else
     lat_rows+=("| mps | resnet50 | - | - | nvidia-cuda-mps-control -d failed |")
 fi
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+# carve's own MPS mode (its daemon, started by the first carve run and stopped by the last)
+pair mps-priority resnet50 "$CARVE run --quiet --mode mps --priority latency --" \
+    "$CARVE run --quiet --mode mps --priority batch --"
 fi
 if [[ $PARTS == *decoder* ]]; then
 
 python3 bench/gpu/latency_tenant.py --model decoder --seconds "$LAT_SECS" >"$LOGS/lat-dsolo.log" 2>&1
-lat_rows+=("| alone | decoder | $(field "$LOGS/lat-dsolo.log" p50_ms) | $(field "$LOGS/lat-dsolo.log" p99_ms) | - |")
+solo_p99[decoder]=$(field "$LOGS/lat-dsolo.log" p99_ms)
+lat_rows+=("| alone | decoder | $(field "$LOGS/lat-dsolo.log" p50_ms) | ${solo_p99[decoder]} | - | 1.00x | - | - |")
 pair plain-decoder decoder "" ""
 pair carve-decoder decoder "$CARVE run --quiet --priority latency --" "$CARVE run --quiet --priority batch --"
+if [[ $PARTS == *mps* ]]; then
+    pair mps-priority-decoder decoder "$CARVE run --quiet --mode mps --priority latency --" \
+        "$CARVE run --quiet --mode mps --priority batch --"
+fi
 fi
 fi
 
@@ -162,8 +203,8 @@ fi
     echo
     echo "## Latency next to a batch tenant"
     echo
-    echo "| set-up | latency model | p50 ms | p99 ms | batch TFLOP/s |"
-    echo "| --- | --- | --- | --- | --- |"
+    echo "| set-up | latency model | p50 ms | p99 ms | batch TFLOP/s | p99 / solo | batch / solo | p99 <= 1.10x and batch >= 80%? |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
     printf '%s\n' "${lat_rows[@]}"
     echo
     echo "## Logs (last lines)"

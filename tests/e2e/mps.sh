@@ -181,7 +181,13 @@ expect "asks for a guarantee, and MPS can only limit" run --simulate --mode mps 
 expect "give a limit (\`30%')" run --simulate --mode mps --compute 30%+ -- true
 expect "is not a whole percentage" run --simulate --mode mps --compute 12.5% -- true
 expect "is zero" run --simulate --mode mps --compute 0% -- true
-expect "no priorities (--priority latency)" run --simulate --mode mps --priority latency -- true
+# --priority: MPS's client priority (batch BELOW_NORMAL, latency and normal NORMAL); without
+# it the environment's own stays
+prio_of() { "$CARVE" run --simulate --mode mps "$@" -- sh -c 'echo "prio=${CUDA_MPS_CLIENT_PRIORITY-unset}"' 2>&1; }
+out="$(prio_of --priority batch) $(prio_of --priority latency) $(prio_of --priority normal) $(prio_of) $(CUDA_MPS_CLIENT_PRIORITY=1 prio_of)"
+check "--priority batch/latency/normal/none/none with 1 in the environment -> CUDA_MPS_CLIENT_PRIORITY $out" \
+    "$([ "$out" = "prio=1 prio=0 prio=0 prio=unset prio=1" ]; echo $?)"
+expect "unknown priority \`urgent'" run --simulate --mode mps --priority urgent -- true
 expect "--mode mps cannot be given with it" run --simulate --mode mps --slice s1 -- true
 expect "more than GPU 0 has (80 GiB)" run --simulate --mode mps --memory 100GiB -- true
 expect "unknown unit" run --simulate --mode mps --memory 8XB -- true
@@ -211,12 +217,12 @@ printf 'poll_interval = 200ms\n' >"$tmp/carved.conf"
 carved_pid=$!
 for _ in $(seq 50); do CARVE_SOCKET=$tmp/carved.sock "$CARVE" slice list >/dev/null 2>&1 && break; sleep 0.1; done
 starts=$(events start)
-out=$(CARVE_SOCKET=$tmp/carved.sock "$CARVE" run --simulate --mode mps --memory 1GiB --compute 30% -- \
-      sh -c '"$0" slice list --json | grep "\"compute\":"; echo "threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"
+out=$(CARVE_SOCKET=$tmp/carved.sock "$CARVE" run --simulate --mode mps --memory 1GiB --compute 30% --priority batch -- \
+      sh -c '"$0" slice list --json | grep -E "\"(compute|priority)\":"; echo "threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE prio=$CUDA_MPS_CLIENT_PRIORITY"
              "$1" --max 4096 --hold 0 2>/dev/null | grep "when full"' "$CARVE" "$MEMHOG")
 rc=$?
-[[ $out == *'"compute": ""'* ]] && [[ $out == *threads=30* ]] && [[ $out == *"total 1024 MiB"* ]]
-check "with carved: its slice caps at 1 GiB and paces nothing, MPS gets threads=30 (status $rc)" \
+[[ $out == *'"compute": ""'* ]] && [[ $out == *'"priority": "normal"'* ]] && [[ $out == *"threads=30 prio=1"* ]] && [[ $out == *"total 1024 MiB"* ]]
+check "with carved: its slice caps at 1 GiB and paces nothing, MPS gets threads=30 and client priority 1 (status $rc)" \
     "$([ $? -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && ! alive "$(last_daemon)"; echo $?)"
 grep -q "removed" "$tmp/carved.log"
 check "with carved: the run's slice is removed after the command" $?
