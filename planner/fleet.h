@@ -162,8 +162,33 @@ struct fleet_gpu_list {
 };
 long fleet_gpu_open(const struct fleet *f, struct fleet_gpu_list *g, struct fleet_plan *p,
                     uint64_t *pool_left, int pool);
-/* A lower bound on the cost of `demand` units when a GPU of pool i gives unit[i] of them. */
-double fleet_lp_cost(const struct fleet *f, double demand, const double *unit);
+/* The cost bound on a fleet of several models (fleet_lp.c). Workloads are in classes by the
+ * pools that can hold them: class k needs a GPU of at least class_mib[k] (the pools' memory
+ * sizes, distinct, ascending), so it may use every pool of that size or more. */
+#define FLEET_GROUPS 2 /* sharing groups of one mechanism at most (MPS keeps strict apart) */
+struct fleet_demand {
+    size_t nclass;
+    uint64_t class_mib[FLEET_MAX_POOLS];
+    double memory[FLEET_GROUPS][FLEET_MAX_POOLS]; /* MiB of group g's workloads of class >= k */
+    double gpus[FLEET_GROUPS][FLEET_MAX_POOLS];   /* GPUs those need at least (compute, tenant
+                                                     places, pairs that cannot share) */
+    uint64_t lone[FLEET_MAX_POOLS];               /* workloads of class k alone on a GPU */
+};
+/* The least-cost fractional purchase that holds the demand: its cost (a lower bound on every
+ * plan on the fleet; when within_fleet is false the fleet cannot hold the demand even in
+ * fractions, and it bounds every plan that buys these models at these prices), and the GPUs
+ * of each pool it buys for each sharing group and for the lone workloads of each class. */
+struct fleet_lp_plan {
+    bool solved, within_fleet;
+    double cost;
+    double shared[FLEET_GROUPS][FLEET_MAX_POOLS];
+    double lone[FLEET_MAX_POOLS][FLEET_MAX_POOLS]; /* [class][pool] */
+};
+/* within_fleet: within the pools' counts if the fleet can hold the demand in fractions (false:
+ * the counts lifted). 0 (out->solved false if the simplex gave up, which Bland's rule makes
+ * unexpected), or -ENOMEM. */
+int fleet_cost_bound(const struct fleet *f, const struct fleet_demand *d, bool within_fleet,
+                     struct fleet_lp_plan *out);
 /* The pool a lone workload of memory_mib goes to: the cheapest per hour that fits and has a
  * GPU left (pool_left), else the cheapest that fits; -1 if none fits. */
 int fleet_pick_pool(const struct fleet *f, const uint64_t *pool_left, uint64_t memory_mib);

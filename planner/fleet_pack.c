@@ -6,7 +6,8 @@
  * the usual case: 100,000 workloads pack in milliseconds. Each mechanism's rules decide which
  * workloads must have a GPU of their own (untrusted tenants without hardware isolation,
  * strict latency under time-slicing) and which workloads may not share a GPU (strict latency
- * with anything else under MPS); the rest share. */
+ * with anything else under MPS); the rest share. On a fleet of several models the cost bound
+ * (fleet_lp.c) comes first, and its solution says which pools the GPUs come from. */
 #include <errno.h>
 #include <math.h> /* INFINITY only: the carve command does not link libm */
 #include <stdio.h>
@@ -84,6 +85,64 @@ int fleet_pick_pool(const struct fleet *f, const uint64_t *pool_left, uint64_t m
             best = (int)i;
     }
     return best >= 0 ? best : fallback;
+}
+
+/* Which pool a sharing group's next GPU comes from. The cost bound's solution says how many
+ * GPUs of each pool the groups should take (budget): those are opened largest GPU first, so
+ * that first-fit decreasing puts the largest workloads on the largest GPUs and the small ones
+ * that come last fill the small GPUs. Beyond the budgets (the packing is never as tight as
+ * the fractional solution), the pool that holds the workloads still to place most cheaply: a
+ * GPU's price over how many of them it would hold at their average memory and compute (see
+ * cheapest_per_workload); among the pools with GPUs left, else among all. */
+struct pool_choice {
+    uint64_t left[FLEET_MAX_POOLS];  /* GPUs each pool has left */
+    double budget[FLEET_MAX_POOLS];  /* GPUs the bound's solution buys for the groups, less
+                                        those opened */
+    size_t by_size[FLEET_MAX_POOLS]; /* largest memory first; ties cheapest first */
+};
+
+/* The workloads of a group still to place, the one at hand included. */
+struct still_to_place {
+    uint64_t memory_mib, compute_bp, count;
+};
+
+static int cheapest_per_workload(const struct fleet *f, const struct pool_choice *pc,
+                                 const struct still_to_place *rest, uint32_t compute_cap,
+                                 uint32_t slots, uint64_t memory_mib, bool need_left)
+{
+    int pool = -1;
+    double best = 0;
+    for (size_t i = 0; i < f->npools; i++) {
+        if ((need_left && !pc->left[i]) || f->pools[i].memory_mib < memory_mib)
+            continue;
+        double holds = (double)slots;
+        if (rest->memory_mib)
+            holds = dmin(holds, (double)f->pools[i].memory_mib * (double)rest->count /
+                                    (double)rest->memory_mib);
+        if (rest->compute_bp)
+            holds = dmin(holds, (double)compute_cap * (double)rest->count / (double)rest->compute_bp);
+        double per = f->pools[i].price / dmin(dmax(holds, 1), (double)rest->count);
+        if (pool < 0 || per < best - 1e-12) {
+            pool = (int)i;
+            best = per;
+        }
+    }
+    return pool;
+}
+
+static int choose_pool(const struct fleet *f, struct pool_choice *pc,
+                       const struct still_to_place *rest, uint32_t compute_cap, uint32_t slots,
+                       uint64_t memory_mib)
+{
+    for (size_t o = 0; o < f->npools; o++) {
+        size_t i = pc->by_size[o];
+        if (pc->budget[i] >= 0.5 && pc->left[i] && f->pools[i].memory_mib >= memory_mib) {
+            pc->budget[i] -= 1;
+            return (int)i;
+        }
+    }
+    int pool = cheapest_per_workload(f, pc, rest, compute_cap, slots, memory_mib, true);
+    return pool >= 0 ? pool : cheapest_per_workload(f, pc, rest, compute_cap, slots, memory_mib, false);
 }
 
 /* ---- the plan's GPUs ---- */
@@ -266,8 +325,7 @@ static void sort_keys(struct sort_key *keys, size_t n)
 
 static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
                       const struct sort_key *keys, size_t n, const struct mech_rules *r,
-                      const size_t *order, uint64_t *pool_left, struct fleet_plan *p,
-                      struct fleet_gpu_list *g)
+                      struct pool_choice *pc, struct fleet_plan *p, struct fleet_gpu_list *g)
 {
     struct fit_tree t;
     int ret = tree_init(&t, n ? n : 1);
@@ -286,19 +344,18 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
             min_comp[k] = w->compute_bp < min_comp[k + 1] ? w->compute_bp : min_comp[k + 1];
         }
     }
+    struct still_to_place rest = {0, 0, n};
+    for (size_t k = 0; k < n; k++) {
+        rest.memory_mib += ws->w[keys[k].index].memory_mib;
+        rest.compute_bp += ws->w[keys[k].index].compute_bp;
+    }
     for (size_t k = 0; k < n && !ret; k++) {
         const struct fleet_workload *w = &ws->w[keys[k].index];
         unsigned budget = FIT_SEARCH_BUDGET;
         long leaf = tree_find(&t, 1, w->memory_mib, w->compute_bp, &budget);
         if (leaf < 0) {
-            int pool = -1;
-            for (size_t o = 0; o < f->npools && pool < 0; o++)
-                if (pool_left[order[o]] && f->pools[order[o]].memory_mib >= w->memory_mib)
-                    pool = (int)order[o];
-            for (size_t o = 0; o < f->npools && pool < 0; o++)
-                if (f->pools[order[o]].memory_mib >= w->memory_mib)
-                    pool = (int)order[o];
-            long gi = fleet_gpu_open(f, g, p, pool_left, pool);
+            int pool = choose_pool(f, pc, &rest, r->compute_cap, r->slots, w->memory_mib);
+            long gi = fleet_gpu_open(f, g, p, pc->left, pool);
             if (gi < 0) {
                 ret = -ENOMEM;
                 break;
@@ -308,6 +365,9 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
         }
         struct fleet_gpu_use *u = &g->use[t.gpu[leaf]];
         gpu_add(u, w, w->memory_mib);
+        rest.memory_mib -= w->memory_mib;
+        rest.compute_bp -= w->compute_bp;
+        rest.count--;
         if (p->gpu_of)
             p->gpu_of[keys[k].index] = (uint32_t)t.gpu[leaf];
         p->placed++;
@@ -339,14 +399,13 @@ struct trial {
 
 static int dry_run(const struct fleet *f, const struct fleet_workloads *ws,
                    const struct sort_key *keys, size_t n, const struct mech_rules *r,
-                   const size_t *order, const uint64_t *pool_left, struct trial *out)
+                   const struct pool_choice *pc, struct trial *out)
 {
     struct fleet_plan scratch;
     struct fleet_gpu_list g = {0};
-    uint64_t left[FLEET_MAX_POOLS];
+    struct pool_choice copy = *pc;
     memset(&scratch, 0, sizeof(scratch));
-    memcpy(left, pool_left, sizeof(left));
-    int ret = pack_group(f, ws, keys, n, r, order, left, &scratch, &g);
+    int ret = pack_group(f, ws, keys, n, r, &copy, &scratch, &g);
     free(g.use);
     out->gpus = scratch.gpus;
     out->cost = scratch.cost_per_hour;
@@ -362,13 +421,13 @@ static bool better(const struct fleet *f, const struct trial *a, const struct tr
 
 static int improve_order(const struct fleet *f, const struct fleet_workloads *ws,
                          struct sort_key *keys, size_t n, const struct mech_rules *r,
-                         const size_t *order, const uint64_t *pool_left)
+                         const struct pool_choice *pc)
 {
     if (n < 3 || n > SMALL_GROUP)
         return 0;
     struct sort_key *best = malloc(n * sizeof(*best)), *trial = malloc(n * sizeof(*trial));
     struct trial best_t, t;
-    int ret = best && trial ? dry_run(f, ws, keys, n, r, order, pool_left, &best_t) : -ENOMEM;
+    int ret = best && trial ? dry_run(f, ws, keys, n, r, pc, &best_t) : -ENOMEM;
     uint64_t seed = 0x9E3779B97F4A7C15ULL ^ n;
     if (!ret)
         memcpy(best, keys, n * sizeof(*best));
@@ -379,7 +438,7 @@ static int improve_order(const struct fleet *f, const struct fleet_workloads *ws
             trial[i].key = keys[i].key * (700 + (seed >> 33) % 301) / 1000; /* 70-100% */
         }
         sort_keys(trial, n);
-        if ((ret = dry_run(f, ws, trial, n, r, order, pool_left, &t)))
+        if ((ret = dry_run(f, ws, trial, n, r, pc, &t)))
             break;
         if (better(f, &t, &best_t)) {
             best_t = t;
@@ -494,35 +553,6 @@ static uint64_t group_bound(const struct fleet_workloads *ws, const struct sort_
     return MAX(lb, MAX(lc, ls));
 }
 
-/* A bound on the cost of buying `demand` units when a GPU of pool i gives unit[i] of them:
- * the pools cheapest per unit first, each up to its count (a linear relaxation, so GPUs may
- * be bought in fractions); what the fleet cannot hold is bought at the best rate, since a
- * plan may go beyond the fleet with any model. */
-double fleet_lp_cost(const struct fleet *f, double demand, const double *unit)
-{
-    bool used[FLEET_MAX_POOLS] = {false};
-    double cost = 0, best_rate = INFINITY;
-    for (size_t i = 0; i < f->npools; i++)
-        if (unit[i] > 0)
-            best_rate = dmin(best_rate, f->pools[i].price / unit[i]);
-    while (demand > 1e-9) {
-        int pick = -1;
-        for (size_t i = 0; i < f->npools; i++)
-            if (!used[i] && unit[i] > 0 &&
-                (pick < 0 || f->pools[i].price / unit[i] < f->pools[pick].price / unit[pick]))
-                pick = (int)i;
-        if (pick < 0 || f->pools[pick].count == FLEET_UNLIMITED) {
-            cost += demand * (pick < 0 ? best_rate : f->pools[pick].price / unit[pick]);
-            break;
-        }
-        used[pick] = true;
-        double take = dmin(demand, (double)f->pools[pick].count * unit[pick]);
-        cost += take * f->pools[pick].price / unit[pick];
-        demand -= take;
-    }
-    return cost;
-}
-
 /* ---- the whole plan for one mechanism ---- */
 
 static uint64_t fleet_max_memory(const struct fleet *f)
@@ -543,6 +573,175 @@ static void finish_plan(const struct fleet *f, struct fleet_plan *p, struct flee
     p->use = g->use;
 }
 
+/* Workload classes: the pools' memory sizes, distinct and ascending; a workload's class is
+ * the smallest size that holds it. */
+static void size_classes(const struct fleet *f, struct fleet_demand *d)
+{
+    d->nclass = 0;
+    for (size_t i = 0; i < f->npools; i++) {
+        size_t k = 0;
+        while (k < d->nclass && d->class_mib[k] < f->pools[i].memory_mib)
+            k++;
+        if (k < d->nclass && d->class_mib[k] == f->pools[i].memory_mib)
+            continue;
+        memmove(&d->class_mib[k + 1], &d->class_mib[k], (d->nclass - k) * sizeof(uint64_t));
+        d->class_mib[k] = f->pools[i].memory_mib;
+        d->nclass++;
+    }
+}
+
+static size_t class_of(const struct fleet_demand *d, uint64_t memory_mib)
+{
+    size_t k = 0;
+    while (k + 1 < d->nclass && d->class_mib[k] < memory_mib)
+        k++;
+    return k;
+}
+
+static uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* What the cost bound needs of one mechanism's workloads: per sharing group and class (and
+ * larger) their memory and the GPUs they need at least (compute, tenant places, workloads
+ * too big in memory or compute to pair with each other on any GPU, and for the whole group
+ * its L2 bound, group_gpus); per class the lone workloads. */
+static void fill_demand(const struct fleet *f, const struct fleet_workloads *ws,
+                        const uint8_t *possible, int mech, const struct mech_rules *r,
+                        const uint64_t group_gpus[FLEET_GROUPS], struct fleet_demand *d)
+{
+    uint64_t max_mem = fleet_max_memory(f);
+    uint64_t comp[FLEET_GROUPS][FLEET_MAX_POOLS] = {{0}}, count[FLEET_GROUPS][FLEET_MAX_POOLS] = {{0}};
+    uint64_t big_mem[FLEET_GROUPS][FLEET_MAX_POOLS] = {{0}};
+    uint64_t big_comp[FLEET_GROUPS][FLEET_MAX_POOLS] = {{0}};
+    memset(d, 0, sizeof(*d));
+    size_classes(f, d);
+    for (size_t i = 0; i < ws->n; i++) {
+        if (!possible[i])
+            continue;
+        const struct fleet_workload *w = &ws->w[i];
+        int grp = group_of(mech, w, r);
+        size_t k = class_of(d, w->memory_mib);
+        if (grp == GROUP_ALONE) {
+            d->lone[k]++;
+            continue;
+        }
+        d->memory[grp][k] += (double)w->memory_mib;
+        comp[grp][k] += w->compute_bp;
+        count[grp][k]++;
+        big_mem[grp][k] += w->memory_mib * 2 > max_mem;
+        big_comp[grp][k] += (uint64_t)w->compute_bp * 2 > r->compute_cap;
+    }
+    for (size_t g = 0; g < FLEET_GROUPS; g++)
+        for (size_t k = d->nclass; k-- > 0;) {
+            if (k + 1 < d->nclass) { /* class k and larger */
+                d->memory[g][k] += d->memory[g][k + 1];
+                comp[g][k] += comp[g][k + 1];
+                count[g][k] += count[g][k + 1];
+                big_mem[g][k] += big_mem[g][k + 1];
+                big_comp[g][k] += big_comp[g][k + 1];
+            }
+            uint64_t need = MAX(ceil_div(comp[g][k], r->compute_cap), ceil_div(count[g][k], r->slots));
+            need = MAX(need, MAX(big_mem[g][k], big_comp[g][k]));
+            if (k == 0)
+                need = MAX(need, group_gpus[g]);
+            d->gpus[g][k] = (double)need;
+        }
+}
+
+/* A bound that needs no solution: each lone workload on the cheapest GPU that holds it, each
+ * group's GPUs at the lowest price, the pools' counts aside. For when the simplex gives up. */
+static double plain_cost_bound(const struct fleet *f, const struct fleet_demand *d)
+{
+    double cost = 0, lowest = INFINITY;
+    for (size_t i = 0; i < f->npools; i++)
+        lowest = dmin(lowest, f->pools[i].price);
+    for (size_t k = 0; k < d->nclass; k++) {
+        double cheapest = INFINITY;
+        for (size_t i = 0; i < f->npools; i++)
+            if (f->pools[i].memory_mib >= d->class_mib[k])
+                cheapest = dmin(cheapest, f->pools[i].price);
+        cost += d->lone[k] ? (double)d->lone[k] * cheapest : 0;
+    }
+    for (size_t g = 0; g < FLEET_GROUPS; g++)
+        cost += d->gpus[g][0] * lowest;
+    return cost;
+}
+
+/* Lone workloads, each on a GPU of its own: of the pool the bound's solution gives its class
+ * (cheapest first), else the cheapest that fits and has a GPU left. */
+static int place_lone(const struct fleet *f, const struct fleet_workloads *ws,
+                      const uint8_t *possible, int mech, const struct mech_rules *r,
+                      const struct fleet_demand *d, const struct fleet_lp_plan *lp,
+                      uint64_t *pool_left, struct fleet_plan *p, struct fleet_gpu_list *g)
+{
+    double budget[FLEET_MAX_POOLS][FLEET_MAX_POOLS];
+    memcpy(budget, lp->lone, sizeof(budget));
+    for (size_t i = 0; i < ws->n; i++) {
+        const struct fleet_workload *w = &ws->w[i];
+        if (!possible[i] || group_of(mech, w, r) != GROUP_ALONE)
+            continue;
+        size_t k = class_of(d, w->memory_mib);
+        int pool = -1;
+        for (size_t q = 0; q < f->npools; q++)
+            if (budget[k][q] >= 0.5 && pool_left[q] && f->pools[q].memory_mib >= w->memory_mib &&
+                (pool < 0 || f->pools[q].price < f->pools[pool].price))
+                pool = (int)q;
+        if (pool >= 0)
+            budget[k][pool] -= 1;
+        else
+            pool = fleet_pick_pool(f, pool_left, w->memory_mib);
+        long gi = fleet_gpu_open(f, g, p, pool_left, pool);
+        if (gi < 0)
+            return -ENOMEM;
+        gpu_add(&g->use[gi], w, w->memory_mib);
+        if (p->gpu_of)
+            p->gpu_of[i] = (uint32_t)gi;
+        p->alone++;
+        p->placed++;
+    }
+    return 0;
+}
+
+/* The workloads of one sharing group as sort keys (memory relative to the largest GPU plus
+ * compute), largest first; returns how many. */
+static size_t group_keys(const struct fleet_workloads *ws, const uint8_t *possible, int mech,
+                         const struct mech_rules *r, int grp, uint64_t max_mem,
+                         struct sort_key *keys)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ws->n; i++)
+        if (possible[i] && group_of(mech, &ws->w[i], r) == grp) {
+            const struct fleet_workload *w = &ws->w[i];
+            keys[n].key = w->memory_mib * FLEET_BP_FULL / max_mem + w->compute_bp;
+            keys[n++].index = (uint32_t)i;
+        }
+    sort_keys(keys, n);
+    return n;
+}
+
+static void describe_plan(struct fleet_plan *p, int mech, const struct mech_rules *r)
+{
+    if (mech == FLEET_TIMESLICE)
+        snprintf(p->note, sizeof(p->note),
+                 "%llu alone (strict latency or untrusted: no isolation, context-switch jitter); "
+                 "%u replicas and %u%% of compute per GPU",
+                 (unsigned long long)p->alone, r->slots, r->compute_cap / 100);
+    else if (mech == FLEET_MPS)
+        snprintf(p->note, sizeof(p->note),
+                 "%llu alone (untrusted: no fault isolation); strict latency shares only with "
+                 "strict; %u clients per GPU",
+                 (unsigned long long)p->alone, r->slots);
+    else if (mech == FLEET_CARVE)
+        snprintf(p->note, sizeof(p->note),
+                 "%llu alone (untrusted: software isolation only); exact memory caps, latency "
+                 "priority; %u slices per GPU",
+                 (unsigned long long)p->alone, r->slots);
+    else
+        snprintf(p->note, sizeof(p->note), "one workload per GPU");
+}
+
 static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
                        const uint8_t *possible, int mech, const struct fleet_options *o,
                        struct fleet_plan *p)
@@ -558,99 +757,62 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         r.slots = 1;
     p->mech = mech;
     p->available = true;
-
-    size_t order[FLEET_MAX_POOLS];
-    uint64_t pool_left[FLEET_MAX_POOLS];
-    pool_order(f, order);
-    for (size_t i = 0; i < f->npools; i++)
-        pool_left[i] = f->pools[i].count;
     uint64_t max_mem = fleet_max_memory(f);
-
     struct sort_key *keys = malloc((ws->n ? ws->n : 1) * sizeof(*keys));
     if (!keys)
         return -ENOMEM;
+
+    /* the bounds first: GPUs per group (L2), then the cost of the cheapest purchase that
+       holds everything, whose solution the packing follows */
+    uint64_t group_gpus[FLEET_GROUPS];
+    for (int grp = 0; grp < FLEET_GROUPS; grp++) {
+        size_t n = group_keys(ws, possible, mech, &r, grp, max_mem, keys);
+        group_gpus[grp] = group_bound(ws, keys, n, max_mem, &r);
+    }
+    struct fleet_demand d;
+    struct fleet_lp_plan lp;
+    fill_demand(f, ws, possible, mech, &r, group_gpus, &d);
+    int ret = fleet_cost_bound(f, &d, true, &lp);
+
+    struct pool_choice pc;
+    memset(&pc, 0, sizeof(pc));
+    pool_order(f, pc.by_size);
+    for (size_t i = 0; i < f->npools; i++)
+        pc.left[i] = f->pools[i].count;
+    for (size_t i = 1; i < f->npools; i++) /* stable: equal sizes stay cheapest first */
+        for (size_t j = i; j > 0 && f->pools[pc.by_size[j]].memory_mib >
+                                        f->pools[pc.by_size[j - 1]].memory_mib; j--) {
+            size_t t = pc.by_size[j];
+            pc.by_size[j] = pc.by_size[j - 1];
+            pc.by_size[j - 1] = t;
+        }
+
     struct fleet_gpu_list g = {0};
-    int ret = 0;
-    /* lone workloads first: each gets the cheapest GPU that fits */
-    for (size_t i = 0; i < ws->n && !ret; i++) {
-        if (!possible[i])
-            continue;
-        const struct fleet_workload *w = &ws->w[i];
-        int grp = group_of(mech, w, &r);
-        if (grp != GROUP_ALONE)
-            continue;
-        int pool = fleet_pick_pool(f, pool_left, w->memory_mib);
-        long gi = fleet_gpu_open(f, &g, p, pool_left, pool);
-        if (gi < 0) {
-            ret = -ENOMEM;
-            break;
-        }
-        gpu_add(&g.use[gi], w, w->memory_mib);
-        if (p->gpu_of)
-            p->gpu_of[i] = (uint32_t)gi;
-        p->alone++;
-        p->placed++;
-        /* the cheapest GPU that fits is a bound for a lone workload */
-        double cheapest = INFINITY;
-        for (size_t k = 0; k < f->npools; k++)
-            if (f->pools[k].memory_mib >= w->memory_mib)
-                cheapest = dmin(cheapest, f->pools[k].price);
-        p->cost_lower_bound += cheapest;
-    }
+    if (!ret)
+        ret = place_lone(f, ws, possible, mech, &r, &d, &lp, pc.left, p, &g);
     p->lower_bound = p->alone;
-    double mem_demand = 0, comp_demand = 0, slot_demand = 0;
-    /* then each sharing group, largest workloads first */
-    for (int grp = 0; grp < 2 && !ret; grp++) {
-        size_t n = 0;
-        for (size_t i = 0; i < ws->n; i++)
-            if (possible[i] && group_of(mech, &ws->w[i], &r) == grp) {
-                const struct fleet_workload *w = &ws->w[i];
-                keys[n].key = w->memory_mib * FLEET_BP_FULL / max_mem + w->compute_bp;
-                keys[n++].index = (uint32_t)i;
-            }
-        sort_keys(keys, n);
-        ret = improve_order(f, ws, keys, n, &r, order, pool_left);
-        if (!ret)
-            ret = pack_group(f, ws, keys, n, &r, order, pool_left, p, &g);
-        p->lower_bound += group_bound(ws, keys, n, max_mem, &r);
-        for (size_t k = 0; k < n; k++) {
-            mem_demand += (double)ws->w[keys[k].index].memory_mib;
-            comp_demand += (double)ws->w[keys[k].index].compute_bp / r.compute_cap;
+    for (int grp = 0; grp < FLEET_GROUPS && !ret; grp++) {
+        for (size_t i = 0; i < f->npools; i++) {
+            /* the groups draw on one budget per pool: a group opens only the GPUs it fills,
+               and the solution's split between the groups is one of many */
+            if (grp == 0)
+                for (int h = 0; h < FLEET_GROUPS; h++)
+                    pc.budget[i] += lp.solved ? lp.shared[h][i] : 0;
         }
-        slot_demand += (double)((n + r.slots - 1) / r.slots);
+        size_t n = group_keys(ws, possible, mech, &r, grp, max_mem, keys);
+        ret = improve_order(f, ws, keys, n, &r, &pc);
+        if (!ret)
+            ret = pack_group(f, ws, keys, n, &r, &pc, p, &g);
+        p->lower_bound += group_gpus[grp];
     }
-    /* cost: the groups' memory, compute and tenant places each bought as cheaply as the
-       fleet allows; on one pool, the GPU bound at its price */
-    double mem_unit[FLEET_MAX_POOLS], gpu_unit[FLEET_MAX_POOLS];
-    for (size_t i = 0; i < f->npools; i++) {
-        mem_unit[i] = (double)f->pools[i].memory_mib;
-        gpu_unit[i] = 1;
-    }
-    double shared_cost = dmax(fleet_lp_cost(f, mem_demand, mem_unit),
-                              dmax(fleet_lp_cost(f, comp_demand, gpu_unit),
-                                   fleet_lp_cost(f, slot_demand, gpu_unit)));
-    if (f->npools == 1)
-        shared_cost = dmax(shared_cost, (double)(p->lower_bound - p->alone) * f->pools[0].price);
-    p->cost_lower_bound += shared_cost;
+    /* a plan that goes beyond the fleet is measured against every plan, whatever GPUs of
+       these models it buys: a cheaper one may go beyond the fleet too */
+    if (!ret && p->shortage && lp.within_fleet)
+        ret = fleet_cost_bound(f, &d, false, &lp);
+    p->cost_lower_bound = lp.solved ? lp.cost : plain_cost_bound(f, &d);
     free(keys);
     finish_plan(f, p, &g);
-    if (mech == FLEET_TIMESLICE)
-        snprintf(p->note, sizeof(p->note),
-                 "%llu alone (strict latency or untrusted: no isolation, context-switch jitter); "
-                 "%u replicas and %u%% of compute per GPU",
-                 (unsigned long long)p->alone, r.slots, r.compute_cap / 100);
-    else if (mech == FLEET_MPS)
-        snprintf(p->note, sizeof(p->note),
-                 "%llu alone (untrusted: no fault isolation); strict latency shares only with "
-                 "strict; %u clients per GPU",
-                 (unsigned long long)p->alone, r.slots);
-    else if (mech == FLEET_CARVE)
-        snprintf(p->note, sizeof(p->note),
-                 "%llu alone (untrusted: software isolation only); exact memory caps, latency "
-                 "priority; %u slices per GPU",
-                 (unsigned long long)p->alone, r.slots);
-    else
-        snprintf(p->note, sizeof(p->note), "one workload per GPU");
+    describe_plan(p, mech, &r);
     return ret;
 }
 
