@@ -15,7 +15,11 @@
  * rounding cannot lift the bound above the optimum. When no purchase within the pools' counts
  * exists (the fleet is too small even in fractions), or when the plan itself goes beyond the
  * fleet, the counts are lifted: the bound is then the least any plan costs that buys GPUs of
- * these models at these prices. */
+ * these models at these prices.
+ *
+ * Why not GLPK: the programs are small (a row per pool and class, a column per group, class
+ * and pool) and need one dense tableau, while libglpk and its five shared libraries would be
+ * mapped by every `carve run` start-up, since the planner is linked into the carve binary. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
