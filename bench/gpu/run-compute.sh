@@ -6,8 +6,9 @@
 #
 # 1. Accuracy: bench/compute_load (spin kernels whose solo speed --calibrate measures) in
 #    slices at 30/70 and 4 x 25 (hard caps), for big kernels (10 ms), small ones (20 us) and
-#    graph replays (10 x 20 us), SECS seconds each (default 20). Each kind first runs alone,
-#    uncapped: a slice's share is its completed work over that solo rate (launch gaps keep
+#    graph replays (10 x 20 us), SECS seconds each (default 30, the issue's span). Each
+#    kind first runs alone, uncapped: a slice's share is its completed work over that solo
+#    rate (launch gaps keep
 #    20 us kernels near 80% of the spin loop's calibrated rate even alone, so the raw
 #    fraction would blame the cap for them). Per slice: the mean share and the worst
 #    1-second window; targets +-2 and +-5 points.
@@ -26,7 +27,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
 BUILD=${BUILD:-build}
-SECS=${SECS:-20}
+SECS=${SECS:-30}
 LAT_SECS=${LAT_SECS:-15}
 PARTS=${PARTS:-accuracy,latency,mps,decoder} # which parts run
 CARVE="$BUILD/bin/carve"
@@ -35,7 +36,11 @@ LOGS="$BUILD/gpu/compute-logs"
 export PYTHONUNBUFFERED=1
 
 source bench/gpu/gpu-setup.sh run-compute "$LOGS"
-report="docs/results/$date-compute-$slug.md"
+# a run of some parts only gets a report of its own, so that two runs (each within the device's
+# 10-minute limit: accuracy, then the rest) do not overwrite each other
+parts_suffix=
+[ "$PARTS" = accuracy,latency,mps,decoder ] || parts_suffix="-${PARTS//,/-}"
+report="docs/results/$date-compute-$slug$parts_suffix.md"
 ipu=$("$LOAD" --calibrate | python3 -c 'import json,sys; print(json.load(sys.stdin)["iters_per_us"])')
 echo "== spin loop: $ipu iterations per us alone"
 
