@@ -8,9 +8,8 @@
 #    slices at 30/70 and 4 x 25 (hard caps), for big kernels (10 ms), small ones (20 us) and
 #    graph replays (10 x 20 us), SECS seconds each (default 30, the span). Each
 #    kind first runs alone, uncapped: a slice's share is its completed work over that solo
-#    rate (launch gaps keep
-#    20 us kernels near 80% of the spin loop's calibrated rate even alone, so the raw
-#    fraction would blame the cap for them). Per slice: the mean share and the worst
+#    rate (launch gaps keep 20 us kernels near 80% of the spin loop's calibrated rate even
+#    alone, so the raw fraction would blame the cap for them). Per slice: the mean share and the worst
 #    1-second window; targets +-2 and +-5 points.
 # 2. Latency: ResNet-50 fp16 batch 8 (2 ms think) next to a bf16 8192^2 matmul loop: each
 #    alone, plain sharing, MPS, MPS with the batch side at 30% active threads, carve with
