@@ -37,6 +37,8 @@
 #define REFRESH_NS 2000000ull  /* how often the rate is recomputed from the board */
 #define SLEEP_MAX_NS 2000000ull
 #define DEFAULT_TYPICAL_NS 20000u
+#define LEARN_WAIT_NS 100000000ull /* the longest a launch waits for its key's first sample */
+#define LEARN_POLL_NS 100000ull
 
 enum { PAIR_FREE, PAIR_BUSY, PAIR_PENDING };
 
@@ -403,6 +405,23 @@ static void take_turn(int sdev, uint64_t cost, uint64_t now)
         carve_slice_note_held(P.slice, sdev, held);
 }
 
+/* A key's second launch, while its first is still being measured, waits for that sample (up
+ * to LEARN_WAIT_NS): charged the typical cost meanwhile, a loop of 10 ms kernels would queue
+ * a second of work at 20 us each before the first sample came back, and the debt for it would
+ * then hold the slice for seconds. Once per key, so small kernels wait microseconds once. */
+static uint64_t learn_first(struct est *e, uint64_t now)
+{
+    uint64_t start = now;
+    while (atomic_load_explicit(&e->est_ns, memory_order_relaxed) == 0 &&
+           atomic_load_explicit(&e->sampling, memory_order_relaxed) &&
+           now - start < LEARN_WAIT_NS) {
+        sleep_ns(LEARN_POLL_NS);
+        now = now_ns();
+        poll_samples(now);
+    }
+    return now;
+}
+
 void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
 {
     L->pair = NULL;
@@ -427,6 +446,14 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     uint32_t rate = atomic_load_explicit(&pd->rate_bp, memory_order_relaxed);
     bool yielding = atomic_load_explicit(&pd->yielding, memory_order_relaxed);
     struct est *e = est_of(key, sdev);
+    bool turns = atomic_load_explicit(&pd->window, memory_order_relaxed);
+    if (e && (turns || rate < CARVE_BP_FULL || yielding) &&
+        atomic_load_explicit(&e->est_ns, memory_order_relaxed) == 0 &&
+        atomic_load_explicit(&e->sampling, memory_order_relaxed)) {
+        uint64_t t = learn_first(e, now);
+        carve_slice_note_held(P.slice, sdev, t - now);
+        now = t;
+    }
     uint32_t cost = e ? atomic_load_explicit(&e->est_ns, memory_order_relaxed) : 0;
     if (cost)
         atomic_fetch_add_explicit(&e->charged_n, 1, memory_order_relaxed);
@@ -437,7 +464,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
             atomic_fetch_add(&e->pending_ns, cost);
         }
     }
-    if (atomic_load_explicit(&pd->window, memory_order_relaxed)) {
+    if (turns) {
         take_turn(sdev, cost, now);
     } else if (rate < CARVE_BP_FULL || yielding) {
         uint64_t tau = yielding ? P.yield_tau_ns : P.tau_ns, held = 0, wait;
