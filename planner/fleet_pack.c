@@ -3,10 +3,11 @@
  *
  * The packing is first-fit decreasing on two dimensions (memory, compute) plus a tenant
  * limit, over a segment tree of the open GPUs so that each placement costs O(log GPUs) in
- * the usual case: 100,000 workloads pack in milliseconds. Each mechanism's rules decide which
- * workloads must have a GPU of their own (untrusted tenants without hardware isolation,
- * strict latency under time-slicing) and which workloads may not share a GPU (strict latency
- * with anything else under MPS); the rest share. On a fleet of several models the cost bound
+ * the usual case: 100,000 workloads pack in milliseconds; where memory and compute both bind
+ * on a GPU, filling one GPU at a time does better and is kept when it does. Each mechanism's
+ * rules decide which workloads must have a GPU of their own (untrusted tenants without
+ * hardware isolation, strict latency under time-slicing) and which workloads may not share a
+ * GPU (strict latency with anything else under MPS); the rest share. On a fleet of several models the cost bound
  * (fleet_lp.c) comes first, and its solution says which pools the GPUs come from. */
 #include <errno.h>
 #include <math.h> /* INFINITY only: the carve command does not link libm */
