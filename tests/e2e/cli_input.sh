@@ -85,7 +85,7 @@ else
     bad "no simulated GPU at $BUILD/lib/carve/sim (run make)"
 fi
 
-if "$CARVE" run --help | grep -q ENVIRONMENT; then
+if grep -q ENVIRONMENT <<<"$("$CARVE" run --help)"; then
     ok "run --help has an ENVIRONMENT section"
 else
     bad "run --help lacks ENVIRONMENT"

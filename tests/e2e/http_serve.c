@@ -10,8 +10,10 @@
  * --then FILE2: on SIGUSR2, FILE2 becomes the snapshot served from then on (the node
  *            changed: slices made, memory used, an escape gone), so a test sees the page follow.
  * --after N: with --then and --tick, FILE2 is served once /api/state has served N snapshots
- *            (the page has polled N times), without a signal: what the page sees does not
- *            depend on how fast the machine is.
+ *            (the page has polled N times), without a signal; and the clock moves on one
+ *            tick per poll, not per MS: what the page sees (states, and the charts, which
+ *            keep five minutes of the snapshots' time) does not depend on how fast the
+ *            machine is.
  * Prints "ready" on stdout once it listens; exits 1 with carved's message if it cannot. */
 #include <errno.h>
 #include <math.h>
@@ -119,6 +121,7 @@ int main(int argc, char **argv)
         return 1;
     }
     long tick = 0;
+    unsigned long served_at_tick = 0;
     if (!hold)
         publish(base, tick);
     printf("ready\n");
@@ -138,7 +141,9 @@ int main(int argc, char **argv)
             base = next; /* the clock goes on from where it was */
             next = NULL;
             publish(base, ++tick);
-        } else if (sig < 0 && errno == EAGAIN && !hold) {
+        } else if (sig < 0 && errno == EAGAIN && !hold &&
+                   (!after || carved_http_state_served() != served_at_tick)) {
+            served_at_tick = carved_http_state_served();
             publish(base, ++tick);
         }
     }

@@ -241,7 +241,7 @@ check "timeslice without --memory caps nothing (memhog got its 3072 MiB)" $?
 check "timeslice starts no MPS daemon" "$([ "$(events start)" -eq "$starts" ]; echo $?)"
 "$CARVE" run --simulate --mode carve --compute 50% -- true
 check "--mode carve (the default) takes --compute as before (status $?)" $?
-"$CARVE" run --help | grep -q '^  mps  *NVIDIA MPS'
+grep -q '^  mps  *NVIDIA MPS' <<<"$("$CARVE" run --help)"
 check "carve run --help lists the modes" $?
 
 # new objects whose carve run is gone (other tests running meanwhile have live ones)
