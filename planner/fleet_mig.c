@@ -11,7 +11,9 @@
  * mechanism is not available (MIG is per pool: a T4, L4 or V100 cannot be partitioned).
  * Plans use the MIG model of the cheapest MIG pool per MiB; other pools of that model take
  * its overflow, and when they are full the remaining workloads take whole GPUs of the other
- * pools before the plan goes beyond the fleet. */
+ * pools before the plan goes beyond the fleet. On several models a linear program over the
+ * purchase (below) gives the cost bound and says which workloads take whole GPUs of the other
+ * pools from the start. */
 #include <errno.h>
 #include <math.h> /* INFINITY only: the carve command does not link libm */
 #include <stdio.h>
