@@ -193,4 +193,15 @@ int fleet_cost_bound(const struct fleet *f, const struct fleet_demand *d, bool w
  * GPU left (pool_left), else the cheapest that fits; -1 if none fits. */
 int fleet_pick_pool(const struct fleet *f, const uint64_t *pool_left, uint64_t memory_mib);
 
+/* A covering program solved by fleet_lp.c's simplex for other parts of the planner
+ * (fleet_mig.c): minimise cost.x subject to the rows of a (nrows x nvars, row-major)
+ * a.x >= demand, x >= 0, with every cost >= 0. *value is a lower bound on its optimum (the
+ * dual solution made exactly feasible) and x (nvars) the primal solution, when *solved;
+ * *solved false when no x satisfies the rows (or the simplex gave up). 0, or -ENOMEM. */
+struct fleet_cover_lp {
+    size_t nvars, nrows;
+    const double *a, *demand, *cost;
+};
+int fleet_cover_solve(const struct fleet_cover_lp *lp, double *x, double *value, bool *solved);
+
 #endif

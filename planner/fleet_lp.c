@@ -256,3 +256,35 @@ int fleet_cost_bound(const struct fleet *f, const struct fleet_demand *d, bool w
     out->solved = status == LP_OPTIMAL;
     return 0;
 }
+
+/* The same solver for another program (fleet_mig.c's): the primal given row by row as
+ * a.x >= demand, x >= 0, minimising cost.x with cost >= 0, solved as its dual. */
+int fleet_cover_solve(const struct fleet_cover_lp *c, double *x, double *value, bool *solved)
+{
+    struct dual_lp lp = {c->nrows, c->nvars, calloc(c->nrows * c->nvars + 1, sizeof(double)),
+                         calloc(c->nvars + 1, sizeof(double)), calloc(c->nrows + 1, sizeof(double))};
+    double *z = calloc(c->nrows + 1, sizeof(double));
+    int ret = -ENOMEM;
+    *solved = false;
+    *value = 0;
+    if (!lp.a || !lp.rhs || !lp.obj || !z)
+        goto out;
+    /* the dual's rows are the primal's variables: the transpose */
+    for (size_t r = 0; r < c->nrows; r++)
+        for (size_t j = 0; j < c->nvars; j++)
+            lp.a[j * c->nrows + r] = c->a[r * c->nvars + j];
+    memcpy(lp.rhs, c->cost, c->nvars * sizeof(double));
+    memcpy(lp.obj, c->demand, c->nrows * sizeof(double));
+    int status = simplex(&lp, z, x);
+    ret = status < 0 ? status : 0;
+    if (status == LP_OPTIMAL) {
+        *value = feasible_value(&lp, z);
+        *solved = true;
+    }
+out:
+    free(lp.a);
+    free(lp.rhs);
+    free(lp.obj);
+    free(z);
+    return ret;
+}

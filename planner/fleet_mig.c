@@ -11,7 +11,9 @@
  * mechanism is not available (MIG is per pool: a T4, L4 or V100 cannot be partitioned).
  * Plans use the MIG model of the cheapest MIG pool per MiB; other pools of that model take
  * its overflow, and when they are full the remaining workloads take whole GPUs of the other
- * pools before the plan goes beyond the fleet. */
+ * pools before the plan goes beyond the fleet. On several models a linear program over the
+ * purchase (below) gives the cost bound and says which workloads take whole GPUs of the other
+ * pools from the start. */
 #include <errno.h>
 #include <math.h> /* INFINITY only: the carve command does not link libm */
 #include <stdio.h>
@@ -168,6 +170,227 @@ static int by_memory_desc(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* Workload i alone on a whole GPU of pool. */
+static int place_whole(const struct fleet *f, const struct fleet_workloads *ws, size_t i,
+                       int pool, uint64_t *pool_left, struct fleet_gpu_list *g,
+                       struct fleet_plan *p)
+{
+    const struct fleet_workload *w = &ws->w[i];
+    long gi = fleet_gpu_open(f, g, p, pool_left, pool);
+    if (gi < 0)
+        return -ENOMEM;
+    g->use[gi] = (struct fleet_gpu_use){(uint32_t)pool, 1, w->memory_mib, w->memory_mib,
+                                        w->compute_bp};
+    if (p->gpu_of)
+        p->gpu_of[i] = (uint32_t)gi;
+    if (p->profile_of)
+        p->profile_of[i] = "whole";
+    p->alone++;
+    p->placed++;
+    return 0;
+}
+
+/* ---- the cost bound on a fleet of several models, and whom it sends to whole GPUs ----
+ *
+ * A linear program over the purchase, solved by fleet_lp.c's simplex. Workloads that fit a
+ * profile are in types: their profile q and their class, the smallest memory among the pools
+ * not of the MIG model that holds them (or none). The program buys N[g][k] GPUs of pool k of
+ * the MIG model laid out as geometry g (only the maximal geometries: every layout is part of
+ * one), and y[t][k] whole GPUs of pool k (not of the MIG model, large enough) for workloads
+ * of type t:
+ *   each profile q:  sum_{g,k} count_q(g) N[g][k] + sum_{t of q, k} y[t][k] >= n[q]
+ *   each type t:     sum_k y[t][k] <= n[t]   (whole GPUs of a type serve only that type)
+ *   each pool k:     sum_g N[g][k] <= count[k], or sum_t y[t][k] <= count[k]
+ * at least cost. Every plan under MIG's rules (each workload on its smallest profile on a GPU
+ * of the MIG model, or alone on a whole GPU of another pool) is such a purchase, so the least
+ * cost is a lower bound. A geometry counted whole is the packing's own unit, which is why this
+ * bound sees what slices and count limits alone do not (a 1g.10gb never takes memory slice 7,
+ * three 2g.20gb leave one compute slice). Every column has a price: a column at no cost would
+ * be a dual row with nothing on its right-hand side, which floating-point noise in the
+ * simplex would make look violated and fleet_lp.c's exact-feasibility scaling would turn into
+ * a bound of zero. Workloads larger than every profile are priced apart (the cheapest GPU
+ * that holds each). The solution's y says how many of each type take whole GPUs of each
+ * pool. */
+#define MIG_CLASSES (FLEET_MAX_POOLS + 1)
+struct mig_types {
+    size_t nsizes;
+    uint64_t size[FLEET_MAX_POOLS]; /* distinct memory of the other pools, ascending */
+    uint64_t n[MIG_MAX_PROFILES][MIG_CLASSES];
+};
+
+static size_t class_of(const struct mig_types *t, uint64_t memory_mib)
+{
+    size_t c = 0;
+    while (c < t->nsizes && t->size[c] < memory_mib)
+        c++;
+    return c;
+}
+
+static void type_sizes(const struct fleet *f, const struct mig_model *const *models,
+                       const struct mig_model *primary, struct mig_types *t)
+{
+    memset(t, 0, sizeof(*t));
+    for (size_t k = 0; k < f->npools; k++) {
+        if (models[k] == primary)
+            continue;
+        size_t c = class_of(t, f->pools[k].memory_mib);
+        if (c < t->nsizes && t->size[c] == f->pools[k].memory_mib)
+            continue;
+        memmove(&t->size[c + 1], &t->size[c], (t->nsizes - c) * sizeof(t->size[0]));
+        t->size[c] = f->pools[k].memory_mib;
+        t->nsizes++;
+    }
+}
+
+struct mig_cost {
+    bool solved, limited;
+    double value;
+    double whole[MIG_MAX_PROFILES][MIG_CLASSES][FLEET_MAX_POOLS]; /* y[t][k] */
+};
+
+/* The program's columns (after the N[g][k], ngeo per pool of the MIG model) and rows; NONE:
+ * not in this program. */
+struct mig_program {
+    size_t ncols, nrows;
+    size_t geo_col[FLEET_MAX_POOLS]; /* first N[g][k] of pool k */
+    size_t pool_row[FLEET_MAX_POOLS], profile_row[MIG_MAX_PROFILES];
+    size_t type_row[MIG_MAX_PROFILES][MIG_CLASSES];
+    size_t whole[MIG_MAX_PROFILES][MIG_CLASSES][FLEET_MAX_POOLS];
+};
+#define NONE SIZE_MAX
+
+static void number_program(const struct fleet *f, const struct mig_model *const *models,
+                           const struct mig_model *primary, const struct mig_types *t,
+                           size_t ngeo, bool limited, struct mig_program *pg)
+{
+    size_t np = primary->nprofiles < MIG_MAX_PROFILES ? primary->nprofiles : MIG_MAX_PROFILES;
+    memset(pg, 0xff, sizeof(*pg)); /* every index NONE */
+    pg->ncols = pg->nrows = 0;
+    for (size_t k = 0; k < f->npools; k++) {
+        if (models[k] == primary) {
+            pg->geo_col[k] = pg->ncols;
+            pg->ncols += ngeo;
+        }
+        if (limited && f->pools[k].count != FLEET_UNLIMITED)
+            pg->pool_row[k] = pg->nrows++;
+    }
+    for (size_t q = 0; q < np; q++)
+        for (size_t c = 0; c <= t->nsizes; c++) {
+            if (!t->n[q][c])
+                continue;
+            if (pg->profile_row[q] == NONE)
+                pg->profile_row[q] = pg->nrows++;
+            for (size_t k = 0; k < f->npools; k++)
+                if (models[k] != primary && c < t->nsizes &&
+                    f->pools[k].memory_mib >= t->size[c])
+                    pg->whole[q][c][k] = pg->ncols++;
+            if (c < t->nsizes)
+                pg->type_row[q][c] = pg->nrows++;
+        }
+}
+
+static bool dominated(const struct geometry_set *gs, size_t i)
+{
+    for (size_t j = 0; j < gs->n; j++) {
+        bool covers = j != i;
+        for (size_t q = 0; q < MIG_MAX_PROFILES && covers; q++)
+            covers = gs->g[j].count[q] >= gs->g[i].count[q];
+        if (covers)
+            return true;
+    }
+    return false;
+}
+
+/* The coefficients of the program; geo: the maximal geometries. */
+static void fill_program(const struct fleet *f, const struct geometry_set *gs, const size_t *geo,
+                         size_t ngeo, const struct mig_types *t, const struct mig_program *pg,
+                         double *a, double *demand, double *cost)
+{
+    size_t nc = pg->ncols;
+    for (size_t k = 0; k < f->npools; k++) {
+        if (pg->pool_row[k] != NONE)
+            demand[pg->pool_row[k]] = -(double)f->pools[k].count;
+        for (size_t j = 0; j < ngeo && pg->geo_col[k] != NONE; j++) {
+            size_t col = pg->geo_col[k] + j;
+            cost[col] = f->pools[k].price;
+            if (pg->pool_row[k] != NONE)
+                a[pg->pool_row[k] * nc + col] = -1;
+            for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
+                if (pg->profile_row[q] != NONE)
+                    a[pg->profile_row[q] * nc + col] = gs->g[geo[j]].count[q];
+        }
+    }
+    for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
+        for (size_t c = 0; c < MIG_CLASSES && pg->profile_row[q] != NONE; c++) {
+            demand[pg->profile_row[q]] += (double)t->n[q][c];
+            if (pg->type_row[q][c] != NONE)
+                demand[pg->type_row[q][c]] = -(double)t->n[q][c];
+            for (size_t k = 0; k < f->npools; k++) {
+                size_t col = pg->whole[q][c][k];
+                if (col == NONE)
+                    continue;
+                cost[col] = f->pools[k].price;
+                a[pg->profile_row[q] * nc + col] = 1;
+                a[pg->type_row[q][c] * nc + col] = -1;
+                if (pg->pool_row[k] != NONE)
+                    a[pg->pool_row[k] * nc + col] = -1;
+            }
+        }
+}
+
+/* Builds and solves the program; limited: whether the pools' counts hold. */
+static int solve_mig_cost(const struct fleet *f, const struct mig_model *const *models,
+                          const struct mig_model *primary, const struct geometry_set *gs,
+                          const struct mig_types *t, bool limited, struct mig_cost *out)
+{
+    size_t *geo = malloc((gs->n ? gs->n : 1) * sizeof(*geo)), ngeo = 0;
+    if (!geo)
+        return -ENOMEM;
+    for (size_t i = 0; i < gs->n; i++)
+        if (!dominated(gs, i))
+            geo[ngeo++] = i;
+    struct mig_program pg;
+    number_program(f, models, primary, t, ngeo, limited, &pg);
+    size_t nc = pg.ncols;
+    double *a = calloc(pg.nrows * nc + 1, sizeof(double));
+    double *demand = calloc(pg.nrows + 1, sizeof(double)), *cost = calloc(nc + 1, sizeof(double));
+    double *x = calloc(nc + 1, sizeof(double));
+    int ret = -ENOMEM;
+    if (a && demand && cost && x) {
+        fill_program(f, gs, geo, ngeo, t, &pg, a, demand, cost);
+        struct fleet_cover_lp lp = {nc, pg.nrows, a, demand, cost};
+        ret = fleet_cover_solve(&lp, x, &out->value, &out->solved);
+    }
+    out->limited = limited;
+    memset(out->whole, 0, sizeof(out->whole));
+    for (size_t q = 0; q < MIG_MAX_PROFILES && !ret && out->solved; q++)
+        for (size_t c = 0; c < MIG_CLASSES; c++)
+            for (size_t k = 0; k < f->npools; k++)
+                if (pg.whole[q][c][k] != NONE)
+                    out->whole[q][c][k] = x[pg.whole[q][c][k]];
+    free(geo);
+    free(a);
+    free(demand);
+    free(cost);
+    free(x);
+    return ret;
+}
+
+/* The program within the pools' counts, or with the counts lifted when the fleet cannot
+ * hold the workloads even in fractions (or when the plan went beyond it). */
+static int mig_cost_bound(const struct fleet *f, const struct mig_model *const *models,
+                          const struct mig_model *primary, const struct geometry_set *gs,
+                          const struct mig_types *t, bool within_fleet, struct mig_cost *out)
+{
+    int ret = 0;
+    out->solved = false;
+    if (within_fleet)
+        ret = solve_mig_cost(f, models, primary, gs, t, true, out);
+    if (!ret && !out->solved)
+        ret = solve_mig_cost(f, models, primary, gs, t, false, out);
+    return ret;
+}
+
 /* The MIG pools are full: the workloads still waiting take whole GPUs of pools that have
  * GPUs left (not of the MIG model), the largest profiles first, each on the cheapest that
  * holds it. What nothing holds stays for MIG GPUs beyond the fleet. */
@@ -187,19 +410,74 @@ static int spill(const struct fleet *f, const struct fleet_workloads *ws,
                     pool = (int)k;
             if (pool < 0)
                 break;
-            long gi = fleet_gpu_open(f, g, p, pool_left, pool);
-            if (gi < 0)
+            if (place_whole(f, ws, i, pool, pool_left, g, p))
                 return -ENOMEM;
-            g->use[gi] = (struct fleet_gpu_use){(uint32_t)pool, 1, w->memory_mib, w->memory_mib,
-                                                w->compute_bp};
-            if (p->gpu_of)
-                p->gpu_of[i] = (uint32_t)gi;
-            if (p->profile_of)
-                p->profile_of[i] = "whole";
-            p->alone++;
-            p->placed++;
             lists[q].n--;
         }
+    }
+    return 0;
+}
+
+/* A weaker bound, for when the program is not solved: each workload costs at least its memory
+ * slices' share of a MIG GPU of the model, or a whole GPU that holds it; the same in compute
+ * slices; the larger of the two sums. (Not the larger share per workload: a GPU's instances
+ * may take all its memory and all its compute, as two 2g.20gb and two 1g.20gb do, and those
+ * shares would add up to more than the GPU.) */
+static double workload_shares(const struct fleet *f, const struct fleet_workloads *ws,
+                              const struct mig_model *const *models,
+                              const struct mig_model *primary, const struct by_profile *lists)
+{
+    double mig_price = INFINITY, by_memory = 0, by_compute = 0;
+    for (size_t k = 0; k < f->npools; k++)
+        if (models[k] == primary)
+            mig_price = dmin(mig_price, f->pools[k].price);
+    for (size_t q = 0; q < MIG_MAX_PROFILES && q < primary->nprofiles; q++) {
+        const struct mig_profile *pr = &primary->profiles[q];
+        double memory = mig_price * pr->memory_slices / primary->memory_slices;
+        double compute = mig_price * pr->compute_slices / primary->compute_slices;
+        for (size_t k = 0; k < lists[q].total; k++) {
+            const struct fleet_workload *w = &ws->w[lists[q].idx[k]];
+            double whole = INFINITY;
+            for (size_t m = 0; m < f->npools; m++)
+                if (f->pools[m].memory_mib >= w->memory_mib)
+                    whole = dmin(whole, f->pools[m].price);
+            by_memory += dmin(memory, whole);
+            by_compute += dmin(compute, whole);
+        }
+    }
+    return by_memory > by_compute ? by_memory : by_compute;
+}
+
+/* The workloads the program gives whole GPUs of other pools take them (its fractions rounded,
+ * within the GPUs the pools have left); the rest stay in their profile's list, in order. */
+static int give_whole(const struct fleet *f, const struct fleet_workloads *ws,
+                      const struct mig_model *primary, const struct mig_types *t,
+                      const struct mig_cost *cost, struct by_profile *lists, uint64_t *pool_left,
+                      struct fleet_gpu_list *g, struct fleet_plan *p)
+{
+    uint64_t quota[MIG_MAX_PROFILES][MIG_CLASSES][FLEET_MAX_POOLS];
+    for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
+        for (size_t c = 0; c < MIG_CLASSES; c++)
+            for (size_t k = 0; k < f->npools; k++)
+                quota[q][c][k] = (uint64_t)(cost->whole[q][c][k] + 0.5);
+    for (size_t q = 0; q < MIG_MAX_PROFILES && q < primary->nprofiles; q++) {
+        size_t kept = 0;
+        for (size_t j = 0; j < lists[q].n; j++) {
+            uint32_t i = lists[q].idx[j];
+            size_t c = class_of(t, ws->w[i].memory_mib);
+            int pool = -1;
+            for (size_t k = 0; k < f->npools && pool < 0; k++)
+                if (quota[q][c][k] && pool_left[k])
+                    pool = (int)k;
+            if (pool < 0) {
+                lists[q].idx[kept++] = i;
+                continue;
+            }
+            quota[q][c][pool]--;
+            if (place_whole(f, ws, i, pool, pool_left, g, p))
+                return -ENOMEM;
+        }
+        lists[q].n = kept;
     }
     return 0;
 }
@@ -250,6 +528,8 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
         if (!(lists[q].idx = malloc((ws->n ? ws->n : 1) * sizeof(uint32_t))))
             ret = -ENOMEM;
     uint64_t mem_slices = 0, comp_slices = 0, big_mem = 0, big_comp = 0, too_large = 0;
+    struct mig_types types;
+    type_sizes(f, models, primary, &types);
     /* each workload to its profile's list, or to a whole GPU */
     for (size_t i = 0; i < ws->n && !ret; i++) {
         if (!possible[i])
@@ -263,23 +543,11 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
             comp_slices += pr->compute_slices;
             big_mem += pr->memory_slices * 2 > primary->memory_slices;
             big_comp += pr->compute_slices * 2 > primary->compute_slices;
+            types.n[q][class_of(&types, w->memory_mib)]++;
             continue;
         }
         too_large++;
-        int pool = fleet_pick_pool(f, pool_left, w->memory_mib);
-        long gi = fleet_gpu_open(f, &g, p, pool_left, pool);
-        if (gi < 0) {
-            ret = -ENOMEM;
-            break;
-        }
-        g.use[gi] = (struct fleet_gpu_use){(uint32_t)pool, 1, w->memory_mib, w->memory_mib,
-                                           w->compute_bp};
-        if (p->gpu_of)
-            p->gpu_of[i] = (uint32_t)gi;
-        if (p->profile_of)
-            p->profile_of[i] = "whole";
-        p->alone++;
-        p->placed++;
+        ret = place_whole(f, ws, i, fleet_pick_pool(f, pool_left, w->memory_mib), pool_left, &g, p);
         double cheapest = INFINITY;
         for (size_t k = 0; k < f->npools; k++)
             if (f->pools[k].memory_mib >= w->memory_mib)
@@ -290,6 +558,19 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     for (size_t q = 0; q < MIG_MAX_PROFILES && !ret; q++) {
         qsort(lists[q].idx, lists[q].n, sizeof(uint32_t), by_memory_desc);
         lists[q].total = lists[q].n;
+    }
+    /* on several models, the cost program says which workloads take whole GPUs of the
+       other pools; the rest go to MIG GPUs */
+    double per_workload_bound = 0;
+    struct mig_cost *cost = NULL;
+    if (f->npools > 1 && !ret) {
+        per_workload_bound = workload_shares(f, ws, models, primary, lists);
+        if (!(cost = malloc(sizeof(*cost))))
+            ret = -ENOMEM;
+        if (!ret)
+            ret = mig_cost_bound(f, models, primary, &gs, &types, true, cost);
+        if (!ret && cost->solved)
+            ret = give_whole(f, ws, primary, &types, cost, lists, pool_left, &g, p);
     }
     /* GPUs of the MIG model the fleet has; when they run out, the remaining workloads take
        whole GPUs of the other pools (MIG is per pool) before the plan goes beyond the fleet */
@@ -375,27 +656,15 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     if (f->npools == 1) {
         p->cost_lower_bound += (double)shared * f->pools[first].price;
     } else {
-        /* each workload costs at least its share of a MIG GPU of the model, in its scarcest
-           resource, or a whole GPU of the cheapest pool that holds it */
-        double mig_price = INFINITY;
-        for (size_t k = 0; k < f->npools; k++)
-            if (models[k] == primary)
-                mig_price = dmin(mig_price, f->pools[k].price);
-        for (size_t q = 0; q < MIG_MAX_PROFILES && q < primary->nprofiles; q++) {
-            const struct mig_profile *pr = &primary->profiles[q];
-            double share = (double)pr->memory_slices / primary->memory_slices;
-            if ((double)pr->compute_slices / primary->compute_slices > share)
-                share = (double)pr->compute_slices / primary->compute_slices;
-            for (size_t k = 0; k < lists[q].total; k++) {
-                const struct fleet_workload *w = &ws->w[lists[q].idx[k]];
-                double whole = INFINITY;
-                for (size_t m = 0; m < f->npools; m++)
-                    if (f->pools[m].memory_mib >= w->memory_mib)
-                        whole = dmin(whole, f->pools[m].price);
-                p->cost_lower_bound += dmin(share * mig_price, whole);
-            }
-        }
+        /* a plan that goes beyond the fleet is measured against every plan that buys these
+           models at these prices */
+        if (!ret && cost && cost->solved && cost->limited && p->shortage)
+            ret = mig_cost_bound(f, models, primary, &gs, &types, false, cost);
+        p->cost_lower_bound += cost && cost->solved && cost->value > per_workload_bound
+                                   ? cost->value
+                                   : per_workload_bound;
     }
+    free(cost);
     for (size_t i = 0; i < g.n; i++) {
         uint64_t have = f->pools[g.use[i].pool].memory_mib;
         p->stranded_mib += have > g.use[i].memory_used_mib ? have - g.use[i].memory_used_mib : 0;
