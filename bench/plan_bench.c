@@ -128,18 +128,29 @@ int main(int argc, char **argv)
     }
     printf("%zu workloads onto %s: all five mechanisms planned in %.3f s (best of 5)\n", n, spec,
            best);
-    printf("%-13s %8s %8s %7s %8s %12s\n", "mechanism", "GPUs", "bound", "gap", "beyond",
-           "stranded GiB");
+    /* one model: the gap in GPUs; several: GPUs of different models do not compare, so the
+       gap is in dollars per hour, and none for a plan beyond the fleet (as carve plan) */
+    bool several = f.npools > 1;
+    printf("%-13s %8s %8s %7s %8s %12s %12s %12s %7s\n", "mechanism", "GPUs", "bound", "gap",
+           "beyond", "stranded GiB", "$/hour", "$ bound", "$ gap");
     for (int m = 0; m < FLEET_NMECH; m++) {
         const struct fleet_plan *p = &r.plans[m];
         if (!p->available) {
             printf("%-13s  (%s)\n", fleet_mech_title(m), p->note);
             continue;
         }
-        printf("%-13s %8llu %8llu %6.2f%% %8llu %12.0f\n", fleet_mech_title(m),
-               (unsigned long long)p->gpus, (unsigned long long)p->lower_bound,
-               p->lower_bound ? 100.0 * ((double)p->gpus - (double)p->lower_bound) / (double)p->lower_bound : 0.0,
-               (unsigned long long)p->shortage, p->stranded_mib / 1024.0);
+        char gpu_gap[16] = "-", cost_gap[16] = "-";
+        if (!several && p->lower_bound)
+            snprintf(gpu_gap, sizeof(gpu_gap), "%.2f%%",
+                     100.0 * ((double)p->gpus - (double)p->lower_bound) / (double)p->lower_bound);
+        if (p->cost_lower_bound > 0 && !(several && p->shortage)) {
+            double g = 100.0 * (p->cost_per_hour - p->cost_lower_bound) / p->cost_lower_bound;
+            snprintf(cost_gap, sizeof(cost_gap), "%.2f%%", g > -0.005 && g < 0.005 ? 0.0 : g);
+        }
+        printf("%-13s %8llu %8llu %7s %8llu %12.0f %12.2f %12.2f %7s\n", fleet_mech_title(m),
+               (unsigned long long)p->gpus, (unsigned long long)p->lower_bound, gpu_gap,
+               (unsigned long long)p->shortage, p->stranded_mib / 1024.0, p->cost_per_hour,
+               p->cost_lower_bound, cost_gap);
     }
     fleet_result_free(&r);
     free(ws.w);
