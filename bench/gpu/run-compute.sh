@@ -105,8 +105,9 @@ ratios() {
     python3 - "${solo_p99[$1]:-}" "$2" "$solo_tflops" "$3" <<'PY'
 import sys
 def num(x):
-    try: return float(x)
+    try: v = float(x)
     except ValueError: return None
+    return v if v == v else None  # nan: no figure
 sp, p, st, t = (num(a) for a in sys.argv[1:5])
 r = p / sp if sp and p else None
 b = t / st if st and t else None
@@ -153,7 +154,18 @@ if [[ $PARTS == *mps* ]]; then
 mps_dir=$(mktemp -d)
 export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
 mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-stop_mps() { echo quit | nvidia-cuda-mps-control >/dev/null 2>&1; }
+# quit goes to this script's daemon only (its own pipe directory, whatever the environment
+# holds by then), and waits for it to be gone before carve's own MPS runs start theirs
+stop_mps() {
+    local pid i
+    pid=$(cat "$mps_dir/pipe/nvidia-cuda-mps-control.pid" 2>/dev/null)
+    echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe nvidia-cuda-mps-control >/dev/null 2>&1
+    for i in $(seq 50); do # up to 10 s
+        { [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; } || break
+        sleep 0.2
+    done
+    [ -n "$pid" ] || sleep 2 # no pid file to watch: give it the time it used to get
+}
 trap stop_mps EXIT
 if nvidia-cuda-mps-control -d; then
     sleep 1
@@ -164,10 +176,10 @@ if nvidia-cuda-mps-control -d; then
     pair mps-priority-paced resnet50 "CUDA_MPS_CLIENT_PRIORITY=0 $CARVE run --quiet --priority latency --" \
         "CUDA_MPS_CLIENT_PRIORITY=1 $CARVE run --quiet --priority batch --"
     stop_mps
-    sleep 2
 else
-    lat_rows+=("| mps | resnet50 | - | - | nvidia-cuda-mps-control -d failed |")
+    lat_rows+=("| mps | resnet50 | - | - | nvidia-cuda-mps-control -d failed | - | - | - |")
 fi
+trap - EXIT
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 # carve's own MPS mode (its daemon, started by the first carve run and stopped by the last)
 pair mps-priority resnet50 "$CARVE run --quiet --mode mps --priority latency --" \
