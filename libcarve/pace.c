@@ -38,7 +38,7 @@
 #define SLEEP_MAX_NS 2000000ull
 #define DEFAULT_TYPICAL_NS 20000u
 #define LEARN_WAIT_NS 100000000ull /* the longest a launch waits for its key's first sample */
-#define LEARN_POLL_NS 100000ull
+#define LEARN_AHEAD 2u            /* launches of an unmeasured key that go before one waits */
 
 enum { PAIR_FREE, PAIR_BUSY, PAIR_PENDING };
 
@@ -53,6 +53,7 @@ struct est {
     _Atomic uint64_t pending_n;    /* launches charged a typical cost before the first sample */
     _Atomic uint64_t pending_ns;   /* what they were charged */
     _Atomic uint64_t charged_n;    /* launches charged the current estimate */
+    _Atomic uint32_t learn_waited; /* a launch has waited for the first sample (once a key) */
     _Atomic int sdev;
 };
 
@@ -405,20 +406,38 @@ static void take_turn(int sdev, uint64_t cost, uint64_t now)
         carve_slice_note_held(P.slice, sdev, held);
 }
 
-/* A key's second launch, while its first is still being measured, waits for that sample (up
- * to LEARN_WAIT_NS): charged the typical cost meanwhile, a loop of 10 ms kernels would queue
- * a second of work at 20 us each before the first sample came back, and the debt for it would
- * then hold the slice for seconds. Once per key, so small kernels wait microseconds once. */
-static uint64_t learn_first(struct est *e, uint64_t now)
+/* Once LEARN_AHEAD launches of a key are out unmeasured, the next waits for the first one's
+ * sample (up to LEARN_WAIT_NS), once per key: charged the typical cost meanwhile, a loop of
+ * 10 ms kernels would queue a second of work at 20 us each before the first sample came
+ * back, and the debt for it would then hold the slice for seconds. A key launched a few
+ * times only (a new shape per decode step) never waits. The slice stays on the board and its
+ * rate fresh meanwhile: a latency slice waiting here must not look idle to its peers. */
+static bool must_learn(struct est *e)
 {
+    uint32_t no = 0;
+    return atomic_load_explicit(&e->est_ns, memory_order_relaxed) == 0 &&
+           atomic_load_explicit(&e->sampling, memory_order_relaxed) &&
+           atomic_load_explicit(&e->pending_n, memory_order_relaxed) >= LEARN_AHEAD &&
+           atomic_load_explicit(&e->learn_waited, memory_order_relaxed) == 0 &&
+           atomic_compare_exchange_strong(&e->learn_waited, &no, 1);
+}
+
+static uint64_t learn_first(struct est *e, int sdev, uint64_t now)
+{
+    struct pace_dev *pd = &P.dev[sdev];
     uint64_t start = now;
     while (atomic_load_explicit(&e->est_ns, memory_order_relaxed) == 0 &&
            atomic_load_explicit(&e->sampling, memory_order_relaxed) &&
            now - start < LEARN_WAIT_NS) {
-        sleep_ns(LEARN_POLL_NS);
+        sleep_ns(POLL_NS); /* the samples' own poll interval: each round looks at them */
         now = now_ns();
         poll_samples(now);
+        refresh_rate(sdev, now);
+        if (pd->board)
+            carve_board_note_launch(pd->board, pd->entry, now);
     }
+    if (now > start)
+        carve_slice_note_held(P.slice, sdev, now - start);
     return now;
 }
 
@@ -447,12 +466,11 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     bool yielding = atomic_load_explicit(&pd->yielding, memory_order_relaxed);
     struct est *e = est_of(key, sdev);
     bool turns = atomic_load_explicit(&pd->window, memory_order_relaxed);
-    if (e && (turns || rate < CARVE_BP_FULL || yielding) &&
-        atomic_load_explicit(&e->est_ns, memory_order_relaxed) == 0 &&
-        atomic_load_explicit(&e->sampling, memory_order_relaxed)) {
-        uint64_t t = learn_first(e, now);
-        carve_slice_note_held(P.slice, sdev, t - now);
-        now = t;
+    if (e && (turns || rate < CARVE_BP_FULL || yielding) && must_learn(e)) {
+        now = learn_first(e, sdev, now);
+        rate = atomic_load_explicit(&pd->rate_bp, memory_order_relaxed);
+        yielding = atomic_load_explicit(&pd->yielding, memory_order_relaxed);
+        turns = atomic_load_explicit(&pd->window, memory_order_relaxed);
     }
     uint32_t cost = e ? atomic_load_explicit(&e->est_ns, memory_order_relaxed) : 0;
     if (cost)
