@@ -162,16 +162,42 @@ struct fleet_gpu_list {
 };
 long fleet_gpu_open(const struct fleet *f, struct fleet_gpu_list *g, struct fleet_plan *p,
                     uint64_t *pool_left, int pool);
-/* The cost bound on a fleet of several models (fleet_lp.c). Workloads are in classes by the
- * pools that can hold them: class k needs a GPU of at least class_mib[k] (the pools' memory
- * sizes, distinct, ascending), so it may use every pool of that size or more. */
+/* The cost bound on a fleet of several models (fleet_lp.c). Lone workloads are in classes by
+ * the pools that can hold them: class k needs a GPU of at least class_mib[k] (the pools'
+ * memory sizes, distinct, ascending), so it may use every pool of that size or more. Sharing
+ * workloads are in bands of memory cut at the pools' sizes and (on fleets of few pools) at
+ * half of each and around each pool's pair limits (below): a band fits a pool's GPU or not as
+ * a whole, is either all above half of it (one to a GPU) or all at most half, and is on one
+ * side of each limit. */
 #define FLEET_GROUPS 2 /* sharing groups of one mechanism at most (MPS keeps strict apart) */
+#define FLEET_BANDS 96
+#define FLEET_PAIR_LIMITS 8
+#define FLEET_TANGENTS 2 /* counts at which the memory of n workloads of a band is bounded */
+struct fleet_band_demand {
+    double count, memory_mib; /* the group's workloads in the band, and their memory */
+    /* At FLEET_TANGENTS counts n (at[0] = 0): the n largest of them hold largest_mib and the
+       next one below them has next_largest_mib; the n smallest likewise. Through these points
+       run lines that no subset of the band crosses (fleet_lp.c). */
+    double at[FLEET_TANGENTS];
+    double largest_mib[FLEET_TANGENTS], next_largest_mib[FLEET_TANGENTS];
+    double smallest_mib[FLEET_TANGENTS], next_smallest_mib[FLEET_TANGENTS];
+};
 struct fleet_demand {
     size_t nclass;
     uint64_t class_mib[FLEET_MAX_POOLS];
-    double memory[FLEET_GROUPS][FLEET_MAX_POOLS]; /* MiB of group g's workloads of class >= k */
-    double gpus[FLEET_GROUPS][FLEET_MAX_POOLS];   /* GPUs those need at least (compute, tenant
-                                                     places, pairs that cannot share) */
+    size_t nband;
+    uint64_t band_mib[FLEET_BANDS]; /* band b: memory in (band_mib[b - 1], band_mib[b]] */
+    bool counted;   /* the bands' counts take part (halves, places, memory of n workloads);
+                       false on fleets of many pools, where the program would grow too big */
+    uint32_t slots; /* tenants per shared GPU */
+    /* per pool, limits k of at most half its GPU (C): a workload above C - k shares a GPU of
+       the pool only with workloads below k (fleet_lp.c); with counted only */
+    uint64_t pair_limit[FLEET_MAX_POOLS][FLEET_PAIR_LIMITS];
+    size_t npair_limit[FLEET_MAX_POOLS];
+    struct fleet_band_demand band[FLEET_GROUPS][FLEET_BANDS];
+    double gpus[FLEET_GROUPS][FLEET_MAX_POOLS];   /* GPUs group g's workloads of class >= k
+                                                     need at least (compute, tenant places,
+                                                     pairs that cannot share) */
     uint64_t lone[FLEET_MAX_POOLS];               /* workloads of class k alone on a GPU */
 };
 /* The least-cost fractional purchase that holds the demand: its cost (a lower bound on every
@@ -201,6 +227,8 @@ int fleet_pick_pool(const struct fleet *f, const uint64_t *pool_left, uint64_t m
 struct fleet_cover_lp {
     size_t nvars, nrows;
     const double *a, *demand, *cost;
+    const double *upper; /* optional: per variable, at least its value in every solution the
+                            bound must hold for (negative: none); unpriced variables need one */
 };
 int fleet_cover_solve(const struct fleet_cover_lp *lp, double *x, double *value, bool *solved);
 

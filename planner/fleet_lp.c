@@ -2,11 +2,17 @@
  * program, and the GPUs of each pool that its solution buys, which the packing then follows.
  *
  * The program (the primal) buys x[g][i] GPUs of pool i for sharing group g and y[k][i] GPUs
- * of pool i for the lone workloads of class k, at the pools' prices, such that
- *   - for each class k, the GPUs of the pools that can hold class k and larger give group g
- *     the memory of its workloads of class k and larger (a workload never uses a pool whose
- *     GPU is smaller than it), and at least as many GPUs as those workloads need by compute,
- *     tenant places and pairs that cannot share (fleet_demand.gpus);
+ * of pool i for the lone workloads of class k, at the pools' prices, and assigns the memory
+ * and the count of each group's workloads, band by band (fleet.h), to the pools whose GPU holds
+ * the band, such that
+ *   - for each class k, group g has at least as many GPUs of the pools that can hold class k
+ *     and larger as its workloads of class k and larger need by compute, tenant places and
+ *     pairs that cannot share (fleet_demand.gpus);
+ *   - a pool's GPUs hold the memory assigned to them, at most one workload above half of the
+ *     GPU each (the reason for the bands: memory-heavy workloads on L4s and T4s go one to a
+ *     GPU, which memory alone does not see), and at most `slots' workloads each; the memory of
+ *     the n workloads of a band on a pool lies between that of the band's n smallest and n
+ *     largest (group_rows says why each row holds);
  *   - each lone workload of class k has a GPU of a pool that holds it;
  *   - no pool gives more GPUs than it has.
  * Every plan on the fleet is such a purchase, so the least cost is a lower bound. It is solved
@@ -17,8 +23,8 @@
  * fleet, the counts are lifted: the bound is then the least any plan costs that buys GPUs of
  * these models at these prices.
  *
- * Why not GLPK: the programs are small (a row per pool and class, a column per group, class
- * and pool) and need one dense tableau, while libglpk and its five shared libraries would be
+ * Why not GLPK: the programs are small (on a fleet of three pools about 70 columns and 250 rows;
+ * a fleet of many pools drops the counts, fleet_pack.c) and need one dense tableau, while libglpk and its five shared libraries would be
  * mapped by every `carve run` start-up, since the planner is linked into the carve binary. */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,6 +38,7 @@ struct dual_lp {
     double *a;   /* nrows x nvars, row-major */
     double *rhs; /* the primal variable's price */
     double *obj;
+    bool bland_only; /* Bland's rule throughout (fleet_mig.c's program, as it was tuned) */
 };
 
 enum { LP_OPTIMAL, LP_UNBOUNDED, LP_STALLED };
@@ -39,10 +46,15 @@ enum { LP_OPTIMAL, LP_UNBOUNDED, LP_STALLED };
 #define LP_EPS 1e-9
 #define LP_MAX_PIVOTS 20000
 
-/* Simplex on the tableau [a | I | rhs] with the objective row below it; Bland's rule (the
- * lowest index enters, ties in the ratio test to the lowest basic index) cannot cycle. On
- * LP_OPTIMAL fills z (the dual solution) and primal (the reduced costs of the slack columns:
- * the primal solution). */
+/* Simplex on the tableau [a | I | rhs] with the objective row below it. The column of the most
+ * negative reduced cost enters (Dantzig's rule: few pivots), ties in the ratio test going to
+ * the largest pivot (the steadiest numerically); after LP_DEGENERATE_RUN pivots in a row that
+ * do not move (the bound's program is highly degenerate: its unpriced columns put zeros on the
+ * right), Bland's rule takes over (the lowest index enters, ties to the lowest basic index),
+ * which cannot cycle, until a pivot moves again (Bland's rule alone stalled on the bound's
+ * program: 20,000 pivots of rounding noise on 100 rows). On LP_OPTIMAL fills z (the dual solution)
+ * and primal (the reduced costs of the slack columns: the primal solution). */
+#define LP_DEGENERATE_RUN 50
 static int simplex(const struct dual_lp *lp, double *z, double *primal)
 {
     size_t cols = lp->nvars + lp->nrows, width = cols + 1, m = lp->nrows;
@@ -63,10 +75,12 @@ static int simplex(const struct dual_lp *lp, double *z, double *primal)
     for (size_t j = 0; j < lp->nvars; j++)
         objrow[j] = -lp->obj[j];
     int status = LP_STALLED;
+    int stuck = lp->bland_only ? LP_DEGENERATE_RUN : 0;
     for (int pivots = 0; pivots < LP_MAX_PIVOTS; pivots++) {
+        bool bland = stuck >= LP_DEGENERATE_RUN;
         size_t enter = cols;
-        for (size_t j = 0; j < cols && enter == cols; j++)
-            if (objrow[j] < -LP_EPS)
+        for (size_t j = 0; j < cols && !(bland && enter < cols); j++)
+            if (objrow[j] < -LP_EPS && (enter == cols || objrow[j] < objrow[enter]))
                 enter = j;
         if (enter == cols) {
             status = LP_OPTIMAL;
@@ -79,8 +93,9 @@ static int simplex(const struct dual_lp *lp, double *z, double *primal)
             if (coef <= LP_EPS)
                 continue;
             double ratio = t[r * width + cols] / coef;
+            bool tie = leave < m && ratio <= best_ratio + LP_EPS;
             if (leave == m || ratio < best_ratio - LP_EPS ||
-                (ratio <= best_ratio + LP_EPS && basis[r] < basis[leave])) {
+                (tie && (bland ? basis[r] < basis[leave] : coef > t[leave * width + enter]))) {
                 leave = r;
                 best_ratio = ratio;
             }
@@ -89,6 +104,7 @@ static int simplex(const struct dual_lp *lp, double *z, double *primal)
             status = LP_UNBOUNDED;
             break;
         }
+        stuck = best_ratio <= LP_EPS || lp->bland_only ? stuck + 1 : 0;
         double *prow = &t[leave * width];
         double pv = prow[enter];
         for (size_t j = 0; j < width; j++)
@@ -116,126 +132,332 @@ static int simplex(const struct dual_lp *lp, double *z, double *primal)
     return status;
 }
 
-/* The value of z once it is exactly feasible: scaled down by the worst ratio of a row's use to
- * its right-hand side (a row at or below zero stays so under scaling), so that floating-point
- * error in the simplex can only lower the bound, never raise it. */
-static double feasible_value(const struct dual_lp *lp, double *z)
+static double row_use(const struct dual_lp *lp, const double *z, size_t r)
 {
-    double scale = 1;
+    double use = 0;
+    for (size_t j = 0; j < lp->nvars; j++)
+        use += lp->a[r * lp->nvars + j] * z[j];
+    return use;
+}
+
+/* A value that no primal solution beats, from a dual solution z that floating-point error in
+ * the simplex may have left a little infeasible. For every primal x >= 0 with a.x >= b, and
+ * z >= 0: b.z <= (a.x).z = sum over rows r of the dual of use_r(z) x_r. Where a row is
+ * exceeded (use_r > rhs_r, the primal variable's price), either
+ *   - z is scaled down by rhs_r / use_r (a row at or below zero stays so under scaling), or,
+ *   - for a primal variable with a known upper bound U_r on every solution the bound must hold
+ *     for (upper, may be NULL), the excess (use_r - rhs_r) U_r is taken off the value: this
+ *     repairs rows whose right-hand side is zero (unpriced variables), which no scaling can.
+ * So the bound can only be lowered by rounding, never raised. */
+static double feasible_value(const struct dual_lp *lp, const double *z, const double *upper)
+{
+    double scale = 1, excess = 0;
     for (size_t r = 0; r < lp->nrows; r++) {
-        double use = 0;
-        for (size_t j = 0; j < lp->nvars; j++)
-            use += lp->a[r * lp->nvars + j] * z[j];
-        if (use > lp->rhs[r] && use > 0)
+        double use = row_use(lp, z, r);
+        if (use > lp->rhs[r] && use > 0 && !(upper && upper[r] >= 0))
             scale = scale < lp->rhs[r] / use ? scale : lp->rhs[r] / use;
     }
-    double value = 0;
+    for (size_t r = 0; r < lp->nrows && upper; r++) {
+        double use = row_use(lp, z, r) * scale;
+        if (upper[r] >= 0 && use > lp->rhs[r])
+            excess += (use - lp->rhs[r]) * upper[r];
+    }
+    double value = -excess;
     for (size_t j = 0; j < lp->nvars; j++)
         value += lp->obj[j] * z[j] * scale;
     return value > 0 ? value * (1 - 1e-12) : 0;
 }
 
-/* What each primal variable is: a row of the dual. */
-struct primal_var {
-    int kind; /* 0: shared GPUs of group `who', 1: lone GPUs of class `who' */
-    size_t who, pool;
-};
-
-/* Builds the dual of the program above and solves it; limited: whether the pools' counts
- * hold. Returns LP_OPTIMAL, LP_UNBOUNDED (no purchase within the counts), LP_STALLED, or
- * -ENOMEM. */
-static int solve(const struct fleet *f, const struct fleet_demand *d, uint64_t max_mem,
-                 bool limited, struct fleet_lp_plan *out)
+/* A covering program (a.x >= demand, x >= 0, minimising cost.x with cost >= 0) solved as its
+ * dual; the dual's rows are the primal's variables. Returns the simplex's status (LP_UNBOUNDED:
+ * the primal has no solution), or -ENOMEM; *value only on LP_OPTIMAL. */
+static int cover_solve(const struct fleet_cover_lp *c, bool bland_only, double *x, double *value)
 {
-    /* dual variables: per group and class a memory price and a GPU price, per class a lone
-       workload's price, per pool with a count its rent */
-    size_t mem_var[FLEET_GROUPS][FLEET_MAX_POOLS], gpu_var[FLEET_GROUPS][FLEET_MAX_POOLS];
-    size_t lone_var[FLEET_MAX_POOLS], rent_var[FLEET_MAX_POOLS];
-    const size_t none = SIZE_MAX;
-    size_t nvars = 0;
-    for (size_t g = 0; g < FLEET_GROUPS; g++)
-        for (size_t k = 0; k < d->nclass; k++) {
-            mem_var[g][k] = d->memory[g][k] > 0 ? nvars++ : none;
-            gpu_var[g][k] = d->gpus[g][k] > 0 ? nvars++ : none;
-        }
-    for (size_t k = 0; k < d->nclass; k++)
-        lone_var[k] = d->lone[k] ? nvars++ : none;
-    for (size_t i = 0; i < f->npools; i++)
-        rent_var[i] = limited && f->pools[i].count != FLEET_UNLIMITED ? nvars++ : none;
-
-    struct primal_var rows[FLEET_GROUPS * FLEET_MAX_POOLS + FLEET_MAX_POOLS * FLEET_MAX_POOLS];
-    size_t nrows = 0;
-    for (size_t g = 0; g < FLEET_GROUPS; g++) {
-        bool any = false;
-        for (size_t k = 0; k < d->nclass; k++)
-            any |= mem_var[g][k] != none || gpu_var[g][k] != none;
-        for (size_t i = 0; i < f->npools && any; i++)
-            rows[nrows++] = (struct primal_var){0, g, i};
-    }
-    for (size_t k = 0; k < d->nclass; k++)
-        for (size_t i = 0; i < f->npools && lone_var[k] != none; i++)
-            if (f->pools[i].memory_mib >= d->class_mib[k])
-                rows[nrows++] = (struct primal_var){1, k, i};
-
-    struct dual_lp lp = {nvars, nrows, calloc(nrows * nvars + 1, sizeof(double)),
-                         calloc(nrows + 1, sizeof(double)), calloc(nvars + 1, sizeof(double))};
-    double *z = calloc(nvars + 1, sizeof(double)), *primal = calloc(nrows + 1, sizeof(double));
+    struct dual_lp lp = {c->nrows, c->nvars, calloc(c->nrows * c->nvars + 1, sizeof(double)),
+                         calloc(c->nvars + 1, sizeof(double)), calloc(c->nrows + 1, sizeof(double)),
+                         bland_only};
+    double *z = calloc(c->nrows + 1, sizeof(double));
     int status = -ENOMEM;
-    if (!lp.a || !lp.rhs || !lp.obj || !z || !primal)
+    if (!lp.a || !lp.rhs || !lp.obj || !z)
         goto out;
-    for (size_t g = 0; g < FLEET_GROUPS; g++)
-        for (size_t k = 0; k < d->nclass; k++) {
-            /* memory in units of the largest GPU, so that every number is near one */
-            if (mem_var[g][k] != none)
-                lp.obj[mem_var[g][k]] = d->memory[g][k] / (double)max_mem;
-            if (gpu_var[g][k] != none)
-                lp.obj[gpu_var[g][k]] = d->gpus[g][k];
-        }
-    for (size_t k = 0; k < d->nclass; k++)
-        if (lone_var[k] != none)
-            lp.obj[lone_var[k]] = (double)d->lone[k];
-    for (size_t i = 0; i < f->npools; i++)
-        if (rent_var[i] != none)
-            lp.obj[rent_var[i]] = -(double)f->pools[i].count;
-    for (size_t r = 0; r < nrows; r++) {
-        const struct fleet_pool *pool = &f->pools[rows[r].pool];
-        double *a = &lp.a[r * nvars];
-        lp.rhs[r] = pool->price;
-        if (rent_var[rows[r].pool] != none)
-            a[rent_var[rows[r].pool]] = -1;
-        if (rows[r].kind == 1) {
-            a[lone_var[rows[r].who]] = 1;
-            continue;
-        }
-        /* a GPU of this pool serves every class it can hold */
-        for (size_t k = 0; k < d->nclass; k++) {
-            if (pool->memory_mib < d->class_mib[k])
-                continue;
-            if (mem_var[rows[r].who][k] != none)
-                a[mem_var[rows[r].who][k]] = (double)pool->memory_mib / (double)max_mem;
-            if (gpu_var[rows[r].who][k] != none)
-                a[gpu_var[rows[r].who][k]] = 1;
-        }
-    }
-    status = simplex(&lp, z, primal);
-    if (status != LP_OPTIMAL)
-        goto out;
-    out->cost = feasible_value(&lp, z);
-    out->within_fleet = limited;
-    memset(out->shared, 0, sizeof(out->shared));
-    memset(out->lone, 0, sizeof(out->lone));
-    for (size_t r = 0; r < nrows; r++) {
-        if (rows[r].kind == 0)
-            out->shared[rows[r].who][rows[r].pool] = primal[r];
-        else
-            out->lone[rows[r].who][rows[r].pool] = primal[r];
-    }
+    for (size_t r = 0; r < c->nrows; r++)
+        for (size_t j = 0; j < c->nvars; j++)
+            lp.a[j * c->nrows + r] = c->a[r * c->nvars + j];
+    memcpy(lp.rhs, c->cost, c->nvars * sizeof(double));
+    memcpy(lp.obj, c->demand, c->nrows * sizeof(double));
+    status = simplex(&lp, z, x);
+    if (status == LP_OPTIMAL)
+        *value = feasible_value(&lp, z, c->upper);
 out:
     free(lp.a);
     free(lp.rhs);
     free(lp.obj);
     free(z);
-    free(primal);
+    return status;
+}
+
+/* The program in covering form, built row by row: its variables are numbered first (nvars),
+ * then each row is appended with its demand. */
+struct program {
+    size_t nvars, nrows, cap;
+    double *a, *demand, *cost;
+};
+
+static double *new_row(struct program *pg, double demand)
+{
+    pg->demand[pg->nrows] = demand;
+    return &pg->a[pg->nrows++ * pg->nvars];
+}
+
+/* The columns of the program: GPUs of each pool for each group (x) and for the lone workloads
+ * of each class (y); per group, band and pool the memory (m, in units of the largest GPU) and
+ * the count (n) of the band's workloads that the pool's GPUs hold. */
+#define NO_VAR SIZE_MAX
+struct program_vars {
+    size_t shared[FLEET_GROUPS][FLEET_MAX_POOLS];
+    size_t lone[FLEET_MAX_POOLS][FLEET_MAX_POOLS];
+    size_t memory[FLEET_GROUPS][FLEET_BANDS][FLEET_MAX_POOLS];
+    size_t count[FLEET_GROUPS][FLEET_BANDS][FLEET_MAX_POOLS];
+};
+
+static uint64_t band_floor(const struct fleet_demand *d, size_t b)
+{
+    return b ? d->band_mib[b - 1] : 0;
+}
+
+static void number_vars(const struct fleet *f, const struct fleet_demand *d,
+                        struct program_vars *v, struct program *pg)
+{
+    size_t n = 0;
+    memset(v, 0xff, sizeof(*v)); /* NO_VAR everywhere */
+    for (size_t g = 0; g < FLEET_GROUPS; g++) {
+        bool any = d->gpus[g][0] > 0;
+        for (size_t b = 0; b < d->nband; b++)
+            any |= d->band[g][b].count > 0;
+        for (size_t i = 0; i < f->npools && any; i++)
+            v->shared[g][i] = n++;
+        for (size_t b = 0; b < d->nband && any; b++)
+            for (size_t i = 0; i < f->npools && d->band[g][b].count > 0; i++) {
+                if (f->pools[i].memory_mib < d->band_mib[b])
+                    continue;
+                v->memory[g][b][i] = n++;
+                if (d->counted)
+                    v->count[g][b][i] = n++;
+            }
+    }
+    for (size_t k = 0; k < d->nclass; k++)
+        for (size_t i = 0; i < f->npools && d->lone[k]; i++)
+            if (f->pools[i].memory_mib >= d->class_mib[k])
+                v->lone[k][i] = n++;
+    pg->nvars = n;
+    pg->nrows = 0;
+    pg->cap = FLEET_GROUPS * (d->nclass + 2 * d->nband + (3 + FLEET_PAIR_LIMITS) * f->npools +
+                              2 * FLEET_TANGENTS * d->nband * f->npools) +
+              d->nclass + f->npools;
+}
+
+/* Pool i's GPUs against a pair limit k (2 <= k <= C/2, C its memory): a workload above C - k
+ * cannot share a GPU with one of k or more (together more than C), nor with one above C/2
+ * (C - k >= C/2). So on a GPU that holds such a workload, only workloads below k join it;
+ * count that GPU as full (C) and the workloads below k as nothing. Any other GPU holds at most
+ * C of workloads of k or more. Summed over the pool's GPUs:
+ *     C x >= C (number above C - k) + (memory of those of k up to C - k).
+ * A band counts as above C - k only if all of it is, and by its memory only if all of it is
+ * k or more (else not at all), which keeps the row valid whatever the cuts. k = 1 would be the
+ * memory row, k = C/2 the half row with the memory of the workloads at exactly C/2 added. */
+static void pair_limit_row(const struct fleet *f, const struct fleet_demand *d, size_t g,
+                           size_t i, uint64_t k, const struct program_vars *v, double unit_mib,
+                           struct program *pg)
+{
+    double capacity = (double)f->pools[i].memory_mib / unit_mib;
+    double *row = new_row(pg, 0);
+    row[v->shared[g][i]] = capacity;
+    for (size_t b = 0; b < d->nband; b++) {
+        if (v->count[g][b][i] == NO_VAR)
+            continue;
+        if (band_floor(d, b) >= f->pools[i].memory_mib - k)
+            row[v->count[g][b][i]] = -capacity;
+        else if (band_floor(d, b) + 1 >= k)
+            row[v->memory[g][b][i]] = -1;
+    }
+}
+
+/* The rows of one sharing group, memory in units of the largest GPU (unit_mib). Why each holds
+ * for every plan, with x its GPUs of pool i, m and n the memory and count of the workloads of
+ * band b on them:
+ *   - by class: its GPUs of the pools that can hold class k and larger number at least
+ *     fleet_demand.gpus (compute, tenant places, pairs that cannot share, the L2 bound);
+ *   - each band's memory and count are all placed: sum over pools of m (n) is the band's (at
+ *     least, in the program: as two opposite rows an equality made the simplex see an
+ *     unbounded dual in rounding noise, and placing more is never cheaper, bar the tangents
+ *     below, which more count on one pool tightens on the others);
+ *   - a pool's GPUs hold the memory placed on them: memory x >= sum of m;
+ *   - no two workloads above half of pool i's GPU share one (together they exceed it), and a
+ *     band above half of it is all above half: x >= sum of n over those bands;
+ *   - a GPU takes at most `slots' tenants: slots x >= sum of n;
+ *   - the workloads of a band on a pool are some n of the band, whose memory lies between
+ *     that of its n smallest and its n largest. The n largest hold top(n), a concave function
+ *     of n (each one more adds a smaller workload), so top lies below its tangent at any t:
+ *     top(n) <= top(t) + s(n - t), s the (t+1)-th largest (for n > t each added workload is
+ *     at most s; for n < t each removed one is at least s). Likewise the n smallest hold
+ *     bot(n) >= bot(t) + r(n - t), r the (t+1)-th smallest. At t = 0 these say each workload
+ *     is at most the band's largest and at least its smallest. */
+static void group_rows(const struct fleet *f, const struct fleet_demand *d, size_t g,
+                       const struct program_vars *v, double unit_mib, struct program *pg)
+{
+    if (v->shared[g][0] == NO_VAR)
+        return;
+    for (size_t k = 0; k < d->nclass; k++) {
+        if (d->gpus[g][k] <= 0)
+            continue;
+        double *row = new_row(pg, d->gpus[g][k]);
+        for (size_t i = 0; i < f->npools; i++)
+            if (f->pools[i].memory_mib >= d->class_mib[k])
+                row[v->shared[g][i]] = 1;
+    }
+    for (size_t b = 0; b < d->nband; b++) {
+        const struct fleet_band_demand *bd = &d->band[g][b];
+        if (bd->count <= 0)
+            continue;
+        double *placed = new_row(pg, bd->memory_mib / unit_mib);
+        for (size_t i = 0; i < f->npools; i++)
+            if (v->memory[g][b][i] != NO_VAR)
+                placed[v->memory[g][b][i]] = 1;
+        if (!d->counted)
+            continue;
+        placed = new_row(pg, bd->count);
+        for (size_t i = 0; i < f->npools; i++)
+            if (v->count[g][b][i] != NO_VAR)
+                placed[v->count[g][b][i]] = 1;
+        for (size_t i = 0; i < f->npools; i++)
+            for (size_t t = 0; t < FLEET_TANGENTS && v->count[g][b][i] != NO_VAR; t++) {
+                if (t && bd->at[t] <= bd->at[t - 1])
+                    continue;
+                size_t mv = v->memory[g][b][i], nv = v->count[g][b][i];
+                /* s n - m >= s t - top(t) */
+                double *row = new_row(pg, (bd->next_largest_mib[t] * bd->at[t] -
+                                           bd->largest_mib[t]) / unit_mib);
+                row[nv] = bd->next_largest_mib[t] / unit_mib;
+                row[mv] = -1;
+                /* m - r n >= bot(t) - r t */
+                row = new_row(pg, (bd->smallest_mib[t] - bd->next_smallest_mib[t] * bd->at[t]) /
+                                      unit_mib);
+                row[nv] = -bd->next_smallest_mib[t] / unit_mib;
+                row[mv] = 1;
+            }
+    }
+    for (size_t i = 0; i < f->npools; i++) {
+        const struct fleet_pool *pool = &f->pools[i];
+        double *row = new_row(pg, 0);
+        row[v->shared[g][i]] = (double)pool->memory_mib / unit_mib;
+        for (size_t b = 0; b < d->nband; b++)
+            if (v->memory[g][b][i] != NO_VAR)
+                row[v->memory[g][b][i]] = -1;
+        if (!d->counted)
+            continue;
+        double *big = new_row(pg, 0), *places = new_row(pg, 0);
+        big[v->shared[g][i]] = 1;
+        places[v->shared[g][i]] = d->slots;
+        for (size_t b = 0; b < d->nband; b++) {
+            if (v->count[g][b][i] == NO_VAR)
+                continue;
+            if (band_floor(d, b) >= pool->memory_mib / 2)
+                big[v->count[g][b][i]] = -1;
+            places[v->count[g][b][i]] = -1;
+        }
+        for (size_t j = 0; j < d->npair_limit[i]; j++)
+            pair_limit_row(f, d, g, i, d->pair_limit[i][j], v, unit_mib, pg);
+    }
+}
+
+/* The most any plan puts in each unpriced column: a band's memory and count on one pool are at
+ * most the band's (negative for the priced columns: none needed). */
+static void unpriced_upper(const struct fleet *f, const struct fleet_demand *d,
+                           const struct program_vars *v, double unit_mib, size_t nvars,
+                           double *upper)
+{
+    for (size_t j = 0; j < nvars; j++)
+        upper[j] = -1;
+    for (size_t g = 0; g < FLEET_GROUPS; g++)
+        for (size_t b = 0; b < d->nband; b++)
+            for (size_t i = 0; i < f->npools; i++) {
+                if (v->memory[g][b][i] != NO_VAR)
+                    upper[v->memory[g][b][i]] = d->band[g][b].memory_mib / unit_mib;
+                if (v->count[g][b][i] != NO_VAR)
+                    upper[v->count[g][b][i]] = d->band[g][b].count;
+            }
+}
+
+/* Builds the program above and solves it; limited: whether the pools' counts hold. Returns
+ * LP_OPTIMAL, LP_UNBOUNDED (no purchase within the counts), LP_STALLED, or -ENOMEM. */
+
+static int solve(const struct fleet *f, const struct fleet_demand *d, uint64_t max_mem,
+                 bool limited, struct fleet_lp_plan *out)
+{
+    struct program_vars v;
+    struct program pg;
+    number_vars(f, d, &v, &pg);
+    pg.a = calloc(pg.cap * pg.nvars + 1, sizeof(double));
+    pg.demand = calloc(pg.cap + 1, sizeof(double));
+    pg.cost = calloc(pg.nvars + 1, sizeof(double));
+    double *x = calloc(pg.nvars + 1, sizeof(double));
+    double *upper = malloc((pg.nvars + 1) * sizeof(double));
+    int status = -ENOMEM;
+    if (!pg.a || !pg.demand || !pg.cost || !x || !upper)
+        goto out;
+    unpriced_upper(f, d, &v, (double)max_mem, pg.nvars, upper);
+    for (size_t i = 0; i < f->npools; i++) {
+        for (size_t g = 0; g < FLEET_GROUPS; g++)
+            if (v.shared[g][i] != NO_VAR)
+                pg.cost[v.shared[g][i]] = f->pools[i].price;
+        for (size_t k = 0; k < d->nclass; k++)
+            if (v.lone[k][i] != NO_VAR)
+                pg.cost[v.lone[k][i]] = f->pools[i].price;
+    }
+    for (size_t g = 0; g < FLEET_GROUPS; g++)
+        group_rows(f, d, g, &v, (double)max_mem, &pg);
+    /* each lone workload has a GPU of a pool that holds it */
+    for (size_t k = 0; k < d->nclass; k++) {
+        if (!d->lone[k])
+            continue;
+        double *row = new_row(&pg, (double)d->lone[k]);
+        for (size_t i = 0; i < f->npools; i++)
+            if (v.lone[k][i] != NO_VAR)
+                row[v.lone[k][i]] = 1;
+    }
+    /* no pool gives more GPUs than it has */
+    for (size_t i = 0; i < f->npools && limited; i++) {
+        if (f->pools[i].count == FLEET_UNLIMITED)
+            continue;
+        double *row = new_row(&pg, -(double)f->pools[i].count);
+        for (size_t g = 0; g < FLEET_GROUPS; g++)
+            if (v.shared[g][i] != NO_VAR)
+                row[v.shared[g][i]] = -1;
+        for (size_t k = 0; k < d->nclass; k++)
+            if (v.lone[k][i] != NO_VAR)
+                row[v.lone[k][i]] = -1;
+    }
+    struct fleet_cover_lp lp = {pg.nvars, pg.nrows, pg.a, pg.demand, pg.cost, upper};
+    status = cover_solve(&lp, false, x, &out->cost);
+    if (status != LP_OPTIMAL)
+        goto out;
+    out->within_fleet = limited;
+    memset(out->shared, 0, sizeof(out->shared));
+    memset(out->lone, 0, sizeof(out->lone));
+    for (size_t i = 0; i < f->npools; i++) {
+        for (size_t g = 0; g < FLEET_GROUPS; g++)
+            if (v.shared[g][i] != NO_VAR)
+                out->shared[g][i] = x[v.shared[g][i]];
+        for (size_t k = 0; k < d->nclass; k++)
+            if (v.lone[k][i] != NO_VAR)
+                out->lone[k][i] = x[v.lone[k][i]];
+    }
+out:
+    free(pg.a);
+    free(pg.demand);
+    free(pg.cost);
+    free(x);
+    free(upper);
     return status;
 }
 
@@ -257,34 +479,10 @@ int fleet_cost_bound(const struct fleet *f, const struct fleet_demand *d, bool w
     return 0;
 }
 
-/* The same solver for another program (fleet_mig.c's): the primal given row by row as
- * a.x >= demand, x >= 0, minimising cost.x with cost >= 0, solved as its dual. */
 int fleet_cover_solve(const struct fleet_cover_lp *c, double *x, double *value, bool *solved)
 {
-    struct dual_lp lp = {c->nrows, c->nvars, calloc(c->nrows * c->nvars + 1, sizeof(double)),
-                         calloc(c->nvars + 1, sizeof(double)), calloc(c->nrows + 1, sizeof(double))};
-    double *z = calloc(c->nrows + 1, sizeof(double));
-    int ret = -ENOMEM;
-    *solved = false;
     *value = 0;
-    if (!lp.a || !lp.rhs || !lp.obj || !z)
-        goto out;
-    /* the dual's rows are the primal's variables: the transpose */
-    for (size_t r = 0; r < c->nrows; r++)
-        for (size_t j = 0; j < c->nvars; j++)
-            lp.a[j * c->nrows + r] = c->a[r * c->nvars + j];
-    memcpy(lp.rhs, c->cost, c->nvars * sizeof(double));
-    memcpy(lp.obj, c->demand, c->nrows * sizeof(double));
-    int status = simplex(&lp, z, x);
-    ret = status < 0 ? status : 0;
-    if (status == LP_OPTIMAL) {
-        *value = feasible_value(&lp, z);
-        *solved = true;
-    }
-out:
-    free(lp.a);
-    free(lp.rhs);
-    free(lp.obj);
-    free(z);
-    return ret;
+    int status = cover_solve(c, true, x, value);
+    *solved = status == LP_OPTIMAL;
+    return status < 0 ? status : 0;
 }

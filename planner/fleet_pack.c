@@ -846,20 +846,61 @@ static void finish_plan(const struct fleet *f, struct fleet_plan *p, struct flee
     p->use = g->use;
 }
 
-/* Workload classes: the pools' memory sizes, distinct and ascending; a workload's class is
- * the smallest size that holds it. */
-static void size_classes(const struct fleet *f, struct fleet_demand *d)
+/* Adds v to the ascending list of distinct values list[0..*n). */
+static void insert_distinct(uint64_t *list, size_t *n, uint64_t v)
 {
-    d->nclass = 0;
+    size_t k = 0;
+    while (k < *n && list[k] < v)
+        k++;
+    if (k < *n && list[k] == v)
+        return;
+    memmove(&list[k + 1], &list[k], (*n - k) * sizeof(uint64_t));
+    list[k] = v;
+    (*n)++;
+}
+
+/* Fleets of more pools than this leave the bands' counts out of the cost bound: with up to
+ * ten cuts a pool there would be up to 64 bands x 16 pools x 2 groups of count and memory
+ * columns, and the dense simplex would take longer than the packing. */
+#define FLEET_COUNTED_POOLS 6
+
+/* The pair limits of a pool of capacity C: the smallest workload of the list (a workload above
+ * C less that shares with nothing), a quarter, a third and half of the GPU; each at least 2
+ * (a limit of 1 would say no more than the memory) and at most half of C. */
+static void pair_limits(uint64_t capacity, uint64_t min_mib, uint64_t *limit, size_t *n)
+{
+    uint64_t from = min_mib < capacity / 2 ? min_mib : capacity / 2, span = capacity / 2 - from;
+    const uint64_t candidates[] = {min_mib, capacity / 4, capacity / 3, capacity / 2,
+                                   from + span / 4, from + span / 2, from + span * 3 / 4};
+    *n = 0;
+    for (size_t c = 0; c < sizeof(candidates) / sizeof(candidates[0]); c++) {
+        bool seen = false;
+        for (size_t j = 0; j < *n; j++)
+            seen |= limit[j] == candidates[c];
+        if (!seen && candidates[c] >= 2 && candidates[c] * 2 <= capacity)
+            limit[(*n)++] = candidates[c];
+    }
+}
+
+/* Workload classes: the pools' memory sizes, distinct and ascending; a workload's class is
+ * the smallest size that holds it. Bands: the same sizes and, when counted, their halves and
+ * for each pair limit k a cut below k and at C - k, so that a band is on one side of each. */
+static void size_classes(const struct fleet *f, uint64_t min_mib, struct fleet_demand *d)
+{
+    d->nclass = d->nband = 0;
+    d->counted = f->npools <= FLEET_COUNTED_POOLS;
     for (size_t i = 0; i < f->npools; i++) {
-        size_t k = 0;
-        while (k < d->nclass && d->class_mib[k] < f->pools[i].memory_mib)
-            k++;
-        if (k < d->nclass && d->class_mib[k] == f->pools[i].memory_mib)
+        uint64_t capacity = f->pools[i].memory_mib;
+        insert_distinct(d->class_mib, &d->nclass, capacity);
+        insert_distinct(d->band_mib, &d->nband, capacity);
+        if (!d->counted)
             continue;
-        memmove(&d->class_mib[k + 1], &d->class_mib[k], (d->nclass - k) * sizeof(uint64_t));
-        d->class_mib[k] = f->pools[i].memory_mib;
-        d->nclass++;
+        insert_distinct(d->band_mib, &d->nband, capacity / 2);
+        pair_limits(capacity, min_mib, d->pair_limit[i], &d->npair_limit[i]);
+        for (size_t j = 0; j < d->npair_limit[i]; j++) {
+            insert_distinct(d->band_mib, &d->nband, d->pair_limit[i][j] - 1);
+            insert_distinct(d->band_mib, &d->nband, capacity - d->pair_limit[i][j]);
+        }
     }
 }
 
@@ -871,25 +912,93 @@ static size_t class_of(const struct fleet_demand *d, uint64_t memory_mib)
     return k;
 }
 
+static size_t band_of(const struct fleet_demand *d, uint64_t memory_mib)
+{
+    size_t b = 0;
+    while (b + 1 < d->nband && d->band_mib[b] < memory_mib)
+        b++;
+    return b;
+}
+
 static uint64_t ceil_div(uint64_t a, uint64_t b)
 {
     return (a + b - 1) / b;
 }
 
-/* What the cost bound needs of one mechanism's workloads: per sharing group and class (and
- * larger) their memory and the GPUs they need at least (compute, tenant places, workloads
- * too big in memory or compute to pair with each other on any GPU, and for the whole group
- * its L2 bound, group_gpus); per class the lone workloads. */
-static void fill_demand(const struct fleet *f, const struct fleet_workloads *ws,
-                        const uint8_t *possible, int mech, const struct mech_rules *r,
-                        const uint64_t group_gpus[FLEET_GROUPS], struct fleet_demand *d)
+/* One band of a group, from its workloads' memory mem[0..n) sorted largest first: the count,
+ * the memory, and at FLEET_TANGENTS counts t (evenly spaced from 0) the memory of the t
+ * largest and t smallest and of the workload next to them. */
+static void band_demand(const uint64_t *mem, size_t n, struct fleet_band_demand *bd)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += mem[i];
+    bd->count = (double)n;
+    bd->memory_mib = (double)total;
+    uint64_t largest = 0, smallest = 0;
+    size_t done = 0;
+    for (size_t t = 0; t < FLEET_TANGENTS; t++) {
+        size_t at = n * t / FLEET_TANGENTS;
+        for (; done < at; done++) {
+            largest += mem[done];
+            smallest += mem[n - 1 - done];
+        }
+        bd->at[t] = (double)at;
+        bd->largest_mib[t] = (double)largest;
+        bd->next_largest_mib[t] = (double)mem[at];
+        bd->smallest_mib[t] = (double)smallest;
+        bd->next_smallest_mib[t] = (double)mem[n - 1 - at];
+    }
+}
+
+/* The bands of one sharing group; mem is scratch for the whole list. */
+static void group_bands(const struct fleet_workloads *ws, const uint8_t *possible, int mech,
+                        const struct mech_rules *r, int grp, uint64_t *mem,
+                        struct fleet_demand *d)
+{
+    size_t n = 0;
+    uint64_t top = 0;
+    for (size_t i = 0; i < ws->n; i++)
+        if (possible[i] && group_of(mech, &ws->w[i], r) == grp) {
+            mem[n++] = ws->w[i].memory_mib;
+            top = MAX(top, ws->w[i].memory_mib);
+        }
+    sort_desc(mem, n, top);
+    /* largest first, so each band is one run, the top band first */
+    for (size_t lo = 0; lo < n;) {
+        size_t b = band_of(d, mem[lo]), hi = lo;
+        while (hi < n && band_of(d, mem[hi]) == b)
+            hi++;
+        band_demand(&mem[lo], hi - lo, &d->band[grp][b]);
+        lo = hi;
+    }
+}
+
+/* What the cost bound needs of one mechanism's workloads: per sharing group its bands, and
+ * per class (and larger) the GPUs they need at least (compute, tenant places, workloads too
+ * big in memory or compute to pair with each other on any GPU, and for the whole group its L2
+ * bound, group_gpus); per class the lone workloads. 0, or -ENOMEM. */
+static int fill_demand(const struct fleet *f, const struct fleet_workloads *ws,
+                       const uint8_t *possible, int mech, const struct mech_rules *r,
+                       const uint64_t group_gpus[FLEET_GROUPS], struct fleet_demand *d)
 {
     uint64_t max_mem = fleet_max_memory(f);
     uint64_t comp[FLEET_GROUPS][FLEET_MAX_POOLS] = {{0}}, count[FLEET_GROUPS][FLEET_MAX_POOLS] = {{0}};
     uint64_t big_mem[FLEET_GROUPS][FLEET_MAX_POOLS] = {{0}};
     uint64_t big_comp[FLEET_GROUPS][FLEET_MAX_POOLS] = {{0}};
     memset(d, 0, sizeof(*d));
-    size_classes(f, d);
+    uint64_t min_mib = max_mem;
+    for (size_t i = 0; i < ws->n; i++)
+        if (possible[i])
+            min_mib = ws->w[i].memory_mib < min_mib ? ws->w[i].memory_mib : min_mib;
+    size_classes(f, min_mib, d);
+    d->slots = r->slots;
+    uint64_t *mem = malloc((ws->n ? ws->n : 1) * sizeof(*mem));
+    if (!mem)
+        return -ENOMEM;
+    for (int grp = 0; grp < FLEET_GROUPS; grp++)
+        group_bands(ws, possible, mech, r, grp, mem, d);
+    free(mem);
     for (size_t i = 0; i < ws->n; i++) {
         if (!possible[i])
             continue;
@@ -900,7 +1009,6 @@ static void fill_demand(const struct fleet *f, const struct fleet_workloads *ws,
             d->lone[k]++;
             continue;
         }
-        d->memory[grp][k] += (double)w->memory_mib;
         comp[grp][k] += w->compute_bp;
         count[grp][k]++;
         big_mem[grp][k] += w->memory_mib * 2 > max_mem;
@@ -909,7 +1017,6 @@ static void fill_demand(const struct fleet *f, const struct fleet_workloads *ws,
     for (size_t g = 0; g < FLEET_GROUPS; g++)
         for (size_t k = d->nclass; k-- > 0;) {
             if (k + 1 < d->nclass) { /* class k and larger */
-                d->memory[g][k] += d->memory[g][k + 1];
                 comp[g][k] += comp[g][k + 1];
                 count[g][k] += count[g][k + 1];
                 big_mem[g][k] += big_mem[g][k + 1];
@@ -921,6 +1028,7 @@ static void fill_demand(const struct fleet *f, const struct fleet_workloads *ws,
                 need = MAX(need, group_gpus[g]);
             d->gpus[g][k] = (double)need;
         }
+    return 0;
 }
 
 /* A bound that needs no solution: each lone workload on the cheapest GPU that holds it, each
@@ -1044,8 +1152,9 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     }
     struct fleet_demand d;
     struct fleet_lp_plan lp;
-    fill_demand(f, ws, possible, mech, &r, group_gpus, &d);
-    int ret = fleet_cost_bound(f, &d, true, &lp);
+    int ret = fill_demand(f, ws, possible, mech, &r, group_gpus, &d);
+    if (!ret)
+        ret = fleet_cost_bound(f, &d, true, &lp);
 
     struct pool_choice pc;
     memset(&pc, 0, sizeof(pc));

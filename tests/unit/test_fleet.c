@@ -481,19 +481,27 @@ static int kind_under(int mech, const struct fleet_workload *w, const struct fle
  * classes, counts and lone workloads are all exercised. */
 static void test_cost_bound_below_optimum(void **state)
 {
+    /* the fourth: memory-heavy lists, most workloads over half of the small GPUs (one to a
+       GPU) and many pairs that cannot share one, which the bound's bands and pair limits see */
     static const char *const specs[] = {"big/10GiB:2@1.00,small/6GiB:3@0.50",
                                         "big/16GiB:1@1.70,mid/10GiB:2@1.00,small/6GiB:2@0.45",
-                                        "big/12GiB@1.20,small/5GiB:1@0.30"};
+                                        "big/12GiB@1.20,small/5GiB:1@0.30",
+                                        "big/24GiB@1.00,small/10GiB:4@0.35"};
     struct fleet_options o;
     fleet_options_defaults(&o);
     o.keep_assignment = true;
     int checked = 0, optimal = 0;
-    for (int round = 0; round < 240; round++) {
-        struct fleet f = fleet_of(specs[round % 3]);
+    uint64_t saved_rng = 0;
+    for (int round = 0; round < 320; round++) {
+        size_t spec = round < 240 ? (size_t)round % 3 : 3;
+        if (round == 240) /* the lists after this test stay as they were measured */
+            saved_rng = rng_state;
+        struct fleet f = fleet_of(specs[spec]);
         struct fleet_workloads ws = {0};
         size_t n = 3 + rng() % 5;
         for (size_t i = 0; i < n; i++)
-            add(&ws, 512 + rng() % (9 * 1024), rng() % 7000,
+            add(&ws, spec == 3 ? 4 * 1024 + rng() % (16 * 1024) : 512 + rng() % (9 * 1024),
+                rng() % 7000,
                 rng() % 3 == 0 ? FLEET_LAT_STRICT : FLEET_LAT_NORMAL,
                 rng() % 6 == 0 ? FLEET_UNTRUSTED : FLEET_TRUSTED);
         struct fleet_result r;
@@ -519,7 +527,7 @@ static void test_cost_bound_below_optimum(void **state)
             bool fits = !p->shortage;
             if (p->cost_lower_bound > s.best + 1e-9)
                 fail_msg("round %d, %s on %s: cost bound %.4f above the optimum %.4f", round,
-                         fleet_mech_name(m), specs[round % 3], p->cost_lower_bound, s.best);
+                         fleet_mech_name(m), specs[spec], p->cost_lower_bound, s.best);
             if (fits && p->cost_per_hour < s.best - 1e-9)
                 fail_msg("round %d, %s: plan %.4f below the optimum %.4f", round,
                          fleet_mech_name(m), p->cost_per_hour, s.best);
@@ -529,6 +537,7 @@ static void test_cost_bound_below_optimum(void **state)
         fleet_result_free(&r);
         fleet_workloads_free(&ws);
     }
+    rng_state = saved_rng;
     print_message("mixed fleets: %d plans checked against the optimum; %d of them optimal\n",
                   checked, optimal);
 }
@@ -770,10 +779,14 @@ static const struct {
 } known_above_two[] = {
     /* compute-heavy where the cheap small GPUs are limited: memory and compute both bind on
        them, which the fractional bound fills to 100% and first-fit cannot */
-    {0, 2, FLEET_MPS, 5.5}, {0, 2, FLEET_CARVE, 5.6}, {1, 2, FLEET_MPS, 5.1},
-    {1, 2, FLEET_CARVE, 4.5}, {2, 2, FLEET_MPS, 2.3},
-    /* memory-heavy on L4 and T4: workloads over half a small GPU, one to a GPU */
-    {1, 1, FLEET_MPS, 3.0}, {1, 1, FLEET_CARVE, 3.5}, {2, 1, FLEET_CARVE, 6.0},
+    {0, 2, FLEET_MPS, 5.5}, {0, 2, FLEET_CARVE, 5.6}, {1, 2, FLEET_MPS, 5.5},
+    {1, 2, FLEET_CARVE, 4.3}, {2, 2, FLEET_MPS, 2.3},
+    /* time-slicing there: 1.6% before the bound's bands (2026-11-23), 2.0% since (the packing
+       follows another solution of the same bound; clang's lists 2.04%) */
+    {1, 2, FLEET_TIMESLICE, 2.2},
+    /* memory-heavy on L4 and T4: the bound sees workloads over half a small GPU and pairs
+       that cannot share one (fleet_lp.c); the packing does not put the L4-sized ones on L4s */
+    {1, 1, FLEET_MPS, 2.6}, {1, 1, FLEET_CARVE, 3.1}, {2, 1, FLEET_CARVE, 5.5},
     /* time-slicing's 16 replicas keep an H100 from its memory, which the bound does not see */
     {1, 0, FLEET_TIMESLICE, 3.5}, {2, 0, FLEET_TIMESLICE, 2.5},
 };
