@@ -130,8 +130,8 @@ shares() {
     done <<<"$result"
 }
 
-# Four slices of big (10 ms) kernels took several seconds to learn their costs before a
-# key's second launch waited for its first sample (libcarve/pace.c, learn_first): their
+# Four slices of big (10 ms) kernels took several seconds to learn their costs before a key's
+# third unmeasured launch waited for its first sample (libcarve/pace.c, learn_first): their
 # windows 1 and 2 got 0-10%.
 for kind in big small graph; do
     shares "$kind" 30% 70%
