@@ -2,11 +2,14 @@
 CLI_SRC := $(filter-out cli/top.c,$(wildcard cli/*.c))
 CLI_OBJ := $(CLI_SRC:%.c=$(OBJ)/%.o)
 
-# jansson is linked in: every `carve run` start-up execs carve, and one shared library fewer
-# to map is a tenth of carve's exec on a paravirtualised node (docs/results, carved-bench)
+# jansson is linked in where its static library exists (Debian's libjansson-dev has it): every
+# `carve run` start-up execs carve, and one shared library fewer to map is a tenth of carve's
+# exec on a paravirtualised node (docs/results, carved-bench); elsewhere the shared one
+JANSSON_STATIC := -Wl,-Bstatic -ljansson -Wl,-Bdynamic
+CARVE_JANSSON := $(if $(findstring /,$(shell $(CC) -print-file-name=libjansson.a)),$(JANSSON_STATIC),-ljansson)
 $(BIN)/carve: $(CLI_OBJ) $(PLANNER_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDFLAGS) -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl
+	$(CC) -o $@ $^ $(LDFLAGS) $(CARVE_JANSSON) -ldl
 
 ALL_TARGETS += $(BIN)/carve
 

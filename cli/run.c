@@ -68,7 +68,9 @@ static const char run_help[] =
     "exit status: COMMAND's status, or 128+N when signal N ended it; 2 for bad input or a\n"
     "mode that cannot be set up (nothing is run); 126 when COMMAND cannot be executed;\n"
     "127 when it is not found. With --slice (and mode carve), COMMAND takes carve run's\n"
-    "place in the same process, so signals reach it directly and its status is its own.\n"
+    "place in the same process, so signals reach it directly and its status is its own:\n"
+    "a command killed by signal N leaves the process killed by N (a shell still shows\n"
+    "128+N; a program that waits for it sees the signal).\n"
     "\n"
     "ENVIRONMENT\n"
     "  set for COMMAND: CARVE_SLICE (the slice's shared-memory object), LD_PRELOAD (gets\n"
@@ -268,6 +270,11 @@ static int run_and_wait(char **command)
     sigemptyset(&sa.sa_mask);
     sigemptyset(&block);
     for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
+        struct sigaction was;
+        /* one ignored by carve's parent (nohup, a background job) stays ignored, as exec
+           would keep it: carve neither forwards it nor gives it back to the command */
+        if (sigaction(forwarded[i], NULL, &was) == 0 && was.sa_handler == SIG_IGN)
+            continue;
         sigaction(forwarded[i], &sa, NULL);
         sigaddset(&block, forwarded[i]);
     }

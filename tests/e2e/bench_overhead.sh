@@ -10,16 +10,17 @@ cd "$(dirname "$0")/../.." || exit 2
 
 BUILD=${BUILD:-build}
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+errs=$(mktemp)
+trap 'rm -f "$out" "$errs"' EXIT
 passed=0
 failed=0
 check() {
-    if eval "$2"; then echo "ok - $1"; passed=$((passed + 1)); else echo "FAIL - $1"; failed=$((failed + 1)); fi
+    if eval "$2"; then echo "ok - $1"; passed=$((passed + 1)); else echo "FAIL - $1"; failed=$((failed + 1)); return 1; fi
 }
 
-BUILD=$BUILD bash bench/overhead.sh --json --iters 2000 >"$out" 2>/dev/null
+BUILD=$BUILD bash bench/overhead.sh --json --iters 2000 >"$out" 2>"$errs"
 rc=$?
-check "bench/overhead.sh --json ends with status 0 ($rc)" '[ $rc -eq 0 ]'
+check "bench/overhead.sh --json ends with status 0 ($rc)" '[ $rc -eq 0 ]' || tail -n 20 "$errs"
 ops=$(jq -r '[.ops[].op] | join(" ")' "$out" 2>/dev/null)
 check "it reports alloc_free_4k, alloc_free_64m, launch_empty, launch_empty_limit ($ops)" \
     '[ "$ops" = "alloc_free_4k alloc_free_64m launch_empty launch_empty_limit" ]'

@@ -110,6 +110,16 @@ else
     bad "--version: $("$CARVE" --version)"
 fi
 
+# a signal carve run's parent ignores (nohup, a background job) stays ignored for the command:
+# carve run neither forwards it nor gives it back its default
+out=$( (trap '' HUP; "$CARVE" run --simulate --memory 1GiB -- sh -c 'kill -HUP $$; echo survived') 2>&1)
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$out" = survived ]; then
+    ok "an ignored SIGHUP stays ignored for the command (status $rc)"
+else
+    bad "an ignored SIGHUP stays ignored for the command: status $rc, output: $out"
+fi
+
 # objects that appeared during the run and whose creator (/carve.UID.PID.RAND) is gone are
 # ours, left behind; a live creator's belongs to a test running beside this one
 left=""

@@ -10,8 +10,9 @@
  * --then FILE2: on SIGUSR2, FILE2 becomes the snapshot served from then on (the node
  *            changed: slices made, memory used, an escape gone), so a test sees the page follow.
  * --after N: with --then and --tick, FILE2 is served once /api/state has served N snapshots
- *            (the page has polled N times), without a signal; and the clock moves on one
- *            tick per poll, not per MS: what the page sees (states, and the charts, which
+ *            (the page has polled N times), without a signal; and the clock moves on at
+ *            most one tick per MS and only after a poll, so the snapshots' time advances no
+ *            faster than the page polls: what the page sees (states, and the charts, which
  *            keep five minutes of the snapshots' time) does not depend on how fast the
  *            machine is.
  * Prints "ready" on stdout once it listens; exits 1 with carved's message if it cannot. */
