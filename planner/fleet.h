@@ -162,6 +162,9 @@ struct fleet_gpu_list {
 };
 long fleet_gpu_open(const struct fleet *f, struct fleet_gpu_list *g, struct fleet_plan *p,
                     uint64_t *pool_left, int pool);
+/* The pools in the order shared GPUs are opened: cheapest per MiB first (spec order when no
+ * prices are given, or on ties). */
+void fleet_pool_order(const struct fleet *f, size_t order[FLEET_MAX_POOLS]);
 /* The cost bound on a fleet of several models (fleet_lp.c). Lone workloads are in classes by
  * the pools that can hold them: class k needs a GPU of at least class_mib[k] (the pools'
  * memory sizes, distinct, ascending), so it may use every pool of that size or more. Sharing

@@ -121,23 +121,6 @@ static int geometries(const struct mig_model *m, struct geometry_set *gs)
     return 0;
 }
 
-/* Pool order as in fleet_pack.c: cheapest per MiB first. */
-static void order_pools(const struct fleet *f, size_t order[FLEET_MAX_POOLS])
-{
-    for (size_t i = 0; i < f->npools; i++)
-        order[i] = i;
-    for (size_t i = 1; i < f->npools; i++)
-        for (size_t j = i; j > 0; j--) {
-            const struct fleet_pool *a = &f->pools[order[j - 1]], *b = &f->pools[order[j]];
-            if (a->price / (double)a->memory_mib <= b->price / (double)b->memory_mib)
-                break;
-            size_t t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
-}
-
-
 static uint64_t ceil_div(uint64_t a, uint64_t b)
 {
     return b ? (a + b - 1) / b : 0;
@@ -489,7 +472,7 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     size_t order[FLEET_MAX_POOLS];
     uint64_t pool_left[FLEET_MAX_POOLS];
     int first = -1;
-    order_pools(f, order);
+    fleet_pool_order(f, order);
     for (size_t i = 0; i < f->npools; i++) {
         pool_left[i] = f->pools[i].count;
         models[i] = f->pools[i].mig ? mig_model_find(f->pools[i].name) : NULL;

@@ -51,9 +51,7 @@ void fleet_options_defaults(struct fleet_options *o)
     o->timeslice_compute_bp = 9200;
 }
 
-/* Pools in the order shared GPUs are opened: cheapest per MiB first (spec order when no
- * prices are given, or on ties). */
-static void pool_order(const struct fleet *f, size_t order[FLEET_MAX_POOLS])
+void fleet_pool_order(const struct fleet *f, size_t order[FLEET_MAX_POOLS])
 {
     for (size_t i = 0; i < f->npools; i++)
         order[i] = i;
@@ -1158,7 +1156,7 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
 
     struct pool_choice pc;
     memset(&pc, 0, sizeof(pc));
-    pool_order(f, pc.by_size);
+    fleet_pool_order(f, pc.by_size);
     for (size_t i = 0; i < f->npools; i++)
         pc.left[i] = f->pools[i].count;
     for (size_t i = 1; i < f->npools; i++) /* stable: equal sizes stay cheapest first */

@@ -15,8 +15,8 @@ cd "$(dirname "$0")/../.." || exit 2
 BUILD=${BUILD:-build}
 CARVE=$BUILD/bin/carve
 MEMHOG=$BUILD/bench/memhog
-passed=0
-failed=0
+# shellcheck source=tests/e2e/tap.bash
+. tests/e2e/tap.bash
 state_dir=$(mktemp -d)
 hog_pid=""
 cleanup() {
@@ -27,27 +27,11 @@ trap cleanup EXIT
 export CARVE_SIM_STATE=$state_dir/sim-state CARVE_SIM_MIG=1 CARVE_SIM_MODEL=H100-80GB
 unset CARVE_SIM_NAME CARVE_SIM_MEMORY CUDA_VISIBLE_DEVICES
 
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
-
 # check NAME COMMAND...: passes when COMMAND succeeds
 check() {
     local name=$1
     shift
     if "$@"; then ok "$name"; else bad "$name"; fi
-}
-
-# expect STATUS FRAGMENT ARGS...: carve ARGS exits STATUS and prints FRAGMENT (stdout or stderr)
-expect() {
-    local want=$1 fragment=$2 out rc
-    shift 2
-    out=$("$CARVE" "$@" 2>&1)
-    rc=$?
-    if [ "$rc" -eq "$want" ] && [[ "$out" == *"$fragment"* ]]; then
-        ok "carve $* -> $rc, says '$fragment'"
-    else
-        bad "carve $* -> $rc (want $want, '$fragment'), said: $out"
-    fi
 }
 
 # json_eval EXPR: evaluates a Python expression over the JSON on stdin (as `j`)

@@ -13,8 +13,8 @@ cd "$(dirname "$0")/../.." || exit 2
 
 BUILD=${BUILD:-build}
 CARVE=$BUILD/bin/carve
-passed=0
-failed=0
+# shellcheck source=tests/e2e/tap.bash
+. tests/e2e/tap.bash
 tmp=$(mktemp -d)
 daemon=
 cleanup() {
@@ -26,22 +26,6 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
-
-# expect STATUS FRAGMENT ARGS...: carve ARGS exits STATUS and prints FRAGMENT (out or err).
-expect() {
-    local want=$1 fragment=$2 out rc
-    shift 2
-    out=$("$CARVE" "$@" 2>&1)
-    rc=$?
-    if [ "$rc" -eq "$want" ] && [[ "$out" == *"$fragment"* ]]; then
-        ok "carve $* -> $rc, says '$fragment'"
-    else
-        bad "carve $* -> $rc (want $want, '$fragment'), output: ${out:0:600}"
-    fi
-}
 
 # jq_check DESC FILTER FILE: the jq filter is true on the JSON file.
 jq_check() {

@@ -57,11 +57,9 @@ static void check_priority(const char *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-    char *s = malloc(len + 1);
+    char *s = strndup((const char *)data, len); /* the parsers read C strings */
     if (!s)
         return 0;
-    memcpy(s, data, len);
-    s[len] = '\0';
     check_compute(s);
     check_priority(s);
     free(s);

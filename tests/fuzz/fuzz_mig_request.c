@@ -60,11 +60,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
     if (len > 512)
         return 0;
-    char *s = malloc(len + 1);
+    char *s = strndup((const char *)data, len); /* the parsers read C strings */
     if (!s)
         return 0;
-    memcpy(s, data, len);
-    s[len] = '\0';
     struct mig_request one, req[8];
     check_one(s, &one);
     size_t n = 0;

@@ -48,11 +48,9 @@ static void check_clients(const char *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-    char *s = malloc(len + 1);
+    char *s = strndup((const char *)data, len); /* the parsers read C strings */
     if (!s)
         return 0;
-    memcpy(s, data, len);
-    s[len] = '\0';
     check_pick(s);
     check_clients(s);
     free(s);

@@ -44,11 +44,9 @@ static void check_spec(const char *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-    char *s = malloc(len + 1);
+    char *s = strndup((const char *)data, len); /* the parsers read C strings */
     if (!s)
         return 0;
-    memcpy(s, data, len);
-    s[len] = '\0';
     uint64_t v = 0;
     char err[256] = "";
     if (carve_parse_size(s, &v, err, sizeof(err)) == 0) {
