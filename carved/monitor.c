@@ -384,26 +384,30 @@ static json_t *slice_json(struct carved *d, struct dslice *s, bool busy, double 
                      policy_name(policy_of(d, s)));
 }
 
-/* An escape counts once, in the poll that first sees it, not in every poll it lasts (a pid
- * is the same escape while it stays one from poll to poll). */
+/* An escape counts once, in the poll that first sees it, not in every poll it lasts: a pid
+ * is the same escape while it stays one, and also when one poll missed it (a process list
+ * read while it changes), so it is new only if neither of the last two polls had it. */
 static void count_new_escapes(struct carved *d, const json_t *escapes)
 {
-    static unsigned seen[MAX_PROCS], now_seen[MAX_PROCS];
-    static size_t nseen;
+    static unsigned seen[2][MAX_PROCS], now_seen[MAX_PROCS];
+    static size_t nseen[2];
     size_t n = 0, i;
     const json_t *e;
     json_array_foreach(escapes, i, e) {
         unsigned pid = (unsigned)json_integer_value(json_object_get(e, "pid"));
         bool old = false;
-        for (size_t j = 0; j < nseen && !old; j++)
-            old = seen[j] == pid;
+        for (int k = 0; k < 2 && !old; k++)
+            for (size_t j = 0; j < nseen[k] && !old; j++)
+                old = seen[k][j] == pid;
         if (!old)
             d->escapes_total++;
         if (n < MAX_PROCS)
             now_seen[n++] = pid;
     }
-    memcpy(seen, now_seen, n * sizeof(seen[0]));
-    nseen = n;
+    memcpy(seen[1], seen[0], nseen[0] * sizeof(seen[0][0]));
+    nseen[1] = nseen[0];
+    memcpy(seen[0], now_seen, n * sizeof(seen[0][0]));
+    nseen[0] = n;
 }
 
 /* A slice made for one `carve run` ends with it: when that carve run is gone and no process
