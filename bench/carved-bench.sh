@@ -4,7 +4,8 @@
 #      CLI does; then `list`, `ps` and GET /metrics with so many slices (time, bytes);
 #   2. `carve run --slice bench-0 -- true` started RATE times a second (default 200) for
 #      RUNS runs (default 2000), at most INFLIGHT at once (default 64): spawn-to-exit
-#      latency percentiles, the rate reached, and failures;
+#      latency percentiles, the rate reached, and failures; then `/bin/true` alone at the
+#      same rate, the machine's own ceiling for starting processes;
 #   3. the slices deleted again; /dev/shm objects and carved's open fds counted before and
 #      after: nothing may be left.
 # Prints `key=value` lines and a summary; exit status 1 when anything failed or leaked.
@@ -79,6 +80,9 @@ echo "with slices: shm_objects=$(shm_count) carved_fds=$(fd_count) carved_rss_ki
 cpu0=$(cpu_seconds)
 "$DRIVER" runs "$RATE" "$RUNS" "$INFLIGHT" "$CARVE" run --simulate --quiet --slice bench-0 -- true || status=1
 echo "carved cpu_seconds during the runs: $(awk -v a="$cpu0" -v b="$(cpu_seconds)" 'BEGIN {print b - a}')"
+# the same start-ups of the command alone: what this machine can start at all, so that a rate
+# below RATE can be told apart from a machine that cannot start RATE processes a second
+"$DRIVER" runs "$RATE" "$RUNS" "$INFLIGHT" /bin/true | sed 's/^runs /without_carve /' || status=1
 
 "$DRIVER" delete "$CARVE_SOCKET" bench "$SLICES" || status=1
 sleep 1.2 # a poll: carved lets go of what it read

@@ -15,6 +15,10 @@ enum {
     CARVE_EXIT_NOTFOUND = 127, /* the command was not found */
 };
 
+/* main's arguments as they came (getopt reorders argv): what the dynamically linked carve is
+   given when a command of the static one needs NVML (dynamic_twin.c) */
+extern char **carve_argv;
+
 int carve_cmd_run(int argc, char **argv);
 int carve_cmd_slice(int argc, char **argv);
 int carve_cmd_ps(int argc, char **argv);

@@ -1,5 +1,6 @@
 /* main.c - the carve command: a table of subcommands, their one-line descriptions and usage. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -57,8 +58,16 @@ static int cmd_help(int argc, char **argv)
     return s->fn(2, help_argv);
 }
 
+char **carve_argv;
+
 int main(int argc, char **argv)
 {
+    carve_argv = calloc((size_t)argc + 1, sizeof(*carve_argv));
+    if (!carve_argv) {
+        fprintf(stderr, "carve: out of memory\n");
+        return CARVE_EXIT_USAGE;
+    }
+    memcpy(carve_argv, argv, (size_t)argc * sizeof(*argv));
     if (argc < 2) {
         usage(stderr);
         return CARVE_EXIT_USAGE;

@@ -31,12 +31,24 @@ int carve_find_libdir(char *out, size_t len)
         snprintf(out, len, "%s", env);
         return 0;
     }
+    return carve_own_libdir(out, len);
+}
+
+int carve_own_libdir(char *out, size_t len)
+{
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n <= 0)
         return -1;
     exe[n] = '\0';
-    snprintf(out, len, "%s/../lib/carve", dirname(exe));
+    /* a program of lib/carve itself (carve-dynamic, carve-top) is beside libcarve.so */
+    const char *dir = dirname(exe);
+    char beside[PATH_MAX + 16];
+    snprintf(beside, sizeof(beside), "%s/libcarve.so", dir);
+    if (access(beside, F_OK) == 0)
+        snprintf(out, len, "%s", dir);
+    else
+        snprintf(out, len, "%s/../lib/carve", dir);
     return 0;
 }
 

@@ -20,8 +20,11 @@ struct carve_gpu_info {
 
 /* The NVML library to load: the simulated one under libdir/sim, or the driver's. */
 void carve_nvml_path(int simulate, const char *libdir, char *out, size_t len);
-/* The lib/carve directory: CARVE_LIBDIR, or ../lib/carve beside the executable. */
+/* The lib/carve directory: CARVE_LIBDIR, the executable's own directory when libcarve.so is
+ * there (the programs in lib/carve), or ../lib/carve beside it. */
 int carve_find_libdir(char *out, size_t len);
+/* The lib/carve directory of this executable's own installation, whatever CARVE_LIBDIR says. */
+int carve_own_libdir(char *out, size_t len);
 /* Lists up to max GPUs through the NVML at nvml_path: their count, or -1 with a message
  * (what is missing and what to do) in err. */
 int carve_gpus_list(const char *nvml_path, int simulate, struct carve_gpu_info *gpus, int max,

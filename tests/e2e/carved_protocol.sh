@@ -14,14 +14,7 @@ cd "$(dirname "$0")/../.." || exit 2
 # shellcheck source=tests/e2e/private_carved.bash
 . tests/e2e/private_carved.bash
 
-printf 'poll_interval = 200ms\n' >"$work/carved.conf"
-"$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" --state-dir "$work/state" \
-    --listen off >"$work/carved.log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do
-    "$CARVE" slice list >/dev/null 2>&1 && break
-    sleep 0.1
-done
+start_carved 200ms
 
 # send CASE...: one raw exchange per case, each on a connection of its own, by one python
 # client; prints `CASE<TAB>what came back (or why nothing did)', one line per case

@@ -11,6 +11,8 @@
 #   daemon                      the script sets it to carved's pid; stopped at exit
 #   ok, bad, check, passed, failed
 #   cleanup_extra               a function the script may define, run first at exit
+#   start_carved POLL           writes $work/carved.conf (poll_interval = POLL), starts carved
+#                               (no HTTP listener) into $daemon, and waits for its socket
 # At exit the slices made after $work/carved.conf and this run's board are removed.
 BUILD=${BUILD:-build}
 CARVE=$BUILD/bin/carve
@@ -22,6 +24,17 @@ export CARVE_SIM_STATE=$work/sim-state CARVE_SOCKET=$work/carved.sock
 sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
 export CARVE_SIM_UUIDS=GPU-$sim_uuid
 daemon=
+
+start_carved() {
+    printf 'poll_interval = %s\n' "$1" >"$work/carved.conf"
+    "$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" \
+        --state-dir "$work/state" --listen off >"$work/carved.log" 2>&1 &
+    daemon=$!
+    for _ in $(seq 100); do
+        "$CARVE" slice list >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+}
 
 ok() { echo "ok - $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
