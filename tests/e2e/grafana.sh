@@ -54,14 +54,7 @@ else
 fi
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-printf 'poll_interval = 200ms\n' >"$work/carved.conf"
-"$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" --state-dir "$work/state" \
-    --listen "127.0.0.1:$port" >"$work/carved.log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do
-    "$CARVE" slice list >/dev/null 2>&1 && break
-    sleep 0.1
-done
+start_carved 200ms "127.0.0.1:$port"
 # one slice with a cap and a share: every per-slice family then has a sample
 "$CARVE" slice create graf --memory 1GiB --compute 25% >/dev/null || bad "carve slice create graf"
 sleep 0.5

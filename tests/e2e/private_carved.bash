@@ -11,8 +11,8 @@
 #   daemon                      the script sets it to carved's pid; stopped at exit
 #   ok, bad, check, passed, failed
 #   cleanup_extra               a function the script may define, run first at exit
-#   start_carved POLL           writes $work/carved.conf (poll_interval = POLL), starts carved
-#                               (no HTTP listener) into $daemon, and waits for its socket
+#   start_carved POLL [LISTEN]  writes $work/carved.conf (poll_interval = POLL), starts carved
+#                               (HTTP on LISTEN, default off) into $daemon, waits for its socket
 # At exit the slices made after $work/carved.conf and this run's board are removed.
 BUILD=${BUILD:-build}
 CARVE=$BUILD/bin/carve
@@ -28,7 +28,7 @@ daemon=
 start_carved() {
     printf 'poll_interval = %s\n' "$1" >"$work/carved.conf"
     "$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" \
-        --state-dir "$work/state" --listen off >"$work/carved.log" 2>&1 &
+        --state-dir "$work/state" --listen "${2:-off}" >"$work/carved.log" 2>&1 &
     daemon=$!
     for _ in $(seq 100); do
         "$CARVE" slice list >/dev/null 2>&1 && return 0
