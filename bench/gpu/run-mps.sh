@@ -72,7 +72,8 @@ if CUDA_VISIBLE_DEVICES=$uuid CUDA_MPS_PIPE_DIRECTORY=$own/pipe CUDA_MPS_LOG_DIR
         CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M "$MEMHOG" --max 8192 --hold 0 >"$LOGS/own-limit.log" 2>&1
     got=$(sed -n 's/.*got \([0-9]*\) MiB.*/\1/p' "$LOGS/own-limit.log")
     [ -n "$got" ] && [ "$got" -le 2048 ] && [ "$got" -ge 1024 ]
-    row "MPS alone, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M" "memhog got ${got:-?} MiB" "$([ $? -eq 0 ] && echo PASS || echo FAIL)"
+    ok=$?
+    row "MPS alone, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M" "memhog got ${got:-?} MiB" "$([ "$ok" -eq 0 ] && echo PASS || echo FAIL)"
     echo quit | CUDA_MPS_PIPE_DIRECTORY=$own/pipe nvidia-cuda-mps-control >/dev/null 2>&1
     sleep 1
 else
@@ -86,7 +87,8 @@ echo "== 2. memory cap under --mode mps"
 rc=$?
 sees=$(sed -n 's/.*when full: total \([0-9]*\) MiB.*/\1/p' "$LOGS/cap.log")
 grep -q 'out of memory on GPU 0: cap 4 GiB' "$LOGS/cap.log" && [ "$rc" -eq 0 ] && [ "$sees" = 4096 ]
-row "carve run --mode mps --memory 4GiB memhog" "status $rc, sees ${sees:-?} MiB, OOM line: $(grep -c 'out of memory' "$LOGS/cap.log")" "$([ $? -eq 0 ] && echo PASS || echo FAIL)"
+ok=$?
+row "carve run --mode mps --memory 4GiB memhog" "status $rc, sees ${sees:-?} MiB, OOM line: $(grep -c 'out of memory' "$LOGS/cap.log")" "$([ "$ok" -eq 0 ] && echo PASS || echo FAIL)"
 row "daemon stopped after the client" "pid file: $(daemon_pid || true)" "$(daemon_gone && echo PASS || echo FAIL)"
 
 # 3. solo, then two concurrent clients
