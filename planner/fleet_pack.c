@@ -392,9 +392,18 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
  * bound there. To find that workload quickly the group is kept in a grid of cells by memory
  * and compute, with a bitmap of the non-empty cells of each memory column: a step looks at
  * the fullest cell that fits in each column, and stops at the first column that cannot beat
- * the best found. A few hundred operations a workload. */
+ * the best found. A few hundred operations a workload.
+ *
+ * Taking the fullest fit at each step can leave a room that nothing fills (workloads of
+ * 10-30% compute that add up to 93% leave 7%, which none fills: 4-10% of the GPU left on a
+ * fifth of the L4s of a compute-heavy list). So when a GPU closes with room in both dimensions, its last workload is given back
+ * and the best pair for the room it had is looked for (fill_pair: about a hundred candidates,
+ * each with its best second); the pair replaces it if it leaves less room. On limited small
+ * GPUs whose shortfall goes to GPUs at three times the price this took compute-heavy plans
+ * from 5.3% above the cost bound to 1.0% (docs/results/2026-11-23-plan-bench-mixed.md). */
 #define FILL_GRID 64
 #define FILL_CELL_SCAN 8 /* workloads of a cell on the border of the room tried for a fit */
+#define FILL_FULL 200    /* a GPU with less than 1/200 of it left in a dimension is full */
 
 struct fill_grid {
     uint64_t mem_lo, mem_step;   /* column a: memory in [mem_lo + a*mem_step, + mem_step) */
@@ -469,6 +478,19 @@ static void fill_take(struct fill_grid *gr, const struct fleet_workload *w, size
         gr->next[c]++;
     if (gr->next[c] == gr->start[c + 1])
         gr->bits[c / FILL_GRID] &= ~(1ULL << (c % FILL_GRID));
+}
+
+/* Gives position k of keys back (a pair that fills the room better replaces it). */
+static void fill_untake(struct fill_grid *gr, const struct fleet_workload *w, size_t k)
+{
+    gr->taken[k] = 0;
+    size_t c = fill_cell(gr, w);
+    for (uint32_t e = gr->start[c]; e < gr->next[c]; e++)
+        if (gr->order[e] == k) {
+            gr->next[c] = e;
+            break;
+        }
+    gr->bits[c / FILL_GRID] |= 1ULL << (c % FILL_GRID);
 }
 
 /* What is left of a GPU being filled, and the weights that make each dimension a share. */
@@ -546,6 +568,133 @@ static void fill_place(const struct fleet_workloads *ws, const struct sort_key *
     p->placed++;
 }
 
+/* The weighted room left, as fill_best scores it. */
+static double room_left(const struct fill_room *room)
+{
+    double dm = (double)room->mem * room->per_mib, dc = (double)room->comp * room->per_bp;
+    return dm * dm + dc * dc;
+}
+
+/* Whether a GPU is as good as full: less than 1/FILL_FULL of it left in some dimension. */
+static bool fill_full(const struct fill_room *room, uint64_t gpu_mib, uint32_t compute_cap)
+{
+    return room->mem * FILL_FULL <= gpu_mib || room->comp * FILL_FULL <= compute_cap;
+}
+
+/* Position k of keys taken for GPU gi: out of the grid, onto the GPU, off the room. */
+static void take_into(struct fill_grid *gr, const struct fleet_workloads *ws,
+                      const struct sort_key *keys, size_t k, long gi, struct fill_room *room,
+                      uint32_t *tenants, struct fleet_plan *p, struct fleet_gpu_list *g,
+                      struct still_to_place *rest)
+{
+    const struct fleet_workload *w = &ws->w[keys[k].index];
+    room->mem -= w->memory_mib;
+    room->comp -= w->compute_bp;
+    ++*tenants;
+    fill_take(gr, w, k);
+    fill_place(ws, keys, k, gi, p, g, rest);
+}
+
+/* fill_place undone (the grid apart). */
+static void unplace(const struct fleet_workloads *ws, const struct sort_key *keys, size_t k,
+                    long gi, struct fleet_plan *p, struct fleet_gpu_list *g,
+                    struct still_to_place *rest)
+{
+    const struct fleet_workload *w = &ws->w[keys[k].index];
+    struct fleet_gpu_use *u = &g->use[gi];
+    u->tenants--;
+    u->memory_used_mib -= w->memory_mib;
+    u->memory_held_mib -= w->memory_mib;
+    u->compute_bp -= w->compute_bp;
+    rest->memory_mib += w->memory_mib;
+    rest->compute_bp += w->compute_bp;
+    rest->count++;
+    if (p->gpu_of)
+        p->gpu_of[keys[k].index] = UINT32_MAX;
+    p->placed--;
+}
+
+/* The workload y that, with the best second one z for what y leaves (fill_best), leaves the
+ * least room; pair[1] is -1 when nothing fits beside y, pair[0] when nothing fits at all.
+ * Returns the room they leave (room_left). The candidates for y: in each memory column the
+ * fullest cell that fits (what fill_best weighs) and in each compute row the fullest column,
+ * so that a y of less compute, whose room a z then fills, is among them. */
+static double fill_pair(struct fill_grid *gr, const struct fleet_workloads *ws,
+                        const struct sort_key *keys, const struct fill_room *room, long pair[2])
+{
+    pair[0] = pair[1] = -1;
+    if (room->mem < gr->mem_lo || room->comp < gr->comp_lo)
+        return INFINITY;
+    size_t top_col = (size_t)((room->mem - gr->mem_lo) / gr->mem_step);
+    size_t top_row = (size_t)((room->comp - gr->comp_lo) / gr->comp_step);
+    top_col = top_col < FILL_GRID ? top_col : FILL_GRID - 1;
+    uint64_t rows = top_row < FILL_GRID - 1 ? (2ULL << top_row) - 1 : ~0ULL, rows_done = 0;
+    double best = INFINITY;
+    for (size_t a = top_col + 1; a-- > 0 && best > 0;) {
+        bool column_done = false;
+        for (uint64_t bits = gr->bits[a] & rows; bits && best > 0;) {
+            size_t b = 63 - (size_t)__builtin_clzll(bits);
+            bits &= ~(1ULL << b);
+            if (column_done && (rows_done & (1ULL << b)))
+                continue;
+            long y = fill_fit_in_cell(gr, ws, keys, a * FILL_GRID + b, room);
+            if (y < 0)
+                continue;
+            column_done = true;
+            rows_done |= 1ULL << b;
+            const struct fleet_workload *w = &ws->w[keys[y].index];
+            struct fill_room after = *room;
+            after.mem -= w->memory_mib;
+            after.comp -= w->compute_bp;
+            gr->taken[y] = 1; /* not a z of its own */
+            long z = fill_best(gr, ws, keys, &after);
+            gr->taken[y] = 0;
+            if (z >= 0) {
+                after.mem -= ws->w[keys[z].index].memory_mib;
+                after.comp -= ws->w[keys[z].index].compute_bp;
+            }
+            if (room_left(&after) < best) {
+                best = room_left(&after);
+                pair[0] = y;
+                pair[1] = z;
+            }
+        }
+    }
+    return best;
+}
+
+/* The GPU being filled: its index in the plan, its room and its tenants. */
+struct fill_gpu {
+    long gi;
+    struct fill_room *room;
+    uint32_t *tenants;
+};
+
+/* Replaces the last workload taken (position last of keys) by the pair fill_pair finds for
+ * the room it had, if that pair leaves less room; whether it did. */
+static bool fill_repair(struct fill_grid *gr, const struct fleet_workloads *ws,
+                        const struct sort_key *keys, size_t last, struct fill_gpu *at,
+                        struct fleet_plan *p, struct fleet_gpu_list *g,
+                        struct still_to_place *rest)
+{
+    const struct fleet_workload *v = &ws->w[keys[last].index];
+    struct fill_room before = *at->room;
+    before.mem += v->memory_mib;
+    before.comp += v->compute_bp;
+    fill_untake(gr, v, last);
+    long pair[2];
+    if (fill_pair(gr, ws, keys, &before, pair) >= room_left(at->room) - 1e-12) {
+        fill_take(gr, v, last);
+        return false;
+    }
+    unplace(ws, keys, last, at->gi, p, g, rest);
+    *at->room = before;
+    --*at->tenants;
+    for (int j = 0; j < 2 && pair[j] >= 0; j++)
+        take_into(gr, ws, keys, (size_t)pair[j], at->gi, at->room, at->tenants, p, g, rest);
+    return true;
+}
+
 /* Room left in each dimension as a share of the GPU, divided by the fourth power of how
  * scarce that dimension is among the workloads still to place (their total over the GPU's,
  * the two summing to one): the scarce dimension is the one to fill, and the other, with
@@ -587,21 +736,31 @@ static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
             ret = -ENOMEM;
             break;
         }
+        uint64_t gpu_mib = f->pools[pool].memory_mib;
         struct fill_room room = {f->pools[pool].memory_mib - w->memory_mib,
                                  r->compute_cap - w->compute_bp, 0, 0}; /* none above the cap */
         fill_weights(&room, weigh_by_rest ? &rest : &whole_group, f->pools[pool].memory_mib,
                      r->compute_cap);
         fill_take(&gr, w, first);
         fill_place(ws, keys, first, gi, p, g, &rest);
-        for (uint32_t tenants = 1; tenants < r->slots; tenants++) {
+        uint32_t tenants = 1;
+        long last = -1;
+        bool repaired = false;
+        while (tenants < r->slots) {
             long k = fill_best(&gr, ws, keys, &room);
-            if (k < 0)
+            if (k >= 0) {
+                take_into(&gr, ws, keys, (size_t)k, gi, &room, &tenants, p, g, &rest);
+                last = k;
+                continue;
+            }
+            /* the GPU closes with room in both dimensions: once a GPU, a pair in place of the
+               last workload may fill it better, and then more may follow */
+            if (repaired || last < 0 || fill_full(&room, gpu_mib, r->compute_cap))
                 break;
-            const struct fleet_workload *v = &ws->w[keys[k].index];
-            room.mem -= v->memory_mib;
-            room.comp -= v->compute_bp;
-            fill_take(&gr, v, (size_t)k);
-            fill_place(ws, keys, (size_t)k, gi, p, g, &rest);
+            repaired = true;
+            struct fill_gpu at = {gi, &room, &tenants};
+            if (!fill_repair(&gr, ws, keys, (size_t)last, &at, p, g, &rest))
+                break;
         }
     }
     fill_grid_free(&gr);
