@@ -396,11 +396,17 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
  *
  * Taking the fullest fit at each step can leave a room that nothing fills (workloads of
  * 10-30% compute that add up to 93% leave 7%, which none fills: 4-10% of the GPU left on a
- * fifth of the L4s of a compute-heavy list). So when a GPU closes with room in both dimensions, its last workload is given back
- * and the best pair for the room it had is looked for (fill_pair: about a hundred candidates,
- * each with its best second); the pair replaces it if it leaves less room. On limited small
- * GPUs whose shortfall goes to GPUs at three times the price this took compute-heavy plans
- * from 5.3% above the cost bound to 1.0% (docs/results/2026-11-23-plan-bench-mixed.md). */
+ * fifth of the L4s of a compute-heavy list). So when a GPU closes with room in both
+ * dimensions, its last workload is given back and the best pair for the room it had is looked
+ * for (fill_pair: about a hundred candidates, each with its best second); the pair replaces
+ * it if it leaves less room. On limited small GPUs whose shortfall goes to GPUs at three times
+ * the price this took compute-heavy plans from 5.3% above the cost bound to 1.0%
+ * (docs/results/2026-11-23-plan-bench-mixed.md).
+ *
+ * A limited large pool (H100:3000 beside L4s) has to hold every workload that no smaller GPU
+ * holds; filled by the least room alone, its GPUs took workloads an L4 could have held and
+ * left the large ones beyond the fleet. So while those outnumber its GPUs left, a GPU of it
+ * takes them first (only_here), then anything. */
 #define FILL_GRID 64
 #define FILL_CELL_SCAN 8 /* workloads of a cell on the border of the room tried for a fit */
 #define FILL_FULL 200    /* a GPU with less than 1/200 of it left in a dimension is full */
@@ -413,7 +419,19 @@ struct fill_grid {
     uint32_t *next;              /* each cell's first entry not yet taken */
     uint32_t *order;             /* positions in keys, by cell; largest first in a cell */
     uint8_t *taken;              /* per position in keys */
+    uint64_t sizes[FLEET_MAX_POOLS]; /* the pools' memory sizes, distinct, ascending */
+    uint64_t above[FLEET_MAX_POOLS]; /* workloads left above each size */
+    size_t nsizes;
 };
+
+/* Counts workload w in (change 1) or out (-1) of the workloads left above each pool size. */
+static void fill_count(struct fill_grid *gr, const struct fleet_workload *w, int change)
+{
+    for (size_t j = 0; j < gr->nsizes && w->memory_mib > gr->sizes[j]; j++)
+        gr->above[j] += (uint64_t)(int64_t)change;
+}
+
+static void insert_distinct(uint64_t *list, size_t *n, uint64_t v);
 
 static size_t fill_cell(const struct fill_grid *gr, const struct fleet_workload *w)
 {
@@ -421,8 +439,8 @@ static size_t fill_cell(const struct fill_grid *gr, const struct fleet_workload 
            (size_t)((w->compute_bp - gr->comp_lo) / gr->comp_step);
 }
 
-static int fill_grid_init(struct fill_grid *gr, const struct fleet_workloads *ws,
-                          const struct sort_key *keys, size_t n)
+static int fill_grid_init(struct fill_grid *gr, const struct fleet *f,
+                          const struct fleet_workloads *ws, const struct sort_key *keys, size_t n)
 {
     memset(gr, 0, sizeof(*gr));
     const size_t cells = FILL_GRID * FILL_GRID;
@@ -458,6 +476,10 @@ static int fill_grid_init(struct fill_grid *gr, const struct fleet_workloads *ws
         if (gr->start[c + 1] > gr->start[c])
             gr->bits[c / FILL_GRID] |= 1ULL << (c % FILL_GRID);
     }
+    for (size_t i = 0; i < f->npools; i++)
+        insert_distinct(gr->sizes, &gr->nsizes, f->pools[i].memory_mib);
+    for (size_t k = 0; k < n; k++)
+        fill_count(gr, &ws->w[keys[k].index], 1);
     return 0;
 }
 
@@ -473,6 +495,7 @@ static void fill_grid_free(struct fill_grid *gr)
 static void fill_take(struct fill_grid *gr, const struct fleet_workload *w, size_t k)
 {
     gr->taken[k] = 1;
+    fill_count(gr, w, -1);
     size_t c = fill_cell(gr, w);
     while (gr->next[c] < gr->start[c + 1] && gr->taken[gr->order[gr->next[c]]])
         gr->next[c]++;
@@ -484,6 +507,7 @@ static void fill_take(struct fill_grid *gr, const struct fleet_workload *w, size
 static void fill_untake(struct fill_grid *gr, const struct fleet_workload *w, size_t k)
 {
     gr->taken[k] = 0;
+    fill_count(gr, w, 1);
     size_t c = fill_cell(gr, w);
     for (uint32_t e = gr->start[c]; e < gr->next[c]; e++)
         if (gr->order[e] == k) {
@@ -497,6 +521,8 @@ static void fill_untake(struct fill_grid *gr, const struct fleet_workload *w, si
 struct fill_room {
     uint64_t mem, comp;
     double per_mib, per_bp;
+    uint64_t min_mem; /* only workloads of at least this much memory (those no smaller GPU
+                         holds, fill_group) */
 };
 
 /* The first entry of cell c that fits the room, or -1: every entry fits in a cell inside
@@ -510,7 +536,8 @@ static long fill_fit_in_cell(const struct fill_grid *gr, const struct fleet_work
         if (gr->taken[k])
             continue;
         const struct fleet_workload *w = &ws->w[keys[k].index];
-        if (w->memory_mib <= room->mem && w->compute_bp <= room->comp)
+        if (w->memory_mib <= room->mem && w->compute_bp <= room->comp &&
+            w->memory_mib >= room->min_mem)
             return (long)k;
         tried++;
     }
@@ -532,6 +559,8 @@ static long fill_best(const struct fill_grid *gr, const struct fleet_workloads *
     for (size_t a = top_col + 1; a-- > 0;) {
         /* no workload of this column or a lower one leaves less memory than this */
         uint64_t col_top = gr->mem_lo + (a + 1) * gr->mem_step - 1;
+        if (col_top < room->min_mem)
+            break;
         double mem_left = col_top < room->mem ? (double)(room->mem - col_top) * room->per_mib : 0;
         if (mem_left * mem_left >= best_left)
             break;
@@ -711,6 +740,20 @@ static void fill_weights(struct fill_room *room, const struct still_to_place *re
     room->per_bp = 1.0 / ((double)compute_cap * wc * wc * wc * wc);
 }
 
+/* When a limited pool has fewer GPUs left than the workloads still to place that only GPUs
+ * of its size or larger hold, some of its GPUs must take two of them or more: a GPU of it
+ * then takes those first (the least memory they have, else 0). */
+static uint64_t only_here(const struct fleet *f, const struct fill_grid *gr,
+                          const struct pool_choice *pc, int pool)
+{
+    size_t j = 0;
+    while (j < gr->nsizes && gr->sizes[j] < f->pools[pool].memory_mib)
+        j++;
+    if (!j || f->pools[pool].count == FLEET_UNLIMITED || gr->above[j - 1] <= pc->left[pool])
+        return 0;
+    return gr->sizes[j - 1] + 1;
+}
+
 /* The group (keys, largest first) packed one GPU at a time: the largest workload left opens
  * a GPU of the pool choose_pool gives, and the workloads that leave the least room fill it. */
 static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
@@ -719,7 +762,7 @@ static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
                       bool weigh_by_rest)
 {
     struct fill_grid gr;
-    int ret = fill_grid_init(&gr, ws, keys, n);
+    int ret = fill_grid_init(&gr, f, ws, keys, n);
     struct still_to_place rest = {0, 0, n};
     for (size_t k = 0; k < n; k++) {
         rest.memory_mib += ws->w[keys[k].index].memory_mib;
@@ -738,11 +781,12 @@ static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
         }
         uint64_t gpu_mib = f->pools[pool].memory_mib;
         struct fill_room room = {f->pools[pool].memory_mib - w->memory_mib,
-                                 r->compute_cap - w->compute_bp, 0, 0}; /* none above the cap */
+                                 r->compute_cap - w->compute_bp, 0, 0, 0}; /* none above cap */
         fill_weights(&room, weigh_by_rest ? &rest : &whole_group, f->pools[pool].memory_mib,
                      r->compute_cap);
         fill_take(&gr, w, first);
         fill_place(ws, keys, first, gi, p, g, &rest);
+        room.min_mem = only_here(f, &gr, pc, pool);
         uint32_t tenants = 1;
         long last = -1;
         bool repaired = false;
@@ -751,6 +795,10 @@ static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
             if (k >= 0) {
                 take_into(&gr, ws, keys, (size_t)k, gi, &room, &tenants, p, g, &rest);
                 last = k;
+                continue;
+            }
+            if (room.min_mem) { /* then any workload */
+                room.min_mem = 0;
                 continue;
             }
             /* the GPU closes with room in both dimensions: once a GPU, a pair in place of the
@@ -872,8 +920,10 @@ static int choose_packer(const struct fleet *f, const struct fleet_workloads *ws
     if (n < 2)
         return 0;
     int ret = dry_run(pack_group, f, ws, keys, n, r, pc, &best);
+
     for (size_t i = 1; i < sizeof(packers) / sizeof(packers[0]) && !ret; i++) {
         ret = dry_run(packers[i], f, ws, keys, n, r, pc, &t);
+
         if (!ret && better(f, &t, &best)) {
             best = t;
             *pack = packers[i];

@@ -782,9 +782,11 @@ static const struct {
        than twice the price (5.3% before a pair may replace a GPU's last workload, 3.0% since;
        carve, with no strict group apart, 1.2-1.5%) */
     {1, 2, FLEET_MPS, 3.2},
-    /* memory-heavy on L4 and T4: the bound sees workloads over half a small GPU and pairs
-       that cannot share one (fleet_lp.c); the packing does not put the L4-sized ones on L4s */
-    {2, 1, FLEET_CARVE, 5.5},
+    /* memory-heavy on H100:3000 + L4: the H100s, limited, hold the workloads over an L4 and
+       as many of the rest as fit; the bound fills them to 100% of their memory, the packing
+       to 97%, and gives the L4s more workloads of 12-24 GiB alone than the bound does (5.1%
+       before the H100s took the workloads only they hold first, 4.7-4.8% since) */
+    {2, 1, FLEET_CARVE, 5.0},
     /* time-slicing's 16 replicas keep an H100 from its memory, which the bound does not see */
     {1, 0, FLEET_TIMESLICE, 3.5}, {2, 0, FLEET_TIMESLICE, 2.5},
 };
