@@ -777,11 +777,6 @@ static const struct {
     int mech;
     double ceiling;
 } known_above_two[] = {
-    /* compute-heavy MPS on A100 + L4 + T4: the T4s, limited, bind in memory and compute at
-       once; filled to about 98% in the scarce one, and what does not fit goes to L4s at more
-       than twice the price (5.3% before a pair may replace a GPU's last workload, 3.0% since;
-       carve, with no strict group apart, 1.2-1.5%) */
-    {1, 2, FLEET_MPS, 3.2},
     /* memory-heavy on H100:3000 + L4: the H100s, limited, hold the workloads over an L4 and
        as many of the rest as fit; the bound fills them to 100% of their memory, the packing
        to 97%, and gives the L4s more workloads of 12-24 GiB alone than the bound does (5.1%
