@@ -25,19 +25,27 @@ void *__wrap_dlopen(const char *file, int mode);
 void *__wrap_dlopen(const char *file, int mode)
 {
     (void)mode;
-    char libdir[PATH_MAX], twin[PATH_MAX + 32];
-    /* the twin is part of this carve, not of the libraries CARVE_LIBDIR may point at */
-    if (carve_own_libdir(libdir, sizeof(libdir)) < 0) {
-        fprintf(stderr, "carve: loading %s needs lib/carve/carve-dynamic, and /proc/self/exe "
-                        "cannot be read to find it\n", file);
-        exit(CARVE_EXIT_USAGE);
+    /* the twin is part of this carve's installation, beside its libraries; a carve copied
+       elsewhere finds it where CARVE_LIBDIR points */
+    char own[PATH_MAX], twin[PATH_MAX + 32], other[PATH_MAX + 32] = "";
+    const char *env = getenv("CARVE_LIBDIR");
+    int why = ENOENT;
+    if (carve_own_libdir(own, sizeof(own)) == 0) {
+        snprintf(twin, sizeof(twin), "%s/carve-dynamic", own);
+        execv(twin, carve_argv);
+        why = errno;
+    } else {
+        snprintf(twin, sizeof(twin), "(/proc/self/exe unreadable)/../lib/carve/carve-dynamic");
     }
-    snprintf(twin, sizeof(twin), "%s/carve-dynamic", libdir);
-    /* what this process printed but did not flush yet, the command prints again there */
-    execv(twin, carve_argv);
+    if (env && *env) {
+        snprintf(other, sizeof(other), "%s/carve-dynamic", env);
+        execv(other, carve_argv);
+        why = errno;
+    }
     fprintf(stderr,
-            "carve: loading %s needs %s, the dynamically linked carve, which cannot be run: "
-            "%s (rebuild carve: make)\n",
-            file, twin, strerror(errno));
+            "carve: loading %s needs carve-dynamic, the dynamically linked carve, and neither "
+            "%s nor %s can be run: %s (rebuild carve with make; a carve copied elsewhere needs "
+            "CARVE_LIBDIR set to its lib/carve)\n",
+            file, twin, other[0] ? other : "$CARVE_LIBDIR/carve-dynamic (unset)", strerror(why));
     exit(CARVE_EXIT_USAGE);
 }

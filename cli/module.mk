@@ -28,8 +28,11 @@ $(LIBDIR)/carve-dynamic: $(CLI_OBJ) $(PLANNER_LIB) $(COMMON_LIB)
 
 ALL_TARGETS += $(LIBDIR)/carve-dynamic
 else
+# (a twin left from a static link in this build directory would be run by nothing, and
+# mislead the tests that look for it)
 $(BIN)/carve: $(CLI_OBJ) $(PLANNER_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
+	rm -f $(LIBDIR)/carve-dynamic
 	$(CC) -o $@ $^ $(LDFLAGS) $(CARVE_JANSSON) -ldl
 endif
 

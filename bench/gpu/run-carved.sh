@@ -49,6 +49,7 @@ fi
 make -j"$(nproc)" BUILD="$BUILD" "$FORGE" "$DRIVER" >/dev/null || { echo "run-carved: make of $FORGE failed" >&2; exit 1; }
 report="docs/results/$date-carved-$slug.md"
 work=$(mktemp -d /tmp/carve-carved-bench.XXXXXX)
+touch "$work/started"
 export CARVE_SOCKET=$work/carved.sock
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 daemon=
@@ -63,9 +64,11 @@ stop_daemon() {
 }
 cleanup() {
     for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-    stop_daemon
     "$CARVE" slice delete g-held >/dev/null 2>&1
-    find /dev/shm -maxdepth 1 -name 'carve.d.g-*' -newer "$work/carved.conf" -delete 2>/dev/null
+    "$CARVE" slice delete g-forge >/dev/null 2>&1
+    stop_daemon
+    # the slices outlive carved by design (the config's g-idle too): this run's go
+    find /dev/shm -maxdepth 1 -name 'carve.d.g-*' -newer "$work/started" -delete 2>/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -115,20 +118,29 @@ wait_for() {
     return 1
 }
 # ends_within SECONDS LOG CMD...: CMD (a memhog) in the background; once it holds its memory,
-# waits up to SECONDS for carved to end it. Sets took (seconds); 0 when it was ended.
+# waits up to SECONDS for carved to end it. Sets took (seconds); 0 when a signal ended it.
 ends_within() {
     local limit=$1 log=$2 pid t0 rc
     shift 2
     "$@" >"$log" 2>&1 &
     pid=$!
     pids+=("$pid")
-    wait_for 20 grep -q holding "$log"
+    if ! wait_for 20 grep -q holding "$log"; then
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        took="never (it did not hold its memory: $(tail -n 2 "$log" | tr '\n' ' '))"
+        return 2
+    fi
     t0=$(date +%s.%N)
     wait_for "$limit" sh -c '! kill -0 "$1" 2>/dev/null' _ "$pid"
     rc=$?
     took=$(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$t0")
     wait "$pid" 2>/dev/null
-    return "$rc"
+    status=$?
+    # ended by a signal (carved's), not by itself
+    [ "$rc" -eq 0 ] && [ "$status" -ge 128 ] && return 0
+    took="$took (exit status $status)"
+    return 1
 }
 slice_get() { # slice_get NAME EXPR: EXPR on s, slice NAME of carve ps --json (d: its GPU 0)
     "$CARVE" ps --json | python3 -c 'import json,sys
@@ -242,7 +254,7 @@ start_daemon report
 
 # 7. start-ups
 echo "== 7. start-ups: $RATE/s asked, $RUNS runs"
-startups=$("$DRIVER" runs "$RATE" "$RUNS" 16 "$(pwd)/$CARVE" run "${sim[@]}" --quiet --slice g-held -- /bin/true)
+startups=$("$DRIVER" runs "$RATE" "$RUNS" 16 "$(realpath "$CARVE")" run "${sim[@]}" --quiet --slice g-held -- /bin/true)
 echo "$startups"
 alone=$("$DRIVER" runs "$RATE" "$RUNS" 16 /bin/true)
 rate=$(sed -n 's/.*achieved_per_second=\([0-9.]*\).*/\1/p' <<<"$startups")

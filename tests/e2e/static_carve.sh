@@ -36,13 +36,22 @@ ok "bin/carve is linked statically"
 if [ -x "$TWIN" ] && has_interp "$TWIN"; then ok "lib/carve/carve-dynamic is linked dynamically"; else bad "lib/carve/carve-dynamic is missing or static"; fi
 
 # the same command through the hand-over and straight from the twin: the same output, once
-a=$(CARVE_SOCKET=$nosock "$CARVE" mig list --simulate --json 2>&1)
-b=$(CARVE_SOCKET=$nosock "$TWIN" mig list --simulate --json 2>&1)
-check "carve mig list (NVML) prints what carve-dynamic prints" "[ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ]"
-out=$(CARVE_SOCKET=$nosock "$CARVE" run --simulate --memory 1GiB -- sh -c 'echo "cap=$CARVE_SLICE"; exit 7' 2>&1)
+a=$(CARVE_SOCKET=$nosock "$CARVE" mig list --simulate 2>&1)
+rca=$?
+b=$(CARVE_SOCKET=$nosock "$TWIN" mig list --simulate 2>&1)
+rcb=$?
+check "carve mig list (NVML) prints what carve-dynamic prints (exit $rca and $rcb)" \
+    "[ $rca -eq 0 ] && [ $rcb -eq 0 ] && [[ \"\$a\" == *'MIG on'* ]] && [ \"\$a\" = \"\$b\" ]"
+out=$(CARVE_SOCKET=$nosock "$CARVE" run --simulate --memory 1GiB -- \
+    sh -c 'echo "cap=$CARVE_SLICE parent=$(readlink /proc/$PPID/exe)"; exit 7' 2>&1)
 rc=$?
-check "a standalone carve run (NVML) runs its command once, exit status kept" \
-    "[ $rc -eq 7 ] && [ \"\$(grep -c '^cap=/' <<<\"\$out\")\" -eq 1 ]"
+check "a standalone carve run (NVML) is run by carve-dynamic, its command once, exit status kept ($out)" \
+    "[ $rc -eq 7 ] && [ \"\$(grep -c '^cap=/.* parent=.*/carve-dynamic$' <<<\"\$out\")\" -eq 1 ]"
+mkdir -p "$work/elsewhere"
+cp "$CARVE" "$work/elsewhere/carve"
+out=$(CARVE_SOCKET=$nosock CARVE_LIBDIR=$BUILD/lib/carve "$work/elsewhere/carve" run --simulate --memory 1GiB -- true 2>&1)
+rc=$?
+check "a carve copied elsewhere finds carve-dynamic through CARVE_LIBDIR (exit $rc: ${out:0:200})" "[ $rc -eq 0 ]"
 
 # a copy of the build without the twin
 tree=$work/tree
@@ -63,7 +72,7 @@ check "through carved, carve run --memory needs no carve-dynamic (exit $rc: ${ou
 out=$(CARVE_SOCKET=$nosock "$tree/bin/carve" run --simulate --memory 1GiB -- true 2>&1)
 rc=$?
 check "without carve-dynamic, a standalone run exits 2 and names it (exit $rc: ${out:0:300})" \
-    "[ $rc -eq 2 ] && [[ \"\$out\" == *'lib/carve/carve-dynamic'*'rebuild carve'* ]]"
+    "[ $rc -eq 2 ] && [[ \"\$out\" == *'lib/carve/carve-dynamic'*'rebuild carve'*'CARVE_LIBDIR'* ]]"
 "$CARVE" slice delete static-test >/dev/null 2>&1 || bad "carve slice delete"
 
 echo "$passed passed, $failed failed"

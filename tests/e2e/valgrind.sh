@@ -19,7 +19,9 @@ VG=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=de
 # linked twin (cli/dynamic_twin.c), the same code; memcheck sees the heap of a dynamically
 # linked program only (it replaces malloc through the loader), so the twin is the one checked.
 CARVE=$BUILD/bin/carve
-[ -x "$BUILD/lib/carve/carve-dynamic" ] && CARVE=$BUILD/lib/carve/carve-dynamic
+if [[ "$(readelf -l "$CARVE" 2>&1)" != *INTERP* ]] && [ -x "$BUILD/lib/carve/carve-dynamic" ]; then
+    CARVE=$BUILD/lib/carve/carve-dynamic
+fi
 
 if ! command -v valgrind >/dev/null; then
     echo "FAIL - valgrind is not installed (scripts/install-deps.sh installs it)"
