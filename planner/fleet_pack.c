@@ -442,10 +442,10 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
  * from 0.5% to 0.0% above the GPU bound on H100s alone, 3.4% to 2.7% on A100 + L4 + T4.
  *
  * A limited pool's share of a group split by bands (pack_by_band_exact) is what its GPUs
- * should hold to the last MiB: there the least room at each step filled H100s beside L4s to
- * 97% and left the rest of the share to L4s alone. Its GPUs are filled exactly instead
- * (fill_exact: a subset sum over the workloads' memory in 1/1024 of the largest GPU, per
- * count), to 99.8%. */
+ * should hold to the last MiB, and what they cannot hold goes to smaller GPUs, one to a GPU
+ * where it is large. Its GPUs are filled exactly (fill_exact: a subset sum over the
+ * workloads' memory in 1/1024 of the largest GPU, per count), most of them to within 0.5% of
+ * their memory. */
 #define FILL_GRID 64
 #define FILL_CELL_SCAN 8 /* workloads of a cell on the border of the room tried for a fit */
 #define FILL_FULL 200    /* a GPU with less than 1/200 of it left in a dimension is full */
