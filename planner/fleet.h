@@ -213,8 +213,9 @@ struct fleet_lp_plan {
     double shared[FLEET_GROUPS][FLEET_MAX_POOLS];
     double lone[FLEET_MAX_POOLS][FLEET_MAX_POOLS]; /* [class][pool] */
     /* with fleet_demand.counted: how many of group g's workloads of band b it puts on pool
-       i's GPUs */
+       i's GPUs, and their memory (MiB) */
     double band_count[FLEET_GROUPS][FLEET_BANDS][FLEET_MAX_POOLS];
+    double band_memory_mib[FLEET_GROUPS][FLEET_BANDS][FLEET_MAX_POOLS];
 };
 /* within_fleet: within the pools' counts if the fleet can hold the demand in fractions (false:
  * the counts lifted). 0 (out->solved false if the simplex gave up, which Bland's rule makes

@@ -445,13 +445,16 @@ static int solve(const struct fleet *f, const struct fleet_demand *d, uint64_t m
     memset(out->shared, 0, sizeof(out->shared));
     memset(out->lone, 0, sizeof(out->lone));
     memset(out->band_count, 0, sizeof(out->band_count));
+    memset(out->band_memory_mib, 0, sizeof(out->band_memory_mib));
     for (size_t i = 0; i < f->npools; i++) {
         for (size_t g = 0; g < FLEET_GROUPS; g++) {
             if (v.shared[g][i] != NO_VAR)
                 out->shared[g][i] = x[v.shared[g][i]];
             for (size_t b = 0; b < d->nband && d->counted; b++)
-                if (v.count[g][b][i] != NO_VAR)
+                if (v.count[g][b][i] != NO_VAR) {
                     out->band_count[g][b][i] = x[v.count[g][b][i]];
+                    out->band_memory_mib[g][b][i] = x[v.memory[g][b][i]] * (double)max_mem;
+                }
         }
         for (size_t k = 0; k < d->nclass; k++)
             if (v.lone[k][i] != NO_VAR)
