@@ -4,6 +4,8 @@
  *
  *   build/bench/plan_bench [WORKLOADS [SPEC [SEED]]]   default 100000 H100-80GB:10000@2.49 1
  *   build/bench/plan_bench --csv FILE [WORKLOADS [SEED]]  write the list for `carve plan` */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,15 +90,50 @@ static int write_csv(const char *path, size_t n)
     return fclose(f) ? 1 : 0;
 }
 
+static const char usage[] =
+    "usage: plan_bench [WORKLOADS [SPEC [SEED]]]       default 100000 H100-80GB:10000@2.49 1\n"
+    "       plan_bench --csv FILE [WORKLOADS [SEED]]  write the list for `carve plan`\n";
+
+/* A count or seed argument: digits only, at most max; 0 and a message otherwise. */
+static bool number_arg(const char *what, const char *s, unsigned long long max,
+                       unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtoull(s, &end, 10);
+    if (s[0] < '0' || s[0] > '9' || *end || errno || *out > max) {
+        fprintf(stderr, "plan_bench: %s `%s' is not a number from 0 to %llu\n%s", what, s, max,
+                usage);
+        return false;
+    }
+    return true;
+}
+
+#define MAX_WORKLOADS 10000000ULL
+
 int main(int argc, char **argv)
 {
-    if (argc > 2 && strcmp(argv[1], "--csv") == 0) {
-        rng_state = argc > 4 ? strtoull(argv[4], NULL, 10) * 0x9E3779B97F4A7C15ULL + 1 : 0x9E3779B97F4A7C16ULL;
-        return write_csv(argv[2], argc > 3 ? strtoul(argv[3], NULL, 10) : 100000);
+    unsigned long long workloads = 100000, seed = 1;
+    bool csv = argc > 1 && strcmp(argv[1], "--csv") == 0;
+    int first = csv ? 3 : 1; /* where WORKLOADS is */
+    if ((argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))) {
+        fputs(usage, stdout);
+        return 0;
     }
-    size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
+    if ((csv && (argc < 3 || argc > 5)) || (!csv && argc > 4)) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (argc > first && !number_arg("WORKLOADS", argv[first], MAX_WORKLOADS, &workloads))
+        return 2;
+    int seed_at = csv ? 4 : 3;
+    if (argc > seed_at && !number_arg("SEED", argv[seed_at], ~0ULL, &seed))
+        return 2;
+    rng_state = seed * 0x9E3779B97F4A7C15ULL + 1;
+    size_t n = (size_t)workloads;
+    if (csv)
+        return write_csv(argv[2], n);
     const char *spec = argc > 2 ? argv[2] : "H100-80GB:10000@2.49";
-    rng_state = argc > 3 ? strtoull(argv[3], NULL, 10) * 0x9E3779B97F4A7C15ULL + 1 : 0x9E3779B97F4A7C16ULL;
     struct fleet f;
     char err[256];
     if (fleet_parse_spec(spec, &f, err, sizeof(err))) {
