@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,17 +103,31 @@ static int usage_error(const char *cmd, const char *what, const char *arg)
 {
     fprintf(stderr, "carve %s: ", cmd);
     fprintf(stderr, what, arg);
-    fprintf(stderr, "\n(see carve %s --help)\n", cmd);
+    /* the help is the command's ("carve slice --help" for "slice create") */
+    fprintf(stderr, "\n(see carve %.*s --help)\n", (int)strcspn(cmd, " "), cmd);
     return CARVE_EXIT_USAGE;
 }
 
-/* "alice,bob" into a JSON list of names (carved resolves them). */
+/* "alice, 1001,bob" into a JSON list of names and numbers (carved resolves the names). */
 static json_t *name_list(const char *s)
 {
     json_t *a = json_array();
     char *copy = strdup(s), *save = NULL;
-    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save))
-        json_array_append_new(a, json_string(t));
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+        t += strspn(t, " \t");
+        size_t n = strlen(t);
+        while (n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+            t[--n] = '\0';
+        if (n == 0)
+            continue;
+        char *end;
+        errno = 0;
+        unsigned long id = strtoul(t, &end, 10);
+        if (t[0] >= '0' && t[0] <= '9' && *end == '\0' && errno == 0 && id <= UINT32_MAX)
+            json_array_append_new(a, json_integer((json_int_t)id));
+        else
+            json_array_append_new(a, json_string(t));
+    }
     free(copy);
     return a;
 }
@@ -214,6 +229,11 @@ int carve_cmd_slice(int argc, char **argv)
         fputs(slice_help, argc < 2 ? stderr : stdout);
         return argc < 2 ? CARVE_EXIT_USAGE : 0;
     }
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(slice_help, stdout);
+            return 0;
+        }
     if (strcmp(argv[1], "create") == 0)
         return slice_create(argc - 1, argv + 1);
     if (strcmp(argv[1], "list") == 0)

@@ -86,6 +86,16 @@ start_daemon || exit 1
 list=$("$CARVE" slice list 2>&1)
 check "the config's slices are listed" '[[ $list == *shared* ]] && [[ $list == *closed* ]]'
 check "carve slice create makes a slice" '"$CARVE" slice create mine --memory 768MiB >/dev/null'
+out=$("$CARVE" slice create other --memory 256MiB --users '0, nobody' 2>&1)
+check "--users takes numbers and names, spaces around them ($out)" '[[ $out == "slice other made" ]]'
+"$CARVE" slice delete other >/dev/null 2>&1
+out=$("$CARVE" slice create mine --help 2>&1)
+rc=$?
+check "carve slice create --help prints the slice help (exit $rc)" '[ $rc -eq 0 ] && [[ $out == usage:* ]]'
+out=$("$CARVE" slice delete -h 2>&1)
+rc=$?
+check "carve slice delete -h prints the help and deletes nothing (exit $rc)" \
+    '[ $rc -eq 0 ] && [[ $out == usage:* ]] && [[ "$("$CARVE" slice list)" == *mine* ]]'
 err=$("$CARVE" slice create mine --memory 1GiB 2>&1)
 check "a second slice of the same name is refused: $err" '[[ $err == *"exists already"* ]]'
 err=$("$CARVE" slice create big --memory 100GiB 2>&1)
