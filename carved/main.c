@@ -43,8 +43,9 @@ static const char help[] =
     "  -n, --check-config  parse the config, print what is wrong, and exit\n"
     "  -h, --help          this text\n"
     "\n"
-    "exit status: 0 after SIGTERM/SIGINT; 2 for a bad option or config; 1 when it cannot\n"
-    "start (socket, state directory, NVML).\n";
+    "exit status: 0 after SIGTERM/SIGINT; 2 for a bad option or config, or kept slices\n"
+    "(STATE_DIR/slices.json) it cannot read back; 1 when it cannot start (socket, state\n"
+    "directory, HTTP address, NVML).\n";
 
 static volatile sig_atomic_t stopping;
 
