@@ -311,6 +311,28 @@ static void adopt(struct carved *d, json_t *o)
         carved_log("state: cannot make slice %s again: %s", name, err);
 }
 
+/* A config slice kept from before a restart, against its section as the config now has it.
+ * Who may join and the idle policy are carved's own books: they follow the config. The caps
+ * and share are in the slice's terms, which its running tenants read: they stay, and the log
+ * says how to apply the new ones. */
+static void follow_config(struct dslice *s, const struct carved_slice_conf *c)
+{
+    if (s->origin != ORIGIN_CONFIG)
+        return;
+    memcpy(s->users, c->users, sizeof(s->users));
+    s->nusers = c->nusers;
+    memcpy(s->groups, c->groups, sizeof(s->groups));
+    s->ngroups = c->ngroups;
+    s->idle_policy = c->idle_policy;
+    if (strcmp(s->memory, c->memory) != 0 || strcmp(s->compute, c->compute) != 0 ||
+        strcmp(s->priority, c->priority) != 0)
+        carved_log("slice %s: the config (line %d) asks memory `%s', compute `%s', priority "
+                   "`%s'; the slice kept from before has `%s', `%s', `%s' and keeps them while "
+                   "it lives: `carve slice delete %s' and restart carved to make it anew",
+                   s->name, c->line, c->memory, c->compute, c->priority, s->memory, s->compute,
+                   s->priority, s->name);
+}
+
 int registry_load(struct carved *d, char *err, size_t errlen)
 {
     char path[PATH_MAX + 32];
@@ -330,8 +352,11 @@ int registry_load(struct carved *d, char *err, size_t errlen)
     }
     for (int i = 0; i < d->conf.nslices; i++) {
         const struct carved_slice_conf *c = &d->conf.slices[i];
-        if (registry_find(d, c->name))
+        struct dslice *kept = registry_find(d, c->name);
+        if (kept) {
+            follow_config(kept, c);
             continue;
+        }
         if (registry_create(d, c, ORIGIN_CONFIG, geteuid(), 0, err, errlen) < 0)
             return -EINVAL;
     }

@@ -152,9 +152,19 @@ place() { "$CARVE" ps --json | python3 -c 'import json,sys; print([s for s in js
 "$CARVE" slice delete before >/dev/null # so that paced's place is not the first free one
 place_before=$(place)
 stop_daemon
+# the config edited while carved was down: closed's cap and idle policy (its mtime kept, which
+# the clean-up's -newer test reads)
+cp -p "$work/carved.conf" "$work/carved.conf.before"
+sed 's/^memory = 512MiB$/memory = 384MiB\nidle_policy = reclaim/' "$work/carved.conf.before" >"$work/carved.conf"
+touch -r "$work/carved.conf.before" "$work/carved.conf"
 start_daemon || exit 1
 list=$("$CARVE" slice list 2>&1)
 check "after a restart the slices are still there" '[[ $list == *shared* ]] && [[ $list == *mine* ]]'
+check "an edited [slice] section: its new cap is logged as not applied to the kept slice" \
+    'grep -q "slice closed: the config (line [0-9]*) asks memory .384MiB.*kept from before has .512MiB" "$work/carved.log" &&
+     ! grep -q "slice shared: the config" "$work/carved.log"'
+policy=$("$CARVE" ps --json | python3 -c 'import json,sys; print([s for s in json.load(sys.stdin)["slices"] if s["name"]=="closed"][0]["policy_idle"])')
+check "an edited [slice] section: its idle policy applies after the restart ($policy)" '[ "$policy" = reclaim ]'
 place_after=$(place)
 check "a compute slice keeps its board place across the restart ($place_before, then $place_after)" '[ "$place_before" -ge 0 ] && [ "$place_before" = "$place_after" ]'
 "$CARVE" slice delete paced >/dev/null
