@@ -303,6 +303,34 @@ struct sort_key {
     uint32_t index;
 };
 
+/* A group's totals: all of keys[0..n) still to place. */
+static struct still_to_place still_all(const struct fleet_workloads *ws,
+                                       const struct sort_key *keys, size_t n)
+{
+    struct still_to_place rest = {0, 0, n};
+    for (size_t k = 0; k < n; k++) {
+        rest.memory_mib += ws->w[keys[k].index].memory_mib;
+        rest.compute_bp += ws->w[keys[k].index].compute_bp;
+    }
+    return rest;
+}
+
+/* w is placed, or left to another pool's share: no longer this packing's to place. */
+static void still_drop(struct still_to_place *rest, const struct fleet_workload *w)
+{
+    rest->memory_mib -= w->memory_mib;
+    rest->compute_bp -= w->compute_bp;
+    rest->count--;
+}
+
+/* No pool of this share can open a GPU for w: it goes to the next pool's share. */
+static void defer_to_next_share(struct pool_choice *pc, struct still_to_place *rest,
+                                struct sort_key key, const struct fleet_workload *w)
+{
+    pc->deferred[pc->ndeferred++] = key;
+    still_drop(rest, w);
+}
+
 static int by_key_desc(const void *a, const void *b)
 {
     const struct sort_key *x = a, *y = b;
@@ -364,22 +392,15 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
             min_comp[k] = w->compute_bp < min_comp[k + 1] ? w->compute_bp : min_comp[k + 1];
         }
     }
-    struct still_to_place rest = {0, 0, n};
-    for (size_t k = 0; k < n; k++) {
-        rest.memory_mib += ws->w[keys[k].index].memory_mib;
-        rest.compute_bp += ws->w[keys[k].index].compute_bp;
-    }
+    struct still_to_place rest = still_all(ws, keys, n);
     for (size_t k = 0; k < n && !ret; k++) {
         const struct fleet_workload *w = &ws->w[keys[k].index];
         unsigned budget = FIT_SEARCH_BUDGET;
         long leaf = tree_find(&t, 1, w->memory_mib, w->compute_bp, &budget);
         if (leaf < 0) {
             int pool = choose_pool(f, pc, &rest, r->compute_cap, r->slots, w->memory_mib);
-            if (pool < 0) { /* for the next pool's share */
-                pc->deferred[pc->ndeferred++] = keys[k];
-                rest.memory_mib -= w->memory_mib;
-                rest.compute_bp -= w->compute_bp;
-                rest.count--;
+            if (pool < 0) {
+                defer_to_next_share(pc, &rest, keys[k], w);
                 continue;
             }
             long gi = fleet_gpu_open(f, g, p, pc->left, pool);
@@ -392,9 +413,7 @@ static int pack_group(const struct fleet *f, const struct fleet_workloads *ws,
         }
         struct fleet_gpu_use *u = &g->use[t.gpu[leaf]];
         gpu_add(u, w, w->memory_mib);
-        rest.memory_mib -= w->memory_mib;
-        rest.compute_bp -= w->compute_bp;
-        rest.count--;
+        still_drop(&rest, w);
         if (p->gpu_of)
             p->gpu_of[keys[k].index] = (uint32_t)t.gpu[leaf];
         p->placed++;
@@ -712,9 +731,7 @@ static void fill_place(const struct fleet_workloads *ws, const struct sort_key *
 {
     const struct fleet_workload *w = &ws->w[keys[k].index];
     gpu_add(&g->use[gi], w, w->memory_mib);
-    rest->memory_mib -= w->memory_mib;
-    rest->compute_bp -= w->compute_bp;
-    rest->count--;
+    still_drop(rest, w);
     if (p->gpu_of)
         p->gpu_of[keys[k].index] = (uint32_t)gi;
     p->placed++;
@@ -1059,23 +1076,16 @@ static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
     int ret = fill_grid_init(&gr, f, ws, keys, n);
     if (!ret && pc->exact && pc->only >= 0 && exact_worth(f, pc->only))
         ret = exact_init(&gr, f, ws, keys, n);
-    struct still_to_place rest = {0, 0, n};
-    for (size_t k = 0; k < n; k++) {
-        rest.memory_mib += ws->w[keys[k].index].memory_mib;
-        rest.compute_bp += ws->w[keys[k].index].compute_bp;
-    }
+    struct still_to_place rest = still_all(ws, keys, n);
     const struct still_to_place whole_group = rest;
     for (size_t first = 0; !ret && first < n; first++) {
         if (gr.taken[first])
             continue;
         const struct fleet_workload *w = &ws->w[keys[first].index];
         int pool = choose_pool(f, pc, &rest, r->compute_cap, r->slots, w->memory_mib);
-        if (pool < 0) { /* for the next pool's share */
+        if (pool < 0) {
             fill_take(&gr, w, first);
-            pc->deferred[pc->ndeferred++] = keys[first];
-            rest.memory_mib -= w->memory_mib;
-            rest.compute_bp -= w->compute_bp;
-            rest.count--;
+            defer_to_next_share(pc, &rest, keys[first], w);
             continue;
         }
         long gi = fleet_gpu_open(f, g, p, pc->left, pool);
