@@ -70,6 +70,14 @@ else
     bad "plan --svg: $(head -c 300 "$tmp/plan.svg")"
 fi
 expect 0 "memory fill of the first" plan "$tmp/w.csv" --fleet H100-80GB:100@2.49 --picture
+# a name is any printable text: & and < in it must not break the SVG's XML
+printf 'name,memory\nR&D <eval>,8GiB\n' >"$tmp/amp.csv"
+"$CARVE" plan "$tmp/amp.csv" --fleet H100-80GB --svg "$tmp/amp.svg" -P >/dev/null 2>&1
+if ! grep -q "R&D <" "$tmp/amp.svg" && grep -q 'R&amp;D &lt;eval&gt;' "$tmp/amp.svg"; then
+    ok "plan --svg escapes & and < in workload names"
+else
+    bad "plan --svg with & in a name: $(grep -m1 title "$tmp/amp.svg")"
+fi
 expect 0 "no pool of this fleet can be partitioned" plan "$tmp/w.csv" --fleet L40S:100@1.20
 # stdin, JSON input
 printf '[{"name": "a", "memory": "8GiB"}, {"name": "b", "memory": "8GiB"}]' >"$tmp/w.json"
