@@ -195,6 +195,19 @@ int cost_from_snapshot(const json_t *snap, struct cost_measured *m, char *err, s
     m->gpus = (double)ngpu;
     snprintf(m->gpu, sizeof(m->gpu), "%s",
              json_string_value(json_object_get(json_array_get(gpus, 0), "name")) ?: "unknown");
+    /* a long name is cut at a character, not inside one: it goes into the JSON as UTF-8 */
+    size_t cut = strlen(m->gpu);
+    if (cut == sizeof(m->gpu) - 1) {
+        size_t lead = cut;
+        while (lead > 0 && ((unsigned char)m->gpu[lead - 1] & 0xc0) == 0x80)
+            lead--;
+        if (lead > 0 && ((unsigned char)m->gpu[lead - 1] & 0x80)) {
+            unsigned char c = (unsigned char)m->gpu[--lead];
+            size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            if (cut - lead < len)
+                m->gpu[lead] = '\0';
+        }
+    }
     /* tenants: slices with processes, per GPU they hold; else plain processes per GPU */
     double util_sum = 0;
     unsigned tenants = 0, busy_gpus = 0;

@@ -143,6 +143,8 @@ expect 0 "ask for 160% of one GPU" cost --utilisation 40% --mechanism mps
 expect 2 "tenants per GPU 100 is not a whole number from 1 to 64" cost --tenants 100
 expect 2 "--price \`cheap' is not a number" cost --price cheap
 expect 2 "--mechanism \`vgpu' is not one of" cost --mechanism vgpu
+# --json must be JSON: a model name that is not UTF-8 was dropped, leaving an empty line and exit 0
+expect 2 "is not a GPU model name" cost --gpu $'\xff' --json
 
 # --- carve cost --from-metrics: a saved snapshot, then a live carved ---
 expect 0 "3 tenants, 1.50 per GPU in use" cost --from-metrics tests/unit/fixtures/carved-state.json --price 2.49
