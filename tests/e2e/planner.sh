@@ -105,6 +105,17 @@ expect 2 "--fleet SPEC is required" plan "$tmp/w.csv"
 expect 2 "cannot open $tmp/none.csv" plan "$tmp/none.csv" --fleet H100-80GB
 expect 2 "--replicas \`0' is not a whole number from 1 to 1024" plan "$tmp/w.csv" --fleet H100-80GB --replicas 0
 expect 2 "unknown option" plan "$tmp/w.csv" --fleet H100-80GB --bogus
+# names are text: UTF-8 is a name (it was refused as a `control character'), Latin-1 and
+# control bytes are not, and a count's NAME#N does not cut a character in two
+printf 'name,memory,count\nmod\303\250le,8GiB,1\n%s\303\251,1GiB,2\n' \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" >"$tmp/utf8.csv"
+"$CARVE" plan "$tmp/utf8.csv" --fleet H100-80GB --json --assign >"$tmp/utf8.json" 2>&1
+jq_check "plan: a UTF-8 name is planned, NAME#N cut at a character" \
+    '[.plans[0].assignment[].workload] == ["mod\u00e8le", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa#1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa#2"]' \
+    "$tmp/utf8.json"
+printf 'name,memory\n\351t\351,8GiB\n' >"$tmp/latin1.csv"
+expect 2 "latin1.csv:2: field \`name' (column 1): is not UTF-8 text" plan "$tmp/latin1.csv" --fleet H100-80GB
+expect 2 "the custom MODEL's name is not UTF-8 text" plan "$tmp/w.csv" --fleet $'gpu\xff/48GiB'
 
 # --- carve advise ---
 expect 0 "usage: carve advise" advise --help
