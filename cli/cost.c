@@ -213,7 +213,7 @@ int carve_cmd_cost(int argc, char **argv)
         case 'j': json = true; break;
         case 'h': fputs(cost_help, stdout); return 0;
         case ':': return cost_error("option `%s' needs a value", argv[optind - 1]);
-        default: return cost_error("unknown option `%s'", argv[optind - 1]);
+        default: return cost_error("unknown option `%s'", carve_bad_option(argv));
         }
     }
     if (optind < argc)

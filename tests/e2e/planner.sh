@@ -105,6 +105,10 @@ expect 2 "--fleet SPEC is required" plan "$tmp/w.csv"
 expect 2 "cannot open $tmp/none.csv" plan "$tmp/none.csv" --fleet H100-80GB
 expect 2 "--replicas \`0' is not a whole number from 1 to 1024" plan "$tmp/w.csv" --fleet H100-80GB --replicas 0
 expect 2 "unknown option" plan "$tmp/w.csv" --fleet H100-80GB --bogus
+# an unknown short option inside a word (-Z10, -jZ): it was named as the word before it
+expect 2 "unknown option \`-Z'" plan "$tmp/w.csv" --fleet H100-80GB -Zx
+expect 2 "unknown option \`-Z'" cost -Z10
+expect 2 "unknown option \`-Z'" advise -jZ --gpu H100 --workload batch
 # names are text: UTF-8 is a name (it was refused as a `control character'), Latin-1 and
 # control bytes are not, and a count's NAME#N does not cut a character in two
 printf 'name,memory,count\nmod\303\250le,8GiB,1\n%s\303\251,1GiB,2\n' \
