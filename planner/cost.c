@@ -58,19 +58,19 @@ int cost_mech_find(const char *name)
 int cost_check(const struct cost_input *in, char *err, size_t errlen)
 {
     if (!(in->gpus >= 1 && in->gpus <= 10000000) || in->gpus != (double)(long long)in->gpus) {
-        snprintf(err, errlen, "GPUs %g is not a whole number from 1 to 10000000", in->gpus);
+        snprintf(err, errlen, "GPUs %.10g is not a whole number from 1 to 10000000", in->gpus);
         return -EINVAL;
     }
     if (!(in->price >= 0 && in->price <= 10000)) {
-        snprintf(err, errlen, "price %g is not between 0 and 10000 dollars per GPU-hour", in->price);
+        snprintf(err, errlen, "price %.10g is not between 0 and 10000 dollars per GPU-hour", in->price);
         return -EINVAL;
     }
     if (!(in->tenants >= 1 && in->tenants <= 64) || in->tenants != (double)(long long)in->tenants) {
-        snprintf(err, errlen, "tenants per GPU %g is not a whole number from 1 to 64", in->tenants);
+        snprintf(err, errlen, "tenants per GPU %.10g is not a whole number from 1 to 64", in->tenants);
         return -EINVAL;
     }
     if (!(in->utilisation > 0 && in->utilisation <= 1)) {
-        snprintf(err, errlen, "utilisation %g%% is not above 0%% and at most 100%%",
+        snprintf(err, errlen, "utilisation %.10g%% is not above 0%% and at most 100%%",
                  in->utilisation * 100);
         return -EINVAL;
     }

@@ -106,6 +106,10 @@ static void test_rejected(void **state)
         {{10, 3.5, 65, 0.25, NULL}, "tenants per GPU 65"},
         {{10, 3.5, 4, 0, NULL}, "utilisation 0%"},
         {{10, 3.5, 4, 1.5, NULL}, "utilisation 150%"},
+        /* just beyond a limit: the number as given, not rounded onto the limit by %g */
+        {{10, 3.5, 4, 1.000001, NULL}, "utilisation 100.0001%"},
+        {{10000000.5, 3.5, 4, 0.25, NULL}, "GPUs 10000000.5 is not"},
+        {{10, 3.5, 1.0000001, 0.25, NULL}, "tenants per GPU 1.0000001 is not"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char err[256] = "";
