@@ -166,7 +166,7 @@ int carve_cmd_advise(int argc, char **argv)
         case 'j': json = true; break;
         case 'h': fputs(advise_help, stdout); return 0;
         case ':': return advise_error("option `%s' needs a value", argv[optind - 1]);
-        default: return advise_error("unknown option `%s'", argv[optind - 1]);
+        default: return advise_error("unknown option `%s'", carve_bad_option(argv));
         }
     }
     if (optind < argc)

@@ -19,6 +19,10 @@ enum {
    given when a command of the static one needs NVML (dynamic_twin.c) */
 extern char **carve_argv;
 
+/* The option getopt_long just refused ('?'): `-Z' for a short one, even inside a group such
+   as -jZ or -Z10 (where argv[optind - 1] is still the word before it), else the word itself */
+const char *carve_bad_option(char **argv);
+
 int carve_cmd_run(int argc, char **argv);
 int carve_cmd_slice(int argc, char **argv);
 int carve_cmd_ps(int argc, char **argv);

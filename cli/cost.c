@@ -189,7 +189,15 @@ int carve_cmd_cost(int argc, char **argv)
             if ((r = parse_number("--utilisation", optarg, &in.utilisation, true)))
                 return r;
             break;
-        case 'G': set_shape = true; in.gpu = optarg; break;
+        case 'G': {
+            set_shape = true;
+            in.gpu = optarg;
+            json_t *text = json_string(optarg); /* NULL: not UTF-8, which JSON cannot carry */
+            if (!text || !*optarg)
+                return cost_error("--gpu `%s' is not a GPU model name (e.g. A100, H100)", optarg);
+            json_decref(text);
+            break;
+        }
         case 'm':
             if ((mech = cost_mech_find(optarg)) < 0)
                 return cost_error("--mechanism `%s' is not one of time-slicing, mps, mig, hami, "
@@ -205,7 +213,7 @@ int carve_cmd_cost(int argc, char **argv)
         case 'j': json = true; break;
         case 'h': fputs(cost_help, stdout); return 0;
         case ':': return cost_error("option `%s' needs a value", argv[optind - 1]);
-        default: return cost_error("unknown option `%s'", argv[optind - 1]);
+        default: return cost_error("unknown option `%s'", carve_bad_option(argv));
         }
     }
     if (optind < argc)
@@ -251,11 +259,19 @@ int carve_cmd_cost(int argc, char **argv)
         json_t *root = json_pack("{s:{s:f, s:f, s:f, s:f, s:s}, s:o}", "input", "gpus", in.gpus,
                                  "price", in.price, "tenants", in.tenants, "utilisation_pct",
                                  in.utilisation * 100, "gpu", in.gpu, "results", arr);
-        if (metrics)
+        if (root && metrics &&
             json_object_set_new(root, "measured",
                                 json_pack("{s:s, s:s, s:i, s:f}", "from", src, "source",
                                           meas.source, "tenants_seen", (int)meas.ntenants,
-                                          "tenants_per_gpu", meas.tenants));
+                                          "tenants_per_gpu", meas.tenants))) {
+            json_decref(root);
+            root = NULL;
+        }
+        if (!root) { /* a string that is not UTF-8 (the SRC path): no JSON, and no exit 0 */
+            fprintf(stderr, "carve cost: cannot write the results as JSON (is SRC a path "
+                            "that is not UTF-8?)\n");
+            return 1;
+        }
         json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("\n");
         json_decref(root);

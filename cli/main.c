@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -59,6 +60,17 @@ static int cmd_help(int argc, char **argv)
 }
 
 char **carve_argv;
+
+const char *carve_bad_option(char **argv)
+{
+    static char opt[3];
+    if (optopt > 0 && optopt < 128) {
+        opt[0] = '-';
+        opt[1] = (char)optopt;
+        return opt;
+    }
+    return argv[optind - 1];
+}
 
 int main(int argc, char **argv)
 {

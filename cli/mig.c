@@ -140,7 +140,7 @@ static int parse_opts(const char *sub, int argc, char **argv, const char *allowe
         case 'c': o->check = true; break;
         case 'h': fputs(mig_help, stdout); return 0;
         case ':': return usage_error(sub, "option `%s' needs a value", argv[optind - 1]);
-        default: return usage_error(sub, "unknown option `%s'", argv[optind - 1]);
+        default: return usage_error(sub, "unknown option `%s'", carve_bad_option(argv));
         }
     }
     o->args = &argv[optind];

@@ -129,7 +129,7 @@ static int parse_opts(int argc, char **argv, struct plan_opts *o)
         case 'm': o->models = true; break;
         case 'h': fputs(plan_help, stdout); return -1;
         case ':': return plan_error("option `%s' needs a value", argv[optind - 1]);
-        default: return plan_error("unknown option `%s'", argv[optind - 1]);
+        default: return plan_error("unknown option `%s'", carve_bad_option(argv));
         }
     }
     if (o->models)

@@ -353,6 +353,13 @@ int adv_advise(const struct adv_input *in, struct adv_result *out, char *err, si
         snprintf(out->gpu, sizeof(out->gpu), "%s", m->name);
         out->mig_capable = m->mig;
     } else {
+        /* its name goes into the JSON as it is: UTF-8, and whole */
+        char why[80];
+        if (fleet_name_check(in->gpu, why, sizeof(why)) || strlen(in->gpu) >= sizeof(out->gpu)) {
+            snprintf(err, errlen, "GPU model `%.100s' %s", in->gpu,
+                     strlen(in->gpu) >= sizeof(out->gpu) ? "is longer than 63 bytes" : why);
+            return -EINVAL;
+        }
         snprintf(out->gpu, sizeof(out->gpu), "%s", in->gpu);
         /* a GPU carve does not know: MIG only if its name says it is one of the gated
            families (GB200 and the like) */

@@ -58,19 +58,19 @@ int cost_mech_find(const char *name)
 int cost_check(const struct cost_input *in, char *err, size_t errlen)
 {
     if (!(in->gpus >= 1 && in->gpus <= 10000000) || in->gpus != (double)(long long)in->gpus) {
-        snprintf(err, errlen, "GPUs %g is not a whole number from 1 to 10000000", in->gpus);
+        snprintf(err, errlen, "GPUs %.10g is not a whole number from 1 to 10000000", in->gpus);
         return -EINVAL;
     }
     if (!(in->price >= 0 && in->price <= 10000)) {
-        snprintf(err, errlen, "price %g is not between 0 and 10000 dollars per GPU-hour", in->price);
+        snprintf(err, errlen, "price %.10g is not between 0 and 10000 dollars per GPU-hour", in->price);
         return -EINVAL;
     }
     if (!(in->tenants >= 1 && in->tenants <= 64) || in->tenants != (double)(long long)in->tenants) {
-        snprintf(err, errlen, "tenants per GPU %g is not a whole number from 1 to 64", in->tenants);
+        snprintf(err, errlen, "tenants per GPU %.10g is not a whole number from 1 to 64", in->tenants);
         return -EINVAL;
     }
     if (!(in->utilisation > 0 && in->utilisation <= 1)) {
-        snprintf(err, errlen, "utilisation %g%% is not above 0%% and at most 100%%",
+        snprintf(err, errlen, "utilisation %.10g%% is not above 0%% and at most 100%%",
                  in->utilisation * 100);
         return -EINVAL;
     }
@@ -195,6 +195,19 @@ int cost_from_snapshot(const json_t *snap, struct cost_measured *m, char *err, s
     m->gpus = (double)ngpu;
     snprintf(m->gpu, sizeof(m->gpu), "%s",
              json_string_value(json_object_get(json_array_get(gpus, 0), "name")) ?: "unknown");
+    /* a long name is cut at a character, not inside one: it goes into the JSON as UTF-8 */
+    size_t cut = strlen(m->gpu);
+    if (cut == sizeof(m->gpu) - 1) {
+        size_t lead = cut;
+        while (lead > 0 && ((unsigned char)m->gpu[lead - 1] & 0xc0) == 0x80)
+            lead--;
+        if (lead > 0 && ((unsigned char)m->gpu[lead - 1] & 0x80)) {
+            unsigned char c = (unsigned char)m->gpu[--lead];
+            size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            if (cut - lead < len)
+                m->gpu[lead] = '\0';
+        }
+    }
     /* tenants: slices with processes, per GPU they hold; else plain processes per GPU */
     double util_sum = 0;
     unsigned tenants = 0, busy_gpus = 0;

@@ -75,6 +75,9 @@ struct fleet_workloads {
 int fleet_parse_workloads(const char *text, size_t len, const char *file,
                           struct fleet_workloads *out, char *err, size_t errlen);
 void fleet_workloads_free(struct fleet_workloads *ws);
+/* A name (of a workload, or of a GPU model carve does not know) goes into JSON and SVG: 0 if
+ * it is UTF-8 text without control characters, else -EINVAL with why. */
+int fleet_name_check(const char *s, char *why, size_t len);
 
 const char *fleet_latency_name(int latency);
 const char *fleet_trust_name(int trust);

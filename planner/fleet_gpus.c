@@ -104,6 +104,11 @@ static int parse_model(char *s, const char *pool, struct fleet_pool *p, char *er
         *slash = '\0';
         if (!*s || strlen(s) >= FLEET_NAME_MAX)
             return pool_error(err, errlen, pool, "a custom MODEL/SIZE needs a name of 1 to 63 characters");
+        char nwhy[80], why2[120];
+        if (fleet_name_check(s, nwhy, sizeof(nwhy))) {
+            snprintf(why2, sizeof(why2), "the custom MODEL's name %s", nwhy);
+            return pool_error(err, errlen, pool, why2);
+        }
         uint64_t bytes;
         char serr[200];
         if (carve_parse_size(slash + 1, &bytes, serr, sizeof(serr)) != 0)

@@ -37,6 +37,26 @@ void fleet_workloads_free(struct fleet_workloads *ws)
     ws->n = ws->cap = 0;
 }
 
+int fleet_name_check(const char *s, char *why, size_t len)
+{
+    bool ascii = true;
+    for (size_t i = 0; s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f) {
+            snprintf(why, len, "contains a control character (byte %zu)", i + 1);
+            return -EINVAL;
+        }
+        ascii = ascii && c < 0x80;
+    }
+    json_t *text = ascii ? NULL : json_string(s); /* jansson checks UTF-8 */
+    if (!ascii && !text) {
+        snprintf(why, len, "is not UTF-8 text");
+        return -EINVAL;
+    }
+    json_decref(text);
+    return 0;
+}
+
 static int append(struct fleet_workloads *ws, const struct fleet_workload *w, uint64_t count)
 {
     if (ws->n + count > FLEET_MAX_WORKLOADS)
@@ -51,10 +71,14 @@ static int append(struct fleet_workloads *ws, const struct fleet_workload *w, ui
         ws->w = bigger;
         ws->cap = cap;
     }
+    int keep = 40; /* name#1, name#2, ...: the name keeps 40 bytes at most, whole characters */
+    while (keep > 0 && ((unsigned char)w->name[keep] & 0xc0) == 0x80)
+        keep--;
     for (uint64_t i = 0; i < count; i++) {
         ws->w[ws->n] = *w;
-        if (count > 1) /* name#1, name#2, ...: the name keeps 40 characters at most */
-            snprintf(ws->w[ws->n].name, FLEET_NAME_MAX, "%.40s#%u", w->name, (unsigned)(i + 1));
+        if (count > 1)
+            snprintf(ws->w[ws->n].name, FLEET_NAME_MAX, "%.*s#%u", keep, w->name,
+                     (unsigned)(i + 1));
         ws->n++;
     }
     return 0;
@@ -68,11 +92,8 @@ static int parse_name(const char *s, struct fleet_workload *w, char *why, size_t
         snprintf(why, len, "is %zu characters long (at most %d)", n, FLEET_NAME_MAX - 1);
         return -EINVAL;
     }
-    for (size_t i = 0; i < n; i++)
-        if (!isprint((unsigned char)s[i])) {
-            snprintf(why, len, "contains a control character (byte %zu)", i + 1);
-            return -EINVAL;
-        }
+    if (fleet_name_check(s, why, len))
+        return -EINVAL;
     if (n)
         memcpy(w->name, s, n + 1);
     return 0;

@@ -187,6 +187,21 @@ static const char *latency_colour(int latency)
                                                                                    : "#5aae61";
 }
 
+/* Text inside an SVG element: a workload's name may hold &, < or > (any printable byte). */
+static void svg_escaped(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '&')
+            fputs("&amp;", out);
+        else if (*s == '<')
+            fputs("&lt;", out);
+        else if (*s == '>')
+            fputs("&gt;", out);
+        else
+            fputc(*s, out);
+    }
+}
+
 int fleet_report_svg(FILE *out, const struct fleet *f, const struct fleet_workloads *ws,
                      const struct fleet_result *r, unsigned max_gpus)
 {
@@ -239,10 +254,11 @@ int fleet_report_svg(FILE *out, const struct fleet *f, const struct fleet_worklo
                 fprintf(out, "<rect x=\"%u\" y=\"%.1f\" width=\"%u\" height=\"%.1f\" "
                              "fill=\"#bbbbbb\"/>\n", left + g * (col + gap), y, col, held);
             fprintf(out, "<rect x=\"%u\" y=\"%.1f\" width=\"%u\" height=\"%.1f\" fill=\"%s\" "
-                         "stroke=\"white\" stroke-width=\"0.5\"><title>%s: %llu MiB, %.0f%%, %s, "
-                         "%s</title></rect>\n",
+                         "stroke=\"white\" stroke-width=\"0.5\"><title>",
                     left + g * (col + gap), y + held - used, col, used,
-                    latency_colour(ws->w[i].latency), ws->w[i].name,
+                    latency_colour(ws->w[i].latency));
+            svg_escaped(out, ws->w[i].name);
+            fprintf(out, ": %llu MiB, %.0f%%, %s, %s</title></rect>\n",
                     (unsigned long long)ws->w[i].memory_mib, ws->w[i].compute_bp / 100.0,
                     fleet_latency_name(ws->w[i].latency), fleet_trust_name(ws->w[i].trust));
             stack[g] += held;

@@ -62,6 +62,8 @@ expect 1 "does not fit beside" mig plan --gpu H100-80GB 4g.40gb 3g.40gb 1g.10gb
 expect 2 "neither memory nor a share" mig plan --gpu H100-80GB 8XB
 expect 2 "at most 100%" mig plan --gpu H100-80GB 120%
 expect 2 "no REQUEST given" mig plan --gpu H100-80GB
+# a request that looks like an option: the message named the word before it (`H100-80GB')
+expect 2 "unknown option \`-5'" mig plan --gpu H100-80GB -5GiB
 out=$("$CARVE" mig plan --gpu H100-80GB --json 4g.40gb 3g.40gb)
 check "plan --json: 4g at 0, 3g at 4, nothing stranded" test \
     "$(echo "$out" | json_eval "[(p['profile'],p['start']) for p in j['placed']], j['stranded_mib']")" \

@@ -70,6 +70,14 @@ else
     bad "plan --svg: $(head -c 300 "$tmp/plan.svg")"
 fi
 expect 0 "memory fill of the first" plan "$tmp/w.csv" --fleet H100-80GB:100@2.49 --picture
+# a name is any printable text: & and < in it must not break the SVG's XML
+printf 'name,memory\nR&D <eval>,8GiB\n' >"$tmp/amp.csv"
+"$CARVE" plan "$tmp/amp.csv" --fleet H100-80GB --svg "$tmp/amp.svg" -P >/dev/null 2>&1
+if ! grep -q "R&D <" "$tmp/amp.svg" && grep -q 'R&amp;D &lt;eval&gt;' "$tmp/amp.svg"; then
+    ok "plan --svg escapes & and < in workload names"
+else
+    bad "plan --svg with & in a name: $(grep -m1 title "$tmp/amp.svg")"
+fi
 expect 0 "no pool of this fleet can be partitioned" plan "$tmp/w.csv" --fleet L40S:100@1.20
 # stdin, JSON input
 printf '[{"name": "a", "memory": "8GiB"}, {"name": "b", "memory": "8GiB"}]' >"$tmp/w.json"
@@ -97,6 +105,21 @@ expect 2 "--fleet SPEC is required" plan "$tmp/w.csv"
 expect 2 "cannot open $tmp/none.csv" plan "$tmp/none.csv" --fleet H100-80GB
 expect 2 "--replicas \`0' is not a whole number from 1 to 1024" plan "$tmp/w.csv" --fleet H100-80GB --replicas 0
 expect 2 "unknown option" plan "$tmp/w.csv" --fleet H100-80GB --bogus
+# an unknown short option inside a word (-Z10, -jZ): it was named as the word before it
+expect 2 "unknown option \`-Z'" plan "$tmp/w.csv" --fleet H100-80GB -Zx
+expect 2 "unknown option \`-Z'" cost -Z10
+expect 2 "unknown option \`-Z'" advise -jZ --gpu H100 --workload batch
+# names are text: UTF-8 is a name (it was refused as a `control character'), Latin-1 and
+# control bytes are not, and a count's NAME#N does not cut a character in two
+printf 'name,memory,count\nmod\303\250le,8GiB,1\n%s\303\251,1GiB,2\n' \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" >"$tmp/utf8.csv"
+"$CARVE" plan "$tmp/utf8.csv" --fleet H100-80GB --json --assign >"$tmp/utf8.json" 2>&1
+jq_check "plan: a UTF-8 name is planned, NAME#N cut at a character" \
+    '[.plans[0].assignment[].workload] == ["mod\u00e8le", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa#1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa#2"]' \
+    "$tmp/utf8.json"
+printf 'name,memory\n\351t\351,8GiB\n' >"$tmp/latin1.csv"
+expect 2 "latin1.csv:2: field \`name' (column 1): is not UTF-8 text" plan "$tmp/latin1.csv" --fleet H100-80GB
+expect 2 "the custom MODEL's name is not UTF-8 text" plan "$tmp/w.csv" --fleet $'gpu\xff/48GiB'
 
 # --- carve advise ---
 expect 0 "usage: carve advise" advise --help
@@ -135,6 +158,8 @@ expect 0 "ask for 160% of one GPU" cost --utilisation 40% --mechanism mps
 expect 2 "tenants per GPU 100 is not a whole number from 1 to 64" cost --tenants 100
 expect 2 "--price \`cheap' is not a number" cost --price cheap
 expect 2 "--mechanism \`vgpu' is not one of" cost --mechanism vgpu
+# --json must be JSON: a model name that is not UTF-8 was dropped, leaving an empty line and exit 0
+expect 2 "is not a GPU model name" cost --gpu $'\xff' --json
 
 # --- carve cost --from-metrics: a saved snapshot, then a live carved ---
 expect 0 "3 tenants, 1.50 per GPU in use" cost --from-metrics tests/unit/fixtures/carved-state.json --price 2.49

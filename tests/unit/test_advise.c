@@ -180,6 +180,20 @@ static void test_rejected(void **state)
     in.latency_ms = -5;
     assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "latency budget -5 ms"));
+    /* an unknown GPU's name goes into the JSON as given: not UTF-8, or longer than the 63
+     * bytes kept (it was cut, inside a character), is refused rather than dropped */
+    in.latency_ms = 0;
+    in.gpu = "gpu\xff";
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "is not UTF-8 text"));
+    in.gpu = "NVIDIA \xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+             "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+             "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "longer than 63 bytes"));
+    in.gpu = "GB200 \xc3\xa9";
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
+    assert_true(r.mig_capable);
     assert_int_equal(adv_archetype_find("serving"), ADV_INFERENCE);
     assert_int_equal(adv_archetype_find("gaming"), -1);
     assert_int_equal(adv_mech_find("time-slicing"), ADV_TIMESLICE);

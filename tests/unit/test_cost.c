@@ -106,6 +106,10 @@ static void test_rejected(void **state)
         {{10, 3.5, 65, 0.25, NULL}, "tenants per GPU 65"},
         {{10, 3.5, 4, 0, NULL}, "utilisation 0%"},
         {{10, 3.5, 4, 1.5, NULL}, "utilisation 150%"},
+        /* just beyond a limit: the number as given, not rounded onto the limit by %g */
+        {{10, 3.5, 4, 1.000001, NULL}, "utilisation 100.0001%"},
+        {{10000000.5, 3.5, 4, 0.25, NULL}, "GPUs 10000000.5 is not"},
+        {{10, 3.5, 1.0000001, 0.25, NULL}, "tenants per GPU 1.0000001 is not"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char err[256] = "";
@@ -131,6 +135,20 @@ static void test_from_snapshot(void **state)
     assert_true(m.tenants > 1.5 - 1e-9 && m.tenants < 1.5 + 1e-9);
     assert_true(m.utilisation > 0.20 - 1e-9 && m.utilisation < 0.20 + 1e-9);
     assert_string_equal(m.gpu, "NVIDIA H100 80GB HBM3");
+    /* a name longer than m.gpu is cut before a character, not inside it (the JSON needs UTF-8):
+     * 12 bytes, then two-byte characters, so byte 63 is the first half of one */
+    json_t *gpu0 = json_array_get(json_object_get(snap, "gpus"), 0), *name = json_object_get(gpu0, "name");
+    json_incref(name);
+    char longname[128] = "NVIDIA H100 ";
+    for (int i = 0; i < 40; i++)
+        strcat(longname, "\xc3\xa9");
+    json_object_set_new(gpu0, "name", json_string(longname));
+    assert_int_equal(cost_from_snapshot(snap, &m, err, sizeof(err)), 0);
+    assert_int_equal(strlen(m.gpu), 12 + 2 * 25);
+    json_t *utf8 = json_string(m.gpu);
+    assert_non_null(utf8);
+    json_decref(utf8);
+    json_object_set_new(gpu0, "name", name);
     /* without slices: the processes' SM utilisation */
     json_object_set_new(snap, "slices", json_array());
     assert_int_equal(cost_from_snapshot(snap, &m, err, sizeof(err)), 0);
