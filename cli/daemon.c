@@ -163,8 +163,9 @@ static int slice_create(int argc, char **argv)
             json_object_set_new(req, c == 'u' ? "users" : "groups", name_list(optarg));
         else {
             json_decref(req);
-            return usage_error("slice create", c == ':' ? "option `%s' needs a value" : "unknown option `%s'",
-                               argv[optind - 1]);
+            if (c == ':')
+                return usage_error("slice create", "option `%s' needs a value", argv[optind - 1]);
+            return usage_error("slice create", "unknown option `%s'", carve_bad_option(argv));
         }
     }
     if (optind != argc - 1) {

@@ -61,17 +61,6 @@ static int cmd_help(int argc, char **argv)
 
 char **carve_argv;
 
-const char *carve_bad_option(char **argv)
-{
-    static char opt[3];
-    if (optopt > 0 && optopt < 128) {
-        opt[0] = '-';
-        opt[1] = (char)optopt;
-        return opt;
-    }
-    return argv[optind - 1];
-}
-
 int main(int argc, char **argv)
 {
     carve_argv = calloc((size_t)argc + 1, sizeof(*carve_argv));

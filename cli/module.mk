@@ -40,7 +40,7 @@ ALL_TARGETS += $(BIN)/carve
 
 # carve top is its own program, run by `carve top` (cli/top_exec.c): ncurses is loaded by it
 # alone, not by every carve run.
-$(LIBDIR)/carve-top: $(OBJ)/cli/top-program.o $(OBJ)/cli/daemon.o $(COMMON_LIB)
+$(LIBDIR)/carve-top: $(OBJ)/cli/top-program.o $(OBJ)/cli/daemon.o $(OBJ)/cli/options.o $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ljansson -lncurses
 $(OBJ)/cli/top-program.o: cli/top.c

@@ -160,7 +160,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
             carve_run_modes_help(stdout);
             return 0;
         case ':': return usage_error("option `%s' needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option `%s'", argv[optind - 1]);
+        default: return usage_error("unknown option `%s'", carve_bad_option(argv));
         }
     }
     if (optind >= argc)

@@ -452,7 +452,7 @@ int carve_cmd_top(int argc, char **argv)
         }
         case 'h': fputs(top_help, stdout); return 0;
         case ':': return usage_error("option `%s' needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option `%s'", argv[optind - 1]);
+        default: return usage_error("unknown option `%s'", carve_bad_option(argv));
         }
     }
     if (optind < argc)

@@ -1,7 +1,7 @@
 # slurm: the SPANK plugin (build/lib/carve/spank_carve.so, when Slurm's spank.h is
 # installed: Debian's libslurm-dev, in scripts/install-deps.sh), carve-slurm-cleanup, and
 # their unit test and fuzz harness. job.c holds the logic and includes no Slurm header.
-SLURM_JOB_OBJ := $(OBJ)/slurm/job.o $(OBJ)/cli/daemon.o
+SLURM_JOB_OBJ := $(OBJ)/slurm/job.o $(OBJ)/cli/daemon.o $(OBJ)/cli/options.o
 SPANK_HEADER  ?= $(wildcard /usr/include/slurm/spank.h)
 
 $(OBJ)/slurm/%.o: CFLAGS += -Islurm -Icli

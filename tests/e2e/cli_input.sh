@@ -57,6 +57,11 @@ expect 2 "GPU index \`x' is not a number" run --simulate --memory x=1G -- true
 expect 2 "expected SIZE (every GPU) or IDX=SIZE" run --simulate --memory 0=1G, -- true
 expect 2 "no command \`bogus'" help bogus
 expect 2 "unknown option" run --simulate --bogus -- true
+# a short option inside a word is named itself, not the word before it (was `run', `x', `top')
+expect 2 "carve run: unknown option \`-Z'" run --simulate -Z10 -- true
+expect 2 "carve slice create: unknown option \`-Z'" slice create x -Zq
+expect 2 "carve top: unknown option \`-Z'" top -Zx
+expect 2 "carve top: unknown option \`--nope'" top --nope
 expect 2 "unknown command" frobnicate
 expect 127 "cannot run" run --simulate --memory 1GiB -- /nonexistent/command
 expect 7 "" run --simulate --memory 1GiB -- sh -c 'exit 7'
