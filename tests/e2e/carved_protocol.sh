@@ -84,6 +84,11 @@ def exchange(case):
       s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path)
       s.sendall(b'{"op":"list"}\n')
       return "while full: %s; told: %d of 64; after: %s" % (full, told, lines(1)[:40])
+  elif case == "big-ids":
+      # ids past 32 bits were cut to them (4294967296 made a slice open to uid 0)
+      s.sendall(b'{"op":"create","name":"big1","users":[4294967296]}\n'
+                b'{"op":"create","name":"big2","groups":[4294967295]}\n')
+      return lines(2)
   elif case == "wrong-types":
       s.sendall(b'{"op":"create","name":7,"memory":[1]}\n{"op":5}\n{"op":"create","name":"y","users":"root"}\n')
       return lines(3)
@@ -94,7 +99,7 @@ EOF
 
 "$CARVE" slice create keep --memory 512MiB >/dev/null
 send not-json not-object bad-utf8 nul oversized partial many-in-one one-in-many wrong-types \
-    >"$work/replies"
+    big-ids >"$work/replies"
 expect() { # expect CASE WHAT PATTERN...: every pattern is in the reply
     local out p
     out=$(grep "^$1	" "$work/replies")
@@ -115,6 +120,7 @@ expect partial "cut off without a newline: told so" '"ok":false' 'without a newl
 expect many-in-one "three requests in one write: three replies in order" '"ok":true' 'unknown op `nope' 'has no `op'
 expect one-in-many "one request in 28 writes: one answer" '"ok":true' '"shm":'
 expect wrong-types "fields of the wrong type: each refused with its field" '`name'"'"' must be a short string' 'has no `op' '`users'"'"' must be a list'
+expect big-ids "a uid or gid past 4294967294: refused, not cut to 32 bits" 'uid 4294967296 is out of range' 'gid 4294967295 is out of range'
 # shellcheck disable=SC2046  # twenty words
 send $(printf 'hang-up %.0s' $(seq 20)) >/dev/null
 send hold-slots >"$work/slots"
