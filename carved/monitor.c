@@ -137,6 +137,29 @@ static struct member {
 } members[MAX_MEMBERS];
 static int nmembers;
 
+/* Whether pid was started in the slice: its environment names the slice's object, as carve
+ * run sets it. The table's pids are not proof: any user can write them (mode 0666). */
+static bool started_in(pid_t pid, const char *shm)
+{
+    char path[64], want[sizeof("CARVE_SLICE=") + sizeof(((struct dslice *)0)->shm)];
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+    snprintf(want, sizeof(want), "CARVE_SLICE=%s", shm);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    char *entry = NULL;
+    size_t cap = 0;
+    bool found = false;
+    while (!found && getdelim(&entry, &cap, '\0', f) > 0)
+        found = strcmp(entry, want) == 0;
+    free(entry);
+    fclose(f);
+    return found;
+}
+
+/* The slices' processes, by their tables and checked: a pid someone wrote into another
+ * slice's table took that process's NVML memory there, and under escape_policy = kill an
+ * over-cap slice's processes were killed, whoever's they were. */
 static void read_members(struct carved *d)
 {
     unsigned pids[CARVE_SLICE_MAX_PROCS];
@@ -147,7 +170,8 @@ static void read_members(struct carved *d)
             continue;
         int n = carve_slice_pids(s->handle, pids, CARVE_SLICE_MAX_PROCS);
         for (int j = 0; j < n && nmembers < MAX_MEMBERS; j++)
-            members[nmembers++] = (struct member){pids[j], s};
+            if (started_in((pid_t)pids[j], s->shm))
+                members[nmembers++] = (struct member){pids[j], s};
     }
 }
 
@@ -324,26 +348,6 @@ static uint64_t slice_memory(const struct dslice *s)
     for (int i = 0; i < s->spec.ndev; i++)
         used += carve_slice_used(s->handle, i);
     return used;
-}
-
-/* Whether pid was started in the slice: its environment names the slice's object, as carve
- * run sets it. The table's pids are not proof: any user can write them (mode 0666). */
-static bool started_in(pid_t pid, const char *shm)
-{
-    char path[64], want[sizeof("CARVE_SLICE=") + sizeof(((struct dslice *)0)->shm)];
-    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-    snprintf(want, sizeof(want), "CARVE_SLICE=%s", shm);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
-    char *entry = NULL;
-    size_t cap = 0;
-    bool found = false;
-    while (!found && getdelim(&entry, &cap, '\0', f) > 0)
-        found = strcmp(entry, want) == 0;
-    free(entry);
-    fclose(f);
-    return found;
 }
 
 /* Idle: holds device memory and ran no kernel (no SM time, no paced launch) since

@@ -3,6 +3,8 @@
 # and runs no kernel for idle_after is ended, and its slice's memory comes back; a pid that
 # someone wrote into the slice's table (mode 0666: any user can) is not killed. carved ended
 # every pid in the table, so any local user could have root's carved SIGKILL any process.
+# Then, with escape_policy = kill, a tenant of another slice planted in a small slice's table
+# is not taken for that slice's process over its cap, and killed (it was).
 #
 #   BUILD=build bash tests/e2e/carved_reclaim.sh
 set -uo pipefail
@@ -12,7 +14,8 @@ cd "$(dirname "$0")/../.." || exit 2
 . tests/e2e/private_carved.bash
 
 victim=
-cleanup_extra() { [ -n "$victim" ] && kill "$victim" 2>/dev/null; }
+tenant=
+cleanup_extra() { kill "$victim" "$tenant" 2>/dev/null; }
 
 start_carved 200ms
 kill -TERM "$daemon" && wait "$daemon"
@@ -49,5 +52,24 @@ sleep 1
 again=$("$CARVE" ps --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["idle_reclaims"])')
 check "one reclaim counted, not one per poll while the planted pid stays ($reclaims, then $again)" '[ "$reclaims" = 1 ] && [ "$again" = 1 ]'
 check "carved is still running" 'kill -0 "$daemon"'
+
+# escape_policy = kill: slice small (256 MiB) made first, so its table is read first
+kill -TERM "$daemon" && wait "$daemon"
+printf 'poll_interval = 200ms\nescape_policy = kill\n' >"$work/carved.conf"
+"$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" \
+    --state-dir "$work/state" --listen off >"$work/carved2.log" 2>&1 &
+daemon=$!
+for _ in $(seq 100); do "$CARVE" slice list >/dev/null 2>&1 && break; sleep 0.1; done
+"$CARVE" slice create small --memory 256MiB >/dev/null
+"$CARVE" slice create big --memory 1GiB >/dev/null
+"$CARVE" run --slice big -- "$BUILD/tests/e2e/mem_claim" hold 512 60 >"$work/tenant2.log" 2>&1 &
+tenant=$!
+for _ in $(seq 50); do grep -q holding "$work/tenant2.log" && break; sleep 0.1; done
+small=$(python3 -c 'import json,sys; print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == "small"][0])' "$work/state/slices.json")
+CARVE_SLICE=$small "${claimer[@]}" "$BUILD/tests/e2e/mem_claim" "$tenant" >"$work/claim2.log" 2>&1
+check "big's tenant (512 MiB) planted in small's table" 'grep -q "claims pid $tenant" "$work/claim2.log"'
+sleep 2
+check "big's tenant is not killed as small's process over its cap" 'kill -0 "$tenant" 2>/dev/null'
+check "carved does not find small over its cap" '! grep -q "slice small holds" "$work/carved2.log"'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
