@@ -117,16 +117,19 @@ static int load_config(struct carved *d, const struct opts *o)
         fprintf(stderr, "carved: %s\n", err);
         return 2;
     }
-    if (o->socket && strlen(o->socket) >= sizeof(d->conf.socket_path)) {
-        fprintf(stderr, "carved: --socket %s is longer than a unix socket path may be (107)\n", o->socket);
-        return 2;
-    }
-    if (o->socket)
-        snprintf(d->conf.socket_path, sizeof(d->conf.socket_path), "%s", o->socket);
-    if (o->state_dir)
-        snprintf(d->conf.state_dir, sizeof(d->conf.state_dir), "%s", o->state_dir);
-    if (o->listen)
-        snprintf(d->conf.listen, sizeof(d->conf.listen), "%s", o->listen);
+    /* checked as the config's lines are: --check-config said "config ok" to --listen foo,
+     * which carved then could not start with, and --state-dir was cut to fit silently */
+    const struct {
+        const char *option, *key, *value;
+    } set[] = {{"--socket", "socket", o->socket},
+               {"--state-dir", "state_dir", o->state_dir},
+               {"--listen", "listen", o->listen}};
+    for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
+        if (set[i].value && carved_config_set(&d->conf, set[i].key, set[i].value, err,
+                                              sizeof(err)) < 0) {
+            fprintf(stderr, "carved: %s: %s\n", set[i].option, err);
+            return 2;
+        }
     return 0;
 }
 

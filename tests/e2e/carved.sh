@@ -71,6 +71,13 @@ printf 'poll_interval = 1s\nidle_after = 10s\nmemroy = 1GiB\n' >"$work/bad.conf"
 err=$("$CARVED" --check-config --config "$work/bad.conf" 2>&1)
 rc=$?
 check "a bad key is refused with its line number (rc $rc: $err)" '[ $rc -eq 2 ] && [[ $err == *"bad.conf:3"* ]]'
+# the options that override the config are checked as its lines are (--check-config said
+# "config ok" to each of these, and carved then failed to start or bound every interface)
+for opt in "--listen foo" "--listen :9477" "--socket ''" "--state-dir relative"; do
+    err=$(eval "\"\$CARVED\" --check-config $opt" 2>&1)
+    rc=$?
+    check "carved --check-config $opt: refused, exit 2 ($rc: $err)" '[ $rc -eq 2 ] && [[ $err == "carved: ${opt%% *}: "* ]]'
+done
 
 cat >"$work/carved.conf" <<CONF
 poll_interval = 200ms
