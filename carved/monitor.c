@@ -138,15 +138,17 @@ static struct member {
 static int nmembers;
 
 /* Whether pid was started in the slice: its environment names the slice's object, as carve
- * run sets it. The table's pids are not proof: any user can write them (mode 0666). */
-static bool started_in(pid_t pid, const char *shm)
+ * run sets it. The table's pids are not proof: any user can write them (mode 0666). 1: it
+ * was; 0: it was not; -1: carved cannot read its environment (a carved not run as root,
+ * which cannot signal another user's process either). */
+static int started_in(pid_t pid, const char *shm)
 {
     char path[64], want[sizeof("CARVE_SLICE=") + sizeof(((struct dslice *)0)->shm)];
     snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
     snprintf(want, sizeof(want), "CARVE_SLICE=%s", shm);
     FILE *f = fopen(path, "re");
     if (!f)
-        return false;
+        return errno == EACCES || errno == EPERM ? -1 : 0;
     char *entry = NULL;
     size_t cap = 0;
     bool found = false;
@@ -170,7 +172,7 @@ static void read_members(struct carved *d)
             continue;
         int n = carve_slice_pids(s->handle, pids, CARVE_SLICE_MAX_PROCS);
         for (int j = 0; j < n && nmembers < MAX_MEMBERS; j++)
-            if (started_in((pid_t)pids[j], s->shm))
+            if (started_in((pid_t)pids[j], s->shm) != 0)
                 members[nmembers++] = (struct member){pids[j], s};
     }
 }
@@ -374,11 +376,13 @@ static bool judge_idle(struct carved *d, struct dslice *s, bool busy, double now
         return false;
     int ended = 0;
     for (int i = 0; i < nprocs; i++) {
-        if (!started_in((pid_t)pids[i], s->shm)) {
+        int in = started_in((pid_t)pids[i], s->shm);
+        if (in != 1) {
             if (!was) /* once, not at every poll it stays idle */
-                carved_log("slice %s: pid %u is in its table but was not started in the slice "
-                           "(no CARVE_SLICE=%s in its environment); not ended", s->name, pids[i],
-                           s->shm);
+                carved_log("slice %s: pid %u is in its table but %s (CARVE_SLICE=%s in its "
+                           "environment); not ended", s->name, pids[i],
+                           in == 0 ? "was not started in the slice" : "carved cannot read "
+                           "whether it was started in the slice", s->shm);
             continue;
         }
         kill((pid_t)pids[i], SIGKILL);
