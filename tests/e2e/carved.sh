@@ -205,6 +205,12 @@ out=$("$CARVE" run --simulate --memory 256MiB -- "$MEMHOG" --label t3 --step 64 
 list=$("$CARVE" slice list --json 2>&1)
 check "carve run --memory through carved caps (256 MiB) and leaves no slice" '[[ $out == *"got 256 MiB"* ]] && ! [[ $list == *memhog* ]]'
 
+# a slice named as carve run names the one it asks for (NAME-PID): carve run still runs
+# (the name was predictable, so another user could make carve run fail, exit 2)
+# shellcheck disable=SC2016  # $$ is the inner shell's pid, which carve run then has
+out=$(CARVE="$CARVE" sh -c '"$CARVE" slice create taken-$$ >/dev/null && exec "$CARVE" run --name taken --memory 256MiB -- echo ran' 2>&1)
+check "carve run --memory when a slice has its name and pid: it runs ($out)" '[ "$out" = ran ]'
+
 # 6. trust: a tenant of another user (nobody)
 if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SOCKET="$CARVE_SOCKET" "$@"; }
