@@ -100,10 +100,16 @@ static json_t *copy_field(json_t *req, const char *key, char *out, size_t len)
 
 static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pid_t pid)
 {
-    bool run = json_is_true(json_object_get(req, "run"));
-    if (!registry_is_admin(d, uid, gid) && !d->conf.allow_user_slices)
+    bool run = json_is_true(json_object_get(req, "run")), admin = registry_is_admin(d, uid, gid);
+    if (!admin && !d->conf.allow_user_slices)
         return fail("only carved's admins may make slices here (allow_user_slices = no); %s",
                     run ? "ask for a slice and use carve run --slice NAME" : "ask an admin");
+    if (!admin && registry_owned(d, uid) >= CARVED_MAX_USER_SLICES) {
+        char most[16];
+        snprintf(most, sizeof(most), "%d", CARVED_MAX_USER_SLICES);
+        return fail("you hold %s slices, the most a user may (carved's admins may make more); "
+                    "delete some first (carve slice list)", most);
+    }
     struct carved_slice_conf c = {.idle_policy = -1};
     json_t *e;
     if ((e = copy_field(req, "name", c.name, sizeof(c.name))) ||

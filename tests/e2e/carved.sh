@@ -225,6 +225,14 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     check "a slice not made by carved gets no GPU context while carved runs" '[[ $forged == *"was not made by carved"* ]]'
     terms=$(find /dev/shm -maxdepth 1 -name 'carve.d.shared.*.terms' | head -1)
     check "nobody cannot write the terms (caps) of a slice: $terms" '! as_nobody sh -c "echo x >> \"$0\"" "$terms" 2>/dev/null'
+    # one user cannot take every slice (1024) and so refuse everyone else's carve run
+    made=0
+    for i in $(seq 65); do
+        err=$(as_nobody "$CARVE" slice create "hog$i" 2>&1) && made=$((made + 1))
+    done
+    check "nobody makes 64 slices, and the 65th is refused ($made: $err)" '[ $made -eq 64 ] && [[ $err == *"you hold 64 slices, the most a user may"* ]]'
+    check "and root still may make one" '"$CARVE" slice create hog-root >/dev/null && "$CARVE" slice delete hog-root >/dev/null'
+    for i in $(seq 64); do as_nobody "$CARVE" slice delete "hog$i" >/dev/null; done
 else
     echo "skip - trust checks (need root and the node socket $node_socket free)"
 fi
