@@ -33,10 +33,16 @@ static json_t *fail(const char *fmt, const char *arg)
     return json_pack("{s:b,s:o}", "ok", 0, "error", why);
 }
 
+/* The largest uid or gid a request may name, as in the config: (uid_t)-1 means "no id". */
+#define API_ID_MAX 4294967294LL
+
 /* A user or group given by name or number; false when unknown. */
 static bool id_of(json_t *v, bool group, unsigned *out)
 {
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+    if (json_is_integer(v)) {
+        /* 4294967296 was cut to 32 bits: a slice open to root, or to a user not named */
+        if (json_integer_value(v) < 0 || json_integer_value(v) > API_ID_MAX)
+            return false;
         *out = (unsigned)json_integer_value(v);
         return true;
     }
@@ -65,6 +71,13 @@ static json_t *read_ids(json_t *a, bool group, unsigned *out, int *n)
     json_array_foreach(a, i, v) {
         if (*n >= CARVED_MAX_IDS)
             return fail("at most 32 %s per slice", group ? "groups" : "users");
+        if (json_is_integer(v) && !id_of(v, group, &out[*n])) {
+            char num[32];
+            snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            return fail(group ? "gid %s is out of range; give 0-4294967294 or a group name"
+                              : "uid %s is out of range; give 0-4294967294 or a user name",
+                        num);
+        }
         if (!id_of(v, group, &out[*n]))
             return fail(group ? "no such group: %s" : "no such user: %s",
                         json_is_string(v) ? json_string_value(v) : "(not a name or number)");
@@ -87,10 +100,16 @@ static json_t *copy_field(json_t *req, const char *key, char *out, size_t len)
 
 static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pid_t pid)
 {
-    bool run = json_is_true(json_object_get(req, "run"));
-    if (!registry_is_admin(d, uid, gid) && !d->conf.allow_user_slices)
+    bool run = json_is_true(json_object_get(req, "run")), admin = registry_is_admin(d, uid, gid);
+    if (!admin && !d->conf.allow_user_slices)
         return fail("only carved's admins may make slices here (allow_user_slices = no); %s",
                     run ? "ask for a slice and use carve run --slice NAME" : "ask an admin");
+    if (!admin && registry_owned(d, uid) >= CARVED_MAX_USER_SLICES) {
+        char most[16];
+        snprintf(most, sizeof(most), "%d", CARVED_MAX_USER_SLICES);
+        return fail("you hold %s slices, the most a user may (carved's admins may make more); "
+                    "delete some first (carve slice list)", most);
+    }
     struct carved_slice_conf c = {.idle_policy = -1};
     json_t *e;
     if ((e = copy_field(req, "name", c.name, sizeof(c.name))) ||

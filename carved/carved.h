@@ -68,6 +68,10 @@ int carved_config_parse(const char *text, size_t len, const char *file, struct c
                         char *err, size_t errlen);
 /* Reads and parses a file: 0, -errno (cannot read, message names the file) or -EINVAL. */
 int carved_config_load(const char *path, struct carved_config *c, char *err, size_t errlen);
+/* Sets one node key (carved's --socket, --state-dir, --listen) as a config line would: 0, or
+ * -EINVAL with what is wrong and what is accepted in err. */
+int carved_config_set(struct carved_config *c, const char *key, const char *value, char *err,
+                      size_t errlen);
 
 /* The HTTP listener (libmicrohttpd, its own thread): GET /metrics (Prometheus text),
  * /api/state (the snapshot as JSON), / (the dashboard). It serves the latest snapshot given

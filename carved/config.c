@@ -756,3 +756,15 @@ out:
     free(text);
     return ret;
 }
+
+int carved_config_set(struct carved_config *c, const char *key, const char *value, char *err,
+                      size_t errlen)
+{
+    const struct conf_key *k = find_key(key, CONF_NODE);
+    char why[CONF_WHY_MAX] = "";
+    if (!k)
+        return bad(err, errlen, "unknown key `%s'", key);
+    if (k->parse(k, value, c, why, sizeof(why)) < 0)
+        return bad(err, errlen, "%s", why);
+    return 0;
+}

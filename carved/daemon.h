@@ -14,6 +14,9 @@
 #include "slice.h"
 
 #define CARVED_MAX_SLICES 1024
+/* A user not among carved's admins holds at most this many slices: one user filled all
+ * 1024, and every other user's carve run was refused. */
+#define CARVED_MAX_USER_SLICES 64
 
 enum carved_origin { ORIGIN_CONFIG, ORIGIN_API, ORIGIN_RUN };
 
@@ -70,6 +73,8 @@ int registry_delete(struct carved *d, struct dslice *s, char *err, size_t errlen
 bool registry_may_join(const struct carved *d, const struct dslice *s, uid_t uid, gid_t gid);
 bool registry_may_manage(const struct carved *d, const struct dslice *s, uid_t uid, gid_t gid);
 bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid);
+/* How many slices uid owns (made through the socket, not the config). */
+int registry_owned(const struct carved *d, uid_t uid);
 const char *registry_origin_name(int origin);
 
 /* monitor.c */

@@ -117,16 +117,19 @@ static int load_config(struct carved *d, const struct opts *o)
         fprintf(stderr, "carved: %s\n", err);
         return 2;
     }
-    if (o->socket && strlen(o->socket) >= sizeof(d->conf.socket_path)) {
-        fprintf(stderr, "carved: --socket %s is longer than a unix socket path may be (107)\n", o->socket);
-        return 2;
-    }
-    if (o->socket)
-        snprintf(d->conf.socket_path, sizeof(d->conf.socket_path), "%s", o->socket);
-    if (o->state_dir)
-        snprintf(d->conf.state_dir, sizeof(d->conf.state_dir), "%s", o->state_dir);
-    if (o->listen)
-        snprintf(d->conf.listen, sizeof(d->conf.listen), "%s", o->listen);
+    /* checked as the config's lines are: --check-config said "config ok" to --listen foo,
+     * which carved then could not start with, and --state-dir was cut to fit silently */
+    const struct {
+        const char *option, *key, *value;
+    } set[] = {{"--socket", "socket", o->socket},
+               {"--state-dir", "state_dir", o->state_dir},
+               {"--listen", "listen", o->listen}};
+    for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
+        if (set[i].value && carved_config_set(&d->conf, set[i].key, set[i].value, err,
+                                              sizeof(err)) < 0) {
+            fprintf(stderr, "carved: %s: %s\n", set[i].option, err);
+            return 2;
+        }
     return 0;
 }
 
@@ -175,8 +178,10 @@ static int listen_socket(const char *path)
 
 struct client {
     int fd;
-    double last; /* when it connected or last sent something */
+    double last; /* when it connected, or last sent something or read some of its reply */
     size_t len;
+    char *out;   /* the reply it has not read yet (its later requests wait in buf) */
+    size_t outlen, outdone;
     char buf[LINE_MAX_BYTES];
 };
 
@@ -187,17 +192,56 @@ static void drop(struct client *c)
     close(c->fd);
     c->fd = -1;
     c->len = 0;
+    free(c->out);
+    c->out = NULL;
+    c->outlen = c->outdone = 0;
+}
+
+/* Writes what the socket takes of the pending reply, without waiting: a client that does not
+ * read stalls only itself (a blocking write held carved, and every other client and the
+ * polls, for a second per such client). */
+static void flush(struct client *c)
+{
+    while (c->outdone < c->outlen) {
+        ssize_t n = write(c->fd, c->out + c->outdone, c->outlen - c->outdone);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            drop(c);
+            return;
+        }
+        c->outdone += (size_t)n;
+        c->last = monitor_now();
+    }
+    free(c->out);
+    c->out = NULL;
+    c->outlen = c->outdone = 0;
 }
 
 static void reply(struct client *c, json_t *r)
 {
-    static const char no_memory[] = "{\"ok\":false,\"error\":\"carved is out of memory\"}";
+    static const char no_memory[] = "{\"ok\":false,\"error\":\"carved is out of memory\"}\n";
     char *text = json_dumps(r, JSON_COMPACT);
     json_decref(r);
-    const char *out = text ? text : no_memory; /* every request gets its one line */
-    if (write(c->fd, out, strlen(out)) < 0 || write(c->fd, "\n", 1) < 0)
-        drop(c);
-    free(text);
+    size_t n = text ? strlen(text) : 0;
+    char *line = text ? realloc(text, n + 2) : NULL;
+    if (line) {
+        memcpy(line + n, "\n", 2);
+        n++;
+    } else { /* every request gets its one line */
+        free(text);
+        n = strlen(no_memory);
+        if (!(line = strdup(no_memory))) {
+            drop(c);
+            return;
+        }
+    }
+    c->out = line; /* requests are answered only when the reply before is written */
+    c->outlen = n;
+    c->outdone = 0;
+    flush(c);
 }
 
 static json_t *refusal(const char *why)
@@ -205,22 +249,11 @@ static json_t *refusal(const char *why)
     return json_pack("{s:b,s:s}", "ok", 0, "error", why);
 }
 
-/* Reads what a client sent; answers each complete line. */
-static void serve(struct carved *d, struct client *c)
+/* Answers each complete line in order, while the client reads what it is answered. */
+static void answer(struct carved *d, struct client *c)
 {
-    ssize_t n = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
-    c->last = monitor_now();
-    if (n <= 0) {
-        if (n == 0 && c->len > 0) /* it stopped writing mid-request; it may still read */
-            reply(c, refusal("the request ended without a newline (send one JSON object "
-                             "per line)"));
-        if (c->fd >= 0)
-            drop(c);
-        return;
-    }
-    c->len += (size_t)n;
     char *nl;
-    while (c->fd >= 0 && (nl = memchr(c->buf, '\n', c->len))) {
+    while (c->fd >= 0 && !c->out && (nl = memchr(c->buf, '\n', c->len))) {
         *nl = '\0';
         struct ucred cred;
         socklen_t cl = sizeof(cred);
@@ -238,21 +271,42 @@ static void serve(struct carved *d, struct client *c)
         memmove(c->buf, nl + 1, rest);
         c->len = rest;
     }
-    if (c->fd >= 0 && c->len == sizeof(c->buf) - 1) {
+    if (c->fd >= 0 && !c->out && c->len == sizeof(c->buf) - 1) {
         reply(c, refusal("request longer than 64 KiB"));
-        drop(c);
+        if (c->fd >= 0)
+            drop(c);
     }
+}
+
+/* Writes more of a pending reply, or reads what a client sent; answers complete lines. */
+static void serve(struct carved *d, struct client *c)
+{
+    if (c->out) {
+        flush(c);
+        answer(d, c);
+        return;
+    }
+    ssize_t n = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    c->last = monitor_now();
+    if (n <= 0) {
+        if (n == 0 && c->len > 0) /* it stopped writing mid-request; it may still read */
+            reply(c, refusal("the request ended without a newline (send one JSON object "
+                             "per line)"));
+        if (c->fd >= 0)
+            drop(c);
+        return;
+    }
+    c->len += (size_t)n;
+    answer(d, c);
 }
 
 static void accept_client(int lfd)
 {
-    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0)
         return;
-    /* reads happen only after poll says so; a client that stops reading its reply cannot
-     * hold carved for more than this */
-    struct timeval tv = {.tv_sec = 1};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     for (int i = 0; i < MAX_CLIENTS; i++)
         if (clients[i].fd < 0) {
             clients[i].fd = fd;
@@ -273,7 +327,9 @@ static void loop(struct carved *d, int lfd)
         map[n++] = -1;
         for (int i = 0; i < MAX_CLIENTS; i++)
             if (clients[i].fd >= 0) {
-                p[n] = (struct pollfd){.fd = clients[i].fd, .events = POLLIN};
+                /* a client with a reply to read sends nothing more until it has read it */
+                p[n] = (struct pollfd){.fd = clients[i].fd,
+                                       .events = clients[i].out ? POLLOUT : POLLIN};
                 map[n++] = i;
             }
         double now = monitor_now();
@@ -292,7 +348,7 @@ static void loop(struct carved *d, int lfd)
         now = monitor_now();
         for (int i = 0; i < MAX_CLIENTS; i++)
             if (clients[i].fd >= 0 && now - clients[i].last > CLIENT_IDLE_S) {
-                if (clients[i].len > 0)
+                if (clients[i].len > 0 && !clients[i].out)
                     reply(&clients[i], refusal("the request was not finished within 5 s (send "
                                                "one JSON object per line)"));
                 if (clients[i].fd >= 0)

@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -136,6 +137,31 @@ static struct member {
 } members[MAX_MEMBERS];
 static int nmembers;
 
+/* Whether pid was started in the slice: its environment names the slice's object, as carve
+ * run sets it. The table's pids are not proof: any user can write them (mode 0666). 1: it
+ * was; 0: it was not; -1: carved cannot read its environment (a carved not run as root,
+ * which cannot signal another user's process either). */
+static int started_in(pid_t pid, const char *shm)
+{
+    char path[64], want[sizeof("CARVE_SLICE=") + sizeof(((struct dslice *)0)->shm)];
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+    snprintf(want, sizeof(want), "CARVE_SLICE=%s", shm);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return errno == EACCES || errno == EPERM ? -1 : 0;
+    char *entry = NULL;
+    size_t cap = 0;
+    bool found = false;
+    while (!found && getdelim(&entry, &cap, '\0', f) > 0)
+        found = strcmp(entry, want) == 0;
+    free(entry);
+    fclose(f);
+    return found;
+}
+
+/* The slices' processes, by their tables and checked: a pid someone wrote into another
+ * slice's table took that process's NVML memory there, and under escape_policy = kill an
+ * over-cap slice's processes were killed, whoever's they were. */
 static void read_members(struct carved *d)
 {
     unsigned pids[CARVE_SLICE_MAX_PROCS];
@@ -146,7 +172,8 @@ static void read_members(struct carved *d)
             continue;
         int n = carve_slice_pids(s->handle, pids, CARVE_SLICE_MAX_PROCS);
         for (int j = 0; j < n && nmembers < MAX_MEMBERS; j++)
-            members[nmembers++] = (struct member){pids[j], s};
+            if (started_in((pid_t)pids[j], s->shm) != 0)
+                members[nmembers++] = (struct member){pids[j], s};
     }
 }
 
@@ -326,7 +353,8 @@ static uint64_t slice_memory(const struct dslice *s)
 }
 
 /* Idle: holds device memory and ran no kernel (no SM time, no paced launch) since
- * idle_since. Returns true when the policy ended the slice's processes. */
+ * idle_since. Returns true when the policy ended the slice's processes: those started in
+ * it (a pid written into its table by hand was killed too, whoever's it was). */
 static bool judge_idle(struct carved *d, struct dslice *s, bool busy, double now, double dt,
                        int nprocs, const unsigned *pids)
 {
@@ -346,11 +374,25 @@ static bool judge_idle(struct carved *d, struct dslice *s, bool busy, double now
                    now - s->idle_since, policy_name(policy_of(d, s)));
     if (!s->idle || policy_of(d, s) != CARVED_POLICY_RECLAIM)
         return false;
-    for (int i = 0; i < nprocs; i++)
+    int ended = 0;
+    for (int i = 0; i < nprocs; i++) {
+        int in = started_in((pid_t)pids[i], s->shm);
+        if (in != 1) {
+            if (!was) /* once, not at every poll it stays idle */
+                carved_log("slice %s: pid %u is in its table but %s (CARVE_SLICE=%s in its "
+                           "environment); not ended", s->name, pids[i],
+                           in == 0 ? "was not started in the slice" : "carved cannot read "
+                           "whether it was started in the slice", s->shm);
+            continue;
+        }
         kill((pid_t)pids[i], SIGKILL);
+        ended++;
+    }
     carve_slice_reap(s->handle);
+    if (ended == 0)
+        return false;
     d->idle_reclaims++;
-    carved_log("slice %s reclaimed: %d process(es) ended", s->name, nprocs);
+    carved_log("slice %s reclaimed: %d process(es) ended", s->name, ended);
     return true;
 }
 

@@ -65,6 +65,15 @@ bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid)
     return in_groups(uid, gid, d->conf.admin_groups, d->conf.nadmin_groups);
 }
 
+int registry_owned(const struct carved *d, uid_t uid)
+{
+    int n = 0;
+    for (int i = 0; i < CARVED_MAX_SLICES; i++)
+        n += d->slices[i].used && d->slices[i].origin != ORIGIN_CONFIG &&
+             d->slices[i].owner == uid;
+    return n;
+}
+
 bool registry_may_manage(const struct carved *d, const struct dslice *s, uid_t uid, gid_t gid)
 {
     if (registry_is_admin(d, uid, gid))

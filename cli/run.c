@@ -377,8 +377,13 @@ static int run_through_carved(const struct run_opts *o, const char *libdir, int 
     if (o->slice) {
         req = json_pack("{s:s,s:s}", "op", "join", "name", o->slice);
     } else {
-        snprintf(name, sizeof(name), "%.40s-%d", o->name ? o->name : command_name(o->command[0]),
-                 (int)getpid());
+        /* random too: any user may make a slice, and one named COMMAND-PID for a pid to come
+         * made that carve run fail ("exists already") */
+        unsigned rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+            rnd = (unsigned)getpid() * 2654435761u;
+        snprintf(name, sizeof(name), "%.40s-%d-%08x",
+                 o->name ? o->name : command_name(o->command[0]), (int)getpid(), rnd);
         for (char *c = name; *c; c++)
             if (!strchr(CARVE_SLICE_NAME_CHARS, *c))
                 *c = '_';

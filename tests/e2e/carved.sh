@@ -71,6 +71,13 @@ printf 'poll_interval = 1s\nidle_after = 10s\nmemroy = 1GiB\n' >"$work/bad.conf"
 err=$("$CARVED" --check-config --config "$work/bad.conf" 2>&1)
 rc=$?
 check "a bad key is refused with its line number (rc $rc: $err)" '[ $rc -eq 2 ] && [[ $err == *"bad.conf:3"* ]]'
+# the options that override the config are checked as its lines are (--check-config said
+# "config ok" to each of these, and carved then failed to start or bound every interface)
+for opt in "--listen foo" "--listen :9477" "--socket ''" "--state-dir relative"; do
+    err=$(eval "\"\$CARVED\" --check-config $opt" 2>&1)
+    rc=$?
+    check "carved --check-config $opt: refused, exit 2 ($rc: $err)" '[ $rc -eq 2 ] && [[ $err == "carved: ${opt%% *}: "* ]]'
+done
 
 cat >"$work/carved.conf" <<CONF
 poll_interval = 200ms
@@ -198,6 +205,12 @@ out=$("$CARVE" run --simulate --memory 256MiB -- "$MEMHOG" --label t3 --step 64 
 list=$("$CARVE" slice list --json 2>&1)
 check "carve run --memory through carved caps (256 MiB) and leaves no slice" '[[ $out == *"got 256 MiB"* ]] && ! [[ $list == *memhog* ]]'
 
+# a slice named as carve run names the one it asks for (NAME-PID): carve run still runs
+# (the name was predictable, so another user could make carve run fail, exit 2)
+# shellcheck disable=SC2016  # $$ is the inner shell's pid, which carve run then has
+out=$(CARVE="$CARVE" sh -c '"$CARVE" slice create taken-$$ >/dev/null && exec "$CARVE" run --name taken --memory 256MiB -- echo ran' 2>&1)
+check "carve run --memory when a slice has its name and pid: it runs ($out)" '[ "$out" = ran ]'
+
 # 6. trust: a tenant of another user (nobody)
 if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SOCKET="$CARVE_SOCKET" "$@"; }
@@ -212,6 +225,14 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     check "a slice not made by carved gets no GPU context while carved runs" '[[ $forged == *"was not made by carved"* ]]'
     terms=$(find /dev/shm -maxdepth 1 -name 'carve.d.shared.*.terms' | head -1)
     check "nobody cannot write the terms (caps) of a slice: $terms" '! as_nobody sh -c "echo x >> \"$0\"" "$terms" 2>/dev/null'
+    # one user cannot take every slice (1024) and so refuse everyone else's carve run
+    made=0
+    for i in $(seq 65); do
+        err=$(as_nobody "$CARVE" slice create "hog$i" 2>&1) && made=$((made + 1))
+    done
+    check "nobody makes 64 slices, and the 65th is refused ($made: $err)" '[ $made -eq 64 ] && [[ $err == *"you hold 64 slices, the most a user may"* ]]'
+    check "and root still may make one" '"$CARVE" slice create hog-root >/dev/null && "$CARVE" slice delete hog-root >/dev/null'
+    for i in $(seq 64); do as_nobody "$CARVE" slice delete "hog$i" >/dev/null; done
 else
     echo "skip - trust checks (need root and the node socket $node_socket free)"
 fi

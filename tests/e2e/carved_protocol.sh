@@ -5,7 +5,7 @@
 # request over 64 KiB, a request cut off without its newline, several requests in one write
 # and one request in many writes, and a client that hangs up before reading: each gets one
 # error line that says what is wrong (or its answers), and carved keeps serving and is still
-# alive at the end; 64 clients that never finish a request lose their slots after 5 s. In the sanitizer build carved runs with ASan, so a memory error fails it.
+# alive at the end; clients that never read their replies do not hold up another; 64 clients that never finish a request lose their slots after 5 s. In the sanitizer build carved runs with ASan, so a memory error fails it.
 #
 #   BUILD=build bash tests/e2e/carved_protocol.sh
 set -uo pipefail
@@ -84,6 +84,38 @@ def exchange(case):
       s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path)
       s.sendall(b'{"op":"list"}\n')
       return "while full: %s; told: %d of 64; after: %s" % (full, told, lines(1)[:40])
+  elif case == "big-ids":
+      # ids past 32 bits were cut to them (4294967296 made a slice open to uid 0)
+      s.sendall(b'{"op":"create","name":"big1","users":[4294967296]}\n'
+                b'{"op":"create","name":"big2","groups":[4294967295]}\n')
+      return lines(2)
+  elif case == "no-reader":
+      # clients that send requests and never read the replies: each stalled carved for a
+      # second (a blocking write with a 1 s timeout), others and the polls with it
+      s.close()
+      quiet = []
+      for _ in range(8):
+          q = socket.socket(socket.AF_UNIX); q.connect(path)
+          q.sendall(b'{"op":"ps"}\n' * 4000); quiet.append(q)
+      time.sleep(0.2)
+      t = time.time()
+      s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(path)
+      s.sendall(b'{"op":"list"}\n')
+      got = lines(1)[:20]
+      took = time.time() - t
+      # a slow reader of 300 pipelined replies still gets every one, in order
+      r = socket.socket(socket.AF_UNIX); r.settimeout(10); r.connect(path)
+      r.sendall(b'{"op":"ps"}\n' * 300); time.sleep(0.5)
+      buf = b""
+      while buf.count(b"\n") < 300:
+          chunk = r.recv(4096)
+          if not chunk:
+              break
+          buf += chunk
+      good = sum(l.startswith(b'{"ok":true') for l in buf.split(b"\n"))
+      for q in quiet:
+          q.close()
+      return "%s in %s s; slow reader: %d of 300" % (got, "under 1" if took < 1 else "%.1f" % took, good)
   elif case == "wrong-types":
       s.sendall(b'{"op":"create","name":7,"memory":[1]}\n{"op":5}\n{"op":"create","name":"y","users":"root"}\n')
       return lines(3)
@@ -94,7 +126,7 @@ EOF
 
 "$CARVE" slice create keep --memory 512MiB >/dev/null
 send not-json not-object bad-utf8 nul oversized partial many-in-one one-in-many wrong-types \
-    >"$work/replies"
+    big-ids >"$work/replies"
 expect() { # expect CASE WHAT PATTERN...: every pattern is in the reply
     local out p
     out=$(grep "^$1	" "$work/replies")
@@ -115,6 +147,13 @@ expect partial "cut off without a newline: told so" '"ok":false' 'without a newl
 expect many-in-one "three requests in one write: three replies in order" '"ok":true' 'unknown op `nope' 'has no `op'
 expect one-in-many "one request in 28 writes: one answer" '"ok":true' '"shm":'
 expect wrong-types "fields of the wrong type: each refused with its field" '`name'"'"' must be a short string' 'has no `op' '`users'"'"' must be a list'
+expect big-ids "a uid or gid past 4294967294: refused, not cut to 32 bits" 'uid 4294967296 is out of range' 'gid 4294967295 is out of range'
+send no-reader >"$work/noread"
+if grep -q '{"ok":true.* in under 1 s; slow reader: 300 of 300' "$work/noread"; then
+    ok "8 clients that never read their replies do not hold up others: $(cut -f2 "$work/noread")"
+else
+    bad "clients that never read: $(cat "$work/noread")"
+fi
 # shellcheck disable=SC2046  # twenty words
 send $(printf 'hang-up %.0s' $(seq 20)) >/dev/null
 send hold-slots >"$work/slots"
