@@ -17,13 +17,7 @@ victim=
 tenant=
 cleanup_extra() { kill "$victim" "$tenant" 2>/dev/null; }
 
-start_carved 200ms
-kill -TERM "$daemon" && wait "$daemon"
-printf 'poll_interval = 200ms\nidle_after = 10s\nidle_policy = reclaim\n' >"$work/carved.conf"
-"$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" \
-    --state-dir "$work/state" --listen off >"$work/carved.log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do "$CARVE" slice list >/dev/null 2>&1 && break; sleep 0.1; done
+start_carved 200ms off $'idle_after = 10s\nidle_policy = reclaim\n'
 
 "$CARVE" slice create idle --memory 2GiB >/dev/null
 shm=$(python3 -c 'import json,sys; print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == "idle"][0])' "$work/state/slices.json")
@@ -54,12 +48,8 @@ check "one reclaim counted, not one per poll while the planted pid stays ($recla
 check "carved is still running" 'kill -0 "$daemon"'
 
 # escape_policy = kill: slice small (256 MiB) made first, so its table is read first
-kill -TERM "$daemon" && wait "$daemon"
-printf 'poll_interval = 200ms\nescape_policy = kill\n' >"$work/carved.conf"
-"$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" \
-    --state-dir "$work/state" --listen off >"$work/carved2.log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do "$CARVE" slice list >/dev/null 2>&1 && break; sleep 0.1; done
+stop_carved
+start_carved 200ms off $'escape_policy = kill\n'
 "$CARVE" slice create small --memory 256MiB >/dev/null
 "$CARVE" slice create big --memory 1GiB >/dev/null
 "$CARVE" run --slice big -- "$BUILD/tests/e2e/mem_claim" hold 512 60 >"$work/tenant2.log" 2>&1 &
@@ -70,6 +60,6 @@ CARVE_SLICE=$small "${claimer[@]}" "$BUILD/tests/e2e/mem_claim" "$tenant" >"$wor
 check "big's tenant (512 MiB) planted in small's table" 'grep -q "claims pid $tenant" "$work/claim2.log"'
 sleep 2
 check "big's tenant is not killed as small's process over its cap" 'kill -0 "$tenant" 2>/dev/null'
-check "carved does not find small over its cap" '! grep -q "slice small holds" "$work/carved2.log"'
+check "carved does not find small over its cap" '! grep -q "slice small holds" "$work/carved.log"'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

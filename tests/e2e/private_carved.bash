@@ -11,22 +11,26 @@
 #   daemon                      the script sets it to carved's pid; stopped at exit
 #   ok, bad, check, passed, failed
 #   cleanup_extra               a function the script may define, run first at exit
-#   start_carved POLL [LISTEN]  writes $work/carved.conf (poll_interval = POLL), starts carved
-#                               (HTTP on LISTEN, default off) into $daemon, waits for its socket
-# At exit the slices made after $work/carved.conf and this run's board are removed.
+#   start_carved POLL [LISTEN] [MORE]
+#                               writes $work/carved.conf (poll_interval = POLL, then the lines
+#                               MORE), starts carved (HTTP on LISTEN, default off) into $daemon,
+#                               waits for its socket
+#   stop_carved                 SIGTERM to $daemon, and waits for it
+# At exit the slices made since sourcing and this run's board are removed.
 BUILD=${BUILD:-build}
 CARVE=$BUILD/bin/carve
 CARVED=$BUILD/bin/carved
 passed=0
 failed=0
 work=$(mktemp -d)
+touch "$work/since" # what /dev/shm holds of this run is newer
 export CARVE_SIM_STATE=$work/sim-state CARVE_SOCKET=$work/carved.sock
 sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
 export CARVE_SIM_UUIDS=GPU-$sim_uuid
 daemon=
 
 start_carved() {
-    printf 'poll_interval = %s\n' "$1" >"$work/carved.conf"
+    printf 'poll_interval = %s\n%s' "$1" "${3:-}" >"$work/carved.conf"
     "$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" \
         --state-dir "$work/state" --listen "${2:-off}" >"$work/carved.log" 2>&1 &
     daemon=$!
@@ -34,6 +38,10 @@ start_carved() {
         "$CARVE" slice list >/dev/null 2>&1 && return 0
         sleep 0.1
     done
+}
+
+stop_carved() {
+    kill -TERM "$daemon" && wait "$daemon"
 }
 
 ok() { echo "ok - $1"; passed=$((passed + 1)); }
@@ -45,7 +53,7 @@ cleanup() {
         kill -TERM "$daemon" 2>/dev/null
         wait "$daemon" 2>/dev/null
     fi
-    find /dev/shm -maxdepth 1 -name 'carve.d.*' -newer "$work/carved.conf" -delete 2>/dev/null
+    find /dev/shm -maxdepth 1 -name 'carve.d.*' -newer "$work/since" -delete 2>/dev/null
     rm -f "/dev/shm/carve-board-${sim_uuid//-/}" "/dev/shm/carve-board-${sim_uuid//-/}.activity"
     rm -rf "$work"
 }
