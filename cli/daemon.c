@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -22,6 +23,18 @@ const char *carve_socket_path(void)
     return env && *env ? env : "/run/carve/carved.sock";
 }
 
+/* Seconds carve waits for carved to take a request or answer it: a stopped or wedged carved
+ * made every carve (and a Slurm job's prolog) wait for ever. CARVE_DAEMON_TIMEOUT overrides. */
+#define DAEMON_TIMEOUT_S 30
+
+static int daemon_timeout_s(void)
+{
+    const char *env = getenv("CARVE_DAEMON_TIMEOUT");
+    char *end;
+    long s = env ? strtol(env, &end, 10) : 0;
+    return env && *env && !*end && s > 0 && s <= 3600 ? (int)s : DAEMON_TIMEOUT_S;
+}
+
 int carve_daemon_connect(void)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -29,6 +42,10 @@ int carve_daemon_connect(void)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
+    /* the send timeout also bounds connect() while carved's backlog is full */
+    struct timeval tv = {.tv_sec = daemon_timeout_s()};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
         close(fd);
         return -1;
@@ -56,6 +73,13 @@ json_t *carve_daemon_call(int fd, json_t *req, char *err, size_t errlen)
             buf = bigger;
         }
         ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            snprintf(err, errlen, "carved at %s did not answer in %d s (is it stopped or stuck? "
+                     "its log, or `systemctl status carved', tells; CARVE_DAEMON_TIMEOUT sets "
+                     "the wait)", carve_socket_path(), daemon_timeout_s());
+            free(buf);
+            return NULL;
+        }
         if (n <= 0)
             break;
         len += (size_t)n;

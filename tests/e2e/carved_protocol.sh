@@ -5,7 +5,7 @@
 # request over 64 KiB, a request cut off without its newline, several requests in one write
 # and one request in many writes, and a client that hangs up before reading: each gets one
 # error line that says what is wrong (or its answers), and carved keeps serving and is still
-# alive at the end; clients that never read their replies do not hold up another; 64 clients that never finish a request lose their slots after 5 s. In the sanitizer build carved runs with ASan, so a memory error fails it.
+# alive at the end; clients that never read their replies do not hold up another; 64 clients that never finish a request lose their slots after 5 s; the CLI gives up on a stopped carved after CARVE_DAEMON_TIMEOUT. In the sanitizer build carved runs with ASan, so a memory error fails it.
 #
 #   BUILD=build bash tests/e2e/carved_protocol.sh
 set -uo pipefail
@@ -169,6 +169,16 @@ if kill -0 "$daemon" 2>/dev/null && [[ $list == *keep* ]]; then
 else
     bad "carved after the bad clients: $list; log: $(tail -n 5 "$work/carved.log")"
 fi
+# a stopped carved: the CLI gives up after CARVE_DAEMON_TIMEOUT seconds (it waited for ever)
+kill -STOP "$daemon"
+t0=$(date +%s%N)
+stuck=$(CARVE_DAEMON_TIMEOUT=1 timeout 20 "$CARVE" slice list 2>&1)
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+kill -CONT "$daemon"
+check "carve slice list against a stopped carved exits 1 after the 1 s timeout ($rc, $ms ms: $stuck)" \
+    '[ "$rc" -eq 1 ] && [[ $stuck == *"did not answer in 1 s"* ]] && [ "$ms" -lt 10000 ]'
+check "carved serves again once continued" '"$CARVE" slice list >/dev/null'
 kill -TERM "$daemon"
 wait "$daemon"
 rc=$?
