@@ -182,7 +182,7 @@ struct client {
     size_t len;
     char *out;   /* the reply it has not read yet (its later requests wait in buf) */
     size_t outlen, outdone;
-    char buf[LINE_MAX_BYTES];
+    char buf[LINE_MAX_BYTES + 1]; /* a whole line of 64 KiB, its newline included */
 };
 
 static struct client clients[MAX_CLIENTS];
@@ -406,9 +406,12 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    carved_log("ready: %d GPU%s%s, %d slice%s kept, socket %s, http %s", d->ngpu,
-               d->ngpu == 1 ? "" : "s", d->simulate ? " (simulated)" : "", d->conf.nslices,
-               d->conf.nslices == 1 ? "" : "s", d->conf.socket_path,
+    int held = 0; /* the config's and those kept from before (it counted only the config's) */
+    for (int i = 0; i < CARVED_MAX_SLICES; i++)
+        held += d->slices[i].used;
+    carved_log("ready: %d GPU%s%s, %d slice%s (%d from the config), socket %s, http %s",
+               d->ngpu, d->ngpu == 1 ? "" : "s", d->simulate ? " (simulated)" : "", held,
+               held == 1 ? "" : "s", d->conf.nslices, d->conf.socket_path,
                d->conf.listen[0] ? d->conf.listen : "off");
     loop(d, lfd);
     carved_log("stopping; slices stay for the next carved");

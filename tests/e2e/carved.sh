@@ -167,6 +167,9 @@ touch -r "$work/carved.conf.before" "$work/carved.conf"
 start_daemon || exit 1
 list=$("$CARVE" slice list 2>&1)
 check "after a restart the slices are still there" '[[ $list == *shared* ]] && [[ $list == *mine* ]]'
+ready=$(grep "ready:" "$work/carved.log" | tail -n 1)
+check "the start-up line counts the slices kept from before, not only the config's ($ready)" \
+    '[[ $ready =~ \ ([0-9]+)\ slices\ \(([0-9]+)\ from\ the\ config\) ]] && [ "${BASH_REMATCH[1]}" -gt "${BASH_REMATCH[2]}" ]'
 check "an edited [slice] section: its new cap is logged as not applied to the kept slice" \
     'grep -q "slice closed: the config (line [0-9]*) asks memory .384MiB.*kept from before has .512MiB" "$work/carved.log" &&
      ! grep -q "slice shared: the config" "$work/carved.log"'

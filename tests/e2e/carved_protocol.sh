@@ -48,6 +48,9 @@ def exchange(case):
       s.sendall(b'{"op":"list"}\x00{"op":"delete","name":"keep"}\n'); return lines(1)
   elif case == "oversized":
       s.sendall(b'{"op":"list","pad":"' + b"x" * 70000 + b'"}\n'); return lines(1)
+  elif case == "just-64k":
+      head = b'{"op":"list","pad":"'
+      s.sendall(head + b"x" * (65536 - len(head) - 3) + b'"}\n'); return lines(1)
   elif case == "partial":
       s.sendall(b'{"op":"li'); s.shutdown(socket.SHUT_WR); return lines(1)
   elif case == "many-in-one":
@@ -125,7 +128,7 @@ EOF
 }
 
 "$CARVE" slice create keep --memory 512MiB >/dev/null
-send not-json not-object bad-utf8 nul oversized partial many-in-one one-in-many wrong-types \
+send not-json not-object bad-utf8 nul oversized just-64k partial many-in-one one-in-many wrong-types \
     big-ids >"$work/replies"
 expect() { # expect CASE WHAT PATTERN...: every pattern is in the reply
     local out p
@@ -143,6 +146,7 @@ expect not-object "a JSON array: refused" '"ok":false' 'not a JSON object'
 expect bad-utf8 "invalid UTF-8: still one error line" '"ok":false' 'not a JSON object'
 expect nul "a NUL byte inside the line: refused, and the part after it not run" '"ok":false' 'NUL byte'
 expect oversized "a 70 KB line: refused as longer than 64 KiB" '"ok":false' 'longer than 64 KiB'
+expect just-64k "a line of 64 KiB exactly, its newline included: answered" '"ok":true' '"snapshot":'
 expect partial "cut off without a newline: told so" '"ok":false' 'without a newline'
 expect many-in-one "three requests in one write: three replies in order" '"ok":true' 'unknown op `nope' 'has no `op'
 expect one-in-many "one request in 28 writes: one answer" '"ok":true' '"shm":'
