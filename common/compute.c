@@ -13,17 +13,15 @@ static int bad_compute(const char *s, const char *why, char *err, size_t errlen)
     return -EINVAL;
 }
 
-int carve_parse_compute(const char *s, struct carve_compute *out, char *err, size_t errlen)
+const char *carve_parse_percent_bp(const char *s, uint32_t *bp, const char **end)
 {
-    if (!s || !*s)
-        return bad_compute(s ? s : "", "is empty", err, errlen);
     const char *p = s;
     uint64_t whole = 0, frac = 0;
     int frac_digits = 0, digits = 0;
     for (; *p >= '0' && *p <= '9'; p++, digits++) {
         whole = whole * 10 + (uint64_t)(*p - '0');
         if (whole > 1000)
-            return bad_compute(s, "is more than 100%", err, errlen);
+            return "is more than 100%";
     }
     if (*p == '.') {
         for (p++; *p >= '0' && *p <= '9'; p++, digits++)
@@ -31,15 +29,31 @@ int carve_parse_compute(const char *s, struct carve_compute *out, char *err, siz
                 frac = frac * 10 + (uint64_t)(*p - '0');
                 frac_digits++;
             } else if (*p != '0') {
-                return bad_compute(s, "has more precision than 0.01%", err, errlen);
+                return "has more precision than 0.01%";
             }
     }
     if (digits == 0)
-        return bad_compute(s, *s == '-' ? "is negative" : "is not a percentage", err, errlen);
+        return *s == '-' ? "is negative" : "is not a percentage";
     while (frac_digits < 2) {
         frac *= 10;
         frac_digits++;
     }
+    uint64_t v = whole * 100 + frac;
+    if (v > CARVE_BP_FULL)
+        return "is more than 100%";
+    *bp = (uint32_t)v;
+    *end = p;
+    return NULL;
+}
+
+int carve_parse_compute(const char *s, struct carve_compute *out, char *err, size_t errlen)
+{
+    if (!s || !*s)
+        return bad_compute(s ? s : "", "is empty", err, errlen);
+    uint32_t bp;
+    const char *p, *why = carve_parse_percent_bp(s, &bp, &p);
+    if (why)
+        return bad_compute(s, why, err, errlen);
     if (*p == '%')
         p++;
     uint8_t mode = CARVE_COMPUTE_CAP;
@@ -49,12 +63,9 @@ int carve_parse_compute(const char *s, struct carve_compute *out, char *err, siz
     }
     if (*p)
         return bad_compute(s, "is not a percentage", err, errlen);
-    uint64_t bp = whole * 100 + frac;
     if (bp == 0)
         return bad_compute(s, "is zero", err, errlen);
-    if (bp > CARVE_BP_FULL)
-        return bad_compute(s, "is more than 100%", err, errlen);
-    out->share_bp = (uint32_t)bp;
+    out->share_bp = bp;
     out->mode = mode;
     return 0;
 }

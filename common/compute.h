@@ -28,6 +28,10 @@ struct carve_compute {
     uint8_t priority;  /* enum carve_priority */
 };
 
+/* The number that starts "30%", "12.5", ".5": basis points (hundredths of a percent, at most
+ * 10000) into *bp and the first byte after the number into *end; NULL, or why it is none
+ * ("is not a percentage", "has more precision than 0.01%", "is more than 100%", ...). */
+const char *carve_parse_percent_bp(const char *s, uint32_t *bp, const char **end);
 /* "30%", "30", "12.5%" (a cap) or the same with a trailing '+' (a guarantee); the share must
  * be in (0, 100]. 0 or -EINVAL with a message naming the input and the accepted forms. */
 int carve_parse_compute(const char *s, struct carve_compute *out, char *err, size_t errlen);

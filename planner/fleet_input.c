@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "compute.h"
 #include "fleet.h"
 #include "size.h"
 
@@ -124,35 +125,25 @@ static int parse_memory(const char *s, struct fleet_workload *w, char *why, size
     return 0;
 }
 
-/* "30%", "30", "12.5%": percent of one GPU, 0 to 100, at most two decimals. */
+/* "30%", "30", "12.5%": percent of one GPU, 0 to 100, at most two decimals (the form of
+ * carve run --compute, which also takes a guarantee's `+'). */
 static int parse_percent(const char *s, uint32_t *bp, char *why, size_t len)
 {
-    const char *p = s;
-    uint64_t whole = 0, frac = 0;
-    int digits = 0, fdigits = 0;
-    for (; isdigit((unsigned char)*p) && digits < 4; p++, digits++)
-        whole = whole * 10 + (uint64_t)(*p - '0');
-    if (*p == '.') {
-        for (p++; isdigit((unsigned char)*p) && fdigits < 2; p++, fdigits++)
-            frac = frac * 10 + (uint64_t)(*p - '0');
-        if (fdigits == 0)
-            digits = 0;
-    }
-    if (fdigits == 1)
-        frac *= 10;
-    if (*p == '%')
+    const char *p, *reason = carve_parse_percent_bp(s, bp, &p);
+    if (!reason && *p == '%')
         p++;
-    if (!digits || *p) {
-        snprintf(why, len, "`%s' is not a percentage of one GPU (0 to 100, e.g. 30%% or 12.5%%)", s);
-        return -EINVAL;
-    }
-    uint64_t v = whole * 100 + frac;
-    if (v > FLEET_BP_FULL) {
+    if (!reason && *p)
+        reason = "is not a percentage";
+    if (!reason)
+        return 0;
+    if (strcmp(reason, "is more than 100%") == 0)
         snprintf(why, len, "%s is more than 100%% of a GPU", s);
-        return -EINVAL;
-    }
-    *bp = (uint32_t)v;
-    return 0;
+    else if (strcmp(reason, "is not a percentage") == 0)
+        snprintf(why, len, "`%s' is not a percentage of one GPU (0 to 100, e.g. 30%% or 12.5%%)", s);
+    else
+        snprintf(why, len, "`%s' %s (a percentage of one GPU: 0 to 100, e.g. 30%% or 12.5%%)", s,
+                 reason);
+    return -EINVAL;
 }
 
 static int parse_compute(const char *s, struct fleet_workload *w, char *why, size_t len)
@@ -446,7 +437,8 @@ static int json_field_text(int f, json_t *v, char *buf, size_t len, char *why, s
         return 0;
     }
     if (json_is_real(v) && f == F_COMPUTE) {
-        snprintf(buf, len, "%.2f", json_real_value(v));
+        /* as written (to 15 digits), so that 12.345 is refused as it is in a CSV */
+        snprintf(buf, len, "%.15g", json_real_value(v));
         return 0;
     }
     snprintf(why, wlen, "%s", f == F_MEMORY ? "must be a size string such as \"8GiB\""

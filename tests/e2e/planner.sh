@@ -95,6 +95,16 @@ jq_check "JSON: the impossible workload is listed with its line" \
 printf 'name,memory,compute\na,8GiB,30%%\nb,8GiB,300%%\n' >"$tmp/bad.csv"
 expect 2 "bad.csv:3: field \`compute' (column 3): 300% is more than 100% of a GPU" \
     plan "$tmp/bad.csv" --fleet H100-80GB
+# the form of carve run --compute: .5 is half a percent; more than two decimals are refused,
+# in a CSV and in JSON alike (JSON's 12.345 was rounded to 12.35, and .5 refused)
+printf 'name,memory,compute\na,8GiB,.5\n' >"$tmp/half.csv"
+expect 0 "1 workload on H100-80GB" plan "$tmp/half.csv" --fleet H100-80GB
+printf 'name,memory,compute\na,8GiB,12.345\n' >"$tmp/fine.csv"
+expect 2 "fine.csv:2: field \`compute' (column 3): \`12.345' has more precision than 0.01%" \
+    plan "$tmp/fine.csv" --fleet H100-80GB
+printf '[{"name": "a", "memory": "8GiB", "compute": 12.345}]\n' >"$tmp/fine.json"
+expect 2 "fine.json:1: workload 1: field \`compute': \`12.345' has more precision than 0.01%" \
+    plan "$tmp/fine.json" --fleet H100-80GB
 printf 'name,memory\na,8GiB,oops\n' >"$tmp/bad2.csv"
 expect 2 "bad2.csv:2: 3 fields, but the header has 2 columns" plan "$tmp/bad2.csv" --fleet H100-80GB
 printf '[\n {"memory": "8GiB"},\n {"memory": "lots"}\n]\n' >"$tmp/bad.json"

@@ -75,6 +75,8 @@ static void test_parse_accepts(void **state)
     expect_compute("100.00%", 10000, CAP);
     expect_compute("100%+", 10000, GUAR);
     expect_compute("7.10%", 710, CAP);
+    expect_compute(".5%", 50, CAP); /* carve plan's workload files read the same form */
+    expect_compute(".5+", 50, GUAR);
 }
 
 static void test_parse_long_numbers(void **state)
