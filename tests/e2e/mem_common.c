@@ -154,6 +154,40 @@ static void walk_pools(struct walk *w, CUdevice dev)
     a->cuStreamSynchronize(s);
     w->failed += mem_check(a->cuMemPoolDestroy(pool) == CUDA_SUCCESS, "cuMemPoolDestroy");
     expect_used(w, w->base, "after cuMemPoolDestroy");
+
+    /* a pool destroyed with an allocation outstanding lives on until it is freed */
+    a->cuMemPoolCreate(&pool, &props);
+    unsigned long long big = w->cap - w->base - 64 * MiB;
+    w->failed += mem_check(a->cuMemAllocFromPoolAsync(&p, big, pool, s) == CUDA_SUCCESS,
+                           "cuMemAllocFromPoolAsync all but 64 MiB of what is free");
+    w->failed += mem_check(a->cuMemPoolDestroy(pool) == CUDA_SUCCESS,
+                           "cuMemPoolDestroy with an allocation outstanding");
+    u = used_now(w);
+    w->failed += mem_check(u >= w->base + big,
+                           "after destroying a pool still in use: used %llu still counts it", u);
+    expect_oom(w, a->cuMemAlloc(&q, 128 * MiB), "cuMemAlloc_v2 beside a destroyed pool");
+    a->cuMemFreeAsync(p, s);
+    a->cuStreamSynchronize(s);
+    expect_used(w, w->base, "after freeing the destroyed pool's last allocation");
+
+    /* pools come and go: every new one is still counted once 300 have been destroyed */
+    for (int i = 0; i < 300; i++) {
+        a->cuMemPoolCreate(&pool, &props);
+        a->cuMemAllocFromPoolAsync(&p, MiB, pool, s);
+        a->cuMemFreeAsync(p, s);
+        a->cuMemPoolDestroy(pool);
+    }
+    expect_used(w, w->base, "after 300 pools created, used and destroyed");
+    a->cuMemPoolCreate(&pool, &props);
+    w->failed += mem_check(a->cuMemAllocFromPoolAsync(&p, 64 * MiB, pool, s) == CUDA_SUCCESS,
+                           "cuMemAllocFromPoolAsync 64 MiB from the 301st pool");
+    u = used_now(w);
+    w->failed += mem_check(u >= w->base + 64 * MiB,
+                           "after an allocation from the 301st pool: used %llu counts it", u);
+    expect_oom(w, a->cuMemAllocFromPoolAsync(&q, w->cap, pool, s), "the 301st pool");
+    a->cuMemFreeAsync(p, s);
+    a->cuMemPoolDestroy(pool);
+    expect_used(w, w->base, "after the 301st pool is destroyed");
     a->cuStreamDestroy(s);
 }
 
