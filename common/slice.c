@@ -345,6 +345,22 @@ void carve_slice_detach(struct carve_slice *s, int slot)
     atomic_store(&sl->pid, SLOT_FREE);
 }
 
+int carve_slice_forget_pid(struct carve_slice *s, pid_t pid)
+{
+    struct slice_table *t = s->t;
+    uint32_t hw = atomic_load(&t->slots_hw);
+    int n = 0;
+    for (uint32_t i = 0; i < hw && i < CARVE_SLICE_MAX_PROCS; i++) {
+        int32_t cur = (int32_t)pid;
+        if (pid <= 0 || !atomic_compare_exchange_strong(&t->slot[i].pid, &cur, SLOT_REAPING))
+            continue;
+        slot_clear(&t->slot[i]);
+        atomic_store(&t->slot[i].pid, SLOT_FREE);
+        n++;
+    }
+    return n;
+}
+
 static bool dev_ok(const struct carve_slice *s, int dev)
 {
     return dev >= 0 && dev < s->k->ndev;

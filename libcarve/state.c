@@ -141,6 +141,8 @@ static void init_slice(void)
         return;
     }
     st.pid = getpid();
+    /* a slot with our pid was our image's before an exec: what it counted is gone */
+    carve_slice_forget_pid(s, st.pid);
     st.slot = carve_slice_attach(s, st.pid);
     if (st.slot < 0) {
         if (!st.quiet)

@@ -65,7 +65,7 @@ check "mem_stress: 64 processes x 4 threads, usage never above the cap" "$rc"
 out=$(in_slice 4GiB "$E2E/mem_kill" 2>&1)
 rc=$?
 echo "$out" | sed 's/^/    /'
-check "mem_kill: memory of a SIGKILLed tenant comes back" "$rc"
+check "mem_kill: memory of a SIGKILLed tenant, and of an image before an exec, comes back" "$rc"
 
 out=$(in_slice 4GiB nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>&1)
 check "nvidia-smi inside a 4 GiB slice reports memory.total 4096 (got '$out')" "$([ "$out" = 4096 ]; echo $?)"

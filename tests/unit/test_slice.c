@@ -334,6 +334,25 @@ static void test_pid_reuse(void **state)
     drop_slice(s);
 }
 
+/* After an exec the pid and its start time are the same: the old image's slot is given
+ * back by the new one before it attaches, never by a reaper. */
+static void test_forget_pid(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0);
+    int before_exec = carve_slice_attach(s, getpid());
+    int parent = carve_slice_attach(s, getppid());
+    assert_int_equal(carve_slice_admit(s, before_exec, 0, 800 * MiB), 0);
+    assert_int_equal(carve_slice_admit(s, parent, 0, 100 * MiB), 0);
+    assert_int_equal(carve_slice_reap(s), 0);
+    assert_int_equal(carve_slice_forget_pid(s, getpid()), 1);
+    assert_int_equal(carve_slice_slot_pid(s, before_exec), 0);
+    assert_int_equal(carve_slice_used(s, 0), 100 * MiB);
+    int after_exec = carve_slice_attach(s, getpid());
+    assert_int_equal(carve_slice_admit(s, after_exec, 0, 800 * MiB), 0);
+    assert_int_equal(carve_slice_forget_pid(s, 0), 0);
+    drop_slice(s);
+}
+
 static void test_attach_full(void **state)
 {
     struct carve_slice *s = make_slice(GiB, 0);
@@ -437,6 +456,7 @@ int main(void)
         SLICE_TEST(test_sigkill_recovery),
         SLICE_TEST(test_reap_only_dead),
         SLICE_TEST(test_pid_reuse),
+        SLICE_TEST(test_forget_pid),
         SLICE_TEST(test_attach_full),
         SLICE_TEST(test_terms_read_only),
         cmocka_unit_test(test_name_rule),
