@@ -61,12 +61,16 @@ CARVE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size
 {
     struct carve_dev d;
     uint64_t bound = ((uint64_t)WidthInBytes + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
-    if (!carve__dev_current(&d) || !dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
-        bound > UINT64_MAX / Height)
+    if (!carve__dev_current(&d) || !dptr || !pPitch || WidthInBytes == 0 || Height == 0)
         return R.cuMemAllocPitch_v2 ? R.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
                                                            ElementSizeBytes)
                                     : CUDA_ERROR_NOT_INITIALIZED;
-    bound *= Height;
+    /* a size past 64 bits (the rounding or the product) fits no cap: never pass it on
+     * uncounted, where a driver's own arithmetic could wrap it to something small */
+    if (bound < WidthInBytes || bound > UINT64_MAX / Height)
+        bound = UINT64_MAX;
+    else
+        bound *= Height;
     CUresult r = carve__admit(&d, bound);
     if (r != CUDA_SUCCESS)
         return r;

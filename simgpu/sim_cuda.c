@@ -668,6 +668,8 @@ API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, 
     if (!pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
         return CUDA_ERROR_INVALID_VALUE;
     size_t p = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+    if (p < width || p > SIZE_MAX / height) /* a size past 64 bits: never wrapped */
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult r = alloc_device(dptr, (uint64_t)p * height, (uint64_t)p * height, c->phys,
                               REC_MEM, NULL);
     if (r == CUDA_SUCCESS)

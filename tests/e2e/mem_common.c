@@ -81,6 +81,12 @@ static void walk_linear(struct walk *w)
     CUdeviceptr q;
     size_t qp;
     expect_oom(w, a->cuMemAllocPitch(&q, &qp, 1 << 20, 8192, 4), "cuMemAllocPitch_v2");
+    /* pitch x height past 64 bits (2^64 + 512 MiB), and a width that overflows its rounding */
+    expect_oom(w, a->cuMemAllocPitch(&q, &qp, 512 * ((1ull << 35) + 1), 1ull << 20, 4),
+               "cuMemAllocPitch_v2 whose size wraps past 64 bits");
+    expect_oom(w, a->cuMemAllocPitch(&q, &qp, ~(size_t)0 - 8, 2, 4),
+               "cuMemAllocPitch_v2 whose width wraps when rounded");
+    expect_used(w, w->base + (unsigned long long)pitch * 4096, "after the wrapping pitches");
     a->cuMemFree(p);
     expect_used(w, w->base, "after freeing the pitched allocation");
 
