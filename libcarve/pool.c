@@ -20,7 +20,8 @@
 struct pool {
     _Atomic(uintptr_t) handle; /* 0: free entry; a destroyed pool's entry, once empty, is
                                 * taken over by another pool */
-    _Atomic int sdev;
+    _Atomic int sdev;              /* the slice device its memory is on; -1: not counted */
+    _Atomic int cu;                /* its device's CUDA ordinal */
     _Atomic bool live;
     _Atomic uint64_t charged;
     _Atomic uint64_t outstanding; /* bytes allocated from it here and not yet freed */
@@ -54,10 +55,11 @@ static bool pool_entry_empty(struct pool *e)
            atomic_load(&e->charged) == 0;
 }
 
-/* The entry of pool h, added when create is set (in a free entry, or one a destroyed pool
- * left empty); NULL when absent or the table is full. */
-static struct pool *pool_entry(CUmemoryPool pool, int sdev, bool create)
+/* The entry of pool h, added with home as its device when home is given (in a free entry,
+ * or one a destroyed pool left empty); NULL when absent or the table is full. */
+static struct pool *pool_entry(CUmemoryPool pool, const struct carve_dev *home)
 {
+    bool create = home != NULL;
     uintptr_t h = (uintptr_t)pool;
     unsigned i = pool_hash(h);
     struct pool *empty = NULL;
@@ -67,7 +69,7 @@ static struct pool *pool_entry(CUmemoryPool pool, int sdev, bool create)
         if (cur == 0 && create && empty) {
             /* h is not in the table: take over the empty entry met on the way */
             if (!atomic_compare_exchange_strong(&empty->handle, &empty_was, h))
-                return pool_entry(pool, sdev, create);
+                return pool_entry(pool, home);
             i = (unsigned)(empty - pools);
             cur = h;
         } else if (cur == 0) {
@@ -82,7 +84,8 @@ static struct pool *pool_entry(CUmemoryPool pool, int sdev, bool create)
         }
         if (cur == h) {
             if (create && !atomic_load(&pools[i].live)) {
-                atomic_store(&pools[i].sdev, sdev);
+                atomic_store(&pools[i].sdev, home->sdev);
+                atomic_store(&pools[i].cu, home->cu);
                 atomic_store(&pools[i].live, true);
             }
             return &pools[i];
@@ -195,6 +198,23 @@ static void pool_untrack(struct pool *e, uint64_t bytes)
         carve__release(atomic_load(&e->sdev), atomic_exchange(&e->charged, 0));
 }
 
+/* The device whose pool this is, among the devices' default and current pools: false when
+ * that device is not capped. Any other pool (imported) counts on the current device, d. */
+static bool pool_home(CUmemoryPool pool, struct carve_dev *d)
+{
+    int n = 0;
+    if (!R.cuDeviceGetCount || R.cuDeviceGetCount(&n) != CUDA_SUCCESS)
+        return true;
+    for (int i = 0; i < n; i++) {
+        CUmemoryPool p = NULL, q = NULL;
+        if ((R.cuDeviceGetMemPool(&p, i) == CUDA_SUCCESS && p == pool) ||
+            (R.cuDeviceGetDefaultMemPool &&
+             R.cuDeviceGetDefaultMemPool(&q, i) == CUDA_SUCCESS && q == pool))
+            return carve__dev_of(i, d);
+    }
+    return true;
+}
+
 typedef CUresult (*async_alloc_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream, void *);
 
 static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool,
@@ -207,8 +227,18 @@ static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool
     if (!carve__dev_current(&d) || !dptr || bytes == 0 ||
         (!pool && R.cuDeviceGetMemPool(&pool, d.cu) != CUDA_SUCCESS))
         return call(dptr, bytes, pool, stream, real);
-    struct pool *e = pool_entry(pool, d.sdev, true);
-    if (!e) { /* more live pools than we track: count the request itself, freed as such */
+    struct pool *e = pool_entry(pool, NULL);
+    if (!e || !atomic_load(&e->live)) { /* a pool not made through cuMemPoolCreate */
+        if (!pool_home(pool, &d))
+            return call(dptr, bytes, pool, stream, real);
+        e = pool_entry(pool, &d);
+    }
+    if (e) { /* its memory is on its own device, whichever is current */
+        d.sdev = atomic_load(&e->sdev);
+        d.cu = atomic_load(&e->cu);
+        if (d.sdev < 0)
+            return call(dptr, bytes, pool, stream, real);
+    } else { /* more live pools than we track: count the request itself, freed as such */
         CUresult r = carve__admit(&d, bytes);
         if (r != CUDA_SUCCESS)
             return r;
@@ -331,13 +361,31 @@ CARVE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
     return free_async(dptr, hStream, R.cuMemFreeAsync_ptsz);
 }
 
+/* A pool's memory is on the device its properties name, whichever device allocates from
+ * it: noted here, since a pool cannot be asked where it is. Host pools are not counted. */
+CARVE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    carve__init();
+    if (!R.cuMemPoolCreate)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = R.cuMemPoolCreate(pool, props);
+    if (r != CUDA_SUCCESS || !carve__active() || !pool || !props)
+        return r;
+    struct carve_dev d = {.cu = props->location.id, .sdev = -1};
+    if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        !carve__dev_of(props->location.id, &d))
+        d.sdev = -1;
+    pool_entry(*pool, &d);
+    return r;
+}
+
 CARVE_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
     carve__init();
     if (!R.cuMemPoolTrimTo)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = R.cuMemPoolTrimTo(pool, minBytesToKeep);
-    struct pool *e = carve__active() ? pool_entry(pool, 0, false) : NULL;
+    struct pool *e = carve__active() ? pool_entry(pool, NULL) : NULL;
     if (r == CUDA_SUCCESS && e)
         pool_refresh(e);
     return r;
@@ -348,7 +396,7 @@ CARVE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
     carve__init();
     if (!R.cuMemPoolDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;
-    struct pool *e = carve__active() ? pool_entry(pool, 0, false) : NULL;
+    struct pool *e = carve__active() ? pool_entry(pool, NULL) : NULL;
     uint64_t reserved = 0;
     if (e && atomic_load(&e->outstanding)) {
         /* the driver keeps what is still allocated until it is freed: charge what the

@@ -29,6 +29,7 @@
     X(cuMemPoolDestroy, cuMemPoolDestroy)                             \
     X(cuMemPoolTrimTo, cuMemPoolTrimTo)                               \
     X(cuDeviceGetMemPool, cuDeviceGetMemPool)                         \
+    X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool)           \
     X(cuStreamCreate, cuStreamCreate)                                 \
     X(cuStreamSynchronize, cuStreamSynchronize)                       \
     X(cuStreamDestroy, cuStreamDestroy_v2)                            \
