@@ -440,11 +440,15 @@ int carve_slice_admit(struct carve_slice *s, int slot, int dev, uint64_t bytes)
         int r = admit_round(t, sl, dev, cap, bytes);
         if (r == 1)
             return 0;
-        if (r == 0) {
-            /* dead processes may hold what we need: clear them once and look again */
+        if (r == 0 || attempt == ADMIT_RETRIES - 1) {
+            /* dead processes may hold what we need: clear them once and look again. That
+             * includes a process killed inside an admission, whose `reserving` looks like
+             * a contender's forever: after the last contended round, reap too */
             if (reaped || carve_slice_reap(s) == 0)
                 break;
             reaped = true;
+            if (r != 0)
+                attempt = -1; /* a full round of tries without the dead reservation */
             continue;
         }
         backoff(attempt);
