@@ -53,6 +53,7 @@ static void reset_process_state(void)
     for (int i = 0; i < CARVE_SLICE_MAX_DEVICES; i++)
         atomic_store(&st.counted[i], 0);
     carve__records_reset();
+    carve__vmm_reset();
     carve__pools_reset();
     carve__overhead_reset();
 }

@@ -118,6 +118,20 @@ static void walk_vmm(struct walk *w, CUdevice dev)
     expect_oom(w, a->cuMemCreate(&h2, (w->cap + gran) / gran * gran, &prop, 0), "cuMemCreate");
     w->failed += mem_check(a->cuMemRelease(h) == CUDA_SUCCESS, "cuMemRelease");
     expect_used(w, w->base, "after cuMemRelease");
+
+    /* released while mapped (map, then release at once): the memory lives until the unmap */
+    size_t big = (w->cap - w->base) / 2 / gran * gran + gran;
+    CUdeviceptr va = 0;
+    w->failed += mem_check(a->cuMemCreate(&h, big, &prop, 0) == CUDA_SUCCESS &&
+                               a->cuMemAddressReserve(&va, big, 0, 0, 0) == CUDA_SUCCESS &&
+                               a->cuMemMap(va, big, 0, h, 0) == CUDA_SUCCESS,
+                           "cuMemCreate, cuMemAddressReserve, cuMemMap %zu bytes", big);
+    w->failed += mem_check(a->cuMemRelease(h) == CUDA_SUCCESS, "cuMemRelease while mapped");
+    expect_used(w, w->base + big, "after cuMemRelease of a mapped handle");
+    expect_oom(w, a->cuMemCreate(&h2, big, &prop, 0), "cuMemCreate beside a released mapping");
+    w->failed += mem_check(a->cuMemUnmap(va, big) == CUDA_SUCCESS, "cuMemUnmap");
+    expect_used(w, w->base, "after the unmap of a released handle");
+    a->cuMemAddressFree(va, big);
 }
 
 static void walk_pools(struct walk *w, CUdevice dev)
