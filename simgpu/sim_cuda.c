@@ -945,6 +945,9 @@ struct CUmemPoolHandle_st {
 
 static struct CUmemPoolHandle_st default_pool[SIM_MAX_DEVICES];
 static struct CUmemPoolHandle_st *created_pools;
+/* destroyed pools are kept (their allocations may still be freed, and a handle destroyed
+ * twice is told apart from a live one); 56 bytes each */
+static struct CUmemPoolHandle_st *destroyed_pools;
 
 static struct CUmemPoolHandle_st *default_pool_of(int phys)
 {
@@ -1034,18 +1037,18 @@ API CUresult cuMemPoolDestroy(CUmemoryPool pool)
     struct CUmemPoolHandle_st **pp = &created_pools;
     while (*pp && *pp != pool)
         pp = &(*pp)->next;
-    if (*pp)
+    bool found = *pp != NULL;
+    if (found) {
         *pp = pool->next;
+        pool->next = destroyed_pools;
+        destroyed_pools = pool;
+        /* memory still allocated from a destroyed pool is given back when it is freed;
+         * the reservation beyond it goes now */
+        pool->live = false;
+        pool_trim_locked(pool, 0);
+    }
     pthread_mutex_unlock(&lock);
-    if (!*pp && pool->next == NULL && pool->live == false)
-        return CUDA_ERROR_INVALID_VALUE;
-    /* memory still allocated from a destroyed pool is given back when it is freed;
-     * the reservation beyond it goes now */
-    pthread_mutex_lock(&lock);
-    pool->live = false;
-    pool_trim_locked(pool, 0);
-    pthread_mutex_unlock(&lock);
-    return CUDA_SUCCESS;
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
