@@ -66,6 +66,16 @@ static void atfork_child(void)
     }
 }
 
+/* Every slot taken (CARVE_SLICE_MAX_PROCS processes of the slice use the GPU): this process
+ * could not be counted, so it gets no GPU rather than an uncapped one. */
+static void refuse_no_slot(struct carve_slice *s)
+{
+    fprintf(stderr, "carve: slice \"%s\" has no free process slot (%d processes hold one): no "
+            "GPU context will be created\n", st.name, CARVE_SLICE_MAX_PROCS);
+    st.refused = true;
+    carve_slice_close(s);
+}
+
 /* A fork child's first hooked call: its own slot, nothing of the parent's. */
 static void init_child(void)
 {
@@ -74,7 +84,7 @@ static void init_child(void)
     st.pid = getpid();
     st.slot = carve_slice_attach(st.slice, st.pid);
     if (st.slot < 0) {
-        carve_slice_close(st.slice);
+        refuse_no_slot(st.slice);
         st.slice = NULL;
     }
     carve__pace_setup(st.slice);
@@ -146,10 +156,7 @@ static void init_slice(void)
     carve_slice_forget_pid(s, st.pid);
     st.slot = carve_slice_attach(s, st.pid);
     if (st.slot < 0) {
-        if (!st.quiet)
-            fprintf(stderr, "carve: slice \"%s\" has no free process slot; running uncapped\n",
-                    st.name);
-        carve_slice_close(s);
+        refuse_no_slot(s); /* even when quiet: the process will fail */
         return;
     }
     st.slice = s;

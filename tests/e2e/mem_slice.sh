@@ -67,6 +67,11 @@ rc=$?
 echo "$out" | sed 's/^/    /'
 check "mem_kill: memory of a SIGKILLed tenant, and of an image before an exec, comes back" "$rc"
 
+out=$(CARVE_SIM_CTX_MEMORY=0 timeout 120 "$CARVE" run --simulate --memory 1GiB -- "$E2E/mem_slots" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_slots: with every slot taken, one process more gets no GPU, not an uncapped one" "$rc"
+
 out=$(in_slice 4GiB nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>&1)
 check "nvidia-smi inside a 4 GiB slice reports memory.total 4096 (got '$out')" "$([ "$out" = 4096 ]; echo $?)"
 
