@@ -345,6 +345,22 @@ void carve_slice_detach(struct carve_slice *s, int slot)
     atomic_store(&sl->pid, SLOT_FREE);
 }
 
+int carve_slice_forget_pid(struct carve_slice *s, pid_t pid)
+{
+    struct slice_table *t = s->t;
+    uint32_t hw = atomic_load(&t->slots_hw);
+    int n = 0;
+    for (uint32_t i = 0; i < hw && i < CARVE_SLICE_MAX_PROCS; i++) {
+        int32_t cur = (int32_t)pid;
+        if (pid <= 0 || !atomic_compare_exchange_strong(&t->slot[i].pid, &cur, SLOT_REAPING))
+            continue;
+        slot_clear(&t->slot[i]);
+        atomic_store(&t->slot[i].pid, SLOT_FREE);
+        n++;
+    }
+    return n;
+}
+
 static bool dev_ok(const struct carve_slice *s, int dev)
 {
     return dev >= 0 && dev < s->k->ndev;
@@ -424,11 +440,15 @@ int carve_slice_admit(struct carve_slice *s, int slot, int dev, uint64_t bytes)
         int r = admit_round(t, sl, dev, cap, bytes);
         if (r == 1)
             return 0;
-        if (r == 0) {
-            /* dead processes may hold what we need: clear them once and look again */
+        if (r == 0 || attempt == ADMIT_RETRIES - 1) {
+            /* dead processes may hold what we need: clear them once and look again. That
+             * includes a process killed inside an admission, whose `reserving` looks like
+             * a contender's forever: after the last contended round, reap too */
             if (reaped || carve_slice_reap(s) == 0)
                 break;
             reaped = true;
+            if (r != 0)
+                attempt = -1; /* a full round of tries without the dead reservation */
             continue;
         }
         backoff(attempt);

@@ -60,6 +60,10 @@ void carve_slice_terms_owner(const struct carve_slice *s, uid_t *uid, mode_t *mo
 int carve_slice_attach(struct carve_slice *s, pid_t pid);
 /* Gives a slot back with everything it counted (a tenant's exit). */
 void carve_slice_detach(struct carve_slice *s, int slot);
+/* Gives back the slots pid holds: called by a process before it attaches, they are what its
+ * image before an exec counted (the driver freed that memory at the exec, and the pid and
+ * its start time are unchanged, so no reaper would ever take them). Returns how many. */
+int carve_slice_forget_pid(struct carve_slice *s, pid_t pid);
 
 /* Admits bytes on device dev for the process in slot: 0, or -ENOMEM when the slice's cap
  * would be passed (after reaping dead processes). No lock, no syscall when it fits. */

@@ -140,6 +140,18 @@ bool carve_allocmap_find(const struct carve_allocmap *m, uint64_t key, uint64_t 
     return true;
 }
 
+bool carve_allocmap_has_value(const struct carve_allocmap *m, uint64_t value)
+{
+    for (struct carve_allocmap_table *t = atomic_load(&m->first); t;
+         t = atomic_load(&t->next))
+        for (size_t i = 0; i <= t->mask; i++) {
+            uint64_t k = atomic_load(&t->slots[i].key);
+            if (k != KEY_EMPTY && k != KEY_TOMB && atomic_load(&t->slots[i].value) == value)
+                return true;
+        }
+    return false;
+}
+
 uint64_t carve_allocmap_count(const struct carve_allocmap *m)
 {
     uint64_t live = 0;

@@ -29,6 +29,8 @@ int carve_allocmap_insert(struct carve_allocmap *m, uint64_t key, uint64_t value
 bool carve_allocmap_remove(struct carve_allocmap *m, uint64_t key, uint64_t *value);
 /* Re-reads key's value without removing it. */
 bool carve_allocmap_find(const struct carve_allocmap *m, uint64_t key, uint64_t *value);
+/* Whether some live key has this value (walks every table). */
+bool carve_allocmap_has_value(const struct carve_allocmap *m, uint64_t value);
 /* Number of live keys (walks every table; for tests and diagnostics). */
 uint64_t carve_allocmap_count(const struct carve_allocmap *m);
 /* Forgets every key and unmaps every table; only when no other thread uses the map (a

@@ -121,6 +121,8 @@ void carve__record(enum carve_kind kind, uint64_t key, int sdev, uint64_t bytes)
 /* Removes key's record; true and *sdev, *bytes set when it had one. */
 bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *bytes);
 void carve__records_reset(void);
+/* mem.c: forgets every mapping and every handle released while mapped (a fork child) */
+void carve__vmm_reset(void);
 
 /* ---- pool.c ---- */
 /* Releases what pools no longer reserve; true when anything was released. */

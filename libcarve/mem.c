@@ -6,6 +6,8 @@
  * and recorded with what it counted, so that its free gives back exactly that. */
 #include "libcarve.h"
 
+#include "allocmap.h"
+
 #define PITCH_ALIGN 512u
 
 /* From an admitted amount to the real one: releases the surplus, or admits the shortfall. */
@@ -61,12 +63,16 @@ CARVE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size
 {
     struct carve_dev d;
     uint64_t bound = ((uint64_t)WidthInBytes + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
-    if (!carve__dev_current(&d) || !dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
-        bound > UINT64_MAX / Height)
+    if (!carve__dev_current(&d) || !dptr || !pPitch || WidthInBytes == 0 || Height == 0)
         return R.cuMemAllocPitch_v2 ? R.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
                                                            ElementSizeBytes)
                                     : CUDA_ERROR_NOT_INITIALIZED;
-    bound *= Height;
+    /* a size past 64 bits (the rounding or the product) fits no cap: never pass it on
+     * uncounted, where a driver's own arithmetic could wrap it to something small */
+    if (bound < WidthInBytes || bound > UINT64_MAX / Height)
+        bound = UINT64_MAX;
+    else
+        bound *= Height;
     CUresult r = carve__admit(&d, bound);
     if (r != CUDA_SUCCESS)
         return r;
@@ -152,12 +158,95 @@ CARVE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t s
     return r;
 }
 
+/* ---- virtual memory: the driver frees a handle's memory when it is released and no
+ * longer mapped, whichever comes last. A handle released while mapped (the usual idiom:
+ * map, then release at once) moves its record to `released`; the unmap of its last mapping
+ * gives it back. Both sides look at the other after their own change (sequentially
+ * consistent atomics), and one remove wins: it is given back once, and never early. ---- */
+
+static struct carve_allocmap mappings;  /* mapped address -> handle */
+static struct carve_allocmap map_sizes; /* mapped address -> bytes mapped there */
+static struct carve_allocmap released;  /* handle released while mapped -> its record */
+
+void carve__vmm_reset(void)
+{
+    carve_allocmap_reset(&mappings);
+    carve_allocmap_reset(&map_sizes);
+    carve_allocmap_reset(&released);
+}
+
+/* Gives back a released handle's record once nothing maps it. */
+static void released_settle(uint64_t handle)
+{
+    uint64_t v;
+    if (!carve_allocmap_has_value(&mappings, handle) &&
+        carve_allocmap_remove(&released, handle, &v))
+        carve__release((int)(v >> CARVE_ALLOCMAP_DEV_SHIFT), v & CARVE_ALLOCMAP_BYTES_MAX);
+}
+
 CARVE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
+    int sdev;
+    uint64_t bytes;
     carve__init();
     if (!R.cuMemRelease)
         return CUDA_ERROR_NOT_INITIALIZED;
-    return free_recorded(CARVE_KIND_HANDLE, handle, real_mem_release);
+    bool had = carve__unrecord(CARVE_KIND_HANDLE, handle, &sdev, &bytes);
+    CUresult r = real_mem_release(handle);
+    if (!had)
+        return r;
+    if (r != CUDA_SUCCESS) {
+        carve__record(CARVE_KIND_HANDLE, handle, sdev, bytes);
+        return r;
+    }
+    uint64_t v = (uint64_t)sdev << CARVE_ALLOCMAP_DEV_SHIFT | bytes;
+    if (!carve_allocmap_has_value(&mappings, handle) ||
+        carve_allocmap_insert(&released, handle, v) != 0) {
+        carve__release(sdev, bytes);
+        return r;
+    }
+    released_settle(handle); /* its last unmap may have come since we looked */
+    return r;
+}
+
+CARVE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                               CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    carve__init();
+    if (!R.cuMemMap)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    /* noted before the call: a release racing with it must see the mapping */
+    uint64_t v;
+    bool noted = carve__active() && size && carve_allocmap_insert(&map_sizes, ptr, size) == 0;
+    if (noted && carve_allocmap_insert(&mappings, ptr, handle) != 0) {
+        carve_allocmap_remove(&map_sizes, ptr, &v);
+        noted = false;
+    }
+    CUresult r = R.cuMemMap(ptr, size, offset, handle, flags);
+    if (r != CUDA_SUCCESS && noted) {
+        carve_allocmap_remove(&mappings, ptr, &v);
+        carve_allocmap_remove(&map_sizes, ptr, &v);
+    }
+    return r;
+}
+
+CARVE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    carve__init();
+    if (!R.cuMemUnmap)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = R.cuMemUnmap(ptr, size);
+    if (r != CUDA_SUCCESS || !carve__active())
+        return r;
+    /* the range is whole mappings, one after the other */
+    for (uint64_t va = ptr, handle, len; va - ptr < size; va += len) {
+        if (!carve_allocmap_remove(&mappings, va, &handle))
+            break;
+        if (!carve_allocmap_remove(&map_sizes, va, &len) || len == 0)
+            len = size;
+        released_settle(handle);
+    }
+    return r;
 }
 
 /* ---- CUDA arrays: admit an estimate from the descriptor, then settle on what the driver

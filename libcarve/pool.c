@@ -5,19 +5,31 @@
  * RESERVED_MEM_CURRENT and moves `charged` up to it (surplus admission given back, any
  * growth beyond the admission admitted too, or the allocation is undone). Reserved memory
  * shrinks only by trims, destroys and the driver's own release at sync points; trims,
- * destroys and every denial re-read the pools and give back what they no longer hold. */
+ * destroys and every denial re-read the pools and give back what they no longer hold.
+ *
+ * A pool destroyed while allocations from it are outstanding lives on in the driver until
+ * they are freed: its entry keeps what the pool still reserved until the last of them is
+ * freed (each pool allocation is recorded with its entry), and only then is it given back
+ * and the entry reused for another pool. */
 #include "libcarve.h"
+
+#include "allocmap.h"
 
 #define MAX_POOLS 256u
 
 struct pool {
-    _Atomic(uintptr_t) handle; /* 0: free entry; entries are never removed, only emptied */
-    _Atomic int sdev;
+    _Atomic(uintptr_t) handle; /* 0: free entry; a destroyed pool's entry, once empty, is
+                                * taken over by another pool */
+    _Atomic int sdev;              /* the slice device its memory is on; -1: not counted */
+    _Atomic int cu;                /* its device's CUDA ordinal */
     _Atomic bool live;
     _Atomic uint64_t charged;
+    _Atomic uint64_t outstanding; /* bytes allocated from it here and not yet freed */
 };
 
 static struct pool pools[MAX_POOLS];
+/* pool allocations: pointer -> entry index (top byte) and bytes */
+static struct carve_allocmap pool_ptrs;
 
 void carve__pools_reset(void)
 {
@@ -25,7 +37,9 @@ void carve__pools_reset(void)
         atomic_store(&pools[i].handle, 0);
         atomic_store(&pools[i].live, false);
         atomic_store(&pools[i].charged, 0);
+        atomic_store(&pools[i].outstanding, 0);
     }
+    carve_allocmap_reset(&pool_ptrs);
 }
 
 static unsigned pool_hash(uintptr_t h)
@@ -34,23 +48,44 @@ static unsigned pool_hash(uintptr_t h)
     return (unsigned)(k >> 56) % MAX_POOLS;
 }
 
-/* The entry of pool h, added when create is set; NULL when absent or the table is full. */
-static struct pool *pool_entry(CUmemoryPool pool, int sdev, bool create)
+/* A destroyed pool's entry that nothing refers to any more. */
+static bool pool_entry_empty(struct pool *e)
 {
+    return !atomic_load(&e->live) && atomic_load(&e->outstanding) == 0 &&
+           atomic_load(&e->charged) == 0;
+}
+
+/* The entry of pool h, added with home as its device when home is given (in a free entry,
+ * or one a destroyed pool left empty); NULL when absent or the table is full. */
+static struct pool *pool_entry(CUmemoryPool pool, const struct carve_dev *home)
+{
+    bool create = home != NULL;
     uintptr_t h = (uintptr_t)pool;
     unsigned i = pool_hash(h);
-    for (unsigned n = 0; n < MAX_POOLS; n++, i = (i + 1) % MAX_POOLS) {
-        uintptr_t cur = atomic_load(&pools[i].handle);
-        if (cur == 0) {
-            if (!create)
+    struct pool *empty = NULL;
+    uintptr_t empty_was = 0;
+    for (unsigned n = 0; n <= MAX_POOLS; n++, i = (i + 1) % MAX_POOLS) {
+        uintptr_t cur = n < MAX_POOLS ? atomic_load(&pools[i].handle) : 0;
+        if (cur == 0 && create && empty) {
+            /* h is not in the table: take over the empty entry met on the way */
+            if (!atomic_compare_exchange_strong(&empty->handle, &empty_was, h))
+                return pool_entry(pool, home);
+            i = (unsigned)(empty - pools);
+            cur = h;
+        } else if (cur == 0) {
+            if (!create || n == MAX_POOLS)
                 return NULL;
             if (!atomic_compare_exchange_strong(&pools[i].handle, &cur, h) && cur != h)
                 continue;
             cur = h;
+        } else if (cur != h && create && !empty && pool_entry_empty(&pools[i])) {
+            empty = &pools[i];
+            empty_was = cur;
         }
         if (cur == h) {
             if (create && !atomic_load(&pools[i].live)) {
-                atomic_store(&pools[i].sdev, sdev);
+                atomic_store(&pools[i].sdev, home->sdev);
+                atomic_store(&pools[i].cu, home->cu);
                 atomic_store(&pools[i].live, true);
             }
             return &pools[i];
@@ -145,6 +180,41 @@ static CUresult pool_admit(const struct carve_dev *d, CUmemoryPool pool, uint64_
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* Notes an allocation from e, so that its free is seen when e's pool is destroyed before. */
+static void pool_track(struct pool *e, CUdeviceptr p, uint64_t bytes)
+{
+    uint64_t v = (uint64_t)(e - pools) << CARVE_ALLOCMAP_DEV_SHIFT |
+                 (bytes & CARVE_ALLOCMAP_BYTES_MAX);
+    atomic_fetch_add(&e->outstanding, bytes);
+    if (carve_allocmap_insert(&pool_ptrs, p, v) != 0)
+        atomic_fetch_sub(&e->outstanding, bytes); /* its free will not be seen */
+}
+
+/* A tracked allocation of e was freed: once a destroyed pool has nothing outstanding, the
+ * driver has released it and what it was charged goes back. */
+static void pool_untrack(struct pool *e, uint64_t bytes)
+{
+    if (atomic_fetch_sub(&e->outstanding, bytes) == bytes && !atomic_load(&e->live))
+        carve__release(atomic_load(&e->sdev), atomic_exchange(&e->charged, 0));
+}
+
+/* The device whose pool this is, among the devices' default and current pools: false when
+ * that device is not capped. Any other pool (imported) counts on the current device, d. */
+static bool pool_home(CUmemoryPool pool, struct carve_dev *d)
+{
+    int n = 0;
+    if (!R.cuDeviceGetCount || R.cuDeviceGetCount(&n) != CUDA_SUCCESS)
+        return true;
+    for (int i = 0; i < n; i++) {
+        CUmemoryPool p = NULL, q = NULL;
+        if ((R.cuDeviceGetMemPool(&p, i) == CUDA_SUCCESS && p == pool) ||
+            (R.cuDeviceGetDefaultMemPool &&
+             R.cuDeviceGetDefaultMemPool(&q, i) == CUDA_SUCCESS && q == pool))
+            return carve__dev_of(i, d);
+    }
+    return true;
+}
+
 typedef CUresult (*async_alloc_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream, void *);
 
 static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool,
@@ -157,9 +227,28 @@ static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool
     if (!carve__dev_current(&d) || !dptr || bytes == 0 ||
         (!pool && R.cuDeviceGetMemPool(&pool, d.cu) != CUDA_SUCCESS))
         return call(dptr, bytes, pool, stream, real);
-    struct pool *e = pool_entry(pool, d.sdev, true);
-    if (!e) /* more pools than we track: count the request itself */
-        return call(dptr, bytes, pool, stream, real);
+    struct pool *e = pool_entry(pool, NULL);
+    if (!e || !atomic_load(&e->live)) { /* a pool not made through cuMemPoolCreate */
+        if (!pool_home(pool, &d))
+            return call(dptr, bytes, pool, stream, real);
+        e = pool_entry(pool, &d);
+    }
+    if (e) { /* its memory is on its own device, whichever is current */
+        d.sdev = atomic_load(&e->sdev);
+        d.cu = atomic_load(&e->cu);
+        if (d.sdev < 0)
+            return call(dptr, bytes, pool, stream, real);
+    } else { /* more live pools than we track: count the request itself, freed as such */
+        CUresult r = carve__admit(&d, bytes);
+        if (r != CUDA_SUCCESS)
+            return r;
+        r = call(dptr, bytes, pool, stream, real);
+        if (r != CUDA_SUCCESS)
+            carve__release(d.sdev, bytes);
+        else
+            carve__record(CARVE_KIND_PTR, *dptr, d.sdev, bytes);
+        return r;
+    }
     uint64_t admitted, reserved;
     CUresult r = pool_admit(&d, pool, bytes, &admitted);
     if (r != CUDA_SUCCESS)
@@ -169,8 +258,10 @@ static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool
         carve__release(d.sdev, admitted);
         return r;
     }
-    if (pool_settle(e, reserved, admitted))
+    if (pool_settle(e, reserved, admitted)) {
+        pool_track(e, *dptr, bytes);
         return CUDA_SUCCESS;
+    }
     /* the pool grew past what the slice can take: undo the allocation */
     free_async(*dptr, stream);
     R.cuStreamSynchronize(stream);
@@ -237,11 +328,19 @@ CARVE_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t byt
 static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAsync) real)
 {
     int sdev;
-    uint64_t bytes;
+    uint64_t bytes, v;
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!carve__unrecord(CARVE_KIND_PTR, dptr, &sdev, &bytes))
-        return real(dptr, s);
+    if (!carve__unrecord(CARVE_KIND_PTR, dptr, &sdev, &bytes)) {
+        if (!carve__active() || !carve_allocmap_remove(&pool_ptrs, dptr, &v))
+            return real(dptr, s);
+        CUresult r = real(dptr, s);
+        if (r != CUDA_SUCCESS)
+            carve_allocmap_insert(&pool_ptrs, dptr, v);
+        else
+            pool_untrack(&pools[v >> CARVE_ALLOCMAP_DEV_SHIFT], v & CARVE_ALLOCMAP_BYTES_MAX);
+        return r;
+    }
     CUresult r = real(dptr, s);
     if (r == CUDA_SUCCESS)
         carve__release(sdev, bytes);
@@ -262,13 +361,31 @@ CARVE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
     return free_async(dptr, hStream, R.cuMemFreeAsync_ptsz);
 }
 
+/* A pool's memory is on the device its properties name, whichever device allocates from
+ * it: noted here, since a pool cannot be asked where it is. Host pools are not counted. */
+CARVE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    carve__init();
+    if (!R.cuMemPoolCreate)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = R.cuMemPoolCreate(pool, props);
+    if (r != CUDA_SUCCESS || !carve__active() || !pool || !props)
+        return r;
+    struct carve_dev d = {.cu = props->location.id, .sdev = -1};
+    if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        !carve__dev_of(props->location.id, &d))
+        d.sdev = -1;
+    pool_entry(*pool, &d);
+    return r;
+}
+
 CARVE_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
     carve__init();
     if (!R.cuMemPoolTrimTo)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = R.cuMemPoolTrimTo(pool, minBytesToKeep);
-    struct pool *e = carve__active() ? pool_entry(pool, 0, false) : NULL;
+    struct pool *e = carve__active() ? pool_entry(pool, NULL) : NULL;
     if (r == CUDA_SUCCESS && e)
         pool_refresh(e);
     return r;
@@ -279,9 +396,25 @@ CARVE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
     carve__init();
     if (!R.cuMemPoolDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;
+    struct pool *e = carve__active() ? pool_entry(pool, NULL) : NULL;
+    uint64_t reserved = 0;
+    if (e && atomic_load(&e->outstanding)) {
+        /* the driver keeps what is still allocated until it is freed: charge what the
+         * pool holds once its unused memory is gone */
+        R.cuMemPoolTrimTo(pool, 0);
+        if (!pool_reserved(pool, &reserved))
+            reserved = atomic_load(&e->charged);
+    }
     CUresult r = R.cuMemPoolDestroy(pool);
-    struct pool *e = carve__active() ? pool_entry(pool, 0, false) : NULL;
-    if (r == CUDA_SUCCESS && e && atomic_exchange(&e->live, false))
-        carve__release(atomic_load(&e->sdev), atomic_exchange(&e->charged, 0));
+    if (r != CUDA_SUCCESS || !e || !atomic_exchange(&e->live, false))
+        return r;
+    int sdev = atomic_load(&e->sdev);
+    uint64_t old = atomic_load(&e->charged);
+    while (old > reserved && !atomic_compare_exchange_weak(&e->charged, &old, reserved))
+        ;
+    if (old > reserved)
+        carve__release(sdev, old - reserved);
+    if (atomic_load(&e->outstanding) == 0) /* its last allocation was freed meanwhile */
+        carve__release(sdev, atomic_exchange(&e->charged, 0));
     return r;
 }

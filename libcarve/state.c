@@ -53,6 +53,7 @@ static void reset_process_state(void)
     for (int i = 0; i < CARVE_SLICE_MAX_DEVICES; i++)
         atomic_store(&st.counted[i], 0);
     carve__records_reset();
+    carve__vmm_reset();
     carve__pools_reset();
     carve__overhead_reset();
 }
@@ -65,6 +66,16 @@ static void atfork_child(void)
     }
 }
 
+/* Every slot taken (CARVE_SLICE_MAX_PROCS processes of the slice use the GPU): this process
+ * could not be counted, so it gets no GPU rather than an uncapped one. */
+static void refuse_no_slot(struct carve_slice *s)
+{
+    fprintf(stderr, "carve: slice \"%s\" has no free process slot (%d processes hold one): no "
+            "GPU context will be created\n", st.name, CARVE_SLICE_MAX_PROCS);
+    st.refused = true;
+    carve_slice_close(s);
+}
+
 /* A fork child's first hooked call: its own slot, nothing of the parent's. */
 static void init_child(void)
 {
@@ -73,7 +84,7 @@ static void init_child(void)
     st.pid = getpid();
     st.slot = carve_slice_attach(st.slice, st.pid);
     if (st.slot < 0) {
-        carve_slice_close(st.slice);
+        refuse_no_slot(st.slice);
         st.slice = NULL;
     }
     carve__pace_setup(st.slice);
@@ -141,12 +152,11 @@ static void init_slice(void)
         return;
     }
     st.pid = getpid();
+    /* a slot with our pid was our image's before an exec: what it counted is gone */
+    carve_slice_forget_pid(s, st.pid);
     st.slot = carve_slice_attach(s, st.pid);
     if (st.slot < 0) {
-        if (!st.quiet)
-            fprintf(stderr, "carve: slice \"%s\" has no free process slot; running uncapped\n",
-                    st.name);
-        carve_slice_close(s);
+        refuse_no_slot(s); /* even when quiet: the process will fail */
         return;
     }
     st.slice = s;

@@ -550,7 +550,7 @@ API CUresult cuCtxSynchronize(void)
 /* ---------- allocation records ---------- */
 
 enum rec_kind { REC_MEM, REC_MANAGED, REC_HOST, REC_POOL, REC_HANDLE, REC_RESERVE, REC_ARRAY,
-                REC_MIPMAP, REC_MODULE };
+                REC_MIPMAP, REC_MODULE, REC_MAPPING };
 
 struct CUmemPoolHandle_st;
 
@@ -561,6 +561,9 @@ struct rec {
     int phys;
     enum rec_kind kind;
     struct CUmemPoolHandle_st *pool;
+    struct rec *handle; /* REC_MAPPING: the handle mapped there */
+    int maps;           /* REC_HANDLE: mappings of it; lock held */
+    bool released;      /* REC_HANDLE: released while mapped, freed at its last unmap */
     struct rec *next;
 };
 
@@ -668,6 +671,8 @@ API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, 
     if (!pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
         return CUDA_ERROR_INVALID_VALUE;
     size_t p = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+    if (p < width || p > SIZE_MAX / height) /* a size past 64 bits: never wrapped */
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult r = alloc_device(dptr, (uint64_t)p * height, (uint64_t)p * height, c->phys,
                               REC_MEM, NULL);
     if (r == CUDA_SUCCESS)
@@ -827,13 +832,19 @@ API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     return CUDA_SUCCESS;
 }
 
+/* As on a GPU, a handle released while mapped keeps its memory until its last unmap. */
 API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     NEED_INIT();
     struct rec *r = rec_take(handle, 1u << REC_HANDLE);
     if (!r)
         return CUDA_ERROR_INVALID_VALUE;
-    rec_free(r);
+    pthread_mutex_lock(&lock);
+    bool mapped = r->maps > 0;
+    r->released = mapped;
+    pthread_mutex_unlock(&lock);
+    if (!mapped)
+        rec_free(r);
     return CUDA_SUCCESS;
 }
 
@@ -870,13 +881,45 @@ API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     NEED_INIT();
     if (!ptr || size == 0 || size % GRANULARITY != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return mprotect((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE) == 0
-               ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct rec *h = recs[rec_bucket(handle)];
+    while (h && !(h->key == handle && h->kind == REC_HANDLE))
+        h = h->next;
+    if (h)
+        h->maps++;
+    pthread_mutex_unlock(&lock);
+    if (!h)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct rec *m = NULL;
+    if (mprotect((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE) != 0 ||
+        !(m = rec_add(REC_MAPPING, ptr, size, 0, h->phys))) {
+        pthread_mutex_lock(&lock);
+        h->maps--;
+        pthread_mutex_unlock(&lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    m->handle = h;
+    return CUDA_SUCCESS;
 }
 
+/* Unmaps the mappings that start in the range, one after the other; a handle released
+ * before goes with its last mapping. */
 API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     NEED_INIT();
+    for (uint64_t va = ptr; size && va < ptr + size;) {
+        struct rec *m = rec_take(va, 1u << REC_MAPPING);
+        if (!m)
+            break;
+        struct rec *h = m->handle;
+        pthread_mutex_lock(&lock);
+        bool gone = --h->maps == 0 && h->released;
+        pthread_mutex_unlock(&lock);
+        if (gone)
+            rec_free(h);
+        va += m->size;
+        free(m);
+    }
     return mprotect((void *)(uintptr_t)ptr, size, PROT_NONE) == 0 ? CUDA_SUCCESS
                                                                   : CUDA_ERROR_INVALID_VALUE;
 }
@@ -902,6 +945,9 @@ struct CUmemPoolHandle_st {
 
 static struct CUmemPoolHandle_st default_pool[SIM_MAX_DEVICES];
 static struct CUmemPoolHandle_st *created_pools;
+/* destroyed pools are kept (their allocations may still be freed, and a handle destroyed
+ * twice is told apart from a live one); 56 bytes each */
+static struct CUmemPoolHandle_st *destroyed_pools;
 
 static struct CUmemPoolHandle_st *default_pool_of(int phys)
 {
@@ -991,18 +1037,18 @@ API CUresult cuMemPoolDestroy(CUmemoryPool pool)
     struct CUmemPoolHandle_st **pp = &created_pools;
     while (*pp && *pp != pool)
         pp = &(*pp)->next;
-    if (*pp)
+    bool found = *pp != NULL;
+    if (found) {
         *pp = pool->next;
+        pool->next = destroyed_pools;
+        destroyed_pools = pool;
+        /* memory still allocated from a destroyed pool is given back when it is freed;
+         * the reservation beyond it goes now */
+        pool->live = false;
+        pool_trim_locked(pool, 0);
+    }
     pthread_mutex_unlock(&lock);
-    if (!*pp && pool->next == NULL && pool->live == false)
-        return CUDA_ERROR_INVALID_VALUE;
-    /* memory still allocated from a destroyed pool is given back when it is freed;
-     * the reservation beyond it goes now */
-    pthread_mutex_lock(&lock);
-    pool->live = false;
-    pool_trim_locked(pool, 0);
-    pthread_mutex_unlock(&lock);
-    return CUDA_SUCCESS;
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)

@@ -226,8 +226,26 @@ static void release_self(void)
     }
 }
 
+/* An entry with our pid before this image's first claim is the image's before an exec: as
+ * on a GPU, the exec released everything it held. Once per image (the NVML library's copy
+ * of this file never claims), before any claim. */
+static pthread_once_t exec_once = PTHREAD_ONCE_INIT;
+
+static void forget_image_before_exec(void)
+{
+    struct sim_shared *s = sim_shared();
+    for (int i = 0; s && i < SIM_MAX_PROCS; i++) {
+        int32_t mine = (int32_t)getpid();
+        if (atomic_compare_exchange_strong(&s->proc[i].pid, &mine, -1)) {
+            proc_clear(&s->proc[i]);
+            atomic_store(&s->proc[i].pid, 0);
+        }
+    }
+}
+
 static struct sim_proc *claim_self(struct sim_shared *s, pid_t pid)
 {
+    pthread_once(&exec_once, forget_image_before_exec);
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < SIM_MAX_PROCS; i++) {
             int32_t expect = 0;

@@ -81,6 +81,12 @@ static void walk_linear(struct walk *w)
     CUdeviceptr q;
     size_t qp;
     expect_oom(w, a->cuMemAllocPitch(&q, &qp, 1 << 20, 8192, 4), "cuMemAllocPitch_v2");
+    /* pitch x height past 64 bits (2^64 + 512 MiB), and a width that overflows its rounding */
+    expect_oom(w, a->cuMemAllocPitch(&q, &qp, 512 * ((1ull << 35) + 1), 1ull << 20, 4),
+               "cuMemAllocPitch_v2 whose size wraps past 64 bits");
+    expect_oom(w, a->cuMemAllocPitch(&q, &qp, ~(size_t)0 - 8, 2, 4),
+               "cuMemAllocPitch_v2 whose width wraps when rounded");
+    expect_used(w, w->base + (unsigned long long)pitch * 4096, "after the wrapping pitches");
     a->cuMemFree(p);
     expect_used(w, w->base, "after freeing the pitched allocation");
 
@@ -112,6 +118,20 @@ static void walk_vmm(struct walk *w, CUdevice dev)
     expect_oom(w, a->cuMemCreate(&h2, (w->cap + gran) / gran * gran, &prop, 0), "cuMemCreate");
     w->failed += mem_check(a->cuMemRelease(h) == CUDA_SUCCESS, "cuMemRelease");
     expect_used(w, w->base, "after cuMemRelease");
+
+    /* released while mapped (map, then release at once): the memory lives until the unmap */
+    size_t big = (w->cap - w->base) / 2 / gran * gran + gran;
+    CUdeviceptr va = 0;
+    w->failed += mem_check(a->cuMemCreate(&h, big, &prop, 0) == CUDA_SUCCESS &&
+                               a->cuMemAddressReserve(&va, big, 0, 0, 0) == CUDA_SUCCESS &&
+                               a->cuMemMap(va, big, 0, h, 0) == CUDA_SUCCESS,
+                           "cuMemCreate, cuMemAddressReserve, cuMemMap %zu bytes", big);
+    w->failed += mem_check(a->cuMemRelease(h) == CUDA_SUCCESS, "cuMemRelease while mapped");
+    expect_used(w, w->base + big, "after cuMemRelease of a mapped handle");
+    expect_oom(w, a->cuMemCreate(&h2, big, &prop, 0), "cuMemCreate beside a released mapping");
+    w->failed += mem_check(a->cuMemUnmap(va, big) == CUDA_SUCCESS, "cuMemUnmap");
+    expect_used(w, w->base, "after the unmap of a released handle");
+    a->cuMemAddressFree(va, big);
 }
 
 static void walk_pools(struct walk *w, CUdevice dev)
@@ -154,6 +174,40 @@ static void walk_pools(struct walk *w, CUdevice dev)
     a->cuStreamSynchronize(s);
     w->failed += mem_check(a->cuMemPoolDestroy(pool) == CUDA_SUCCESS, "cuMemPoolDestroy");
     expect_used(w, w->base, "after cuMemPoolDestroy");
+
+    /* a pool destroyed with an allocation outstanding lives on until it is freed */
+    a->cuMemPoolCreate(&pool, &props);
+    unsigned long long big = w->cap - w->base - 64 * MiB;
+    w->failed += mem_check(a->cuMemAllocFromPoolAsync(&p, big, pool, s) == CUDA_SUCCESS,
+                           "cuMemAllocFromPoolAsync all but 64 MiB of what is free");
+    w->failed += mem_check(a->cuMemPoolDestroy(pool) == CUDA_SUCCESS,
+                           "cuMemPoolDestroy with an allocation outstanding");
+    u = used_now(w);
+    w->failed += mem_check(u >= w->base + big,
+                           "after destroying a pool still in use: used %llu still counts it", u);
+    expect_oom(w, a->cuMemAlloc(&q, 128 * MiB), "cuMemAlloc_v2 beside a destroyed pool");
+    a->cuMemFreeAsync(p, s);
+    a->cuStreamSynchronize(s);
+    expect_used(w, w->base, "after freeing the destroyed pool's last allocation");
+
+    /* pools come and go: every new one is still counted once 300 have been destroyed */
+    for (int i = 0; i < 300; i++) {
+        a->cuMemPoolCreate(&pool, &props);
+        a->cuMemAllocFromPoolAsync(&p, MiB, pool, s);
+        a->cuMemFreeAsync(p, s);
+        a->cuMemPoolDestroy(pool);
+    }
+    expect_used(w, w->base, "after 300 pools created, used and destroyed");
+    a->cuMemPoolCreate(&pool, &props);
+    w->failed += mem_check(a->cuMemAllocFromPoolAsync(&p, 64 * MiB, pool, s) == CUDA_SUCCESS,
+                           "cuMemAllocFromPoolAsync 64 MiB from the 301st pool");
+    u = used_now(w);
+    w->failed += mem_check(u >= w->base + 64 * MiB,
+                           "after an allocation from the 301st pool: used %llu counts it", u);
+    expect_oom(w, a->cuMemAllocFromPoolAsync(&q, w->cap, pool, s), "the 301st pool");
+    a->cuMemFreeAsync(p, s);
+    a->cuMemPoolDestroy(pool);
+    expect_used(w, w->base, "after the 301st pool is destroyed");
     a->cuStreamDestroy(s);
 }
 

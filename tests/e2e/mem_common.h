@@ -22,6 +22,10 @@
     X(cuMemCreate, cuMemCreate)                                       \
     X(cuMemRelease, cuMemRelease)                                     \
     X(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity)   \
+    X(cuMemAddressReserve, cuMemAddressReserve)                       \
+    X(cuMemAddressFree, cuMemAddressFree)                             \
+    X(cuMemMap, cuMemMap)                                             \
+    X(cuMemUnmap, cuMemUnmap)                                         \
     X(cuMemAllocAsync, cuMemAllocAsync)                               \
     X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync)               \
     X(cuMemFreeAsync, cuMemFreeAsync)                                 \
@@ -29,6 +33,7 @@
     X(cuMemPoolDestroy, cuMemPoolDestroy)                             \
     X(cuMemPoolTrimTo, cuMemPoolTrimTo)                               \
     X(cuDeviceGetMemPool, cuDeviceGetMemPool)                         \
+    X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool)           \
     X(cuStreamCreate, cuStreamCreate)                                 \
     X(cuStreamSynchronize, cuStreamSynchronize)                       \
     X(cuStreamDestroy, cuStreamDestroy_v2)                            \

@@ -65,7 +65,12 @@ check "mem_stress: 64 processes x 4 threads, usage never above the cap" "$rc"
 out=$(in_slice 4GiB "$E2E/mem_kill" 2>&1)
 rc=$?
 echo "$out" | sed 's/^/    /'
-check "mem_kill: memory of a SIGKILLed tenant comes back" "$rc"
+check "mem_kill: memory of a SIGKILLed tenant, and of an image before an exec, comes back" "$rc"
+
+out=$(CARVE_SIM_CTX_MEMORY=0 timeout 120 "$CARVE" run --simulate --memory 1GiB -- "$E2E/mem_slots" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_slots: with every slot taken, one process more gets no GPU, not an uncapped one" "$rc"
 
 out=$(in_slice 4GiB nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>&1)
 check "nvidia-smi inside a 4 GiB slice reports memory.total 4096 (got '$out')" "$([ "$out" = 4096 ]; echo $?)"
@@ -95,6 +100,10 @@ out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 MEM_CAP=$GIB in_slice 0=2GiB,
 rc=$?
 echo "$out" | grep -E '^(FAIL|# )' | sed 's/^/    /'
 check "CUDA_VISIBLE_DEVICES=1,0 with 0=2GiB,1=1GiB: device 0 has physical GPU 1's 1 GiB cap" "$rc"
+out=$(CARVE_SIM_DEVICES=2 CARVE_SIM_CTX_MEMORY=0 in_slice 0=4GiB,1=1GiB "$E2E/mem_pooldev" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_pooldev: a pool's allocations count on the pool's GPU, not the current one" "$rc"
 out=$(CARVE_SIM_DEVICES=2 in_slice 0=2GiB,1=1GiB nvidia-smi --query-gpu=memory.total \
       --format=csv,noheader,nounits 2>&1 | tr '\n' ' ')
 check "nvidia-smi with 0=2GiB,1=1GiB reports '2048 1024 ' (got '$out')" "$([ "$out" = '2048 1024 ' ]; echo $?)"

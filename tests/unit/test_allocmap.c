@@ -35,6 +35,12 @@ static void test_grow_and_remove(void **state)
         assert_int_equal(carve_allocmap_insert(&m, k * 4096 + 1, k), 0);
     for (uint64_t k = 2; k <= MANY; k += 2)
         assert_true(carve_allocmap_find(&m, k * 4096, &v) && v == k);
+    /* has_value sees live keys in every table, not removed ones */
+    assert_true(carve_allocmap_has_value(&m, MANY));
+    assert_true(carve_allocmap_has_value(&m, 2));
+    assert_false(carve_allocmap_has_value(&m, MANY + 1));
+    assert_true(carve_allocmap_remove(&m, 2 * 4096, &v));
+    assert_false(carve_allocmap_has_value(&m, 2));
     assert_int_equal(carve_allocmap_insert(&m, 0, 1), -22);
     assert_int_equal(carve_allocmap_insert(&m, UINT64_MAX, 1), -22);
     carve_allocmap_reset(&m);

@@ -334,6 +334,47 @@ static void test_pid_reuse(void **state)
     drop_slice(s);
 }
 
+/* A process SIGKILLed inside an admission leaves its request in its slot's `reserving`:
+ * an admission that fits the committed usage must reap it, not take it for a contender. */
+static void test_killed_while_reserving(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0);
+    struct slice_table *raw = raw_table();
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    int ghost = carve_slice_attach(s, gone);
+    int me = carve_slice_attach(s, getpid());
+    assert_true(ghost >= 0 && me >= 0);
+    atomic_store(&raw->slot[ghost].reserving[0], 600 * MiB);
+    assert_int_equal(carve_slice_admit(s, me, 0, 600 * MiB), 0);
+    assert_int_equal(carve_slice_slot_pid(s, ghost), 0);
+    assert_int_equal(atomic_load(&raw->slot[ghost].reserving[0]), 0);
+    carve_slice_detach(s, me);
+    munmap(raw, sizeof(*raw));
+    drop_slice(s);
+}
+
+/* After an exec the pid and its start time are the same: the old image's slot is given
+ * back by the new one before it attaches, never by a reaper. */
+static void test_forget_pid(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0);
+    int before_exec = carve_slice_attach(s, getpid());
+    int parent = carve_slice_attach(s, getppid());
+    assert_int_equal(carve_slice_admit(s, before_exec, 0, 800 * MiB), 0);
+    assert_int_equal(carve_slice_admit(s, parent, 0, 100 * MiB), 0);
+    assert_int_equal(carve_slice_reap(s), 0);
+    assert_int_equal(carve_slice_forget_pid(s, getpid()), 1);
+    assert_int_equal(carve_slice_slot_pid(s, before_exec), 0);
+    assert_int_equal(carve_slice_used(s, 0), 100 * MiB);
+    int after_exec = carve_slice_attach(s, getpid());
+    assert_int_equal(carve_slice_admit(s, after_exec, 0, 800 * MiB), 0);
+    assert_int_equal(carve_slice_forget_pid(s, 0), 0);
+    drop_slice(s);
+}
+
 static void test_attach_full(void **state)
 {
     struct carve_slice *s = make_slice(GiB, 0);
@@ -437,6 +478,8 @@ int main(void)
         SLICE_TEST(test_sigkill_recovery),
         SLICE_TEST(test_reap_only_dead),
         SLICE_TEST(test_pid_reuse),
+        SLICE_TEST(test_forget_pid),
+        SLICE_TEST(test_killed_while_reserving),
         SLICE_TEST(test_attach_full),
         SLICE_TEST(test_terms_read_only),
         cmocka_unit_test(test_name_rule),
