@@ -34,7 +34,7 @@ TEST_TARGETS += $(TEST_SLURM_JOB)
 # Fuzz harness (clang, not part of `all'): the option checks, the record and gres.conf
 # parsers. `make fuzz-smoke' runs it with the others (FUZZ_NAMES).
 FUZZ_DIR ?= $(BUILD)/fuzz
-FUZZ_SLURM_SRC := tests/fuzz/fuzz_slurm.c slurm/job.c cli/daemon.c $(wildcard common/*.c)
+FUZZ_SLURM_SRC := tests/fuzz/fuzz_slurm.c slurm/job.c cli/daemon.c cli/options.c $(wildcard common/*.c)
 FUZZ_NAMES += slurm
 
 $(FUZZ_DIR)/fuzz_slurm: $(FUZZ_SLURM_SRC) slurm/job.h
