@@ -303,7 +303,8 @@ void carve_board_note_launch(struct carve_board *b, int entry, uint64_t now_ns)
     if (!b || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
         return;
     _Atomic uint64_t *last = &b->act->entry[entry].last_launch_ns;
-    if (now_ns - atomic_load_explicit(last, memory_order_relaxed) > CARVE_BOARD_NOTE_NS)
+    uint64_t was = atomic_load_explicit(last, memory_order_relaxed);
+    if (now_ns > was && now_ns - was > CARVE_BOARD_NOTE_NS) /* never moved back */
         atomic_store_explicit(last, now_ns, memory_order_relaxed);
 }
 
@@ -321,7 +322,10 @@ int carve_board_peers(const struct carve_board *b, int entry, uint64_t now_ns,
         if (i == entry)
             *me = n;
         peers[n].compute = e->compute;
-        peers[n].active = last && now_ns - last <= active_ns;
+        /* a launch noted after this reader took its clock is newer than now: active (the
+         * unsigned difference wrapped, and a busy latency slice read as idle for a refresh,
+         * which let a batch slice queue a burst of work ahead of it) */
+        peers[n].active = last && (last >= now_ns || now_ns - last <= active_ns);
         n++;
     }
     return n;

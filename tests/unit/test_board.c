@@ -92,6 +92,9 @@ static void test_activity_reaches_peers(void **state)
     assert_true(peers[1 - me].active);
     assert_int_equal(peers[1 - me].compute.share_bp, 4000);
     assert_int_equal(peers[1 - me].compute.mode, CARVE_COMPUTE_GUARANTEE);
+    /* a launch noted after the reader took its clock (another process, a moment later) */
+    n = carve_board_peers(a, ea, now - 1000, 100000000ull, peers, CARVE_BOARD_ENTRIES, &me);
+    assert_true(peers[1 - me].active);
     /* past the active window, b is idle again */
     n = carve_board_peers(a, ea, now + 200000000ull, 100000000ull, peers, CARVE_BOARD_ENTRIES,
                           &me);
