@@ -5,11 +5,11 @@
 #
 # Builds carve and bench/gpu/memcap.cu (with nvcc, static and shared cudart), then runs each
 # case under `carve run --memory 4GiB --`: the CUDA runtime program twice, PyTorch (caching
-# allocator, and expandable_segments), CuPy, JAX, and nvidia-smi. A case passes when it sees
-# the slice (total 4096 MiB; JAX: an allocator limit of at most 4096 MiB), fits 3 GiB and
-# gets the framework's own out-of-memory error on 2 GiB more; nvidia-smi must show 4096 MiB.
-# A framework that is not importable gets a "not installed" row. Writes
-# docs/results/<date>-memcap-<gpu>.md and exits nonzero when a case failed.
+# allocator, expandable_segments and cudaMallocAsync), CuPy, JAX, and nvidia-smi. A case
+# passes when it sees the slice (total 4096 MiB; JAX: an allocator limit of at most 4096
+# MiB), fits 3 GiB and gets the framework's own out-of-memory error on 2 GiB more;
+# nvidia-smi must show 4096 MiB. A framework that is not importable gets a "not installed"
+# row. Writes docs/results/<date>-memcap-<gpu>.md and exits nonzero when a case failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -96,6 +96,8 @@ fi
 if python_has torch; then
     run_case torch eq env -u PYTORCH_CUDA_ALLOC_CONF python3 bench/gpu/torch_memcap.py
     run_case torch-expandable eq env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+        python3 bench/gpu/torch_memcap.py
+    run_case torch-async eq env PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
         python3 bench/gpu/torch_memcap.py
 else
     not_installed torch "PyTorch (with CUDA)"

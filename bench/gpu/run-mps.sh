@@ -74,8 +74,14 @@ if CUDA_VISIBLE_DEVICES=$uuid CUDA_MPS_PIPE_DIRECTORY=$own/pipe CUDA_MPS_LOG_DIR
     [ -n "$got" ] && [ "$got" -le 2048 ] && [ "$got" -ge 1024 ]
     ok=$?
     row "MPS alone, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M" "memhog got ${got:-?} MiB" "$([ "$ok" -eq 0 ] && echo PASS || echo FAIL)"
+    own_pid=$(cat "$own/pipe/nvidia-cuda-mps-control.pid" 2>/dev/null)
     echo quit | CUDA_MPS_PIPE_DIRECTORY=$own/pipe nvidia-cuda-mps-control >/dev/null 2>&1
-    sleep 1
+    # gone before carve's own daemon starts on the same GPU (up to 10 s)
+    for _ in $(seq 50); do
+        { [ -n "$own_pid" ] && kill -0 "$own_pid" 2>/dev/null; } || break
+        sleep 0.2
+    done
+    [ -n "$own_pid" ] || sleep 2
 else
     row "MPS alone" "nvidia-cuda-mps-control -d failed (compute mode $compute_mode)" FAIL
 fi

@@ -1,7 +1,8 @@
 """torch_memcap.py - does a 4 GiB carve slice hold for PyTorch?
 
-Run inside `carve run --memory 4GiB`, once with the default caching allocator and once with
-PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (which allocates through cuMemCreate).
+Run inside `carve run --memory 4GiB`, with the default caching allocator (cuMemAlloc), with
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (cuMemCreate and cuMemMap) and with
+backend:cudaMallocAsync (the stream-ordered allocator: a memory pool).
 Sees: torch.cuda.mem_get_info() total. Must fit 3 GiB and raise torch.cuda.OutOfMemoryError
 on 2 GiB more. See memcap_common.py for the JSON line it prints."""
 import os
@@ -30,5 +31,6 @@ def is_oom(exc):
 
 if __name__ == "__main__":
     conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
-    name = "torch-expandable" if "expandable_segments:True" in conf else "torch"
+    name = ("torch-expandable" if "expandable_segments:True" in conf else
+            "torch-async" if "cudaMallocAsync" in conf else "torch")
     main(name, sees_total, alloc, is_oom)
