@@ -366,33 +366,65 @@ static int keep_job_gpus(struct carve_gpu_info *gpus, int n, const char *list)
     return kept;
 }
 
-/* The compute settings: the job's --gpu-compute, else its share of the GPU's shards. */
+/* The GPU's shard count for the default share: plugstack.conf's shards_per_gpu, else
+ * gres.conf's shard lines for this host; 0 when neither says. */
+static unsigned gpu_shards(const struct carve_job_conf *conf, int ngpu)
+{
+    if (conf->shards_per_gpu || !conf->gres_conf[0])
+        return conf->shards_per_gpu;
+    FILE *f = fopen(conf->gres_conf, "re");
+    char text[16384];
+    size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    text[n] = '\0';
+    if (f)
+        fclose(f);
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    host[strcspn(host, ".")] = '\0';
+    return carve_job_gres_shards(text, host, ngpu);
+}
+
+/* The compute settings: the job's --gpu-compute, else its share of the GPU's shards. A
+ * guarantee holds room on the GPU's board that other jobs' guarantees are then refused, so
+ * it is given only within what Slurm gave the job: no more than its shards' share, and not
+ * at all to a job that Slurm gave no GPU and no shard on this node. */
 static int job_compute(const struct carve_job_conf *conf, const struct carve_job_request *req,
                        int ngpu, struct carve_compute *c, char *err, size_t errlen)
 {
     char why[256];
     memset(c, 0, sizeof(*c));
-    if (req->compute) {
-        if (carve_parse_compute(req->compute, c, why, sizeof(why)) < 0) {
-            snprintf(err, errlen, "--gpu-compute=%s: %s", req->compute, why);
-            return -EINVAL;
-        }
+    unsigned per_gpu = req->job_shards ? gpu_shards(conf, ngpu) : 0;
+    if (!req->compute) {
+        carve_job_shard_share(req->job_shards, per_gpu, c);
         return 0;
     }
-    unsigned per_gpu = conf->shards_per_gpu;
-    if (req->job_shards && !per_gpu && conf->gres_conf[0]) {
-        FILE *f = fopen(conf->gres_conf, "re");
-        char text[16384];
-        size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
-        text[n] = '\0';
-        if (f)
-            fclose(f);
-        char host[256] = "";
-        gethostname(host, sizeof(host) - 1);
-        host[strcspn(host, ".")] = '\0';
-        per_gpu = carve_job_gres_shards(text, host, ngpu);
+    if (carve_parse_compute(req->compute, c, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "--gpu-compute=%s: %s", req->compute, why);
+        return -EINVAL;
     }
-    carve_job_shard_share(req->job_shards, per_gpu, c);
+    if (c->mode != CARVE_COMPUTE_GUARANTEE)
+        return 0;
+    struct carve_compute shards, cap = *c;
+    char given[32], as_cap[32];
+    cap.mode = CARVE_COMPUTE_CAP;
+    carve_format_compute(&cap, as_cap, sizeof(as_cap));
+    if (carve_job_shard_share(req->job_shards, per_gpu, &shards) && c->share_bp > shards.share_bp) {
+        carve_format_compute(&shards, given, sizeof(given));
+        snprintf(err, errlen,
+                 "--gpu-compute=%s guarantees more than the job's %u of %u shards of a GPU "
+                 "give (%s): ask for more shards (--gres=shard:N), a guarantee of %s at most, "
+                 "or a cap (--gpu-compute=%s, which holds no room for the job)",
+                 req->compute, req->job_shards, per_gpu, given, given, as_cap);
+        return -EINVAL;
+    }
+    if (!req->job_shards && (!req->gpus || !*req->gpus)) {
+        snprintf(err, errlen,
+                 "--gpu-compute=%s guarantees GPU time, but Slurm gave the job no GPU and no "
+                 "shard on this node (SLURM_STEP_GPUS, SLURM_JOB_GPUS and "
+                 "SLURM_SHARDS_ON_NODE are unset): ask for --gres=gpu:N or --gres=shard:N, or "
+                 "give a cap (--gpu-compute=%s)", req->compute, as_cap);
+        return -EINVAL;
+    }
     return 0;
 }
 

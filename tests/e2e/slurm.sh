@@ -260,6 +260,17 @@ echo "$out" | sed 's/^/    /'
 out=$(srun --gres=shard:1 "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
 check "srun --gres=shard:1 alone: compute 25%+ (1 of 4 shards)" \
     "$(echo "$out" | grep -Eq 'compute 25%\+ +1/1 steps alive'; echo $?)"
+# a guarantee holds room other jobs' guarantees are refused: only within Slurm's allocation
+out=$(srun --gres=shard:1 --gpu-compute=50%+ true 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "srun --gres=shard:1 --gpu-compute=50%+: the task fails (rc $rc), 1 of 4 shards give 25%+" \
+    "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "carve: job [0-9]*: --gpu-compute=50%+ guarantees more than the job's 1 of 4 shards"; echo $?)"
+out=$(srun --gpu-compute=30%+ true 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "srun --gpu-compute=30%+ with no GPU and no shard: the task fails (rc $rc), a cap is offered" \
+    "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "no GPU and no shard on this node.*(--gpu-compute=30%)"; echo $?)"
 out=$(srun env 2>&1)
 check "a job without carve options or shards runs outside carve" \
     "$(! echo "$out" | grep -q '^CARVE_SLICE=' && ! echo "$out" | grep -q 'libcarve'; echo $?)"

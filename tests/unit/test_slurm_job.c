@@ -284,6 +284,41 @@ static void test_refused_values(void **state)
     assert_false(shm_exists(shm));
 }
 
+/* A guarantee holds room that other jobs' guarantees are refused: only within what Slurm
+ * gave the job. A cap holds none and is given to any job. */
+static void test_guarantee_within_allocation(void **state)
+{
+    struct world *w = *state;
+    char shm[128], err[1024];
+    struct carve_job_request req = {.job_id = 47, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = getpid(), .compute = "100%+"};
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "no GPU and no shard on this node"));
+    assert_non_null(strstr(err, "(--gpu-compute=100%)"));
+    assert_false(record_exists(w, 47));
+    req.compute = "100%";
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_int_equal(carve_job_remove(&w->conf, 47, err, sizeof(err)), 0);
+
+    req.job_id = 48; /* 1 of the GPU's 4 shards: 25%+ at most */
+    req.job_shards = 1;
+    req.compute = "30%+";
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "1 of 4 shards of a GPU give (25%+)"));
+    assert_false(record_exists(w, 48));
+    req.compute = "25%+";
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_int_equal(carve_job_remove(&w->conf, 48, err, sizeof(err)), 0);
+
+    req.job_id = 49; /* Slurm's GPUs, no shards: the whole GPU is the job's to guarantee */
+    req.job_shards = 0;
+    req.gpus = "0";
+    req.compute = "100%+";
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_int_equal(carve_job_remove(&w->conf, 49, err, sizeof(err)), 0);
+    assert_false(shm_exists(shm));
+}
+
 static void test_sweep(void **state)
 {
     struct world *w = *state;
@@ -326,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_dead_steps_pruned),
         cmocka_unit_test(test_nothing_asked),
         cmocka_unit_test(test_refused_values),
+        cmocka_unit_test(test_guarantee_within_allocation),
         cmocka_unit_test(test_sweep),
     };
     return cmocka_run_group_tests(tests, world_setup, world_teardown);
