@@ -43,6 +43,7 @@ if [ -n "$SIMULATE" ]; then
     export CARVE_SIM_STATE=$LOGS/sim-state CARVE_SIM_CTX_MEMORY=0 CARVE_SIM_MODULE_MEMORY=0
     # what a plain process on the simulated GPU loads instead of the driver
     export LD_LIBRARY_PATH=$BUILD/lib/carve/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export PATH=$BUILD/lib/carve/sim/bin:$PATH # its nvidia-smi
 else
     source bench/gpu/gpu-setup.sh run-carved "$LOGS"
 fi
@@ -170,6 +171,11 @@ sees=$(sed -n 's/.*at start: total \([0-9]*\) MiB.*/\1/p' "$LOGS/held.log" | hea
 rc=$?
 row "a tenant of carve run --slice (2 GiB) allocates until refused" "sees ${sees:-?} MiB, got ${got:-?} MiB" "$(verdict $rc)"
 sleep 1.2 # two polls
+# what NVML itself lists, beside the tenant's pid here: in a PID namespace (a container) the
+# two differ, and carved cannot match them (docs/carved.md's limits)
+apps=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>&1 | paste -sd ';')
+row "NVML's compute processes (nvidia-smi --query-compute-apps), the tenant's pid here" \
+    "${apps:-none}; the tenant: pid $(pgrep -f -- '--label held' | tr '\n' ' ')(carve run $held)" INFO
 used_nvml=$(slice_get g-held 'd["memory_used_nvml"]')
 over=$(slice_get g-held 'd["over_cap"]')
 [ -n "$used_nvml" ] && [ "$used_nvml" -gt 0 ] && [ "$over" = False ]
