@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h> /* SLURM_BATCH_SCRIPT */
 #include <slurm/spank.h>
 
 #include "job.h"
@@ -192,8 +193,13 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
     }
     job_env(sp, "SLURM_SHARDS_ON_NODE", shards, sizeof(shards));
     req.job_shards = (unsigned)strtoul(shards, NULL, 10);
+    /* Slurm sets SLURM_STEP_GPUS in an srun step, SLURM_JOB_GPUS in the batch step; an srun
+       step's SLURM_JOB_GPUS is whatever srun's caller exported, so only the batch step's is
+       the job's (a job launched by srun alone could otherwise name GPUs it was not given) */
+    uint32_t step_id = 0;
     job_env(sp, "SLURM_STEP_GPUS", gpus, sizeof(gpus));
-    if (!gpus[0])
+    if (!gpus[0] && spank_get_item(sp, S_JOB_STEPID, &step_id) == ESPANK_SUCCESS &&
+        step_id == SLURM_BATCH_SCRIPT)
         job_env(sp, "SLURM_JOB_GPUS", gpus, sizeof(gpus));
     req.gpus = gpus;
     req.memory = opt_memory[0] ? opt_memory : NULL;

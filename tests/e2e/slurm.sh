@@ -271,6 +271,19 @@ rc=$?
 echo "$out" | sed 's/^/    /'
 check "srun --gpu-compute=30%+ with no GPU and no shard: the task fails (rc $rc), a cap is offered" \
     "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "no GPU and no shard on this node.*(--gpu-compute=30%)"; echo $?)"
+# what the user exports does not count as Slurm's: SLURM_STEP_GPUS and SLURM_SHARDS_ON_NODE
+# do not reach the plugin, and an srun step's SLURM_JOB_GPUS (its caller's) is not read
+for var in SLURM_STEP_GPUS=0 SLURM_SHARDS_ON_NODE=4 SLURM_JOB_GPUS=0; do
+    out=$(env "$var" srun --gpu-compute=30%+ true 2>&1)
+    rc=$?
+    check "$var srun --gpu-compute=30%+ (exported by the user): no guarantee (rc $rc)" \
+        "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "no GPU and no shard on this node"; echo $?)"
+done
+g=$(submit --gres=gpu:1 --gpu-compute=100%+ -o G.out --wrap 'echo "batch $CARVE_SLICE"')
+wait_for 300 gone "$g"
+sed 's/^/    G: /' G.out
+check "sbatch --gres=gpu:1 --gpu-compute=100%+: the batch step (Slurm's SLURM_JOB_GPUS) gets it" \
+    "$(grep -q '^batch /carve.slurm' G.out && ! grep -q 'carve: job' G.out; echo $?)"
 out=$(srun env 2>&1)
 check "a job without carve options or shards runs outside carve" \
     "$(! echo "$out" | grep -q '^CARVE_SLICE=' && ! echo "$out" | grep -q 'libcarve'; echo $?)"
