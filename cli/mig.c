@@ -1003,6 +1003,22 @@ void carve_mig_release(int lock_fd)
     close(lock_fd);
 }
 
+/* --memory must be a size and --compute a share: a request parses either, and took a share
+   given as --memory (or a size as --compute) as if it were the other option. */
+static int request_part(const char *opt, const char *text, bool share, char *err, size_t errlen)
+{
+    struct mig_request part = {0};
+    if (mig_request_parse(text, &part, err, errlen) < 0)
+        return -1;
+    if (part.profile[0] || (share ? part.memory_mib != 0 : part.compute_pct > 0)) {
+        snprintf(err, errlen, "%s %s: %s", opt, text,
+                 share ? "not a share of the GPU's SMs (30%); give memory with --memory"
+                       : "not a size (20GiB); give a share of the SMs with --compute");
+        return -1;
+    }
+    return 0;
+}
+
 int carve_mig_choose(const char *instance, const char *memory, const char *compute,
                      bool simulate, char *uuid, size_t uuidlen, int *lock_fd, char *err,
                      size_t errlen)
@@ -1010,14 +1026,14 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
     struct mig_request want = {0};
     char text[MIG_REQUEST_TEXT];
     *lock_fd = -1;
+    if ((memory && request_part("--memory", memory, false, err, errlen) < 0) ||
+        (compute && request_part("--compute", compute, true, err, errlen) < 0))
+        return CARVE_EXIT_USAGE;
     if (memory || compute) {
         snprintf(text, sizeof(text), "%s%s%s", memory ? memory : "",
                  memory && compute ? "," : "", compute ? compute : "");
-        if (mig_request_parse(text, &want, err, errlen) < 0 || want.profile[0]) {
-            if (want.profile[0])
-                snprintf(err, errlen, "--memory %s: a size, not a profile", memory);
+        if (mig_request_parse(text, &want, err, errlen) < 0)
             return CARVE_EXIT_USAGE;
-        }
     }
     struct mig_nvml *n;
     struct mig_gpu gpus[MIG_NVML_MAX_GPUS];

@@ -126,6 +126,10 @@ kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 expect 2 "needs --mode mig" run --simulate --mig-instance "$small" -- true
 expect 2 "no MIG device MIG-nope" run --mode mig --simulate --mig-instance MIG-nope -- true
+# a share given as --memory (or memory as --compute) was taken as the other option
+expect 2 "--memory 30%: not a size" run --mode mig --simulate --memory 30% -- true
+expect 2 "--compute 8GiB: not a share" run --mode mig --simulate --compute 8GiB -- true
+expect 2 "--compute 3g.40gb: not a share" run --mode mig --simulate --compute 3g.40gb -- true
 expect 2 "unknown mode \`bogus' (modes: carve, timeslice, mps, mig)" run --mode bogus -- true
 expect 3 "" run --mode mig --simulate --quiet -- sh -c 'exit 3'
 
