@@ -122,6 +122,9 @@ for _ in $(seq 100); do
     sleep 0.05
 done
 expect 2 "no free MIG instance with at least 20GiB" run --mode mig --simulate --memory 20GiB -- true
+# nor is it destroyed under the command, which has no GPU process for NVML to list yet
+expect 1 "a carve run --mode mig holds it" mig destroy --simulate --yes "$big"
+check "the held instance was not destroyed" test "$(instances)" = 3
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 expect 2 "needs --mode mig" run --simulate --mig-instance "$small" -- true
