@@ -2,6 +2,7 @@
  * through NVML (a dry run unless --yes; an instance with processes is never destroyed); and
  * choosing a MIG instance for `carve run --mode mig`. The tables and the planner live in
  * planner/ (mig.h, mig_plan.h), the NVML calls in planner/mig_nvml.c. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -680,15 +681,54 @@ static void diff_replace(const struct mig_live *live, int k, const struct mig_pl
             c->create[c->ncreate++] = &p->placed[j];
 }
 
+/* Whether a carve run --mode mig (of any user) holds MIG device uuid (lock_instance): its
+   command may have no GPU process yet, and NVML then lists none. */
+static bool held_by_run(const char *uuid)
+{
+    char tail[128];
+    if (!uuid[0])
+        return false;
+    snprintf(tail, sizeof(tail), "-%s.lock", uuid);
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return false;
+    size_t tl = strlen(tail);
+    bool held = false;
+    struct dirent *e;
+    while (!held && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (strncmp(e->d_name, "carve-mig-", 10) != 0 || l <= tl ||
+            strcmp(e->d_name + l - tl, tail) != 0)
+            continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue;
+        held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+        close(fd);
+    }
+    closedir(d);
+    return held;
+}
+
+/* Whether the instance is in use (a process in it, or a carve run holding it), and by whom. */
+static bool busy_text(const struct mig_live *l, char *buf, size_t len)
+{
+    if (l->npids) {
+        pids_text(l, buf, len);
+        return true;
+    }
+    snprintf(buf, len, "none yet, but a carve run --mode mig holds it for its command");
+    return held_by_run(l->uuid);
+}
+
 static int refuse_busy(const struct change *c, unsigned gpu)
 {
     int busy = 0;
     for (int i = 0; i < c->ndestroy; i++) {
         const struct mig_live *l = c->destroy[i];
-        if (!l->npids)
-            continue;
         char pids[256], sl[16];
-        pids_text(l, pids, sizeof(pids));
+        if (!busy_text(l, pids, sizeof(pids)))
+            continue;
         fprintf(stderr, "carve mig apply: refusing to destroy GPU instance %u (%s at slots "
                 "%s, %s) on GPU %u: processes run in it: %s\n", l->gi_id, live_name(l),
                 live_slots(l, sl, sizeof(sl)), l->uuid[0] ? l->uuid : "no MIG device", gpu,
@@ -927,15 +967,15 @@ static int cmd_destroy(int argc, char **argv)
         targets[nt++] = t;
     }
     int busy = 0;
-    for (int i = 0; i < nt; i++)
-        if (targets[i]->npids) {
-            char pids[256];
-            pids_text(targets[i], pids, sizeof(pids));
+    for (int i = 0; i < nt; i++) {
+        char pids[256];
+        if (busy_text(targets[i], pids, sizeof(pids))) {
             fprintf(stderr, "carve mig destroy: refusing to destroy GPU instance %u (%s, %s): "
                     "processes run in it: %s\n", targets[i]->gi_id, live_name(targets[i]),
                     targets[i]->uuid[0] ? targets[i]->uuid : "no MIG device", pids);
             busy++;
         }
+    }
     if (busy) {
         fprintf(stderr, "carve mig destroy: nothing changed\n");
         mig_nvml_close(n);
@@ -1003,6 +1043,22 @@ void carve_mig_release(int lock_fd)
     close(lock_fd);
 }
 
+/* --memory must be a size and --compute a share: a request parses either, and took a share
+   given as --memory (or a size as --compute) as if it were the other option. */
+static int request_part(const char *opt, const char *text, bool share, char *err, size_t errlen)
+{
+    struct mig_request part = {0};
+    if (mig_request_parse(text, &part, err, errlen) < 0)
+        return -1;
+    if (part.profile[0] || (share ? part.memory_mib != 0 : part.compute_pct > 0)) {
+        snprintf(err, errlen, "%s %s: %s", opt, text,
+                 share ? "not a share of the GPU's SMs (30%); give memory with --memory"
+                       : "not a size (20GiB); give a share of the SMs with --compute");
+        return -1;
+    }
+    return 0;
+}
+
 int carve_mig_choose(const char *instance, const char *memory, const char *compute,
                      bool simulate, char *uuid, size_t uuidlen, int *lock_fd, char *err,
                      size_t errlen)
@@ -1010,14 +1066,14 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
     struct mig_request want = {0};
     char text[MIG_REQUEST_TEXT];
     *lock_fd = -1;
+    if ((memory && request_part("--memory", memory, false, err, errlen) < 0) ||
+        (compute && request_part("--compute", compute, true, err, errlen) < 0))
+        return CARVE_EXIT_USAGE;
     if (memory || compute) {
         snprintf(text, sizeof(text), "%s%s%s", memory ? memory : "",
                  memory && compute ? "," : "", compute ? compute : "");
-        if (mig_request_parse(text, &want, err, errlen) < 0 || want.profile[0]) {
-            if (want.profile[0])
-                snprintf(err, errlen, "--memory %s: a size, not a profile", memory);
+        if (mig_request_parse(text, &want, err, errlen) < 0)
             return CARVE_EXIT_USAGE;
-        }
     }
     struct mig_nvml *n;
     struct mig_gpu gpus[MIG_NVML_MAX_GPUS];

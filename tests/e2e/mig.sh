@@ -122,10 +122,17 @@ for _ in $(seq 100); do
     sleep 0.05
 done
 expect 2 "no free MIG instance with at least 20GiB" run --mode mig --simulate --memory 20GiB -- true
+# nor is it destroyed under the command, which has no GPU process for NVML to list yet
+expect 1 "a carve run --mode mig holds it" mig destroy --simulate --yes "$big"
+check "the held instance was not destroyed" test "$(instances)" = 3
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 expect 2 "needs --mode mig" run --simulate --mig-instance "$small" -- true
 expect 2 "no MIG device MIG-nope" run --mode mig --simulate --mig-instance MIG-nope -- true
+# a share given as --memory (or memory as --compute) was taken as the other option
+expect 2 "--memory 30%: not a size" run --mode mig --simulate --memory 30% -- true
+expect 2 "--compute 8GiB: not a share" run --mode mig --simulate --compute 8GiB -- true
+expect 2 "--compute 3g.40gb: not a share" run --mode mig --simulate --compute 3g.40gb -- true
 expect 2 "unknown mode \`bogus' (modes: carve, timeslice, mps, mig)" run --mode bogus -- true
 expect 3 "" run --mode mig --simulate --quiet -- sh -c 'exit 3'
 
