@@ -82,12 +82,21 @@ CARVE_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int 
     GOVERN(cuLaunchCooperativeKernel_ptsz, KERNEL_KEY, s, COOP_ARGS)
 }
 
+/* A graph with allocation nodes has its memory admitted first (graphmem.c); while there is
+ * none, the check is one relaxed load. */
+#define GRAPH_MEMORY(name, upload)                                                         \
+    if (__builtin_expect(atomic_load_explicit(&carve__graph_execs, memory_order_relaxed), 0) && \
+        R.name)                                                                            \
+        return carve__graph_launch(exec, s, R.name, R.upload);
+
 CARVE_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s)
 {
+    GRAPH_MEMORY(cuGraphLaunch, cuGraphUpload)
     GOVERN(cuGraphLaunch, (uint64_t)(uintptr_t)exec, s, (exec, s))
 }
 
 CARVE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s)
 {
+    GRAPH_MEMORY(cuGraphLaunch_ptsz, cuGraphUpload_ptsz)
     GOVERN(cuGraphLaunch_ptsz, (uint64_t)(uintptr_t)exec, s, (exec, s))
 }

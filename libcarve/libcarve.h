@@ -105,6 +105,8 @@ bool carve__try_admit(int sdev, uint64_t bytes);                  /* no message 
 void carve__release(int sdev, uint64_t bytes);
 /* Count bytes without admission (memory the driver already took: context, modules). */
 void carve__charge(int sdev, uint64_t bytes);
+/* The same for an allocation's memory, given back with carve__release. */
+void carve__charge_counted(int sdev, uint64_t bytes);
 /* Prints the one-line OOM message (unless CARVE_QUIET=1). */
 void carve__oom_message(const struct carve_dev *d, uint64_t requested);
 uint64_t carve__cap(int sdev);
@@ -128,6 +130,28 @@ void carve__vmm_reset(void);
 /* Releases what pools no longer reserve; true when anything was released. */
 bool carve__pools_refresh(void);
 void carve__pools_reset(void);
+
+/* Moves *charged up to reserved (what a pool or a device's graph memory now reserves), paying
+ * with `admitted` first and admitting any more; the surplus admission is given back. False
+ * when the growth could not be admitted: the admission is then given back. */
+bool carve__settle_reserve(_Atomic uint64_t *charged, int sdev, uint64_t reserved,
+                           uint64_t admitted);
+/* The same, counting growth past the cap without admission (the driver holds it already). */
+void carve__force_reserve(_Atomic uint64_t *charged, int sdev, uint64_t reserved);
+
+/* ---- graphmem.c: graph memory (CUDA graphs' allocation nodes) ---- */
+/* executable graphs with allocation nodes on the slice's devices: 0 keeps launches plain */
+extern _Atomic int carve__graph_execs;
+typedef CUresult (*carve_graph_call)(CUgraphExec, CUstream);
+/* A launch of exec with its graph memory admitted first (and the graph uploaded first when
+ * that memory may grow); paced as any launch. */
+CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call launch,
+                             carve_graph_call upload);
+/* Gives back what the devices' graph memory no longer reserves; true when anything was. */
+bool carve__graph_refresh(void);
+void carve__graph_reset(void);
+/* Whether stream is capturing: its work is recorded into a graph, not run. */
+bool carve__capturing(CUstream stream);
 
 /* ---- overhead.c ---- */
 struct carve_probe {

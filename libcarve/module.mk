@@ -30,6 +30,7 @@ endif
 MEM_E2E_DIR  := $(TESTDIR)/e2e
 MEM_E2E_LIB  := $(OBJ)/tests/e2e/mem_common.o
 MEM_E2E_PROG := mem_direct mem_dlsym mem_gpa mem_stress mem_kill mem_forge mem_claim mem_pooldev \
+                mem_graph \
                 mem_slots
 MEM_E2E_BIN  := $(MEM_E2E_PROG:%=$(MEM_E2E_DIR)/%)
 
@@ -38,7 +39,7 @@ $(MEM_E2E_DIR)/mem_direct: $(OBJ)/tests/e2e/mem_direct.o $(MEM_E2E_LIB) | $(SIMD
 	$(CC) -o $@ $^ $(LDFLAGS) -L$(SIMDIR) -lcuda
 $(MEM_E2E_DIR)/mem_dlsym $(MEM_E2E_DIR)/mem_gpa \
 $(MEM_E2E_DIR)/mem_kill $(MEM_E2E_DIR)/mem_forge $(MEM_E2E_DIR)/mem_claim \
-$(MEM_E2E_DIR)/mem_pooldev $(MEM_E2E_DIR)/mem_slots: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
+$(MEM_E2E_DIR)/mem_pooldev $(MEM_E2E_DIR)/mem_slots $(MEM_E2E_DIR)/mem_graph: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
 $(MEM_E2E_DIR)/mem_stress: $(OBJ)/tests/e2e/mem_stress.o $(MEM_E2E_LIB) $(OBJ)/tests/snapshot.o \

@@ -450,9 +450,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     int sdev = sdev_of(cu);
     if (sdev < 0)
         return;
-    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (R.cuStreamIsCapturing && R.cuStreamIsCapturing(stream, &cs) == CUDA_SUCCESS &&
-        cs != CU_STREAM_CAPTURE_STATUS_NONE)
+    if (carve__capturing(stream))
         return; /* recorded into a graph, not run: its graph's launches are what count */
     struct pace_dev *pd = &P.dev[sdev];
     uint64_t now = now_ns();

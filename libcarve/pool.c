@@ -127,15 +127,13 @@ bool carve__pools_refresh(void)
     for (unsigned i = 0; i < MAX_POOLS; i++)
         if (atomic_load(&pools[i].handle))
             any |= pool_refresh(&pools[i]);
-    return any;
+    return carve__graph_refresh() || any;
 }
 
-/* Moves charged up to the pool's reserve, using `admitted` first. False: the growth could
- * not be admitted; the admission is then given back. */
-static bool pool_settle(struct pool *e, uint64_t reserved, uint64_t admitted)
+bool carve__settle_reserve(_Atomic uint64_t *charged, int sdev, uint64_t reserved,
+                           uint64_t admitted)
 {
-    int sdev = atomic_load(&e->sdev);
-    uint64_t old = atomic_load(&e->charged);
+    uint64_t old = atomic_load(charged);
     for (;;) {
         if (reserved <= old) {
             carve__release(sdev, admitted);
@@ -149,12 +147,22 @@ static bool pool_settle(struct pool *e, uint64_t reserved, uint64_t admitted)
                 return false;
             }
         }
-        if (atomic_compare_exchange_weak(&e->charged, &old, reserved)) {
+        if (atomic_compare_exchange_weak(charged, &old, reserved)) {
             carve__release(sdev, admitted + extra - grow);
             return true;
         }
         carve__release(sdev, extra); /* charged moved under us: look again */
     }
+}
+
+void carve__force_reserve(_Atomic uint64_t *charged, int sdev, uint64_t reserved)
+{
+    uint64_t old = atomic_load(charged);
+    while (reserved > old)
+        if (atomic_compare_exchange_weak(charged, &old, reserved)) {
+            carve__charge_counted(sdev, reserved - old);
+            return;
+        }
 }
 
 /* Admission for a pool allocation: the request, or nothing when the pool already has that
@@ -224,7 +232,9 @@ static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool
     struct carve_dev d;
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!carve__dev_current(&d) || !dptr || bytes == 0 ||
+    /* under capture the driver makes an allocation node, not memory: graphmem.c counts the
+     * graph's memory when it is launched */
+    if (!carve__dev_current(&d) || !dptr || bytes == 0 || carve__capturing(stream) ||
         (!pool && R.cuDeviceGetMemPool(&pool, d.cu) != CUDA_SUCCESS))
         return call(dptr, bytes, pool, stream, real);
     struct pool *e = pool_entry(pool, NULL);
@@ -258,7 +268,7 @@ static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool
         carve__release(d.sdev, admitted);
         return r;
     }
-    if (pool_settle(e, reserved, admitted)) {
+    if (carve__settle_reserve(&e->charged, atomic_load(&e->sdev), reserved, admitted)) {
         pool_track(e, *dptr, bytes);
         return CUDA_SUCCESS;
     }

@@ -55,6 +55,7 @@ static void reset_process_state(void)
     carve__records_reset();
     carve__vmm_reset();
     carve__pools_reset();
+    carve__graph_reset();
     carve__overhead_reset();
 }
 
@@ -291,6 +292,12 @@ void carve__charge(int sdev, uint64_t bytes)
 {
     if (bytes)
         carve_slice_charge(st.slice, st.slot, sdev, bytes);
+}
+
+void carve__charge_counted(int sdev, uint64_t bytes)
+{
+    carve__charge(sdev, bytes);
+    atomic_fetch_add_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
 }
 
 uint64_t carve__cap(int sdev)

@@ -538,6 +538,14 @@ static void sleep_until(uint64_t t_ns)
 }
 
 static void pools_sync(int phys);
+/* graph memory (below, with the graphs) */
+struct CUstream_st;
+static CUresult graph_alloc_free(CUdeviceptr dptr);
+static CUresult graph_capture_alloc(struct CUstream_st *s, CUdeviceptr *dptr, uint64_t bytes,
+                                    int phys);
+static CUresult graph_capture_free(struct CUstream_st *s, CUdeviceptr dptr);
+struct CUgraph_st;
+static void graph_free(struct CUgraph_st *g);
 
 API CUresult cuCtxSynchronize(void)
 {
@@ -550,9 +558,10 @@ API CUresult cuCtxSynchronize(void)
 /* ---------- allocation records ---------- */
 
 enum rec_kind { REC_MEM, REC_MANAGED, REC_HOST, REC_POOL, REC_HANDLE, REC_RESERVE, REC_ARRAY,
-                REC_MIPMAP, REC_MODULE, REC_MAPPING };
+                REC_MIPMAP, REC_MODULE, REC_MAPPING, REC_GRAPH };
 
 struct CUmemPoolHandle_st;
+struct graph_alloc;
 
 struct rec {
     uint64_t key;
@@ -564,6 +573,7 @@ struct rec {
     struct rec *handle; /* REC_MAPPING: the handle mapped there */
     int maps;           /* REC_HANDLE: mappings of it; lock held */
     bool released;      /* REC_HANDLE: released while mapped, freed at its last unmap */
+    struct graph_alloc *galloc; /* REC_GRAPH: the allocation node's memory */
     struct rec *next;
 };
 
@@ -596,17 +606,32 @@ static struct rec *rec_add(enum rec_kind kind, uint64_t key, uint64_t size, uint
 }
 
 /* Unlinks and returns key's record of one of the kinds in mask, or NULL. */
-static struct rec *rec_take(uint64_t key, unsigned mask)
+static struct rec *rec_take_locked(uint64_t key, unsigned mask)
 {
-    pthread_mutex_lock(&lock);
     struct rec **pp = &recs[rec_bucket(key)], *r;
     for (; (r = *pp); pp = &r->next)
         if (r->key == key && (mask & (1u << r->kind))) {
             *pp = r->next;
             break;
         }
+    return r;
+}
+
+static struct rec *rec_take(uint64_t key, unsigned mask)
+{
+    pthread_mutex_lock(&lock);
+    struct rec *r = rec_take_locked(key, mask);
     pthread_mutex_unlock(&lock);
     return r;
+}
+
+/* key's record of one of the kinds in mask, left in place; NULL if none. Lock held. */
+static struct rec *rec_find_locked(uint64_t key, unsigned mask)
+{
+    for (struct rec *r = recs[rec_bucket(key)]; r; r = r->next)
+        if (r->key == key && (mask & (1u << r->kind)))
+            return r;
+    return NULL;
 }
 
 static uint64_t new_handle(void)
@@ -651,7 +676,7 @@ static CUresult alloc_device(CUdeviceptr *dptr, uint64_t size, uint64_t charge, 
 static void rec_free(struct rec *r)
 {
     if (r->kind == REC_MEM || r->kind == REC_MANAGED || r->kind == REC_HOST ||
-        r->kind == REC_POOL || r->kind == REC_RESERVE)
+        r->kind == REC_POOL || r->kind == REC_RESERVE || r->kind == REC_GRAPH)
         munmap((void *)(uintptr_t)r->key, r->size ? r->size : 1);
     if (r->charge)
         sim_give(r->phys, r->charge);
@@ -695,7 +720,7 @@ API CUresult cuMemFree_v2(CUdeviceptr dptr)
         return CUDA_SUCCESS;
     struct rec *r = rec_take(dptr, 1u << REC_MEM | 1u << REC_MANAGED);
     if (!r)
-        return CUDA_ERROR_INVALID_VALUE;
+        return graph_alloc_free(dptr);
     rec_free(r);
     return CUDA_SUCCESS;
 }
@@ -1103,7 +1128,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, C
     if (!dptr || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (s && s->capturing)
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        return graph_capture_alloc(s, dptr, bytes, pool ? pool->phys : c->phys);
     pthread_mutex_lock(&lock);
     if (!pool)
         pool = default_pool_of(c->phys);
@@ -1155,12 +1180,14 @@ API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUmem
     return pool ? pool_alloc(dptr, bytes, pool, s) : CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult pool_free(CUdeviceptr dptr)
+static CUresult pool_free(CUdeviceptr dptr, CUstream s)
 {
     NEED_INIT();
+    if (s && s->capturing)
+        return graph_capture_free(s, dptr);
     struct rec *r = rec_take(dptr, 1u << REC_POOL | 1u << REC_MEM | 1u << REC_MANAGED);
     if (!r)
-        return CUDA_ERROR_INVALID_VALUE;
+        return graph_alloc_free(dptr);
     if (r->kind == REC_POOL) {
         pthread_mutex_lock(&lock);
         r->pool->used -= r->size;
@@ -1174,12 +1201,12 @@ static CUresult pool_free(CUdeviceptr dptr)
 
 API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
 {
-    return pool_free(dptr);
+    return pool_free(dptr, s);
 }
 
 API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s)
 {
-    return pool_free(dptr);
+    return pool_free(dptr, s);
 }
 
 /* ---------- arrays ---------- */
@@ -1416,19 +1443,30 @@ API CUresult cuLibraryUnload(CUlibrary lib)
 
 /* ---------- streams, events, launches, graphs ---------- */
 
-struct graph_node {
+/* A graph is a list of nodes run in order (the sim keeps no dependency edges): kernels, and
+ * the allocation and free nodes of graph memory. */
+struct graph_alloc;
+
+struct CUgraphNode_st {
+    CUgraphNodeType type; /* KERNEL, MEM_ALLOC or MEM_FREE */
     struct CUfunc_st *f;
     uint64_t ns;
+    struct graph_alloc *alloc; /* MEM_ALLOC, MEM_FREE: the allocation; each holds a ref */
 };
 
 struct CUgraph_st {
-    struct graph_node *nodes;
+    struct CUgraphNode_st **nodes;
     size_t n, cap;
+    struct CUgraphExec_st *exec; /* with allocation nodes: its one executable graph */
 };
 
 struct CUgraphExec_st {
-    struct graph_node *nodes;
+    struct CUgraphNode_st *nodes; /* copies; allocations referenced, not copied */
     size_t n;
+    unsigned long long flags;
+    struct CUgraph_st *graph;
+    uint64_t peak[SIM_MAX_DEVICES]; /* most graph memory live at once while it runs */
+    bool mapped;                    /* its peak is backed by the device's graph memory */
 };
 
 struct CUevent_st {
@@ -1459,7 +1497,8 @@ API CUresult cuStreamDestroy_v2(CUstream s)
     NEED_INIT();
     if (!s)
         return CUDA_ERROR_INVALID_HANDLE;
-    free(s->graph ? (free(s->graph->nodes), s->graph) : NULL);
+    if (s->graph)
+        graph_free(s->graph);
     free(s);
     return CUDA_SUCCESS;
 }
@@ -1547,17 +1586,573 @@ static void enqueue(struct CUstream_st *s, uint64_t ns)
         ;
 }
 
-static CUresult graph_add(struct CUgraph_st *g, struct CUfunc_st *f, uint64_t ns)
+/* ---------- graphs and graph memory ----------
+ *
+ * Graph memory is modelled on what NVIDIA's programming guide describes: an allocation
+ * node's address is fixed when the node is made; physical memory comes from the device's
+ * graph memory, which is mapped for an executable graph at its upload or first launch (its
+ * peak: the most of its allocations live at once) and stays reserved after the graph is
+ * destroyed, until cuDeviceGraphMemTrim gives back what no graph and no live allocation
+ * holds. An allocation not freed inside its graph lives on after the launch, until a free
+ * node, cuMemFreeAsync or cuMemFree; relaunching a graph whose allocations are still live
+ * is an error unless it was instantiated to free them on launch. Lock held throughout. */
+
+struct graph_alloc {
+    struct rec *rec; /* the address range (REC_GRAPH, charged nothing) */
+    CUdevice dev;
+    bool live;
+    bool orphan; /* live, while its executable graph is gone: counted in `orphan` */
+    int refs;    /* nodes of graphs and executable graphs that name it */
+};
+
+static struct {
+    uint64_t used, used_high;         /* bytes of live graph allocations */
+    uint64_t reserved, reserved_high; /* device memory taken for graphs */
+    uint64_t mapped;                  /* peaks of the mapped executable graphs */
+    uint64_t orphan;                  /* live allocations whose graph is gone */
+} graph_mem[SIM_MAX_DEVICES];
+
+/* Frees a's address range once no node names it and it is not live. */
+static void galloc_release_if_unused_locked(struct graph_alloc *a)
+{
+    if (a->refs > 0 || a->live)
+        return;
+    struct rec *r = rec_take_locked(a->rec->key, 1u << REC_GRAPH);
+    if (r)
+        rec_free(r);
+    free(a);
+}
+
+static void galloc_unref_locked(struct graph_alloc *a)
+{
+    a->refs--;
+    galloc_release_if_unused_locked(a);
+}
+
+static void galloc_free_locked(struct graph_alloc *a)
+{
+    int phys = a->rec->phys;
+    a->live = false;
+    graph_mem[phys].used -= a->rec->size;
+    if (a->orphan) {
+        a->orphan = false;
+        graph_mem[phys].orphan -= a->rec->size;
+    }
+}
+
+/* Grows the device's reservation to what mapped graphs and orphans need. */
+static bool graph_reserve_locked(int phys)
+{
+    uint64_t need = graph_mem[phys].mapped + graph_mem[phys].orphan;
+    if (need <= graph_mem[phys].reserved)
+        return true;
+    if (!sim_take(phys, need - graph_mem[phys].reserved))
+        return false;
+    graph_mem[phys].reserved = need;
+    if (need > graph_mem[phys].reserved_high)
+        graph_mem[phys].reserved_high = need;
+    return true;
+}
+
+static void exec_unmap_locked(struct CUgraphExec_st *e)
+{
+    if (!e->mapped)
+        return;
+    for (int d = 0; d < SIM_MAX_DEVICES; d++)
+        graph_mem[d].mapped -= e->peak[d];
+    e->mapped = false;
+}
+
+/* Backs e's peak with graph memory: OUT_OF_MEMORY when the device cannot. */
+static CUresult exec_map_locked(struct CUgraphExec_st *e)
+{
+    if (e->mapped)
+        return CUDA_SUCCESS;
+    e->mapped = true;
+    for (int d = 0; d < SIM_MAX_DEVICES; d++) {
+        graph_mem[d].mapped += e->peak[d];
+        if (e->peak[d] && !graph_reserve_locked(d)) {
+            exec_unmap_locked(e);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult graph_append(struct CUgraph_st *g, struct CUgraphNode_st node,
+                             CUgraphNode *out)
 {
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 16;
-        struct graph_node *n = realloc(g->nodes, cap * sizeof(*n));
+        struct CUgraphNode_st **n = realloc(g->nodes, cap * sizeof(*n));
         if (!n)
             return CUDA_ERROR_OUT_OF_MEMORY;
         g->nodes = n;
         g->cap = cap;
     }
-    g->nodes[g->n++] = (struct graph_node){f, ns};
+    struct CUgraphNode_st *copy = malloc(sizeof(*copy));
+    if (!copy)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *copy = node;
+    if (copy->alloc) {
+        pthread_mutex_lock(&lock);
+        copy->alloc->refs++;
+        pthread_mutex_unlock(&lock);
+    }
+    g->nodes[g->n++] = copy;
+    if (out)
+        *out = copy;
+    return CUDA_SUCCESS;
+}
+
+/* A new allocation node's memory: an address range of bytes on phys, charged nothing yet. */
+static CUresult graph_alloc_new(struct graph_alloc **out, CUdeviceptr *dptr, uint64_t bytes,
+                                int phys, CUdevice dev)
+{
+    struct graph_alloc *a = calloc(1, sizeof(*a));
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = alloc_device(dptr, bytes, 0, phys, REC_GRAPH, &a->rec);
+    if (r != CUDA_SUCCESS) {
+        free(a);
+        return r;
+    }
+    a->rec->galloc = a;
+    a->dev = dev;
+    *out = a;
+    return CUDA_SUCCESS;
+}
+
+static CUresult add_alloc_node(struct CUgraph_st *g, CUgraphNode *node, CUdeviceptr *dptr,
+                               uint64_t bytes, int phys, CUdevice dev)
+{
+    struct graph_alloc *a;
+    CUresult r = graph_alloc_new(&a, dptr, bytes, phys, dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = graph_append(g, (struct CUgraphNode_st){CU_GRAPH_NODE_TYPE_MEM_ALLOC, NULL, 0, a}, node);
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_lock(&lock);
+        galloc_release_if_unused_locked(a);
+        pthread_mutex_unlock(&lock);
+    }
+    return r;
+}
+
+static CUresult add_free_node(struct CUgraph_st *g, CUgraphNode *node, CUdeviceptr dptr)
+{
+    pthread_mutex_lock(&lock);
+    struct rec *r = rec_find_locked(dptr, 1u << REC_GRAPH);
+    struct graph_alloc *a = r ? r->galloc : NULL;
+    pthread_mutex_unlock(&lock);
+    if (!a)
+        return CUDA_ERROR_INVALID_VALUE;
+    return graph_append(g, (struct CUgraphNode_st){CU_GRAPH_NODE_TYPE_MEM_FREE, NULL, 0, a},
+                        node);
+}
+
+static CUresult graph_capture_alloc(struct CUstream_st *s, CUdeviceptr *dptr, uint64_t bytes,
+                                    int phys)
+{
+    CUdevice dev = 0;
+    for (int i = 0; i < nvisible; i++)
+        if (visible[i] == phys)
+            dev = i;
+    return add_alloc_node(s->graph, NULL, dptr, bytes, phys, dev);
+}
+
+static CUresult graph_capture_free(struct CUstream_st *s, CUdeviceptr dptr)
+{
+    CUresult r = add_free_node(s->graph, NULL, dptr);
+    return r == CUDA_ERROR_INVALID_VALUE ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : r;
+}
+
+/* cuMemFree or cuMemFreeAsync of a graph allocation outside any graph. */
+static CUresult graph_alloc_free(CUdeviceptr dptr)
+{
+    pthread_mutex_lock(&lock);
+    struct rec *r = rec_find_locked(dptr, 1u << REC_GRAPH);
+    bool live = r && r->galloc->live;
+    if (live) {
+        galloc_free_locked(r->galloc);
+        galloc_release_if_unused_locked(r->galloc);
+    }
+    pthread_mutex_unlock(&lock);
+    return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+API CUresult cuGraphCreate(CUgraph *pg, unsigned int flags)
+{
+    NEED_INIT();
+    if (!pg || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pg = calloc(1, sizeof(**pg));
+    return *pg ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+API CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
+                                    size_t ndeps, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    NEED_INIT();
+    if (!node || !g || !p || p->bytesize == 0 || (ndeps && !deps) ||
+        p->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    int phys = phys_of_location(&p->poolProps.location);
+    if (phys < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return add_alloc_node(g, node, &p->dptr, p->bytesize, phys, p->poolProps.location.id);
+}
+
+API CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
+                                   size_t ndeps, CUdeviceptr dptr)
+{
+    NEED_INIT();
+    if (!node || !g || (ndeps && !deps))
+        return CUDA_ERROR_INVALID_VALUE;
+    return add_free_node(g, node, dptr);
+}
+
+API CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n)
+{
+    NEED_INIT();
+    if (!g || !n)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!nodes) {
+        *n = g->n;
+        return CUDA_SUCCESS;
+    }
+    for (size_t i = 0; i < *n; i++)
+        nodes[i] = i < g->n ? g->nodes[i] : NULL;
+    if (*n > g->n)
+        *n = g->n;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
+{
+    NEED_INIT();
+    if (!node || !type)
+        return CUDA_ERROR_INVALID_VALUE;
+    *type = node->type;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph *pg)
+{
+    NEED_INIT();
+    return CUDA_ERROR_INVALID_VALUE; /* the sim makes no child graph nodes */
+}
+
+API CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    NEED_INIT();
+    if (!node || !p || node->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(p, 0, sizeof(*p));
+    p->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p->poolProps.location.id = node->alloc->dev;
+    p->bytesize = node->alloc->rec->size;
+    p->dptr = node->alloc->rec->key;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value)
+{
+    NEED_INIT();
+    if (!valid_dev(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    int phys = visible[dev];
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = graph_mem[phys].used; break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = graph_mem[phys].used_high; break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+        *(cuuint64_t *)value = graph_mem[phys].reserved;
+        break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+        *(cuuint64_t *)value = graph_mem[phys].reserved_high;
+        break;
+    default: r = CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* Executable graphs, for the trim to find those it may unmap. */
+static struct exec_link {
+    struct CUgraphExec_st *e;
+    struct exec_link *next;
+} *execs;
+
+static bool exec_holds_live(const struct CUgraphExec_st *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        if (e->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && e->nodes[i].alloc->live)
+            return true;
+    return false;
+}
+
+API CUresult cuDeviceGraphMemTrim(CUdevice dev)
+{
+    NEED_INIT();
+    if (!valid_dev(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    int phys = visible[dev];
+    pthread_mutex_lock(&lock);
+    for (struct exec_link *l = execs; l; l = l->next)
+        if (l->e->peak[phys] && !exec_holds_live(l->e))
+            exec_unmap_locked(l->e);
+    uint64_t keep = graph_mem[phys].mapped + graph_mem[phys].orphan;
+    if (graph_mem[phys].reserved > keep) {
+        sim_give(phys, graph_mem[phys].reserved - keep);
+        graph_mem[phys].reserved = keep;
+    }
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+static bool allocated_before(const struct CUgraphExec_st *e, size_t i, struct graph_alloc *a)
+{
+    while (i-- > 0)
+        if (e->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && e->nodes[i].alloc == a)
+            return true;
+    return false;
+}
+
+/* The most of e's allocations live at once, per device, running its nodes in order. */
+static void exec_peaks(struct CUgraphExec_st *e)
+{
+    uint64_t live[SIM_MAX_DEVICES] = {0};
+    for (size_t i = 0; i < e->n; i++) {
+        struct graph_alloc *a = e->nodes[i].alloc;
+        if (!a)
+            continue;
+        int d = a->rec->phys;
+        uint64_t bytes = (a->rec->size + GRANULARITY - 1) / GRANULARITY * GRANULARITY;
+        if (e->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+            live[d] += bytes;
+            if (live[d] > e->peak[d])
+                e->peak[d] = live[d];
+        } else if (allocated_before(e, i, a)) {
+            live[d] -= bytes;
+        }
+    }
+}
+
+static bool graph_has_allocs(const struct CUgraph_st *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->nodes[i]->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+            return true;
+    return false;
+}
+
+static CUresult instantiate(CUgraphExec *pe, CUgraph g, unsigned long long flags)
+{
+    NEED_INIT();
+    if (!pe || !g)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool allocs = graph_has_allocs(g);
+    if (allocs && g->exec)
+        return CUDA_ERROR_INVALID_VALUE; /* one executable graph at a time for such a graph */
+    struct CUgraphExec_st *e = calloc(1, sizeof(*e));
+    struct exec_link *l = malloc(sizeof(*l));
+    struct CUgraphNode_st *nodes = g->n ? malloc(g->n * sizeof(*nodes)) : NULL;
+    if (!e || !l || (g->n && !nodes)) {
+        free(e);
+        free(l);
+        free(nodes);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    e->nodes = nodes;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < g->n; i++) {
+        e->nodes[i] = *g->nodes[i];
+        if (e->nodes[i].alloc)
+            e->nodes[i].alloc->refs++;
+    }
+    e->n = g->n;
+    e->flags = flags;
+    exec_peaks(e);
+    if (allocs) {
+        e->graph = g;
+        g->exec = e;
+    }
+    l->e = e;
+    l->next = execs;
+    execs = l;
+    pthread_mutex_unlock(&lock);
+    *pe = e;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned long long flags)
+{
+    return instantiate(pe, g, flags);
+}
+
+static CUresult upload(CUgraphExec e)
+{
+    pthread_mutex_lock(&lock);
+    CUresult r = exec_map_locked(e);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static CUresult instantiate_with_params(CUgraphExec *pe, CUgraph g,
+                                        CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = instantiate(pe, g, p->flags);
+    if (r == CUDA_SUCCESS && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) &&
+        (r = upload(*pe)) != CUDA_SUCCESS)
+        cuGraphExecDestroy(*pe);
+    p->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS
+                                      : CUDA_GRAPH_INSTANTIATE_ERROR;
+    return r;
+}
+
+API CUresult cuGraphInstantiateWithParams(CUgraphExec *pe, CUgraph g,
+                                          CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    return instantiate_with_params(pe, g, p);
+}
+
+API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *pe, CUgraph g,
+                                               CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    return instantiate_with_params(pe, g, p);
+}
+
+API CUresult cuGraphUpload(CUgraphExec e, CUstream s)
+{
+    NEED_INIT();
+    return e ? upload(e) : CUDA_ERROR_INVALID_VALUE;
+}
+
+API CUresult cuGraphUpload_ptsz(CUgraphExec e, CUstream s)
+{
+    return cuGraphUpload(e, s);
+}
+
+/* A launch's effect on graph memory: live allocations checked (or freed, with
+ * AUTO_FREE_ON_LAUNCH), the peak mapped, then each node's allocation or free. */
+static CUresult graph_launch_memory(struct CUgraphExec_st *e)
+{
+    pthread_mutex_lock(&lock);
+    CUresult r = CUDA_SUCCESS;
+    for (size_t i = 0; i < e->n && r == CUDA_SUCCESS; i++)
+        if (e->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && e->nodes[i].alloc->live &&
+            !(e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
+            r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        for (size_t i = 0; i < e->n; i++)
+            if (e->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && e->nodes[i].alloc->live)
+                galloc_free_locked(e->nodes[i].alloc);
+    if (r == CUDA_SUCCESS)
+        r = exec_map_locked(e);
+    for (size_t i = 0; i < e->n && r == CUDA_SUCCESS; i++) {
+        struct graph_alloc *a = e->nodes[i].alloc;
+        if (!a)
+            continue;
+        int d = a->rec->phys;
+        if (e->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+            a->live = true;
+            graph_mem[d].used += a->rec->size;
+            if (graph_mem[d].used > graph_mem[d].used_high)
+                graph_mem[d].used_high = graph_mem[d].used;
+        } else if (a->live) {
+            galloc_free_locked(a);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static CUresult graph_launch(CUgraphExec e, CUstream hs)
+{
+    NEED_CTX(c);
+    if (!e)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s = stream_of(hs, c);
+    if (s->capturing)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CUresult r = graph_launch_memory(e);
+    if (r != CUDA_SUCCESS)
+        return r;
+    for (size_t i = 0; i < e->n; i++)
+        if (e->nodes[i].type == CU_GRAPH_NODE_TYPE_KERNEL)
+            enqueue(s, e->nodes[i].ns);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+    return graph_launch(e, s);
+}
+
+API CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
+{
+    return graph_launch(e, s);
+}
+
+API CUresult cuGraphExecDestroy(CUgraphExec e)
+{
+    NEED_INIT();
+    if (!e)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    for (struct exec_link **pl = &execs; *pl; pl = &(*pl)->next)
+        if ((*pl)->e == e) {
+            struct exec_link *l = *pl;
+            *pl = l->next;
+            free(l);
+            break;
+        }
+    exec_unmap_locked(e);
+    if (e->graph)
+        e->graph->exec = NULL;
+    for (size_t i = 0; i < e->n; i++) {
+        struct graph_alloc *a = e->nodes[i].alloc;
+        if (a && e->nodes[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && a->live && !a->orphan) {
+            a->orphan = true; /* its memory stays reserved until it is freed */
+            graph_mem[a->rec->phys].orphan += a->rec->size;
+        }
+        if (a)
+            galloc_unref_locked(a);
+    }
+    pthread_mutex_unlock(&lock);
+    free(e->nodes);
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+static void graph_free(struct CUgraph_st *g)
+{
+    pthread_mutex_lock(&lock);
+    if (g->exec)
+        g->exec->graph = NULL;
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->nodes[i]->alloc)
+            galloc_unref_locked(g->nodes[i]->alloc);
+        free(g->nodes[i]);
+    }
+    pthread_mutex_unlock(&lock);
+    free(g->nodes);
+    free(g);
+}
+
+API CUresult cuGraphDestroy(CUgraph g)
+{
+    NEED_INIT();
+    if (!g)
+        return CUDA_ERROR_INVALID_VALUE;
+    graph_free(g);
     return CUDA_SUCCESS;
 }
 
@@ -1572,7 +2167,8 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
     struct CUstream_st *s = stream_of(hs, c);
     uint64_t ns = kernel_ns(f, params);
     if (s->capturing)
-        return graph_add(s->graph, f, ns);
+        return graph_append(s->graph, (struct CUgraphNode_st){CU_GRAPH_NODE_TYPE_KERNEL, f, ns, NULL},
+                            NULL);
     enqueue(s, ns);
     return CUDA_SUCCESS;
 }
@@ -1623,69 +2219,6 @@ API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned 
                                             unsigned shm, CUstream s, void **params)
 {
     return launch(f, gx, gy, gz, bx, by, bz, s, params);
-}
-
-API CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned long long flags)
-{
-    NEED_INIT();
-    if (!pe || !g)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct CUgraphExec_st *e = calloc(1, sizeof(*e));
-    if (!e)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    e->nodes = g->n ? malloc(g->n * sizeof(*e->nodes)) : NULL;
-    if (g->n && !e->nodes) {
-        free(e);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (g->n)
-        memcpy(e->nodes, g->nodes, g->n * sizeof(*e->nodes));
-    e->n = g->n;
-    *pe = e;
-    return CUDA_SUCCESS;
-}
-
-static CUresult graph_launch(CUgraphExec e, CUstream hs)
-{
-    NEED_CTX(c);
-    if (!e)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct CUstream_st *s = stream_of(hs, c);
-    if (s->capturing)
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    for (size_t i = 0; i < e->n; i++)
-        enqueue(s, e->nodes[i].ns);
-    return CUDA_SUCCESS;
-}
-
-API CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
-{
-    return graph_launch(e, s);
-}
-
-API CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
-{
-    return graph_launch(e, s);
-}
-
-API CUresult cuGraphExecDestroy(CUgraphExec e)
-{
-    NEED_INIT();
-    if (!e)
-        return CUDA_ERROR_INVALID_VALUE;
-    free(e->nodes);
-    free(e);
-    return CUDA_SUCCESS;
-}
-
-API CUresult cuGraphDestroy(CUgraph g)
-{
-    NEED_INIT();
-    if (!g)
-        return CUDA_ERROR_INVALID_VALUE;
-    free(g->nodes);
-    free(g);
-    return CUDA_SUCCESS;
 }
 
 API CUresult cuEventCreate(CUevent *pe, unsigned int flags)

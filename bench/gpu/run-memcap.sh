@@ -4,7 +4,8 @@
 #   bash bench/gpu/run-memcap.sh          (from a bare checkout, on the GPU machine)
 #
 # Builds carve and bench/gpu/memcap.cu (with nvcc, static and shared cudart), then runs each
-# case under `carve run --memory 4GiB --`: the CUDA runtime program twice, PyTorch (caching
+# case under `carve run --memory 4GiB --`: the CUDA runtime program three times (static and
+# shared cudart, and through CUDA graphs' allocation nodes), PyTorch (caching
 # allocator, expandable_segments and cudaMallocAsync), CuPy, JAX, and nvidia-smi. A case
 # passes when it sees the slice (total 4096 MiB; JAX: an allocator limit of at most 4096
 # MiB), fits 3 GiB and gets the framework's own out-of-memory error on 2 GiB more;
@@ -89,9 +90,11 @@ python_has() {
 if [ "$nvcc_ok" -eq 1 ]; then
     run_case cudart-static eq "$GPUDIR/memcap-static" cudart-static
     run_case cudart-shared eq "$GPUDIR/memcap-shared" cudart-shared
+    run_case cudart-graph eq "$GPUDIR/memcap-shared" --graph cudart-graph
 else
     not_installed cudart-static nvcc
     not_installed cudart-shared nvcc
+    not_installed cudart-graph nvcc
 fi
 if python_has torch; then
     run_case torch eq env -u PYTORCH_CUDA_ALLOC_CONF python3 bench/gpu/torch_memcap.py

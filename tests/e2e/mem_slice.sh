@@ -104,6 +104,10 @@ out=$(CARVE_SIM_DEVICES=2 CARVE_SIM_CTX_MEMORY=0 in_slice 0=4GiB,1=1GiB "$E2E/me
 rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
 check "mem_pooldev: a pool's allocations count on the pool's GPU, not the current one" "$rc"
+out=$(CARVE_SIM_CTX_MEMORY=0 in_slice 1GiB "$E2E/mem_graph" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_graph: CUDA graphs' allocation nodes count from their upload or launch, and never pass the cap" "$rc"
 out=$(CARVE_SIM_DEVICES=2 in_slice 0=2GiB,1=1GiB nvidia-smi --query-gpu=memory.total \
       --format=csv,noheader,nounits 2>&1 | tr '\n' ' ')
 check "nvidia-smi with 0=2GiB,1=1GiB reports '2048 1024 ' (got '$out')" "$([ "$out" = '2048 1024 ' ]; echo $?)"

@@ -51,6 +51,9 @@ vg "carve run refusing bad input under memcheck" 2 \
 vg "a tenant (libcarve + simulated GPU) under memcheck" 0 \
     "$CARVE" run --simulate --quiet --memory 4GiB -- \
     "${VG[@]}" "$BUILD/tests/e2e/mem_gpa"
+vg "graph memory (libcarve + simulated GPU) under memcheck" 0 \
+    env CARVE_SIM_CTX_MEMORY=0 "$CARVE" run --simulate --quiet --memory 1GiB -- \
+    "${VG[@]}" "$BUILD/tests/e2e/mem_graph"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,412 @@
+/* graphmem.c - graph memory: what CUDA graphs' allocation nodes take from a device counts
+ * against the slice as what the device's graph memory reserves, as pool.c counts a pool.
+ *
+ * The driver maps an executable graph's allocations when the graph is uploaded or first
+ * launched, and keeps that memory reserved across launches and after the graph is gone
+ * (until cuDeviceGraphMemTrim). So an executable graph's allocation nodes are read when it
+ * is instantiated (their bytes, per device) and kept in a lock-free map; a launch or upload
+ * of such a graph first admits the most the reservation can grow (those bytes less what is
+ * reserved and unused), and a launch uploads the graph before it, so that the driver maps
+ * its memory before any of its work is queued: growth the slice cannot take then refuses
+ * the launch with CUDA_ERROR_OUT_OF_MEMORY, and the memory is trimmed back. A launch of a
+ * graph without allocation nodes pays one relaxed load for all this. */
+#include "libcarve.h"
+
+#include "allocmap.h"
+
+#include <stdlib.h>
+
+#define GRAPH_MAX_CU 64    /* CUDA ordinals whose graph memory is followed */
+#define NEED_MAX_DEVS 16   /* devices one graph allocates on */
+#define CHILD_DEPTH_MAX 16 /* nesting of child graphs walked */
+
+/* What one executable graph's allocation nodes add up to, per device. */
+struct graph_need {
+    _Atomic bool uploaded; /* once: its memory was mapped and counted */
+    int n;
+    struct {
+        CUdevice cu;
+        uint64_t bytes;
+    } dev[NEED_MAX_DEVS];
+};
+
+/* One launch's or upload's admission, device by device. */
+struct graph_admission {
+    int n;
+    struct {
+        struct carve_dev d;
+        uint64_t admitted;
+    } dev[NEED_MAX_DEVS];
+};
+
+_Atomic int carve__graph_execs; /* executable graphs in the map */
+static struct carve_allocmap needs; /* CUgraphExec -> struct graph_need * */
+static _Atomic uint64_t charged[GRAPH_MAX_CU]; /* bytes counted for each device's graph memory */
+
+void carve__graph_reset(void)
+{
+    for (int i = 0; i < GRAPH_MAX_CU; i++)
+        atomic_store(&charged[i], 0);
+    atomic_store(&carve__graph_execs, 0);
+    carve_allocmap_reset(&needs); /* the needs themselves are the parent's: left alone */
+}
+
+bool carve__capturing(CUstream stream)
+{
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    return R.cuStreamIsCapturing && R.cuStreamIsCapturing(stream, &cs) == CUDA_SUCCESS &&
+           cs != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static bool graph_attr(CUdevice cu, CUgraphMem_attribute attr, uint64_t *value)
+{
+    cuuint64_t v = 0;
+    if (!R.cuDeviceGetGraphMemAttribute ||
+        R.cuDeviceGetGraphMemAttribute(cu, attr, &v) != CUDA_SUCCESS)
+        return false;
+    *value = v;
+    return true;
+}
+
+/* ---- instantiation: what a graph's allocation nodes add up to ---- */
+
+static void need_add(struct graph_need *need, CUdevice cu, uint64_t bytes)
+{
+    for (int i = 0; i < need->n; i++)
+        if (need->dev[i].cu == cu) {
+            need->dev[i].bytes += bytes;
+            return;
+        }
+    if (need->n < NEED_MAX_DEVS)
+        need->dev[need->n++] = (__typeof__(need->dev[0])){cu, bytes};
+}
+
+static void need_walk(CUgraph graph, struct graph_need *need, int depth)
+{
+    size_t n = 0;
+    if (depth > CHILD_DEPTH_MAX || !R.cuGraphGetNodes || !R.cuGraphNodeGetType ||
+        R.cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS || n == 0)
+        return;
+    CUgraphNode *nodes = malloc(n * sizeof(*nodes));
+    if (!nodes || R.cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) {
+        free(nodes);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        CUgraphNodeType type;
+        CUDA_MEM_ALLOC_NODE_PARAMS p;
+        CUgraph child;
+        if (R.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
+            continue;
+        if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && R.cuGraphMemAllocNodeGetParams &&
+            R.cuGraphMemAllocNodeGetParams(nodes[i], &p) == CUDA_SUCCESS &&
+            p.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+            need_add(need, p.poolProps.location.id, p.bytesize);
+        else if (type == CU_GRAPH_NODE_TYPE_GRAPH && R.cuGraphChildGraphNodeGetGraph &&
+                 R.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
+            need_walk(child, need, depth + 1);
+    }
+    free(nodes);
+}
+
+/* Notes exec, just made from graph, when its allocation nodes take memory on a device of
+ * the slice. */
+static void note_exec(CUgraphExec exec, CUgraph graph)
+{
+    struct graph_need walked = {0};
+    need_walk(graph, &walked, 0);
+    struct carve_dev d;
+    struct graph_need *need = NULL;
+    for (int i = 0; i < walked.n; i++)
+        if (walked.dev[i].bytes && carve__dev_of(walked.dev[i].cu, &d)) {
+            need = malloc(sizeof(*need));
+            break;
+        }
+    if (!need)
+        return;
+    *need = walked;
+    if (carve_allocmap_insert(&needs, (uint64_t)(uintptr_t)exec, (uint64_t)(uintptr_t)need) !=
+        0) {
+        free(need); /* not followed: its launches are not counted (see docs/memory.md) */
+        return;
+    }
+    atomic_fetch_add(&carve__graph_execs, 1);
+}
+
+static struct graph_need *need_of(CUgraphExec exec)
+{
+    uint64_t v;
+    return carve_allocmap_find(&needs, (uint64_t)(uintptr_t)exec, &v)
+               ? (struct graph_need *)(uintptr_t)v
+               : NULL;
+}
+
+/* ---- admission ---- */
+
+/* Gives back what the device's graph memory no longer reserves. */
+static bool refresh_one(CUdevice cu)
+{
+    struct carve_dev d;
+    uint64_t reserved, old = atomic_load(&charged[cu]);
+    if (old == 0 || !carve__dev_of(cu, &d) ||
+        !graph_attr(cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved))
+        return false;
+    while (reserved < old)
+        if (atomic_compare_exchange_weak(&charged[cu], &old, reserved)) {
+            carve__release(d.sdev, old - reserved);
+            return true;
+        }
+    return false;
+}
+
+bool carve__graph_refresh(void)
+{
+    bool any = false;
+    for (CUdevice cu = 0; cu < GRAPH_MAX_CU; cu++)
+        if (atomic_load_explicit(&charged[cu], memory_order_relaxed))
+            any |= refresh_one(cu);
+    return any;
+}
+
+/* Admits, on each device of need, the most its graph memory can grow: need's bytes less
+ * what is reserved and unused. OUT_OF_MEMORY (nothing admitted; *failed: the device) when
+ * the slice cannot take that, unless `lenient`: then that device is admitted nothing and
+ * its settling after the call decides. (A graph mapped before may need nothing new though
+ * its own live allocations count as used: a relaunch with AUTO_FREE_ON_LAUNCH.) */
+static CUresult admit_need(struct graph_admission *a, const struct graph_need *need,
+                           bool lenient, int *failed)
+{
+    a->n = 0;
+    for (int i = 0; i < need->n; i++) {
+        struct carve_dev d;
+        uint64_t reserved = 0, used = 0, bound = need->dev[i].bytes;
+        if (!carve__dev_of(need->dev[i].cu, &d) || d.cu >= GRAPH_MAX_CU)
+            continue;
+        if (graph_attr(d.cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
+            graph_attr(d.cu, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used) && reserved > used)
+            bound -= reserved - used < bound ? reserved - used : bound;
+        if (bound && !carve__try_admit(d.sdev, bound) &&
+            !(carve__pools_refresh() && carve__try_admit(d.sdev, bound))) {
+            if (lenient) {
+                bound = 0;
+                goto admitted;
+            }
+            for (int j = 0; j < a->n; j++)
+                carve__release(a->dev[j].d.sdev, a->dev[j].admitted);
+            *failed = i;
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    admitted:
+        a->dev[a->n].d = d;
+        a->dev[a->n++].admitted = bound;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* After the driver call: each device's charge moves to what its graph memory reserves, the
+ * admission paying for growth first. Growth past the slice is, with `undo` (an upload:
+ * nothing was queued), trimmed back, and OUT_OF_MEMORY returned; else (a launch went
+ * through) counted all the same, since the driver holds it. */
+static CUresult settle_all(struct graph_admission *a, CUresult called, bool undo)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (int i = 0; i < a->n; i++) {
+        CUdevice cu = a->dev[i].d.cu;
+        int sdev = a->dev[i].d.sdev;
+        uint64_t reserved;
+        if (called != CUDA_SUCCESS ||
+            !graph_attr(cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved)) {
+            carve__release(sdev, a->dev[i].admitted);
+            continue;
+        }
+        if (carve__settle_reserve(&charged[cu], sdev, reserved, a->dev[i].admitted))
+            continue;
+        if (!undo) {
+            carve__force_reserve(&charged[cu], sdev, reserved);
+            continue;
+        }
+        if (R.cuDeviceGraphMemTrim)
+            R.cuDeviceGraphMemTrim(cu);
+        refresh_one(cu);
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return r;
+}
+
+/* An upload of exec with its memory admitted. Memory that other graphs keep mapped may be
+ * why it does not fit: then, once, the devices' graph memory is trimmed and it is tried
+ * again (the driver maps those graphs again at their next launch). */
+static CUresult upload_admitted(CUgraphExec exec, CUstream stream, struct graph_need *need,
+                                carve_graph_call upload)
+{
+    struct graph_admission a;
+    int failed = 0;
+    for (int attempt = 0;; attempt++) {
+        CUresult r = admit_need(&a, need, atomic_load(&need->uploaded), &failed);
+        if (r != CUDA_SUCCESS)
+            break;
+        CUresult called = upload(exec, stream);
+        r = settle_all(&a, called, true);
+        if (called == CUDA_SUCCESS && r == CUDA_SUCCESS)
+            atomic_store(&need->uploaded, true);
+        if (called != CUDA_SUCCESS || r == CUDA_SUCCESS)
+            return called;
+        if (attempt == 1)
+            break;
+    }
+    struct carve_dev d;
+    if (carve__dev_of(need->dev[failed].cu, &d))
+        carve__oom_message(&d, need->dev[failed].bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static void admitted_nothing(struct graph_admission *a, const struct graph_need *need)
+{
+    a->n = 0;
+    for (int i = 0; i < need->n; i++) {
+        struct carve_dev d;
+        if (carve__dev_of(need->dev[i].cu, &d) && d.cu < GRAPH_MAX_CU) {
+            a->dev[a->n].d = d;
+            a->dev[a->n++].admitted = 0;
+        }
+    }
+}
+
+CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call launch,
+                             carve_graph_call upload)
+{
+    struct graph_need *need = need_of(exec);
+    struct graph_admission a = {0};
+    int failed = 0;
+    CUresult r = CUDA_SUCCESS;
+    if (need && upload) /* map its memory while nothing of it is queued */
+        r = upload_admitted(exec, stream, need, upload);
+    else if (need && (r = admit_need(&a, need, false, &failed)) != CUDA_SUCCESS) {
+        struct carve_dev d;
+        if (carve__dev_of(need->dev[failed].cu, &d))
+            carve__oom_message(&d, need->dev[failed].bytes);
+    }
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (atomic_load_explicit(&carve__pacing, memory_order_relaxed)) {
+        struct carve_launch L;
+        carve__launch_begin(&L, (uint64_t)(uintptr_t)exec, stream);
+        r = launch(exec, stream);
+        carve__launch_end(&L, r);
+    } else {
+        r = launch(exec, stream);
+    }
+    if (need) {
+        if (upload) /* uploaded and settled: the launch itself should grow nothing */
+            admitted_nothing(&a, need);
+        settle_all(&a, r, false); /* whatever it grew is counted */
+    }
+    return r;
+}
+
+static CUresult graph_upload(CUgraphExec exec, CUstream stream, carve_graph_call upload)
+{
+    struct graph_need *need = need_of(exec);
+    return need ? upload_admitted(exec, stream, need, upload) : upload(exec, stream);
+}
+
+/* ---- the wrappers ---- */
+
+CARVE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
+                                                  unsigned long long flags)
+{
+    carve__init();
+    if (!R.cuGraphInstantiateWithFlags)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = R.cuGraphInstantiateWithFlags(exec, graph, flags);
+    if (r == CUDA_SUCCESS && carve__active())
+        note_exec(*exec, graph);
+    return r;
+}
+
+/* With CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD the driver would upload inside the call, before
+ * the graph is known here: instantiate without it, then upload through the admission. */
+static CUresult instantiate_with_params(CUgraphExec *exec, CUgraph graph,
+                                        CUDA_GRAPH_INSTANTIATE_PARAMS *params,
+                                        __typeof__(&cuGraphInstantiateWithParams) real,
+                                        carve_graph_call upload)
+{
+    carve__init();
+    if (!real)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!params || !exec || !carve__active())
+        return real(exec, graph, params);
+    bool upload_now = (params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) && upload;
+    CUDA_GRAPH_INSTANTIATE_PARAMS mine = *params;
+    if (upload_now)
+        mine.flags &= ~(cuuint64_t)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+    CUresult r = real(exec, graph, &mine);
+    params->hErrNode_out = mine.hErrNode_out;
+    params->result_out = mine.result_out;
+    if (r != CUDA_SUCCESS)
+        return r;
+    note_exec(*exec, graph);
+    if (upload_now && (r = graph_upload(*exec, params->hUploadStream, upload)) !=
+                          CUDA_SUCCESS) {
+        cuGraphExecDestroy(*exec);
+        *exec = NULL;
+        params->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+    }
+    return r;
+}
+
+CARVE_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
+                                                   CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+{
+    return instantiate_with_params(exec, graph, params, R.cuGraphInstantiateWithParams,
+                                   R.cuGraphUpload);
+}
+
+CARVE_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgraph graph,
+                                                        CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+{
+    return instantiate_with_params(exec, graph, params, R.cuGraphInstantiateWithParams_ptsz,
+                                   R.cuGraphUpload_ptsz);
+}
+
+CARVE_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream stream)
+{
+    carve__init();
+    if (!R.cuGraphUpload)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return graph_upload(exec, stream, R.cuGraphUpload);
+}
+
+CARVE_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream stream)
+{
+    carve__init();
+    if (!R.cuGraphUpload_ptsz)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return graph_upload(exec, stream, R.cuGraphUpload_ptsz);
+}
+
+CARVE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
+{
+    carve__init();
+    if (!R.cuGraphExecDestroy)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    uint64_t v;
+    if (atomic_load_explicit(&carve__graph_execs, memory_order_relaxed) &&
+        carve_allocmap_remove(&needs, (uint64_t)(uintptr_t)exec, &v)) {
+        free((void *)(uintptr_t)v);
+        atomic_fetch_sub(&carve__graph_execs, 1);
+    }
+    /* its memory stays reserved for other graphs until a trim: nothing to give back yet */
+    return R.cuGraphExecDestroy(exec);
+}
+
+CARVE_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+    carve__init();
+    if (!R.cuDeviceGraphMemTrim)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = R.cuDeviceGraphMemTrim(device);
+    if (r == CUDA_SUCCESS && device >= 0 && device < GRAPH_MAX_CU)
+        refresh_one(device);
+    return r;
+}
