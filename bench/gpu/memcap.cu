@@ -20,6 +20,18 @@
 
 static const size_t gib = 1024ull * 1024ull * 1024ull;
 
+// Prints the JSON line; the exit status: 0 when 3 GiB fit and 2 GiB more did not.
+static int report(const char *label, size_t total_b, cudaError_t rc3, cudaError_t rc2)
+{
+    bool fit = rc3 == cudaSuccess;
+    bool oom = fit && rc2 == cudaErrorMemoryAllocation;
+    std::printf("{\"framework\": \"%s\", \"sees_total\": %zu, \"fit_3g\": %s, "
+                "\"oom_on_2g_more\": %s, \"error_type\": \"%s\"}\n",
+                label, total_b, fit ? "true" : "false", oom ? "true" : "false",
+                fit ? cudaGetErrorName(rc2) : cudaGetErrorName(rc3));
+    return fit && oom ? 0 : 1;
+}
+
 // Captures a graph allocating bytes on stream s (freeing them inside when asked), launches
 // it and waits: the launch's error, or the capture's.
 static cudaError_t graph_alloc(cudaStream_t s, size_t bytes, bool free_inside, void **p,
@@ -64,20 +76,15 @@ static int graph_main(const char *label)
         rc2 = graph_alloc(s, 2 * gib, true, &second, &e2);
         std::printf("graph of 2 GiB more, launched: %s\n", cudaGetErrorName(rc2));
     }
-    bool fit = rc3 == cudaSuccess;
-    bool oom = fit && rc2 == cudaErrorMemoryAllocation;
-    std::printf("{\"framework\": \"%s\", \"sees_total\": %zu, \"fit_3g\": %s, "
-                "\"oom_on_2g_more\": %s, \"error_type\": \"%s\"}\n",
-                label, total_b, fit ? "true" : "false", oom ? "true" : "false",
-                fit ? cudaGetErrorName(rc2) : cudaGetErrorName(rc3));
-    if (fit)
+    int status = report(label, total_b, rc3, rc2);
+    if (rc3 == cudaSuccess)
         cudaFree(first);
     if (e1)
         cudaGraphExecDestroy(e1);
     if (e2)
         cudaGraphExecDestroy(e2);
     cudaDeviceGraphMemTrim(0);
-    return fit && oom ? 0 : 1;
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -103,16 +110,10 @@ int main(int argc, char **argv)
         std::printf("cudaMalloc(2 GiB more): %s\n", cudaGetErrorName(rc2));
         cudaGetLastError(); // an allocation failure is not sticky; clear it anyway
     }
-    bool fit = rc3 == cudaSuccess;
-    bool oom = fit && rc2 == cudaErrorMemoryAllocation;
-
-    std::printf("{\"framework\": \"%s\", \"sees_total\": %zu, \"fit_3g\": %s, "
-                "\"oom_on_2g_more\": %s, \"error_type\": \"%s\"}\n",
-                label, total_b, fit ? "true" : "false", oom ? "true" : "false",
-                fit ? cudaGetErrorName(rc2) : cudaGetErrorName(rc3));
+    int status = report(label, total_b, rc3, rc2);
     if (second)
         cudaFree(second);
     if (first)
         cudaFree(first);
-    return fit && oom ? 0 : 1;
+    return status;
 }
