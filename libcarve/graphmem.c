@@ -275,7 +275,8 @@ static void admitted_nothing(struct graph_admission *a, const struct graph_need 
 CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call launch,
                              carve_graph_call upload)
 {
-    struct graph_need *need = need_of(exec);
+    /* launched into a capture, it becomes a node of another graph: nothing is mapped now */
+    struct graph_need *need = carve__capturing(stream) ? NULL : need_of(exec);
     struct graph_admission a = {0};
     int failed = 0;
     CUresult r = CUDA_SUCCESS;
@@ -306,7 +307,7 @@ CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call
 
 static CUresult graph_upload(CUgraphExec exec, CUstream stream, carve_graph_call upload)
 {
-    struct graph_need *need = need_of(exec);
+    struct graph_need *need = carve__capturing(stream) ? NULL : need_of(exec);
     return need ? upload_admitted(exec, stream, need, upload) : upload(exec, stream);
 }
 
