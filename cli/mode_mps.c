@@ -445,6 +445,13 @@ static int pick_gpu(const struct run_opts *o, const char *libdir, struct mps_sta
     for (int i = 0; i < spec.ndev; i++)
         if (spec.dev[i].index == (int)gpus[g].index)
             *cap = spec.dev[i].cap;
+    /* IDX=SIZE for other GPUs only: the command would run uncapped on its own */
+    if (o->memory && *cap == 0) {
+        fprintf(stderr, "carve run: --memory %s caps no memory on GPU %u, the one --mode mps "
+                        "runs COMMAND on: give a SIZE, or %u=SIZE\n(see carve run --help)\n",
+                o->memory, gpus[g].index, gpus[g].index);
+        return CARVE_EXIT_USAGE;
+    }
     snprintf(st->uuid, sizeof(st->uuid), "%s", gpus[g].uuid);
     return 0;
 }

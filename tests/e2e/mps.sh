@@ -192,6 +192,9 @@ expect "--mode mps cannot be given with it" run --simulate --mode mps --slice s1
 expect "more than GPU 0 has (80 GiB)" run --simulate --mode mps --memory 100GiB -- true
 expect "unknown unit" run --simulate --mode mps --memory 8XB -- true
 CARVE_SIM_DEVICES=2 expect "this machine has 2 (0-1): choose one with CUDA_VISIBLE_DEVICES" run --simulate --mode mps -- true
+CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1 expect "--memory 0=2GiB caps no memory on GPU 1, the one --mode mps runs COMMAND on: give a SIZE, or 1=SIZE" run --simulate --mode mps --memory 0=2GiB -- true
+out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1 "$CARVE" run --simulate --mode mps --memory 0=2GiB,1=3GiB -- sh -c 'echo "$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"' 2>&1)
+check "CUDA_VISIBLE_DEVICES=1 --memory 0=2GiB,1=3GiB: GPU 1's cap is the pinned limit ($out)" "$([ "$out" = 0=3072M ]; echo $?)"
 CUDA_VISIBLE_DEVICES=0,1 expect "names more than one GPU" run --simulate --mode mps -- true
 CUDA_VISIBLE_DEVICES=7 expect "CUDA_VISIBLE_DEVICES=7: this machine has 1 GPU (0)" run --simulate --mode mps -- true
 CUDA_VISIBLE_DEVICES=GPU-ffff expect "names no GPU of this machine" run --simulate --mode mps -- true
