@@ -38,6 +38,17 @@ pid_t sim_mps_daemon(void)
     long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
     if (pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
         return 0;
+    /* a pid file left by a dead daemon may name a reused pid: the real program finds its
+       daemon through the control socket, so a live stranger is no daemon (and is never sent
+       a quit). comm is cut to 15 characters. */
+    char comm[32] = "";
+    snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;
+    n = read(fd, comm, sizeof(comm) - 1);
+    close(fd);
+    if (n < 15 || strncmp(comm, "nvidia-cuda-mps", 15) != 0)
+        return 0;
     return (pid_t)pid;
 }
 

@@ -124,6 +124,19 @@ rc=$?
 check "the next carve run reuses it (status $rc, $(( $(events start) - starts )) new start) and, as the last live client, stops it" \
     "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && ! alive "$d" && [ "$(live_clients)" -eq 0 ]; echo $?)"
 
+# --- a dead daemon's pid file naming a live stranger (a reused pid) -------------------------
+starts=$(events start)
+sleep 60 &
+stranger=$!
+printf '%s\n' "$stranger" >"$rundir/pipe/nvidia-cuda-mps-control.pid"
+[ -p "$rundir/pipe/control" ] || mkfifo "$rundir/pipe/control"
+"$CARVE" run --simulate --mode mps -- "$MEMHOG" --max 256 --hold 0 >/dev/null 2>&1
+rc=$?
+d=$(last_daemon)
+check "a stale pid file naming a live process (pid $stranger): status $rc, a new daemon (pid $d, $(( $(events start) - starts )) start) serves the client, the process is left alone ($(alive "$stranger" && echo alive || echo killed))" \
+    "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && grep -q "^client pid=[0-9]* daemon=$d " "$REC" && alive "$stranger" && ! alive "$d"; echo $?)"
+kill "$stranger" 2>/dev/null; wait "$stranger" 2>/dev/null
+
 # --- concurrent carve runs: one daemon at a time -------------------------------------------
 starts=$(events start)
 "$CARVE" run --simulate --mode mps -- sh -c 'touch "$0/holder.up"; i=0; while [ ! -e "$0/holder.stop" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done' "$tmp" &
