@@ -209,7 +209,7 @@ static pid_t daemon_pid(const struct mps_state *st)
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
-    if (pid <= 0 || pid > INT_MAX || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+    if (pid <= 0 || pid > INT_MAX || !carve_mps_pid_running((pid_t)pid))
         return 0;
     char comm[32] = "";
     snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
@@ -303,7 +303,7 @@ static void daemon_stop(const struct mps_state *st)
     pid_t pid = daemon_pid(st);
     int rc = control_run(st, NULL, "quit\n");
     for (int waited = 0; pid > 0 && waited < STOP_WAIT_MS; waited += 20) {
-        if (kill(pid, 0) < 0 && errno == ESRCH)
+        if (!carve_mps_pid_running(pid))
             return;
         sleep_ms(20);
     }

@@ -18,6 +18,7 @@ BUILD=${BUILD%/}
 CARVE=$BUILD/bin/carve
 MEMHOG=$BUILD/bench/memhog
 SIMBIN=$BUILD/lib/carve/sim/bin
+NOREAP=$BUILD/tests/e2e/noreap
 passed=0
 failed=0
 
@@ -25,7 +26,7 @@ check() { # check NAME RC
     if [ "$2" -eq 0 ]; then echo "ok - $1"; passed=$((passed + 1)); else echo "FAIL - $1"; failed=$((failed + 1)); fi
 }
 
-for f in "$CARVE" "$MEMHOG" "$SIMBIN/nvidia-cuda-mps-control"; do
+for f in "$CARVE" "$MEMHOG" "$SIMBIN/nvidia-cuda-mps-control" "$NOREAP"; do
     if [ ! -x "$f" ]; then echo "FAIL - $f is missing: run make BUILD=$BUILD"; echo "0 passed, 1 failed"; exit 1; fi
 done
 
@@ -51,7 +52,9 @@ uuid0=$(LD_LIBRARY_PATH="$BUILD/lib/carve/sim" "$SIMBIN/nvidia-smi" --query-gpu=
 rundir=$CARVE_MPS_DIR/mps-$uuid0
 
 events() { grep -c "^$1 " "$REC"; }        # events KIND: how many KIND lines so far
-alive() { kill -0 "$1" 2>/dev/null; }
+# alive PID: running, not a zombie (an exited daemon waits for its reaper, which here may
+# be a PID 1 that reaps late, or noreap below)
+alive() { local st; st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "${st%% *}" != Z ]; }
 last_daemon() { sed -n 's/^start pid=\([0-9]*\).*/\1/p' "$REC" | tail -n1; }
 live_clients() { grep -vc '^#' "$rundir/clients" 2>/dev/null; }
 # wait_for FILE: up to 10 s
@@ -167,6 +170,27 @@ check "... every start has its quit and exit ($(events start)/$(events quit)/$(e
     "$([ "$(events start)" -eq "$(events quit)" ] && [ "$(events start)" -eq "$(events exit)" ] && ! alive "$(last_daemon)" && [ "$(live_clients)" -eq 0 ]; echo $?)"
 nmps=$(grep -c "^client pid=[0-9]* daemon=0 " "$REC")
 check "every MPS client found a daemon running ($nmps without)" "$([ "$nmps" -eq 0 ]; echo $?)"
+
+# --- under a parent that never reaps (a container's PID 1 may not): the daemon, orphaned, ---
+# --- becomes its child, and an exited daemon stays a zombie that kill(pid, 0) still finds ---
+starts=$(events start)
+t0=$(date +%s%N)
+"$NOREAP" "$CARVE" run --simulate --mode mps -- "$MEMHOG" --max 256 --hold 0 >/dev/null 2>"$tmp/noreap.err"
+rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "no reaper: the last client's daemon, once quit, is seen gone (status $rc, ${ms} ms, want < 3000; said: $(tr '\n' ' ' <"$tmp/noreap.err" | cut -c1-160))" \
+    "$([ "$rc" -eq 0 ] && [ "$ms" -lt 3000 ] && [ ! -s "$tmp/noreap.err" ] && [ "$(events start)" -eq $((starts + 1)) ] && [ "$(events exit)" -eq "$(events start)" ]; echo $?)"
+starts=$(events start)
+"$NOREAP" sh -c '
+    "$0" run --simulate --mode mps -- sh -c "touch \"$1/z.up\"; exec sleep 30" & c=$!
+    i=0; while [ ! -e "$1/z.up" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -KILL "$(sed -n "s/^start pid=\([0-9]*\).*/\1/p" "$2" | tail -n1)"
+    pkill -P "$c" -x sleep; wait "$c"
+    "$0" run --simulate --mode mps -- "$3" --max 256 --hold 0' "$CARVE" "$tmp" "$REC" "$MEMHOG" >/dev/null 2>"$tmp/noreap2.err"
+rc=$?
+d=$(last_daemon)
+check "no reaper: a SIGKILLed daemon (a zombie with its pid file) is started again for the next client (status $rc, $(( $(events start) - starts )) starts, client under pid $d)" \
+    "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 2)) ] && grep -q "^client pid=[0-9]* daemon=$d " "$REC" && ! alive "$d"; echo $?)"
 
 # --- the GPU chosen with CUDA_VISIBLE_DEVICES ------------------------------------------------
 uuid1=$(CARVE_SIM_DEVICES=2 LD_LIBRARY_PATH="$BUILD/lib/carve/sim" "$SIMBIN/nvidia-smi" --query-gpu=uuid --format=csv,noheader -i 1)
