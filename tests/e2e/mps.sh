@@ -192,6 +192,27 @@ d=$(last_daemon)
 check "no reaper: a SIGKILLed daemon (a zombie with its pid file) is started again for the next client (status $rc, $(( $(events start) - starts )) starts, client under pid $d)" \
     "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 2)) ] && grep -q "^client pid=[0-9]* daemon=$d " "$REC" && ! alive "$d"; echo $?)"
 
+# --- processes the command leaves running are clients too ------------------------------------
+starts=$(events start)
+"$CARVE" run --simulate --mode mps -- sh -c '(sleep 0.5; exec "$0" --max 256 --hold 0) >/dev/null 2>&1 &' "$MEMHOG" 2>"$tmp/left.err"
+rc=$?
+d=$(last_daemon)
+nc=$(grep -c "^client pid=[0-9]* daemon=${d:-x} " "$REC")
+check "a background process the command left (CUDA 0.5 s after it ended) still had the daemon: carve run waited (status $rc), $nc client line under pid $d, then stopped it" \
+    "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && [ "$nc" -eq 1 ] && ! alive "$d" && grep -q 'left processes running' "$tmp/left.err"; echo $?)"
+rm -f "$tmp/left.pid"
+"$CARVE" run --simulate --mode mps -q -- sh -c 'sleep 30 & echo $! >"$0/left.pid"' "$tmp" 2>"$tmp/left.err" &
+cr=$!
+wait_for "$tmp/left.pid"
+sleep 0.3
+kill -TERM "$cr"
+wait "$cr"
+rc=$?
+left=$(cat "$tmp/left.pid")
+check "SIGTERM to a carve run waiting for them is passed on: the process left ends ($(alive "$left" && echo alive || echo gone)), carve run too (status $rc), the daemon is stopped, -q says nothing" \
+    "$(! alive "$left" && [ "$rc" -eq 0 ] && ! alive "$(last_daemon)" && [ ! -s "$tmp/left.err" ]; echo $?)"
+kill "$left" 2>/dev/null
+
 # --- the GPU chosen with CUDA_VISIBLE_DEVICES ------------------------------------------------
 uuid1=$(CARVE_SIM_DEVICES=2 LD_LIBRARY_PATH="$BUILD/lib/carve/sim" "$SIMBIN/nvidia-smi" --query-gpu=uuid --format=csv,noheader -i 1)
 out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1 "$CARVE" run --simulate --mode mps -- sh -c 'echo "$CUDA_VISIBLE_DEVICES $CUDA_MPS_PIPE_DIRECTORY"')
