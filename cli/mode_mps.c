@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <dirent.h>
@@ -38,6 +39,7 @@ struct mps_state {
     char pipe[PATH_MAX], log[PATH_MAX];
     char control[PATH_MAX]; /* nvidia-cuda-mps-control */
     char uuid[96];
+    int quiet;
 };
 
 static void sleep_ms(long ms)
@@ -209,7 +211,7 @@ static pid_t daemon_pid(const struct mps_state *st)
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
-    if (pid <= 0 || pid > INT_MAX || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+    if (pid <= 0 || pid > INT_MAX || !carve_mps_pid_running((pid_t)pid))
         return 0;
     char comm[32] = "";
     snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
@@ -303,7 +305,7 @@ static void daemon_stop(const struct mps_state *st)
     pid_t pid = daemon_pid(st);
     int rc = control_run(st, NULL, "quit\n");
     for (int waited = 0; pid > 0 && waited < STOP_WAIT_MS; waited += 20) {
-        if (kill(pid, 0) < 0 && errno == ESRCH)
+        if (!carve_mps_pid_running(pid))
             return;
         sleep_ms(20);
     }
@@ -350,11 +352,74 @@ out:
     return ret;
 }
 
+static volatile sig_atomic_t leftover_signal;
+
+static void note_signal(int sig)
+{
+    leftover_signal = sig;
+}
+
+/* Passes sig on to carve run's children: once the command has ended, the processes it left
+ * running (orphans come to carve run, a child subreaper). */
+static void signal_children(int sig)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    for (char *p = buf, *end; *p; p = end) {
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 0 && pid <= INT_MAX)
+            kill((pid_t)pid, sig);
+    }
+}
+
+/* Waits for the processes the command left running (`cmd &'): they are MPS clients of the
+ * daemon too, and lose it when the last carve run stops it. A signal that carve run passes
+ * on to its command is passed on to them. */
+static void wait_leftovers(const struct mps_state *st)
+{
+    static const int passed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    struct sigaction sa = {.sa_handler = note_signal}, was[4];
+    int set[4] = {0};
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 4; i++)
+        if (sigaction(passed[i], NULL, &was[i]) == 0 && was[i].sa_handler != SIG_IGN)
+            set[i] = sigaction(passed[i], &sa, NULL) == 0;
+    leftover_signal = 0;
+    for (int said = 0;;) {
+        pid_t r = waitpid(-1, NULL, WNOHANG);
+        if (r < 0 && errno != EINTR)
+            break; /* ECHILD: none left */
+        if (r == 0 && !said && !st->quiet)
+            fprintf(stderr, "carve run: the command ended and left processes running, MPS "
+                            "clients of %s's daemon: waiting for them to end before leaving "
+                            "the daemon\n", st->uuid);
+        said |= r == 0;
+        if (leftover_signal) {
+            signal_children(leftover_signal);
+            leftover_signal = 0;
+        }
+        if (r == 0)
+            sleep_ms(50);
+    }
+    for (int i = 0; i < 4; i++)
+        if (set[i])
+            sigaction(passed[i], &was[i], NULL);
+}
+
 /* Takes this carve run off the GPU's clients; the last one stops the daemon. */
 static void mps_finish(struct run_mode_ctx *ctx)
 {
     struct mps_state *st = ctx->state;
     char err[512] = "";
+    wait_leftovers(st);
     struct carve_mps_client clients[CARVE_MPS_MAX_CLIENTS];
     int lock = carve_mps_lock(st->dir, err, sizeof(err));
     if (lock < 0) {
@@ -445,6 +510,13 @@ static int pick_gpu(const struct run_opts *o, const char *libdir, struct mps_sta
     for (int i = 0; i < spec.ndev; i++)
         if (spec.dev[i].index == (int)gpus[g].index)
             *cap = spec.dev[i].cap;
+    /* IDX=SIZE for other GPUs only: the command would run uncapped on its own */
+    if (o->memory && *cap == 0) {
+        fprintf(stderr, "carve run: --memory %s caps no memory on GPU %u, the one --mode mps "
+                        "runs COMMAND on: give a SIZE, or %u=SIZE\n(see carve run --help)\n",
+                o->memory, gpus[g].index, gpus[g].index);
+        return CARVE_EXIT_USAGE;
+    }
     snprintf(st->uuid, sizeof(st->uuid), "%s", gpus[g].uuid);
     return 0;
 }
@@ -498,6 +570,12 @@ int carve_mode_mps_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
         goto fail;
     ctx->finish = mps_finish;
     ctx->state = st;
+    st->quiet = o->quiet;
+    /* the command's orphans become carve run's children, so that finish can wait for them;
+       set after the join, so that a daemon started there is not one of them */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+        fprintf(stderr, "carve run: warning: PR_SET_CHILD_SUBREAPER: %s; processes the "
+                        "command leaves running may lose their MPS daemon\n", strerror(errno));
     const char *priority = o->priority_arg ? client_priority(o->compute.priority) : NULL;
     if (set_client_env(st, pct, cap, priority) < 0) {
         fprintf(stderr, "carve run: cannot set the MPS client's environment\n");

@@ -41,3 +41,9 @@ $(SIM_MPS_CONTROL): $(OBJ)/simgpu/mps_control.o $(OBJ)/simgpu/sim_mps.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS)
 ALL_TARGETS += $(SIM_MPS_CONTROL)
+
+# tests/e2e/noreap: a parent that reaps only its command, as a container's PID 1 may (mps.sh)
+$(TESTDIR)/e2e/noreap: $(OBJ)/tests/e2e/noreap.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS)
+ALL_TARGETS += $(TESTDIR)/e2e/noreap

@@ -121,7 +121,7 @@ static int quit_daemon(pid_t pid)
 {
     sim_mps_record("quit pid=%ld", (long)pid);
     kill(pid, SIGTERM);
-    for (int i = 0; i < 500 && kill(pid, 0) == 0; i++) {
+    for (int i = 0; i < 500 && sim_mps_running(pid); i++) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }

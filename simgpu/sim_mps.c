@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,36 @@ void sim_mps_pipe_path(char *out, size_t len, const char *name)
     snprintf(out, len, "%s/%s", sim_mps_pipe_dir(), name);
 }
 
+/* 1 when pid runs (not exited, not a zombie awaiting its reaper) and, with name, is called
+ * name (comm, cut to 15 characters). */
+static int running_as(pid_t pid, const char *name)
+{
+    char path[64], buf[512];
+    if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    const char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
+    if (!open_paren || !close_paren || close_paren[1] != ' ' || close_paren[2] == 'Z' ||
+        close_paren[2] == 'X')
+        return 0;
+    if (!name)
+        return 1;
+    size_t len = strlen(name) < 15 ? strlen(name) : 15;
+    return (size_t)(close_paren - open_paren - 1) == len &&
+           strncmp(open_paren + 1, name, len) == 0;
+}
+
+int sim_mps_running(pid_t pid)
+{
+    return running_as(pid, NULL);
+}
+
 pid_t sim_mps_daemon(void)
 {
     char path[4096], buf[32] = "";
@@ -36,7 +67,10 @@ pid_t sim_mps_daemon(void)
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
-    if (pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+    /* a pid file left by a dead daemon may name a reused pid: the real program finds its
+       daemon through the control socket, so a live stranger is no daemon (and is never sent
+       a quit), and neither is an exited daemon that its reaper has not collected yet */
+    if (pid <= 0 || pid > INT_MAX || !running_as((pid_t)pid, "nvidia-cuda-mps-control"))
         return 0;
     return (pid_t)pid;
 }

@@ -13,6 +13,8 @@
 /* CUDA_MPS_PIPE_DIRECTORY, or the driver's default /tmp/nvidia-mps. */
 const char *sim_mps_pipe_dir(void);
 void sim_mps_pipe_path(char *out, size_t len, const char *name);
+/* pid has not exited (a zombie has). */
+int sim_mps_running(pid_t pid);
 /* The pid of the daemon running for the pipe directory, or 0. */
 pid_t sim_mps_daemon(void);
 /* Appends "WHAT pipe=... log=... visible=... threads=... pinned=... preload=..." (the MPS

@@ -18,6 +18,7 @@ BUILD=${BUILD%/}
 CARVE=$BUILD/bin/carve
 MEMHOG=$BUILD/bench/memhog
 SIMBIN=$BUILD/lib/carve/sim/bin
+NOREAP=$BUILD/tests/e2e/noreap
 passed=0
 failed=0
 
@@ -25,7 +26,7 @@ check() { # check NAME RC
     if [ "$2" -eq 0 ]; then echo "ok - $1"; passed=$((passed + 1)); else echo "FAIL - $1"; failed=$((failed + 1)); fi
 }
 
-for f in "$CARVE" "$MEMHOG" "$SIMBIN/nvidia-cuda-mps-control"; do
+for f in "$CARVE" "$MEMHOG" "$SIMBIN/nvidia-cuda-mps-control" "$NOREAP"; do
     if [ ! -x "$f" ]; then echo "FAIL - $f is missing: run make BUILD=$BUILD"; echo "0 passed, 1 failed"; exit 1; fi
 done
 
@@ -51,7 +52,9 @@ uuid0=$(LD_LIBRARY_PATH="$BUILD/lib/carve/sim" "$SIMBIN/nvidia-smi" --query-gpu=
 rundir=$CARVE_MPS_DIR/mps-$uuid0
 
 events() { grep -c "^$1 " "$REC"; }        # events KIND: how many KIND lines so far
-alive() { kill -0 "$1" 2>/dev/null; }
+# alive PID: running, not a zombie (an exited daemon waits for its reaper, which here may
+# be a PID 1 that reaps late, or noreap below)
+alive() { local st; st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "${st%% *}" != Z ]; }
 last_daemon() { sed -n 's/^start pid=\([0-9]*\).*/\1/p' "$REC" | tail -n1; }
 live_clients() { grep -vc '^#' "$rundir/clients" 2>/dev/null; }
 # wait_for FILE: up to 10 s
@@ -124,6 +127,19 @@ rc=$?
 check "the next carve run reuses it (status $rc, $(( $(events start) - starts )) new start) and, as the last live client, stops it" \
     "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && ! alive "$d" && [ "$(live_clients)" -eq 0 ]; echo $?)"
 
+# --- a dead daemon's pid file naming a live stranger (a reused pid) -------------------------
+starts=$(events start)
+sleep 60 &
+stranger=$!
+printf '%s\n' "$stranger" >"$rundir/pipe/nvidia-cuda-mps-control.pid"
+[ -p "$rundir/pipe/control" ] || mkfifo "$rundir/pipe/control"
+"$CARVE" run --simulate --mode mps -- "$MEMHOG" --max 256 --hold 0 >/dev/null 2>&1
+rc=$?
+d=$(last_daemon)
+check "a stale pid file naming a live process (pid $stranger): status $rc, a new daemon (pid $d, $(( $(events start) - starts )) start) serves the client, the process is left alone ($(alive "$stranger" && echo alive || echo killed))" \
+    "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && grep -q "^client pid=[0-9]* daemon=$d " "$REC" && alive "$stranger" && ! alive "$d"; echo $?)"
+kill "$stranger" 2>/dev/null; wait "$stranger" 2>/dev/null
+
 # --- concurrent carve runs: one daemon at a time -------------------------------------------
 starts=$(events start)
 "$CARVE" run --simulate --mode mps -- sh -c 'touch "$0/holder.up"; i=0; while [ ! -e "$0/holder.stop" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done' "$tmp" &
@@ -154,6 +170,48 @@ check "... every start has its quit and exit ($(events start)/$(events quit)/$(e
     "$([ "$(events start)" -eq "$(events quit)" ] && [ "$(events start)" -eq "$(events exit)" ] && ! alive "$(last_daemon)" && [ "$(live_clients)" -eq 0 ]; echo $?)"
 nmps=$(grep -c "^client pid=[0-9]* daemon=0 " "$REC")
 check "every MPS client found a daemon running ($nmps without)" "$([ "$nmps" -eq 0 ]; echo $?)"
+
+# --- under a parent that never reaps (a container's PID 1 may not): the daemon, orphaned, ---
+# --- becomes its child, and an exited daemon stays a zombie that kill(pid, 0) still finds ---
+starts=$(events start)
+t0=$(date +%s%N)
+"$NOREAP" "$CARVE" run --simulate --mode mps -- "$MEMHOG" --max 256 --hold 0 >/dev/null 2>"$tmp/noreap.err"
+rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "no reaper: the last client's daemon, once quit, is seen gone (status $rc, ${ms} ms, want < 3000; said: $(tr '\n' ' ' <"$tmp/noreap.err" | cut -c1-160))" \
+    "$([ "$rc" -eq 0 ] && [ "$ms" -lt 3000 ] && [ ! -s "$tmp/noreap.err" ] && [ "$(events start)" -eq $((starts + 1)) ] && [ "$(events exit)" -eq "$(events start)" ]; echo $?)"
+starts=$(events start)
+"$NOREAP" sh -c '
+    "$0" run --simulate --mode mps -- sh -c "touch \"$1/z.up\"; exec sleep 30" & c=$!
+    i=0; while [ ! -e "$1/z.up" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -KILL "$(sed -n "s/^start pid=\([0-9]*\).*/\1/p" "$2" | tail -n1)"
+    pkill -P "$c" -x sleep; wait "$c"
+    "$0" run --simulate --mode mps -- "$3" --max 256 --hold 0' "$CARVE" "$tmp" "$REC" "$MEMHOG" >/dev/null 2>"$tmp/noreap2.err"
+rc=$?
+d=$(last_daemon)
+check "no reaper: a SIGKILLed daemon (a zombie with its pid file) is started again for the next client (status $rc, $(( $(events start) - starts )) starts, client under pid $d)" \
+    "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 2)) ] && grep -q "^client pid=[0-9]* daemon=$d " "$REC" && ! alive "$d"; echo $?)"
+
+# --- processes the command leaves running are clients too ------------------------------------
+starts=$(events start)
+"$CARVE" run --simulate --mode mps -- sh -c '(sleep 0.5; exec "$0" --max 256 --hold 0) >/dev/null 2>&1 &' "$MEMHOG" 2>"$tmp/left.err"
+rc=$?
+d=$(last_daemon)
+nc=$(grep -c "^client pid=[0-9]* daemon=${d:-x} " "$REC")
+check "a background process the command left (CUDA 0.5 s after it ended) still had the daemon: carve run waited (status $rc), $nc client line under pid $d, then stopped it" \
+    "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && [ "$nc" -eq 1 ] && ! alive "$d" && grep -q 'left processes running' "$tmp/left.err"; echo $?)"
+rm -f "$tmp/left.pid"
+"$CARVE" run --simulate --mode mps -q -- sh -c 'sleep 30 & echo $! >"$0/left.pid"' "$tmp" 2>"$tmp/left.err" &
+cr=$!
+wait_for "$tmp/left.pid"
+sleep 0.3
+kill -TERM "$cr"
+wait "$cr"
+rc=$?
+left=$(cat "$tmp/left.pid")
+check "SIGTERM to a carve run waiting for them is passed on: the process left ends ($(alive "$left" && echo alive || echo gone)), carve run too (status $rc), the daemon is stopped, -q says nothing" \
+    "$(! alive "$left" && [ "$rc" -eq 0 ] && ! alive "$(last_daemon)" && [ ! -s "$tmp/left.err" ]; echo $?)"
+kill "$left" 2>/dev/null
 
 # --- the GPU chosen with CUDA_VISIBLE_DEVICES ------------------------------------------------
 uuid1=$(CARVE_SIM_DEVICES=2 LD_LIBRARY_PATH="$BUILD/lib/carve/sim" "$SIMBIN/nvidia-smi" --query-gpu=uuid --format=csv,noheader -i 1)
@@ -192,6 +250,9 @@ expect "--mode mps cannot be given with it" run --simulate --mode mps --slice s1
 expect "more than GPU 0 has (80 GiB)" run --simulate --mode mps --memory 100GiB -- true
 expect "unknown unit" run --simulate --mode mps --memory 8XB -- true
 CARVE_SIM_DEVICES=2 expect "this machine has 2 (0-1): choose one with CUDA_VISIBLE_DEVICES" run --simulate --mode mps -- true
+CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1 expect "--memory 0=2GiB caps no memory on GPU 1, the one --mode mps runs COMMAND on: give a SIZE, or 1=SIZE" run --simulate --mode mps --memory 0=2GiB -- true
+out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1 "$CARVE" run --simulate --mode mps --memory 0=2GiB,1=3GiB -- sh -c 'echo "$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"' 2>&1)
+check "CUDA_VISIBLE_DEVICES=1 --memory 0=2GiB,1=3GiB: GPU 1's cap is the pinned limit ($out)" "$([ "$out" = 0=3072M ]; echo $?)"
 CUDA_VISIBLE_DEVICES=0,1 expect "names more than one GPU" run --simulate --mode mps -- true
 CUDA_VISIBLE_DEVICES=7 expect "CUDA_VISIBLE_DEVICES=7: this machine has 1 GPU (0)" run --simulate --mode mps -- true
 CUDA_VISIBLE_DEVICES=GPU-ffff expect "names no GPU of this machine" run --simulate --mode mps -- true

@@ -160,6 +160,26 @@ static void test_alive_and_prune(void **state)
     assert_int_equal(c[1].start, 0);
 }
 
+/* An exited process its parent has not reaped (a zombie) is gone: kill(pid, 0) still finds
+ * it, and under a PID 1 that reaps late or never (a container's) it stays found. */
+static void test_zombie_is_gone(void **state)
+{
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0)
+        _exit(0);
+    siginfo_t info;
+    /* WNOWAIT: wait until it has exited, and leave it unreaped */
+    assert_int_equal(waitid(P_PID, (id_t)p, &info, WEXITED | WNOWAIT), 0);
+    assert_int_equal(kill(p, 0), 0); /* still there for kill */
+    struct carve_mps_client c = {p, carve_proc_start_time(p)};
+    int running = carve_mps_pid_running(p), alive = carve_mps_client_alive(&c);
+    waitpid(p, NULL, 0);
+    assert_int_equal(running, 0);
+    assert_int_equal(alive, 0);
+    assert_int_equal(carve_mps_pid_running(getpid()), 1);
+}
+
 static char tmpdir[64];
 enum { STAYERS = 8, LEAVERS = 40 };
 static pid_t stay[STAYERS]; /* members that stay: killed by remove_tmp however a test ends */
@@ -316,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_mem_limit),
         cmocka_unit_test(test_clients_text),
         cmocka_unit_test(test_alive_and_prune),
+        cmocka_unit_test(test_zombie_is_gone),
         cmocka_unit_test_setup_teardown(test_run_dir, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_load_store, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_concurrent_members, make_tmp, remove_tmp),
