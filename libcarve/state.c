@@ -39,7 +39,8 @@ static struct {
     pid_t pid;                 /* the process that holds the slot */
     bool forked;               /* a fork child: claim a new slot, forget the parent's records */
     bool quiet;
-    bool refused;              /* CARVE_SLICE names a slice carved did not make: no GPU */
+    bool refused;              /* CARVE_SLICE names a slice not to be used (gone, not made by
+                                * carved, every slot taken): no GPU context */
     char name[128];
     _Atomic int sdev_of[MAX_CU_DEVICES];
     _Atomic uint64_t counted[CARVE_SLICE_MAX_DEVICES];
@@ -138,8 +139,12 @@ static void init_slice(void)
     struct carve_slice *s = NULL;
     char err[256];
     if (carve_slice_open(name, &s, err, sizeof(err)) < 0) {
-        if (!st.quiet)
-            fprintf(stderr, "carve: %s; running without a memory cap\n", err);
+        /* a process left running after its `carve run` ended (which removed the slice),
+         * or one whose slice carved deleted: uncapped, it could take the whole GPU */
+        fprintf(stderr, "carve: %s: no GPU context will be created, so that nothing runs "
+                "past the slice's cap (a process left running after its `carve run` ended "
+                "cannot use the GPU; start it in a slice of its own)\n", err);
+        st.refused = true;
         return;
     }
     const char *label = carve_slice_name(s);

@@ -104,6 +104,15 @@ out=$(CARVE_SIM_DEVICES=2 CARVE_SIM_CTX_MEMORY=0 in_slice 0=4GiB,1=1GiB "$E2E/me
 rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
 check "mem_pooldev: a pool's allocations count on the pool's GPU, not the current one" "$rc"
+# A process the command leaves running starts CUDA after `carve run` has ended and removed
+# the slice: it gets no GPU context rather than an uncapped GPU.
+late=$state_dir/late
+in_slice 1GiB sh -c "(sleep 1; \"\$0\" --max 2048 --hold 0 >$late.out 2>&1; echo \$? >$late.rc) &" \
+    "$BUILD/bench/memhog"
+for _ in $(seq 100); do [ -s "$late.rc" ] && break; sleep 0.1; done
+check "a process left running after carve run ended gets no GPU context (exit $(cat "$late.rc" 2>/dev/null), $(grep -c 'no GPU context will be created' "$late.out" 2>/dev/null) refusal lines)" \
+    "$([ "$(cat "$late.rc" 2>/dev/null)" = 1 ] && grep -q 'no GPU context will be created' "$late.out"; echo $?)"
+
 out=$(CARVE_SIM_CTX_MEMORY=0 in_slice 1GiB "$E2E/mem_graph" 2>&1)
 rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
