@@ -414,12 +414,17 @@ static void wait_leftovers(const struct mps_state *st)
             sigaction(passed[i], &was[i], NULL);
 }
 
+static void mps_command_ended(struct run_mode_ctx *ctx)
+{
+    wait_leftovers(ctx->state);
+}
+
 /* Takes this carve run off the GPU's clients; the last one stops the daemon. */
 static void mps_finish(struct run_mode_ctx *ctx)
 {
     struct mps_state *st = ctx->state;
     char err[512] = "";
-    wait_leftovers(st);
+    wait_leftovers(st); /* none left when command_ended ran: a command that never started */
     struct carve_mps_client clients[CARVE_MPS_MAX_CLIENTS];
     int lock = carve_mps_lock(st->dir, err, sizeof(err));
     if (lock < 0) {
@@ -569,6 +574,7 @@ int carve_mode_mps_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
     if (find_control(o, ctx->libdir, st) < 0 || make_dirs(st) < 0 || mps_join(st) < 0)
         goto fail;
     ctx->finish = mps_finish;
+    ctx->command_ended = mps_command_ended;
     ctx->state = st;
     st->quiet = o->quiet;
     /* the command's orphans become carve run's children, so that finish can wait for them;

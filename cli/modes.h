@@ -29,12 +29,16 @@ struct run_opts {
        it may take carve's place instead of being its child */
     bool may_replace;
     char **command;
+    struct run_mode_ctx *mode_ctx; /* the mode's set-up, for its command_ended */
 };
 
 /* A mode's set-up for one carve run. prepare fills it; run.c calls finish (when set) once
  * the command has ended, or could not be started, with the state prepare left. */
 struct run_mode_ctx {
     const char *libdir; /* lib/carve: libcarve.so, sim/ */
+    /* called when the command has ended, while its slice still exists (processes it left
+     * running keep their cap while this waits for them) */
+    void (*command_ended)(struct run_mode_ctx *ctx);
     void (*finish)(struct run_mode_ctx *ctx);
     void *state;
 };

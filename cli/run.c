@@ -363,6 +363,13 @@ static void make_shm_name(char *buf, size_t len)
     snprintf(buf, len, "/carve.%u.%d.%08x", (unsigned)getuid(), (int)getpid(), rnd);
 }
 
+/* The mode's work once the command has ended, before its slice goes. */
+static void command_ended(const struct run_opts *o)
+{
+    if (o->mode_ctx && o->mode_ctx->command_ended)
+        o->mode_ctx->command_ended(o->mode_ctx);
+}
+
 /* With carved: the slice is carved's (--slice NAME, or one made for this command that ends
  * with it); carve run only sets up the environment and waits. */
 static int run_through_carved(const struct run_opts *o, const char *libdir, int fd)
@@ -410,6 +417,7 @@ static int run_through_carved(const struct run_opts *o, const char *libdir, int 
         return replace_with(o->command);
     else
         ret = run_and_wait(o->command);
+    command_ended(o);
     if (!o->slice && (fd = carve_daemon_connect()) >= 0) {
         r = carve_daemon_call(fd, json_pack("{s:s,s:s}", "op", "delete", "name", name), err,
                               sizeof(err));
@@ -461,6 +469,7 @@ static int run_in_slice(struct run_opts o, const char *libdir)
     if (setup_env(&o, libdir, shm_name) < 0)
         goto out;
     ret = run_and_wait(o.command);
+    command_ended(&o);
 out:
     carve_slice_close(slice);
     carve_slice_unlink(shm_name);
@@ -488,6 +497,7 @@ int carve_cmd_run(int argc, char **argv)
         return ret;
     }
     o.may_replace = !mode.finish;
+    o.mode_ctx = &mode;
     /* a mode the hardware isolates (mig) runs the command as it is, without libcarve */
     ret = o.mode->no_slice ? run_and_wait(o.command) : run_in_slice(o, libdir);
     if (mode.finish)

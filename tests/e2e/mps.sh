@@ -194,12 +194,13 @@ check "no reaper: a SIGKILLed daemon (a zombie with its pid file) is started aga
 
 # --- processes the command leaves running are clients too ------------------------------------
 starts=$(events start)
-"$CARVE" run --simulate --mode mps -- sh -c '(sleep 0.5; exec "$0" --max 256 --hold 0) >/dev/null 2>&1 &' "$MEMHOG" 2>"$tmp/left.err"
+"$CARVE" run --simulate --mode mps --memory 1GiB -- sh -c '(sleep 0.5; exec "$0" --max 2048 --hold 0) >"$1/left.out" 2>&1 &' "$MEMHOG" "$tmp" 2>"$tmp/left.err"
 rc=$?
 d=$(last_daemon)
 nc=$(grep -c "^client pid=[0-9]* daemon=${d:-x} " "$REC")
-check "a background process the command left (CUDA 0.5 s after it ended) still had the daemon: carve run waited (status $rc), $nc client line under pid $d, then stopped it" \
-    "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && [ "$nc" -eq 1 ] && ! alive "$d" && grep -q 'left processes running' "$tmp/left.err"; echo $?)"
+held=$(sed -n 's/.*holding \([0-9]*\) MiB.*/\1/p' "$tmp/left.out")
+check "a background process the command left (CUDA 0.5 s after it ended) still had the daemon and its 1 GiB slice: carve run waited (status $rc), $nc client line under pid $d, then stopped it; it held ${held:-nothing} MiB" \
+    "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && [ "$nc" -eq 1 ] && ! alive "$d" && grep -q 'left processes running' "$tmp/left.err" && [ -n "$held" ] && [ "$held" -gt 0 ] && [ "$held" -le 1024 ]; echo $?)"
 rm -f "$tmp/left.pid"
 "$CARVE" run --simulate --mode mps -q -- sh -c 'sleep 30 & echo $! >"$0/left.pid"' "$tmp" 2>"$tmp/left.err" &
 cr=$!
