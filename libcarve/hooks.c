@@ -101,11 +101,22 @@ void *carve__wrap_pointer(void *p)
     return p;
 }
 
+/* Whether p is exactly one of a loaded library's exported symbols. */
+static bool exported_symbol(void *p)
+{
+    Dl_info info;
+    return dladdr(p, &info) && info.dli_sname && info.dli_saddr == p;
+}
+
 void *carve__gpa_answer(const char *symbol, int version, cuuint64_t flags, void *p)
 {
     void *w = carve__wrap_pointer(p);
     if (w != p || !p || !symbol)
         return w;
+    /* one of the driver's symbols that we do not wrap (another ABI version of a hooked
+     * name, say): guessing by name could hand out a wrapper of another prototype */
+    if (exported_symbol(p))
+        return p;
     /* a pointer that is none of the driver's exported symbols: answer by name instead, with
      * the driver's own choice of version, so no entry point slips past the wrappers */
     int i = carve_entry_find(symbol, version,

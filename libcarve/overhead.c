@@ -160,6 +160,14 @@ CARVE_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevi
     WITH_OVERHEAD(cuCtxCreate_v2, (pctx, flags, dev))
 }
 
+CARVE_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params,
+                                     int numParams, unsigned int flags, CUdevice dev)
+{
+    if (carve__refused())
+        return CUDA_ERROR_NOT_PERMITTED;
+    WITH_OVERHEAD(cuCtxCreate_v3, (pctx, params, numParams, flags, dev))
+}
+
 CARVE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
                                      unsigned int flags, CUdevice dev)
 {

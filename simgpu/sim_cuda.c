@@ -438,6 +438,12 @@ API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
     return ctx_create(pctx, dev);
 }
 
+API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int n,
+                            unsigned int flags, CUdevice dev)
+{
+    return n < 0 || (n > 0 && !params) ? CUDA_ERROR_INVALID_VALUE : ctx_create(pctx, dev);
+}
+
 API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
                             CUdevice dev)
 {

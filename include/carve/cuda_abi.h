@@ -279,6 +279,9 @@ enum {
     CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
 };
 
+/* cuCtxCreate_v3's execution-affinity parameters (CUDA 11.4-12.4); passed through, never
+ * read. */
+typedef struct CUexecAffinityParam_st CUexecAffinityParam;
 /* cuCtxCreate_v4 parameters (CUDA 12.5+); carve passes them through untouched. */
 typedef struct CUctxCreateParams_st {
     void *execAffinityParams;
@@ -313,6 +316,8 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
 CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags);
 
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                        unsigned int flags, CUdevice dev);
 CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
                         CUdevice dev);
 CUresult cuCtxDestroy_v2(CUcontext ctx);

@@ -84,6 +84,24 @@ static void test_resolution_paths(void **state)
                                          CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &qr),
                      CUDA_SUCCESS);
     assert_ptr_equal(p, (void *)&cuMemAllocAsync_ptsz);
+    /* each ABI of cuCtxCreate gets the wrapper of its own prototype */
+    assert_int_equal(cuGetProcAddress_v2("cuCtxCreate", &p, 3020, 0, &qr), CUDA_SUCCESS);
+    assert_ptr_equal(p, (void *)&cuCtxCreate_v2);
+    assert_int_equal(cuGetProcAddress_v2("cuCtxCreate", &p, 12000, 0, &qr), CUDA_SUCCESS);
+    assert_ptr_equal(p, (void *)&cuCtxCreate_v3);
+    assert_int_equal(cuGetProcAddress_v2("cuCtxCreate", &p, 12080, 0, &qr), CUDA_SUCCESS);
+    assert_ptr_equal(p, (void *)&cuCtxCreate_v4);
+}
+
+/* A driver symbol we do not wrap is handed out as it is, never a wrapper chosen by name:
+ * an unlisted ABI version of a hooked name would otherwise get another prototype's. */
+static void test_unwrapped_symbol_kept(void **state)
+{
+    (void)state;
+    carve__init();
+    void *unwrapped = (void *)R.cuCtxGetDevice;
+    assert_ptr_equal(carve__gpa_answer("cuMemAlloc", 12000, 0, unwrapped), unwrapped);
+    assert_ptr_equal(carve__gpa_answer("cuCtxCreate", 12000, 0, unwrapped), unwrapped);
 }
 
 static void test_uuid_parse(void **state)
@@ -125,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_resolution_paths),
         cmocka_unit_test(test_uuid_parse),
         cmocka_unit_test(test_answer_by_name),
+        cmocka_unit_test(test_unwrapped_symbol_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
