@@ -308,6 +308,15 @@ static int run_and_wait(char **command)
         fprintf(stderr, "carve run: cannot run `%s': %s\n", command[0], strerror(e));
         return e == ENOENT ? CARVE_EXIT_NOTFOUND : CARVE_EXIT_NOEXEC;
     }
+    /* wait without reaping: until the command is reaped its pid cannot be reused, so no
+       signal forwarded meanwhile reaches another process; forwarding stops before the reap */
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0)
+        if (errno != EINTR)
+            break;
+    sigprocmask(SIG_BLOCK, &block, NULL);
+    child_pid = 0;
+    sigprocmask(SIG_SETMASK, &old, NULL);
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
