@@ -33,8 +33,10 @@ struct graph_need {
 /* One launch's or upload's admission, device by device. */
 struct graph_admission {
     int n;
+    int failed; /* the device that did not fit, when one did not */
     struct {
         struct carve_dev d;
+        uint64_t bytes; /* the graph's allocations there */
         uint64_t admitted;
     } dev[NEED_MAX_DEVS];
 };
@@ -168,39 +170,54 @@ bool carve__graph_refresh(void)
     return any;
 }
 
-/* Admits, on each device of need, the most its graph memory can grow: need's bytes less
- * what is reserved and unused. OUT_OF_MEMORY (nothing admitted; *failed: the device) when
- * the slice cannot take that, unless `lenient`: then that device is admitted nothing and
- * its settling after the call decides. (A graph mapped before may need nothing new though
- * its own live allocations count as used: a relaunch with AUTO_FREE_ON_LAUNCH.) */
-static CUresult admit_need(struct graph_admission *a, const struct graph_need *need,
-                           bool lenient, int *failed)
+/* The devices of need that the slice caps, each admitted nothing yet. */
+static void admission_init(struct graph_admission *a, const struct graph_need *need)
 {
     a->n = 0;
+    a->failed = -1;
     for (int i = 0; i < need->n; i++) {
         struct carve_dev d;
-        uint64_t reserved = 0, used = 0, bound = need->dev[i].bytes;
-        if (!carve__dev_of(need->dev[i].cu, &d) || d.cu >= GRAPH_MAX_CU)
-            continue;
-        if (graph_attr(d.cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
-            graph_attr(d.cu, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used) && reserved > used)
+        if (carve__dev_of(need->dev[i].cu, &d) && d.cu < GRAPH_MAX_CU) {
+            a->dev[a->n].d = d;
+            a->dev[a->n].bytes = need->dev[i].bytes;
+            a->dev[a->n++].admitted = 0;
+        }
+    }
+}
+
+/* Admits, on each device, the most its graph memory can grow: the graph's bytes less what
+ * is reserved and unused. OUT_OF_MEMORY (nothing admitted; a->failed: the device) when the
+ * slice cannot take that, unless `lenient`: then that device is admitted nothing and its
+ * settling after the call decides. (A graph mapped before may need nothing new though its
+ * own live allocations count as used: a relaunch with AUTO_FREE_ON_LAUNCH.) */
+static CUresult admit_need(struct graph_admission *a, const struct graph_need *need,
+                           bool lenient)
+{
+    admission_init(a, need);
+    for (int i = 0; i < a->n; i++) {
+        const struct carve_dev *d = &a->dev[i].d;
+        uint64_t reserved = 0, used = 0, bound = a->dev[i].bytes;
+        if (graph_attr(d->cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
+            graph_attr(d->cu, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used) && reserved > used)
             bound -= reserved - used < bound ? reserved - used : bound;
-        if (bound && !carve__try_admit(d.sdev, bound) &&
-            !(carve__pools_refresh() && carve__try_admit(d.sdev, bound))) {
-            if (lenient) {
-                bound = 0;
-                goto admitted;
-            }
-            for (int j = 0; j < a->n; j++)
+        bool fits = bound == 0 || carve__try_admit(d->sdev, bound) ||
+                    (carve__pools_refresh() && carve__try_admit(d->sdev, bound));
+        if (!fits && !lenient) {
+            for (int j = 0; j < i; j++)
                 carve__release(a->dev[j].d.sdev, a->dev[j].admitted);
-            *failed = i;
+            a->failed = i;
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
-    admitted:
-        a->dev[a->n].d = d;
-        a->dev[a->n++].admitted = bound;
+        a->dev[i].admitted = fits ? bound : 0;
     }
     return CUDA_SUCCESS;
+}
+
+/* carve's line for the device that did not fit. */
+static void admission_oom_message(const struct graph_admission *a)
+{
+    if (a->failed >= 0)
+        carve__oom_message(&a->dev[a->failed].d, a->dev[a->failed].bytes);
 }
 
 /* After the driver call: each device's charge moves to what its graph memory reserves, the
@@ -228,6 +245,7 @@ static CUresult settle_all(struct graph_admission *a, CUresult called, bool undo
         if (R.cuDeviceGraphMemTrim)
             R.cuDeviceGraphMemTrim(cu);
         refresh_one(cu);
+        a->failed = i;
         r = CUDA_ERROR_OUT_OF_MEMORY;
     }
     return r;
@@ -240,9 +258,8 @@ static CUresult upload_admitted(CUgraphExec exec, CUstream stream, struct graph_
                                 carve_graph_call upload)
 {
     struct graph_admission a;
-    int failed = 0;
     for (int attempt = 0;; attempt++) {
-        CUresult r = admit_need(&a, need, atomic_load(&need->uploaded), &failed);
+        CUresult r = admit_need(&a, need, atomic_load(&need->uploaded));
         if (r != CUDA_SUCCESS)
             break;
         CUresult called = upload(exec, stream);
@@ -254,22 +271,8 @@ static CUresult upload_admitted(CUgraphExec exec, CUstream stream, struct graph_
         if (attempt == 1)
             break;
     }
-    struct carve_dev d;
-    if (carve__dev_of(need->dev[failed].cu, &d))
-        carve__oom_message(&d, need->dev[failed].bytes);
+    admission_oom_message(&a);
     return CUDA_ERROR_OUT_OF_MEMORY;
-}
-
-static void admitted_nothing(struct graph_admission *a, const struct graph_need *need)
-{
-    a->n = 0;
-    for (int i = 0; i < need->n; i++) {
-        struct carve_dev d;
-        if (carve__dev_of(need->dev[i].cu, &d) && d.cu < GRAPH_MAX_CU) {
-            a->dev[a->n].d = d;
-            a->dev[a->n++].admitted = 0;
-        }
-    }
 }
 
 CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call launch,
@@ -278,15 +281,11 @@ CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call
     /* launched into a capture, it becomes a node of another graph: nothing is mapped now */
     struct graph_need *need = carve__capturing(stream) ? NULL : need_of(exec);
     struct graph_admission a = {0};
-    int failed = 0;
     CUresult r = CUDA_SUCCESS;
     if (need && upload) /* map its memory while nothing of it is queued */
         r = upload_admitted(exec, stream, need, upload);
-    else if (need && (r = admit_need(&a, need, false, &failed)) != CUDA_SUCCESS) {
-        struct carve_dev d;
-        if (carve__dev_of(need->dev[failed].cu, &d))
-            carve__oom_message(&d, need->dev[failed].bytes);
-    }
+    else if (need && (r = admit_need(&a, need, false)) != CUDA_SUCCESS)
+        admission_oom_message(&a);
     if (r != CUDA_SUCCESS)
         return r;
     if (atomic_load_explicit(&carve__pacing, memory_order_relaxed)) {
@@ -299,7 +298,7 @@ CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call
     }
     if (need) {
         if (upload) /* uploaded and settled: the launch itself should grow nothing */
-            admitted_nothing(&a, need);
+            admission_init(&a, need);
         settle_all(&a, r, false); /* whatever it grew is counted */
     }
     return r;
