@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "slice.h"
 
 #define MIB (1024ULL * 1024ULL)
@@ -263,20 +264,7 @@ int carve_mps_clients_format(const struct carve_mps_client *c, int n, char *buf,
 
 int carve_mps_pid_running(pid_t pid)
 {
-    if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
-        return 0;
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 1; /* hidden /proc: kill's word stands */
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    /* the state follows the last ')' (the name may hold any character): Z and X have exited
-       and wait for a parent, or a PID 1 that reaps late or never, to collect them */
-    const char *p = strrchr(buf, ')');
-    return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+    return carve_proc_running(pid);
 }
 
 int carve_mps_client_alive(const struct carve_mps_client *c)

@@ -1,5 +1,7 @@
 /* slice.c - the slice table in shared memory and its lock-free admission. */
 #include "slice.h"
+
+#include "proc.h"
 #include "slice_layout.h"
 
 #include <errno.h>
@@ -227,24 +229,8 @@ bool carve_slice_name_ok(const char *name)
 
 uint64_t carve_proc_start_time(pid_t pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    /* the command name may hold spaces and parentheses: fields resume after the last ')' */
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    p++;
-    for (int field = 3; field < 22 && p; field++) /* p is at the space before field 3 */
-        p = strchr(p + 1, ' ');
-    return p ? strtoull(p + 1, NULL, 10) : 0;
+    struct carve_proc_stat st;
+    return carve_proc_stat(pid, &st) == 0 ? st.start : 0;
 }
 
 static uint64_t now_ns(void)

@@ -37,7 +37,7 @@ ALL_TARGETS += $(TESTDIR)/e2e/sim_check
 
 # nvidia-cuda-mps-control: the MPS control program's stand-in (carve run --mode mps)
 SIM_MPS_CONTROL := $(SIMDIR)/bin/nvidia-cuda-mps-control
-$(SIM_MPS_CONTROL): $(OBJ)/simgpu/mps_control.o $(OBJ)/simgpu/sim_mps.o
+$(SIM_MPS_CONTROL): $(OBJ)/simgpu/mps_control.o $(OBJ)/simgpu/sim_mps.o $(OBJ)/common/proc.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS)
 ALL_TARGETS += $(SIM_MPS_CONTROL)

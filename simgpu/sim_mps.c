@@ -1,6 +1,8 @@
 /* sim_mps.c - the simulated GPU's MPS record and daemon lookup; see sim_mps.h. */
 #include "sim_mps.h"
 
+#include "proc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -31,25 +33,10 @@ void sim_mps_pipe_path(char *out, size_t len, const char *name)
  * name (comm, cut to 15 characters). */
 static int running_as(pid_t pid, const char *name)
 {
-    char path[64], buf[512];
-    if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
+    struct carve_proc_stat st;
+    if (!carve_proc_running(pid))
         return 0;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    const char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
-    if (!open_paren || !close_paren || close_paren[1] != ' ' || close_paren[2] == 'Z' ||
-        close_paren[2] == 'X')
-        return 0;
-    if (!name)
-        return 1;
-    size_t len = strlen(name) < 15 ? strlen(name) : 15;
-    return (size_t)(close_paren - open_paren - 1) == len &&
-           strncmp(open_paren + 1, name, len) == 0;
+    return !name || (carve_proc_stat(pid, &st) == 0 && strncmp(st.comm, name, 15) == 0);
 }
 
 int sim_mps_running(pid_t pid)

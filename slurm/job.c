@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "board.h"
+#include "proc.h"
 #include "cli.h"
 #include "gpus.h"
 #include "size.h"
@@ -225,24 +226,11 @@ int carve_job_record_format(const struct carve_job_record *rec, char *buf, size_
     return (int)(at + (size_t)n);
 }
 
-/* A zombie is dead: a killed slurmstepd, re-parented to an init that does not reap
- * (containers), stays one. */
-static bool zombie(pid_t pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X');
-}
-
+/* A zombie is dead (carve_proc_running): a killed slurmstepd, re-parented to an init that
+ * does not reap (containers), stays one. */
 static bool step_alive(pid_t pid, uint64_t start)
 {
-    if ((kill(pid, 0) < 0 && errno == ESRCH) || zombie(pid))
+    if (!carve_proc_running(pid))
         return false;
     uint64_t now = carve_proc_start_time(pid);
     return !(start && now && start != now); /* a reused pid is not the step */

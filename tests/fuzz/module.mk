@@ -22,10 +22,11 @@ $(FUZZ_DIR)/fuzz_mig_request: $(FUZZ_MIG_SRC) planner/mig.h planner/mig_plan.h c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Iplanner $(FUZZ_MIG_SRC) -o $@
 
-# common/mps.c reads start times with slice.c, whose pacing calls compute.c
-$(FUZZ_DIR)/fuzz_mps: tests/fuzz/fuzz_mps.c common/mps.c common/mps.h common/slice.c common/compute.c
+# common/mps.c reads /proc with proc.c and start times with slice.c, whose pacing calls compute.c
+FUZZ_MPS_SRC := tests/fuzz/fuzz_mps.c common/mps.c common/proc.c common/slice.c common/compute.c
+$(FUZZ_DIR)/fuzz_mps: $(FUZZ_MPS_SRC) common/mps.h common/proc.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_mps.c common/mps.c common/slice.c common/compute.c -o $@
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_MPS_SRC) -o $@
 
 .PHONY: fuzz fuzz-smoke
 fuzz: $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)

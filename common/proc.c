@@ -1,0 +1,54 @@
+/* proc.c - what /proc/PID/stat says of a process, read in one place: the name may hold any
+ * character, spaces and parentheses included, so the fields resume after its last ')'. */
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define START_FIELD 22 /* starttime, counting from 1 (pid) */
+
+int carve_proc_stat(pid_t pid, struct carve_proc_stat *st)
+{
+    char path[64], buf[1024];
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
+    if (!open_paren || !close_paren || close_paren < open_paren || close_paren[1] != ' ' ||
+        !close_paren[2])
+        return -1;
+    size_t len = (size_t)(close_paren - open_paren - 1);
+    if (len >= sizeof(st->comm))
+        len = sizeof(st->comm) - 1;
+    memcpy(st->comm, open_paren + 1, len);
+    st->comm[len] = '\0';
+    st->state = close_paren[2];
+    const char *p = close_paren + 1; /* at the space before field 3 */
+    for (int field = 3; field < START_FIELD && p; field++)
+        p = strchr(p + 1, ' ');
+    st->start = p ? strtoull(p + 1, NULL, 10) : 0;
+    return 0;
+}
+
+int carve_proc_running(pid_t pid)
+{
+    struct carve_proc_stat st;
+    if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
+        return 0;
+    if (carve_proc_stat(pid, &st) < 0)
+        return 1;
+    return st.state != 'Z' && st.state != 'X';
+}

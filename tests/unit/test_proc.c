@@ -1,0 +1,86 @@
+/* test_proc.c - /proc/PID/stat as common/proc.c reads it: a name holding spaces and
+ * parentheses does not shift the fields, an exited but unreaped child is not running, and a
+ * pid that is not there reads as nothing. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "proc.h"
+
+static void test_awkward_name(void **state)
+{
+    (void)state;
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        prctl(PR_SET_NAME, "a) R (b) Z 1 2", 0, 0, 0);
+        (void)!write(ready[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    struct carve_proc_stat st, self;
+    int r = carve_proc_stat(p, &st);
+    kill(p, SIGKILL);
+    waitpid(p, NULL, 0);
+    assert_int_equal(r, 0);
+    assert_string_equal(st.comm, "a) R (b) Z 1 2");
+    assert_int_not_equal(st.state, 'Z');
+    assert_int_equal(carve_proc_stat(getpid(), &self), 0);
+    assert_true(self.start > 0);
+    assert_true(st.start >= self.start); /* started after us, in clock ticks since boot */
+}
+
+static void test_unreaped_child(void **state)
+{
+    (void)state;
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0)
+        _exit(0);
+    siginfo_t info;
+    assert_int_equal(waitid(P_PID, (id_t)p, &info, WEXITED | WNOWAIT), 0);
+    struct carve_proc_stat st;
+    int r = carve_proc_stat(p, &st), running = carve_proc_running(p);
+    waitpid(p, NULL, 0);
+    assert_int_equal(r, 0);
+    assert_int_equal(st.state, 'Z');
+    assert_int_equal(running, 0);
+    assert_int_equal(carve_proc_running(getpid()), 1);
+}
+
+static void test_missing(void **state)
+{
+    (void)state;
+    struct carve_proc_stat st;
+    assert_int_equal(carve_proc_stat(0, &st), -1);
+    assert_int_equal(carve_proc_stat(-5, &st), -1);
+    assert_int_equal(carve_proc_running(0), 0);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0)
+        _exit(0);
+    waitpid(p, NULL, 0); /* reaped: gone (until the pid is reused, which takes a while) */
+    assert_int_equal(carve_proc_running(p), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_awkward_name),
+        cmocka_unit_test(test_unreaped_child),
+        cmocka_unit_test(test_missing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
