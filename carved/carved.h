@@ -121,7 +121,8 @@ char *carved_metrics_render(const json_t *snap);
  *                  "command": "a.out", "used_memory": N, "action": "reported" | "killed",
  *                  "reason": "no_slice" | "over_cap", "slice": null | "train" } ],
  *   "totals": { "escapes": N (seen since start), "escapes_killed": N,
- *               "idle_reclaims": N, "oom_denials": N }
+ *               "idle_reclaims": N,
+ *               "oom_denials": N (the slices there now, each since it was made) }
  * }
  */
 #define CARVED_SNAPSHOT_VERSION 1

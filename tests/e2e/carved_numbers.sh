@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # carved_numbers.sh - what carved reports, against situations whose right answer is known,
 # on the simulated GPU: the compute share a slice achieved (a tenant running flat out,
-# unpaced and capped at 30%), ...
+# unpaced and capped at 30%); allocations refused at a cap, counted by the slices, across a
+# restart of carved
 #
 #   BUILD=build bash tests/e2e/carved_numbers.sh
 set -uo pipefail
@@ -50,6 +51,26 @@ done
 sleep 1.2
 share=$(field flat 'd["compute_share"]')
 check "the share once its tenant is gone: $share%" '[ "$share" = 0.0 ]'
+
+# 2. allocations refused: N refusals, N in the slice; the slices keep them across a restart
+# of carved, so carve top must not say they were since carved started (it did: 3 refused
+# "since carved started" by a carved that had refused none)
+"$CARVE" slice create refuse --memory 1GiB >/dev/null
+for i in 1 2 3; do
+    "$CARVE" run --slice refuse -- "$BUILD/bench/memhog" --label r$i --step 768 --hold 0 >"$work/r$i.log" 2>&1
+done
+sleep 0.6
+denials=$(field refuse 'd["oom_denials"]')
+check "3 tenants refused once each: oom_denials $denials" '[ "$denials" = 3 ]'
+stop_carved
+start_carved 500ms off $'idle_after = 10s\n'
+sleep 0.6
+denials=$(field refuse 'd["oom_denials"]')
+check "the slice's refusals after a restart of carved: $denials" '[ "$denials" = 3 ]'
+"$CARVE" top --once --width 120 >"$work/top.txt"
+since=$(grep "since carved started" "$work/top.txt")
+check "carve top after the restart: nothing refused since carved started ($since)" \
+    '[[ $since != *refused* ]] && grep -qx "allocations refused at a cap by the slices there now: 3" "$work/top.txt"'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
