@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # carved_numbers.sh - what carved reports, against situations whose right answer is known,
 # on the simulated GPU: the compute share a slice achieved (a tenant running flat out,
-# unpaced and capped at 30%); allocations refused at a cap, counted by the slices, across a
-# restart of carved
+# unpaced and capped at 30%), in the snapshot and in carve ps; allocations refused at a cap,
+# counted by the slices, across a restart of carved; carve ps of a slice on two GPUs
 #
 #   BUILD=build bash tests/e2e/carved_numbers.sh
 set -uo pipefail
@@ -40,6 +40,7 @@ for s in flat cap30 guar; do
     tenants+=($!)
     sleep 2
     share=$(field "$s" 'd["compute_share"]')
+    [ "$s" = flat ] && ps_text=$("$CARVE" ps)
     case $s in
         cap30) check "a --compute 30% slice flat out: achieved share $share%, 25-35" \
                    'python3 -c "import sys; sys.exit(not 25 <= $share <= 35)"' ;;
@@ -48,6 +49,9 @@ for s in flat cap30 guar; do
     esac
     wait "${tenants[-1]}"
 done
+row=$(grep "^flat " <<<"$ps_text")
+check "carve ps shows the share achieved, not only the one asked for: $row" \
+    '[[ $row =~ \ (9[0-9]|100)\.[0-9]%\ +-\  ]]'
 sleep 1.2
 share=$(field flat 'd["compute_share"]')
 check "the share once its tenant is gone: $share%" '[ "$share" = 0.0 ]'
@@ -71,6 +75,15 @@ check "the slice's refusals after a restart of carved: $denials" '[ "$denials" =
 since=$(grep "since carved started" "$work/top.txt")
 check "carve top after the restart: nothing refused since carved started ($since)" \
     '[[ $since != *refused* ]] && grep -qx "allocations refused at a cap by the slices there now: 3" "$work/top.txt"'
+
+# 3. a slice on two GPUs: carve ps printed its first GPU's memory only
+stop_carved
+export CARVE_SIM_DEVICES=2
+start_carved 500ms off
+"$CARVE" slice create two --memory 0=1GiB,1=512MiB >/dev/null
+ps_text=$("$CARVE" ps)
+check "carve ps: a row for each GPU of a slice on two" \
+    '[[ $ps_text =~ two\ .*\ 0\ 0\ B\ /\ 1\ GiB ]] && [[ $ps_text =~ $'"'"'\n'"'"'\ +1\ 0\ B\ /\ 512\ MiB ]]'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
