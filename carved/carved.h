@@ -107,8 +107,11 @@ char *carved_metrics_render(const json_t *snap);
  *                      "memory_used_nvml": N (its processes by NVML), "over_cap": false,
  *                      "board_place": N (its entry on the GPU's compute board; -1: none),
  *                      "compute": "30%" or "", "priority": "normal",
- *                      "compute_share": 28.5 (achieved, last poll interval),
- *                      "held_seconds_total": 1.25, "launches_total": N } ],
+ *                      "compute_share": 28.5 (achieved, last poll interval: its
+ *                        processes' SM time by NVML, summed; the limiter's charges where
+ *                        NVML gives no per-process utilisation),
+ *                      "held_seconds_total": 1.25,
+ *                      "launches_total": N (launches the limiter charged) } ],
  *       "processes": [ { "pid": 123, "user": "alice", "command": "python",
  *                        "memory_used": N } ],
  *       "idle": false, "idle_seconds": 12.0 (memory held and no kernel since),
@@ -118,7 +121,8 @@ char *carved_metrics_render(const json_t *snap);
  *                  "command": "a.out", "used_memory": N, "action": "reported" | "killed",
  *                  "reason": "no_slice" | "over_cap", "slice": null | "train" } ],
  *   "totals": { "escapes": N (seen since start), "escapes_killed": N,
- *               "idle_reclaims": N, "oom_denials": N }
+ *               "idle_reclaims": N,
+ *               "oom_denials": N (the slices there now, each since it was made) }
  * }
  */
 #define CARVED_SNAPSHOT_VERSION 1

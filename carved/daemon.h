@@ -47,6 +47,10 @@ struct dslice {
        that tenants can write; over_cap: past the cap by more than the tolerance */
     uint64_t nvml_used[CARVE_SLICE_MAX_DEVICES];
     bool over_cap[CARVE_SLICE_MAX_DEVICES];
+    /* what NVML says its processes ran on each GPU since the last poll (their smUtil, summed,
+       percent); nvml_sm_ok: NVML gave per-process utilisation for that GPU this poll */
+    double nvml_sm[CARVE_SLICE_MAX_DEVICES];
+    bool nvml_sm_ok[CARVE_SLICE_MAX_DEVICES];
 };
 
 struct carved {

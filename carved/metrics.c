@@ -314,7 +314,8 @@ static const struct family families[] = {
      "Allocations refused because they would pass the slice's memory cap.",
      SCOPE_DEVICE, get_number, "oom_denials"},
     {"carve_slice_compute_share_ratio", "gauge",
-     "Share of the GPU's time the slice used over the last poll interval (0..1).",
+     "Share of the GPU's time the slice's processes ran kernels over the last poll "
+     "interval, as NVML measures it (0..1).",
      SCOPE_DEVICE, get_ratio, "compute_share"},
     {"carve_slice_compute_target_ratio", "gauge",
      "Share of the GPU's time the slice is given (0..1; 0 = unpaced).",
@@ -322,7 +323,9 @@ static const struct family families[] = {
     {"carve_slice_held_seconds_total", "counter",
      "Time the slice's launches were held back by the compute limiter, in seconds.",
      SCOPE_DEVICE, get_number, "held_seconds_total"},
-    {"carve_slice_launches_total", "counter", "Kernel launches made in the slice.",
+    {"carve_slice_launches_total", "counter",
+     "Kernel launches the compute limiter charged in the slice (none while it does not "
+     "limit it: no compute share, or a guarantee with the GPU to itself).",
      SCOPE_DEVICE, get_number, "launches_total"},
     {"carve_slice_idle_seconds", "gauge",
      "Time the slice has held memory without launching a kernel, in seconds.",

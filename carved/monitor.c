@@ -216,9 +216,9 @@ static int slice_dev_on(const struct dslice *s, unsigned index)
 }
 
 /* Sums NVML's per-process memory into each slice's nvml_used on this GPU and sets over_cap,
- * logging when a slice goes over and comes back. */
+ * logging when a slice goes over and comes back; starts the slices' utilisation sums there. */
 static void check_slices_against_nvml(struct carved *d, unsigned index,
-                                      const nvmlProcessInfo_t *infos, unsigned n)
+                                      const nvmlProcessInfo_t *infos, unsigned n, bool util_ok)
 {
     static uint64_t sums[CARVED_MAX_SLICES];
     memset(sums, 0, sizeof(sums));
@@ -245,7 +245,43 @@ static void check_slices_against_nvml(struct carved *d, unsigned index,
             carved_log("slice %s is back within its cap on GPU %u", s->name, index);
         s->nvml_used[k] = sums[j];
         s->over_cap[k] = over;
+        s->nvml_sm[k] = 0; /* its processes' utilisation is added up next */
+        s->nvml_sm_ok[k] = util_ok;
     }
+}
+
+/* NVML's per-process utilisation samples of one GPU since the last poll read them: the
+ * driver keeps a sample per process every 1/6 s or so, and with a last-seen time of 0 hands
+ * back all it holds, old ones included (the last one per pid was taken, whichever it was). */
+static nvmlProcessUtilizationSample_t samples[MAX_PROCS];
+static unsigned nsamples;
+static unsigned long long util_seen_us[CARVE_SLICE_MAX_DEVICES];
+
+/* Reads GPU g's samples newer than its last read; false when NVML gives none at all
+ * (no such call, or not supported): "none since" (NOT_FOUND) is a reading of 0. */
+static bool read_proc_util(int g, nvmlDevice_t dev)
+{
+    nsamples = MAX_PROCS;
+    nvmlReturn_t r = nv.proc_util ? nv.proc_util(dev, samples, &nsamples, util_seen_us[g])
+                                  : NVML_ERROR_NOT_SUPPORTED;
+    if (r != NVML_SUCCESS)
+        nsamples = 0;
+    for (unsigned j = 0; j < nsamples; j++)
+        if (samples[j].timeStamp > util_seen_us[g])
+            util_seen_us[g] = samples[j].timeStamp;
+    return r == NVML_SUCCESS || r == NVML_ERROR_NOT_FOUND;
+}
+
+/* pid's SM utilisation over the samples read: their mean, in percent */
+static unsigned proc_sm_util(unsigned pid)
+{
+    unsigned long sum = 0, k = 0;
+    for (unsigned j = 0; j < nsamples; j++)
+        if (samples[j].pid == pid) {
+            sum += samples[j].smUtil;
+            k++;
+        }
+    return k ? (unsigned)((sum + k / 2) / k) : 0;
 }
 
 /* Per GPU: its processes into gpu["processes"], escapes into escapes (processes in no slice,
@@ -271,28 +307,25 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
         if (nv.util)
             nv.util(dev, &util);
         static nvmlProcessInfo_t infos[MAX_PROCS];
-        static nvmlProcessUtilizationSample_t samples[MAX_PROCS];
-        unsigned n = MAX_PROCS, ns = MAX_PROCS;
+        unsigned n = MAX_PROCS;
         if (nv.procs(dev, &n, infos) != NVML_SUCCESS)
             n = 0;
-        if (!nv.proc_util || nv.proc_util(dev, samples, &ns, 0) != NVML_SUCCESS)
-            ns = 0;
-        check_slices_against_nvml(d, gi->index, infos, n);
+        bool util_ok = read_proc_util(g, dev);
+        check_slices_against_nvml(d, gi->index, infos, n, util_ok);
         for (unsigned i = 0; i < n; i++) {
-            unsigned sm = 0;
-            for (unsigned j = 0; j < ns; j++)
-                if (samples[j].pid == infos[i].pid)
-                    sm = samples[j].smUtil;
+            unsigned sm = proc_sm_util(infos[i].pid);
             char user[64], cmd[64];
             proc_user((pid_t)infos[i].pid, user, sizeof(user), cmd, sizeof(cmd));
             struct dslice *s = slice_of_pid(infos[i].pid);
             if (s && sm > 0)
                 busy_slices[s - d->slices] = true;
+            int k = s ? slice_dev_on(s, gi->index) : -1;
+            if (k >= 0)
+                s->nvml_sm[k] += sm;
             json_array_append_new(procs, json_pack("{s:I,s:I,s:I,s:o,s:s,s:s}",
                 "pid", (json_int_t)infos[i].pid, "used_memory", (json_int_t)infos[i].usedGpuMemory,
                 "sm_util", (json_int_t)sm, "slice", s ? json_string(s->name) : json_null(),
                 "user", user, "command", cmd));
-            int k = s ? slice_dev_on(s, gi->index) : -1;
             bool over = k >= 0 && s->over_cap[k];
             if ((s && !over) || infos[i].pid == (unsigned)getpid())
                 continue;
@@ -324,7 +357,13 @@ static json_t *slice_devices(struct dslice *s, double dt)
     json_t *devs = json_array();
     for (int i = 0; i < s->spec.ndev; i++) {
         struct carve_pace_stats ps = carve_slice_pace_stats(s->handle, i);
-        if (dt > 0 && ps.charged_ns >= s->last_charged[i])
+        /* What its processes ran, as NVML measures it on the GPU; the limiter's books only
+           where NVML gives no per-process utilisation: libcarve charges a launch only when it
+           may hold it, so an unpaced slice (or a guarantee with the GPU to itself) running
+           flat out read 0% there */
+        if (s->nvml_sm_ok[i])
+            s->share[i] = s->nvml_sm[i] < 100 ? s->nvml_sm[i] : 100;
+        else if (dt > 0 && ps.charged_ns >= s->last_charged[i])
             s->share[i] = 100.0 * (double)(ps.charged_ns - s->last_charged[i]) / (dt * 1e9);
         s->last_charged[i] = ps.charged_ns;
         char uuid[96];
@@ -479,6 +518,8 @@ void monitor_poll(struct carved *d, double now)
     read_members(d);
     static bool busy[CARVED_MAX_SLICES];
     memset(busy, 0, sizeof(busy));
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) /* set again for each GPU NVML answers for */
+        memset(d->slices[i].nvml_sm_ok, 0, sizeof(d->slices[i].nvml_sm_ok));
     json_t *gpus = json_array(), *escapes = json_array(), *slices = json_array();
     for (int g = 0; g < d->ngpu && nv.handle; g++)
         json_array_append_new(gpus, gpu_json(d, g, escapes, busy));

@@ -205,27 +205,37 @@ static int slice_create(int argc, char **argv)
     return 0;
 }
 
+/* One row per slice and GPU it spans (the slice's own columns on its first): memory used
+ * and cap, the share it achieved over carved's last poll and the one it asked for. */
 static void print_slices(json_t *snap)
 {
-    printf("%-20s %-10s %-7s %5s %-22s %-8s %s\n", "SLICE", "OWNER", "ORIGIN", "PROCS",
-           "MEMORY (used / cap)", "COMPUTE", "IDLE");
-    size_t i;
-    json_t *s;
+    printf("%-20s %-10s %-7s %5s %3s %-22s %6s %-8s %s\n", "SLICE", "OWNER", "ORIGIN", "PROCS",
+           "GPU", "MEMORY (used / cap)", "SHARE", "COMPUTE", "IDLE");
+    size_t i, k;
+    json_t *s, *dev;
     json_array_foreach(json_object_get(snap, "slices"), i, s) {
-        json_t *dev = json_array_get(json_object_get(s, "devices"), 0);
-        char used[32] = "-", cap[32] = "none", mem[64];
-        carve_format_size((uint64_t)json_integer_value(json_object_get(dev, "memory_used")), used, sizeof(used));
-        uint64_t c = (uint64_t)json_integer_value(json_object_get(dev, "memory_cap"));
-        if (c)
-            carve_format_size(c, cap, sizeof(cap));
-        snprintf(mem, sizeof(mem), "%s / %s", used, cap);
-        const char *compute = json_string_value(json_object_get(dev, "compute"));
         char idle[32];
         snprintf(idle, sizeof(idle), "%s%.0fs", json_is_true(json_object_get(s, "idle")) ? "IDLE " : "",
-                 json_real_value(json_object_get(s, "idle_seconds")));
-        printf("%-20s %-10s %-7s %5zu %-22s %-8s %s\n", json_string_value(json_object_get(s, "name")),
-               json_string_value(json_object_get(s, "owner")), json_string_value(json_object_get(s, "origin")),
-               json_array_size(json_object_get(s, "processes")), mem, compute && *compute ? compute : "-", idle);
+                 json_number_value(json_object_get(s, "idle_seconds")));
+        json_array_foreach(json_object_get(s, "devices"), k, dev) {
+            char used[32], cap[32] = "none", mem[64], share[16];
+            carve_format_size((uint64_t)json_integer_value(json_object_get(dev, "memory_used")), used, sizeof(used));
+            uint64_t c = (uint64_t)json_integer_value(json_object_get(dev, "memory_cap"));
+            if (c)
+                carve_format_size(c, cap, sizeof(cap));
+            snprintf(mem, sizeof(mem), "%s / %s", used, cap);
+            snprintf(share, sizeof(share), "%.1f%%", json_number_value(json_object_get(dev, "compute_share")));
+            const char *compute = json_string_value(json_object_get(dev, "compute"));
+            if (k == 0)
+                printf("%-20s %-10s %-7s %5zu ", json_string_value(json_object_get(s, "name")),
+                       json_string_value(json_object_get(s, "owner")),
+                       json_string_value(json_object_get(s, "origin")),
+                       json_array_size(json_object_get(s, "processes")));
+            else
+                printf("%-20s %-10s %-7s %5s ", "", "", "", "");
+            printf("%3lld %-22s %6s %-8s %s\n", (long long)json_integer_value(json_object_get(dev, "index")),
+                   mem, share, compute && *compute ? compute : "-", k == 0 ? idle : "");
+        }
     }
 }
 

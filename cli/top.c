@@ -291,9 +291,12 @@ static void render(struct frame *f, const json_t *snap, const char *note)
              str(p, "command", "?"), m, str(p, "action", "reported"));
     }
     json_t *tot = json_object_get(snap, "totals");
-    line(f, EM_DIM, "since carved started: %.0f escapes seen, %.0f killed, %.0f idle reclaims, "
-         "%.0f allocations refused at a cap", num(tot, "escapes"), num(tot, "escapes_killed"),
-         num(tot, "idle_reclaims"), num(tot, "oom_denials"));
+    line(f, EM_DIM, "since carved started: %.0f escapes seen, %.0f killed, %.0f idle reclaims",
+         num(tot, "escapes"), num(tot, "escapes_killed"), num(tot, "idle_reclaims"));
+    /* the slices' own counts, kept in their tables: from before a restart of carved, and gone
+       with a deleted slice */
+    line(f, EM_DIM, "allocations refused at a cap by the slices there now: %.0f",
+         num(tot, "oom_denials"));
 }
 
 /* ---- where snapshots come from ---- */

@@ -16,14 +16,14 @@
 #                               MORE), starts carved (HTTP on LISTEN, default off) into $daemon,
 #                               waits for its socket
 #   stop_carved                 SIGTERM to $daemon, and waits for it
-# At exit the slices made since sourcing and this run's board are removed.
+# At exit the slices this run's carved kept (its state dir says which) and this run's board
+# are removed.
 BUILD=${BUILD:-build}
 CARVE=$BUILD/bin/carve
 CARVED=$BUILD/bin/carved
 passed=0
 failed=0
 work=$(mktemp -d)
-touch "$work/since" # what /dev/shm holds of this run is newer
 export CARVE_SIM_STATE=$work/sim-state CARVE_SOCKET=$work/carved.sock
 sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
 export CARVE_SIM_UUIDS=GPU-$sim_uuid
@@ -53,7 +53,16 @@ cleanup() {
         kill -TERM "$daemon" 2>/dev/null
         wait "$daemon" 2>/dev/null
     fi
-    find /dev/shm -maxdepth 1 -name 'carve.d.*' -newer "$work/since" -delete 2>/dev/null
+    # this run's slices, by the names its carved saved: every carve.d.* newer than this run's
+    # start took the slices of the other carved tests running beside it too (their tenants
+    # then ran outside them, and a restarted carved made their slices again, counters at 0)
+    if [ -f "$work/state/slices.json" ]; then
+        python3 -c 'import json, sys
+for s in json.load(open(sys.argv[1])).get("slices", []): print(s["shm"])' \
+            "$work/state/slices.json" 2>/dev/null | while read -r shm; do
+            case $shm in /carve.d.*) rm -f "/dev/shm$shm" "/dev/shm$shm.terms" ;; esac
+        done
+    fi
     rm -f "/dev/shm/carve-board-${sim_uuid//-/}" "/dev/shm/carve-board-${sim_uuid//-/}.activity"
     rm -rf "$work"
 }

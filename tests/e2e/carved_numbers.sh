@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# carved_numbers.sh - what carved reports, against situations whose right answer is known,
+# on the simulated GPU: the compute share a slice achieved (a tenant running flat out,
+# unpaced and capped at 30%), in the snapshot and in carve ps; allocations refused at a cap,
+# counted by the slices, across a restart of carved; carve ps of a slice on two GPUs
+#
+#   BUILD=build bash tests/e2e/carved_numbers.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+# shellcheck source=tests/e2e/private_carved.bash
+. tests/e2e/private_carved.bash
+LOAD=$BUILD/bench/compute_load
+export CARVE_SIM_CTX_MEMORY=0 CARVE_SIM_MODULE_MEMORY=0
+
+tenants=()
+cleanup_extra() { kill "${tenants[@]}" 2>/dev/null; }
+
+# field SLICE EXPR: a value of slice SLICE in carve ps --json (EXPR in python, s the slice,
+# d its first device, snap the snapshot)
+field() {
+    "$CARVE" ps --json | python3 -c '
+import json, sys
+snap = json.load(sys.stdin)
+s = [x for x in snap["slices"] if x["name"] == sys.argv[1]][0]
+d = s["devices"][0]
+print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+start_carved 500ms off $'idle_after = 10s\n'
+
+# 1. achieved compute share: a tenant flat out (10 ms kernels, back to back) alone on the
+# GPU. carved read it from libcarve's charges, which only a launch the limiter may hold
+# makes: an unpaced slice at 100% read 0.0.
+"$CARVE" slice create flat --memory 1GiB >/dev/null
+"$CARVE" slice create cap30 --memory 1GiB --compute 30% >/dev/null
+"$CARVE" slice create guar --memory 1GiB --compute 30%+ >/dev/null
+for s in flat cap30 guar; do
+    "$CARVE" run --slice "$s" -- "$LOAD" --kind big --seconds 3 --label "$s" >"$work/$s.log" 2>&1 &
+    tenants+=($!)
+    sleep 2
+    share=$(field "$s" 'd["compute_share"]')
+    [ "$s" = flat ] && ps_text=$("$CARVE" ps)
+    case $s in
+        cap30) check "a --compute 30% slice flat out: achieved share $share%, 25-35" \
+                   'python3 -c "import sys; sys.exit(not 25 <= $share <= 35)"' ;;
+        *) check "a $s slice flat out alone: achieved share $share%, 90 or more" \
+               'python3 -c "import sys; sys.exit(not $share >= 90)"' ;;
+    esac
+    wait "${tenants[-1]}"
+done
+row=$(grep "^flat " <<<"$ps_text")
+check "carve ps shows the share achieved, not only the one asked for: $row" \
+    '[[ $row =~ \ (9[0-9]|100)\.[0-9]%\ +-\  ]]'
+sleep 1.2
+share=$(field flat 'd["compute_share"]')
+check "the share once its tenant is gone: $share%" '[ "$share" = 0.0 ]'
+
+# 2. allocations refused: N refusals, N in the slice; the slices keep them across a restart
+# of carved, so carve top must not say they were since carved started (it did: 3 refused
+# "since carved started" by a carved that had refused none)
+"$CARVE" slice create refuse --memory 1GiB >/dev/null
+for i in 1 2 3; do
+    "$CARVE" run --slice refuse -- "$BUILD/bench/memhog" --label r$i --step 768 --hold 0 >"$work/r$i.log" 2>&1
+done
+sleep 0.6
+denials=$(field refuse 'd["oom_denials"]')
+check "3 tenants refused once each: oom_denials $denials" '[ "$denials" = 3 ]'
+stop_carved
+start_carved 500ms off $'idle_after = 10s\n'
+sleep 0.6
+denials=$(field refuse 'd["oom_denials"]')
+check "the slice's refusals after a restart of carved: $denials" '[ "$denials" = 3 ]'
+"$CARVE" top --once --width 120 >"$work/top.txt"
+since=$(grep "since carved started" "$work/top.txt")
+check "carve top after the restart: nothing refused since carved started ($since)" \
+    '[[ $since != *refused* ]] && grep -qx "allocations refused at a cap by the slices there now: 3" "$work/top.txt"'
+
+# 3. a slice on two GPUs: carve ps printed its first GPU's memory only
+stop_carved
+export CARVE_SIM_DEVICES=2
+start_carved 500ms off
+"$CARVE" slice create two --memory 0=1GiB,1=512MiB >/dev/null
+ps_text=$("$CARVE" ps)
+check "carve ps: a row for each GPU of a slice on two" \
+    '[[ $ps_text =~ two\ .*\ 0\ 0\ B\ /\ 1\ GiB ]] && [[ $ps_text =~ $'"'"'\n'"'"'\ +1\ 0\ B\ /\ 512\ MiB ]]'
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
