@@ -151,7 +151,7 @@ int carve_cmd_advise(int argc, char **argv)
         }
         case 'm': {
             uint64_t bytes;
-            if (carve_parse_size(optarg, &bytes, err, sizeof(err)))
+            if (carve_parse_cap(optarg, &bytes, err, sizeof(err)))
                 return advise_error("--memory: %s", err);
             in.memory_mib = (bytes + (1 << 20) - 1) >> 20;
             break;

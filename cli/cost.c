@@ -85,10 +85,14 @@ static json_t *load_snapshot(const char *src, char *err, size_t errlen)
     json_error_t jerr;
     json_t *root = NULL;
     if (strncmp(src, "http://", 7) == 0 || strncmp(src, "https://", 8) == 0) {
-        /* carve has no HTTP client of its own: curl is the one people trust */
+        /* carve has no HTTP client of its own: curl is the one people trust. The snapshot is
+         * at /api/state of the listener, whatever path the URL names (/metrics, /api/state) */
+        size_t scheme = strstr(src, "://") - src + 3;
+        int host = (int)(scheme + strcspn(src + scheme, "/?#"));
         snprintf(err, errlen, "%s: carve cost reads carved's socket, a snapshot file, or - (a "
                               "snapshot on standard input); for carved's HTTP listener: "
-                              "curl -s %s/api/state | carve cost --from-metrics -", src, src);
+                              "curl -s %.*s/api/state | carve cost --from-metrics -", src,
+                 host, src);
         return NULL;
     }
     if (strcmp(src, "-") == 0) {

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "compute.h"
 #include "size.h"
 
 const char *carve_socket_path(void)
@@ -168,6 +169,24 @@ static const char slice_help[] =
     "--users and --groups name who else may run in the slice (names or numbers).\n"
     "The socket is CARVE_SOCKET (default /run/carve/carved.sock).\n";
 
+/* carve run's checks of --memory, --compute and --priority, made before carved is asked, so
+ * that bad input is status 2 as it is for carve run (carved, asked, would refuse it: 1). */
+static int check_setting(int c, const char *value)
+{
+    char why[512];
+    struct carve_memory_spec m;
+    struct carve_compute share;
+    uint8_t prio;
+    int r = c == 'm'   ? carve_parse_memory_spec(value, &m, why, sizeof(why))
+            : c == 'c' ? carve_parse_compute(value, &share, why, sizeof(why))
+                       : carve_parse_priority(value, &prio, why, sizeof(why));
+    if (r == 0)
+        return 0;
+    fprintf(stderr, "carve slice create: --%s: %s\n(see carve slice --help)\n",
+            c == 'm' ? "memory" : c == 'c' ? "compute" : "priority", why);
+    return CARVE_EXIT_USAGE;
+}
+
 static int slice_create(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -181,6 +200,10 @@ static int slice_create(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":m:c:p:u:g:", longopts, NULL)) != -1) {
         const char *key = c == 'm' ? "memory" : c == 'c' ? "compute" : c == 'p' ? "priority" : NULL;
+        if (key && check_setting(c, optarg)) {
+            json_decref(req);
+            return CARVE_EXIT_USAGE;
+        }
         if (key)
             json_object_set_new(req, key, json_string(optarg));
         else if (c == 'u' || c == 'g')

@@ -1084,11 +1084,20 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
     int ngpu = mig_nvml_gpus(n, gpus, MIG_NVML_MAX_GPUS, err, errlen);
     const struct mig_live *best = NULL;
     static struct mig_live live[MIG_NVML_MAX_GPUS][MIG_NVML_MAX_LIVE];
-    char seen[512] = "";
-    size_t used = 0;
+    char seen[512] = "", modes[256] = "";
+    size_t used = 0, mused = 0;
+    int mig_on = 0, mig_off = 0;
+    unsigned off_index = 0; /* the first GPU with MIG mode off, for the command to turn it on */
     for (int i = 0; i < ngpu; i++) {
+        if (gpus[i].mode != 1 && mused < sizeof(modes))
+            mused += (size_t)snprintf(modes + mused, sizeof(modes) - mused, "%sGPU %u %s",
+                                      mused ? ", " : "", gpus[i].index,
+                                      gpus[i].mode == 0 ? "has MIG mode off" : "has no MIG");
+        if (gpus[i].mode == 0 && mig_off++ == 0)
+            off_index = gpus[i].index;
         if (gpus[i].mode != 1)
             continue;
+        mig_on++;
         int k = mig_nvml_instances(n, gpus[i].index, live[i], MIG_NVML_MAX_LIVE, err, errlen);
         for (int j = 0; j < k; j++) {
             const struct mig_live *l = &live[i][j];
@@ -1119,11 +1128,21 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
         snprintf(err, errlen, "no MIG device %s (see carve mig list%s)", instance,
                  simulate ? " --simulate" : "");
         ret = CARVE_EXIT_USAGE;
+    } else if (!best && !mig_on && ngpu > 0) {
+        /* carve mig apply cannot help here: say what can */
+        if (mig_off)
+            snprintf(err, errlen, "no GPU is in MIG mode (%s); turn it on with `nvidia-smi -i "
+                     "%u -mig 1' (root, then a GPU reset), then make instances with carve mig "
+                     "apply", modes, off_index);
+        else
+            snprintf(err, errlen, "no GPU is in MIG mode (%s); use another --mode (carve, "
+                     "timeslice or mps)", modes);
+        ret = EXIT_REFUSED;
     } else if (!best) {
-        snprintf(err, errlen, "no free MIG instance with at least %s%s%s; there %s: %s; make "
-                 "one with carve mig apply", memory ? memory : "", memory && compute ? " and " : "",
-                 compute ? compute : (memory ? "" : "anything"), used ? "are" : "is",
-                 used ? seen : "none");
+        snprintf(err, errlen, "no free MIG instance%s%s%s%s; there %s: %s; make one with carve "
+                 "mig apply", memory || compute ? " with at least " : "", memory ? memory : "",
+                 memory && compute ? " and " : "", compute ? compute : "",
+                 used ? "are" : "is", used ? seen : "none");
         ret = EXIT_REFUSED;
     } else {
         snprintf(uuid, uuidlen, "%s", best->uuid);

@@ -64,6 +64,7 @@ static const char run_help[] =
     "\n"
     "SIZE: a number with an optional unit. B; K, M, G, T and KiB, MiB, GiB, TiB are\n"
     "1024-based (8G = 8GiB); KB, MB, GB, TB are 1000-based. Examples: 512MiB, 8G, 1.5GiB.\n"
+    "A number without a unit is bytes; a size below 1 MiB is refused (`8' is not 8 GiB).\n"
     "\n"
     "exit status: COMMAND's status, or 128+N when signal N ended it; 2 for bad input or a\n"
     "mode that cannot be set up (nothing is run); 126 when COMMAND cannot be executed;\n"

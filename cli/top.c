@@ -305,10 +305,12 @@ static json_t *load_file(const char *path, char *err, size_t errlen)
 {
     json_error_t je;
     json_t *snap = json_load_file(path, 0, &je);
-    if (!snap) {
+    if (!snap && je.line < 1) /* not opened or not read: jansson has no line to name */
+        snprintf(err, errlen, "%s (carve ps --json > FILE saves a snapshot)", je.text);
+    else if (!snap)
         snprintf(err, errlen, "%s:%d: %s", path, je.line, je.text);
+    if (!snap)
         return NULL;
-    }
     if (!json_is_object(snap)) {
         snprintf(err, errlen, "%s: not a snapshot (carve ps --json writes one)", path);
         json_decref(snap);

@@ -3,6 +3,7 @@
 #include "size.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,28 @@ int carve_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
     return 0;
 }
 
+int carve_parse_cap(const char *s, uint64_t *out, char *err, size_t errlen)
+{
+    uint64_t bytes;
+    int r = carve_parse_size(s, &bytes, err, errlen);
+    if (r < 0)
+        return r;
+    if (bytes < CARVE_CAP_MIN) {
+        /* a bare small number is the likely slip (8 meant as 8 GiB): suggest it with a unit */
+        bool bare = strspn(s, "0123456789") == strlen(s) && bytes < 1024;
+        if (err && errlen && bare)
+            snprintf(err, errlen, "invalid size `%s': %llu byte%s, less than 1 MiB (a number "
+                     "without a unit is bytes); give a unit, e.g. %sGiB or %sMiB", s,
+                     (unsigned long long)bytes, bytes == 1 ? "" : "s", s, s);
+        else if (err && errlen)
+            snprintf(err, errlen, "invalid size `%s': %llu bytes, less than 1 MiB, the least "
+                     "GPU memory carve takes; e.g. 512MiB, 8GiB", s, (unsigned long long)bytes);
+        return -EDOM;
+    }
+    *out = bytes;
+    return 0;
+}
+
 void carve_format_size(uint64_t bytes, char *buf, size_t len)
 {
     static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -155,7 +178,7 @@ static int parse_spec_entry(const char *spec, char *tok, struct carve_memory_spe
         return spec_error(err, errlen, spec, why);
     }
     uint64_t bytes;
-    if ((r = carve_parse_size(eq + 1, &bytes, err, errlen)) < 0)
+    if ((r = carve_parse_cap(eq + 1, &bytes, err, errlen)) < 0)
         return r;
     out->per_index[idx] = bytes;
     out->per_index_count++;
@@ -169,7 +192,7 @@ int carve_parse_memory_spec(const char *s, struct carve_memory_spec *out, char *
     if (!s || !*s)
         return spec_error(err, errlen, s ? s : "", "empty");
     if (!strchr(s, '='))
-        return carve_parse_size(s, &out->all, err, errlen);
+        return carve_parse_cap(s, &out->all, err, errlen);
     char buf[512];
     if (strlen(s) >= sizeof(buf))
         return spec_error(err, errlen, s, "too long");

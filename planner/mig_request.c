@@ -90,7 +90,7 @@ static int parse_part(const char *part, struct mig_request *out, bool *have_mem,
     }
     uint64_t bytes;
     char serr[200];
-    if (carve_parse_size(part, &bytes, serr, sizeof(serr)) < 0) {
+    if (carve_parse_cap(part, &bytes, serr, sizeof(serr)) < 0) {
         snprintf(err, errlen, "MIG request \"%s\": \"%s\" is neither memory nor a share (%s); %s",
                  whole, part, serr, FORMS);
         return -1;

@@ -107,6 +107,15 @@ err=$("$CARVE" slice create mine --memory 1GiB 2>&1)
 check "a second slice of the same name is refused: $err" '[[ $err == *"exists already"* ]]'
 err=$("$CARVE" slice create big --memory 100GiB 2>&1)
 check "a cap bigger than the GPU is refused: $err" '[[ $err == *"more than GPU 0 has"* ]]'
+# bad values are bad input, status 2 as carve-slice(1) says (carved refused them: status 1)
+for bad_opt in "--memory 8XB:unknown unit" "--memory 8:a number without a unit is bytes" \
+    "--compute 101%:more than 100%" "--priority urgent:unknown priority"; do
+    err=$("$CARVE" slice create badval ${bad_opt%%:*} 2>&1)
+    rc=$?
+    check "slice create ${bad_opt%%:*} -> $rc (want 2): $(head -n1 <<<"$err" | cut -c1-80)" \
+        '[ $rc -eq 2 ] && [[ $err == *"${bad_opt#*:}"* ]]'
+done
+check "and no slice badval was made" '! "$CARVE" slice list | grep -q "^badval "'
 
 # 2. a tenant in the config's slice is capped at 1 GiB
 out=$("$CARVE" run --simulate --slice shared -- "$MEMHOG" --label t1 --step 128 --hold 0 2>&1)

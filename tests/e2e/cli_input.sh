@@ -53,6 +53,14 @@ expect 2 "named twice" run --simulate --memory 0=1G,0=2G -- true
 expect 2 "no command given" run --simulate --memory 1G
 expect 2 "needs a value" run --simulate --memory
 expect 2 "contains a space" run --simulate --memory "8 G" -- true
+# a bare number is bytes: `8' meant as 8 GiB was an 8-byte cap (nvidia-smi showed 0 MiB)
+expect 2 "8 bytes, less than 1 MiB (a number without a unit is bytes); give a unit, e.g. 8GiB" \
+    run --simulate --memory 8 -- true
+expect 2 "512 bytes, less than 1 MiB" run --simulate --memory 0=512B -- true
+expect 2 "less than 1 MiB" run --simulate --mode mps --memory 8 -- true
+expect 2 "less than 1 MiB" run --simulate --mode mig --memory 8 -- true
+expect 2 "less than 1 MiB" advise --gpu H100 --workload notebook --memory 8
+expect 0 "" run --simulate --memory 1048576 -- true
 expect 2 "GPU index \`x' is not a number" run --simulate --memory x=1G -- true
 expect 2 "expected SIZE (every GPU) or IDX=SIZE" run --simulate --memory 0=1G, -- true
 expect 2 "no command \`bogus'" help bogus

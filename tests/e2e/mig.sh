@@ -71,6 +71,8 @@ check "plan --json: 4g at 0, 3g at 4, nothing stranded" test \
 
 # ---- apply: a dry run changes nothing; --yes creates ----
 expect 0 "no MIG instances" mig list --simulate
+expect 2 "no free MIG instance; there is: none; make one with carve mig apply" \
+    run --mode mig --simulate -- true
 expect 0 "would create 3g.40gb" mig apply --simulate 20GiB,30% 8GiB 8GiB
 check "the dry run created nothing" test "$(instances)" = 0
 expect 0 "dry run: nothing changed" mig apply --simulate 8GiB
@@ -180,6 +182,12 @@ CARVE_SIM_MODEL=A100-40GB expect 0 "would create 3g.20gb" mig apply --simulate 3
 CARVE_SIM_MIG=off expect 1 "MIG mode off" mig apply --simulate --yes 8GiB
 CARVE_SIM_MIG=off expect 0 "MIG off" mig list --simulate
 CARVE_SIM_MIG="" expect 1 "has no MIG" mig apply --simulate 8GiB
+# carve run --mode mig on a GPU not in MIG mode says what to do, not "make one with carve mig
+# apply" (which refuses there too); with neither --memory nor --compute it names no "anything"
+CARVE_SIM_MIG=off expect 2 "no GPU is in MIG mode (GPU 0 has MIG mode off); turn it on with \`nvidia-smi -i 0 -mig 1'" \
+    run --mode mig --simulate --memory 8GiB -- true
+CARVE_SIM_MIG="" expect 2 "no GPU is in MIG mode (GPU 0 has no MIG); use another --mode" \
+    run --mode mig --simulate -- true
 check "a refused apply on a GPU without MIG made no file" test ! -s "$CARVE_SIM_STATE.mig"
 expect 2 "option \`--yes' does not apply here" mig plan --gpu H100-80GB --yes 8GiB
 expect 2 "no subcommand \`frob'" mig frob

@@ -204,6 +204,10 @@ jq_check "cost --from-metrics SOCKET: the same tenant through carved's socket" \
 wait "$tenant" || bad "the tenant failed: $(tail -n 5 "$tmp/tenant.log")"
 "$CARVE" slice delete plan-e2e >/dev/null 2>&1
 expect 1 "curl -s http://127.0.0.1:1/api/state | carve cost --from-metrics -" cost --from-metrics http://127.0.0.1:1
+# a URL with a path (carved's /metrics, or /api/state itself): the curl it suggests is the
+# listener's /api/state, not the path with /api/state after it (was .../metrics/api/state)
+expect 1 "curl -s http://127.0.0.1:1/api/state | carve" cost --from-metrics http://127.0.0.1:1/metrics
+expect 1 "curl -s https://node:9477/api/state | carve" cost --from-metrics https://node:9477/api/state
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

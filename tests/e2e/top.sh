@@ -99,6 +99,11 @@ echo '{"gpus": [' >"$work/broken.json"
 err=$("$CARVE" top --once --input "$work/broken.json" 2>&1)
 rc=$?
 check "a broken file: exit 1 naming the file and line ($err)" '[ $rc -eq 1 ] && [[ $err == *"broken.json:"* ]]'
+err=$("$CARVE" top --once --input "$work/missing.json" 2>&1)
+rc=$?
+# was "missing.json:-1: unable to open ...": no line -1
+check "a missing file: exit 1, its name and why, no line number ($err)" \
+    '[ $rc -eq 1 ] && [[ $err == "carve top: unable to open $work/missing.json: No such file or directory"* ]]'
 
 # 3. against carved --simulate
 printf 'poll_interval = 200ms\nidle_after = 10s\n[slice shared]\nmemory = 1GiB\n' >"$work/carved.conf"

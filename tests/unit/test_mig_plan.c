@@ -65,7 +65,8 @@ static void test_parse_accepted(void **state)
         {"512MiB", "", 512, 0},             {"20GB", "", 19074, 0}, /* 2e10 B, rounded up */
         {"30%", "", 0, 30},                 {"20GiB,30%", "", 20480, 30},
         {"12.5%,1G", "", 1024, 12.5},       {"100%", "", 0, 100},
-        {"1", "", 1, 0},                    {"1.5GiB", "", 1536, 0},
+        {"1MiB", "", 1, 0},                 {"1.5GiB", "", 1536, 0},
+        {"1048577", "", 2, 0}, /* bytes, rounded up to whole MiB */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct mig_request r;
@@ -96,6 +97,7 @@ static void test_parse_rejected(void **state)
         {"3g.40gb,30%", "neither memory nor a share"},
         {"8GiB,30%,1%", "a request is"},
         {"0", "neither memory nor a share"},
+        {"8", "a number without a unit is bytes"}, /* 8 bytes: below the 1 MiB least */
         {"1g.10gb+", "neither memory nor a share"},
         {"nan%", "not a share"},
         {"1e3%", "not a share"},

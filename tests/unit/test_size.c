@@ -107,6 +107,11 @@ static void test_memory_spec(void **state)
 
     assert_int_equal(carve_parse_memory_spec("15=1G", &m, err, sizeof(err)), 0);
     assert_int_equal(m.per_index[15], GiB);
+    /* 1 MiB is the least a cap may be: a bare `8' is 8 bytes, not a slice anyone can use */
+    assert_int_equal(carve_parse_memory_spec("1048576", &m, err, sizeof(err)), 0);
+    assert_int_equal(m.all, 1048576);
+    assert_int_equal(carve_parse_memory_spec("1MiB", &m, err, sizeof(err)), 0);
+    assert_int_equal(m.all, 1048576);
 
     static const struct {
         const char *in, *why;
@@ -114,7 +119,9 @@ static void test_memory_spec(void **state)
         {"0=1G,0=2G", "named twice"}, {"16=1G", "out of range"}, {"0=8G,", "empty entry"},
         {"a=1G", "not a number"},     {"8G,1=1G", "mixes"},       {"0=8XB", "unknown unit"},
         {"", "empty"},                {",0=1G", "empty entry"},   {"0=0", "zero"},
-        {"-1=1G", "not a number"},
+        {"-1=1G", "not a number"},    {"8", "a number without a unit is bytes"},
+        {"0=8", "e.g. 8GiB"},         {"0=1G,1=512B", "less than 1 MiB"},
+        {"1048575", "less than 1 MiB"},
         {"1 =1G", "not a number"},    {"99999999999999999999=1G", "out of range"},
         {"=1G", "not a number"},      {"0=", "empty"},
     };
