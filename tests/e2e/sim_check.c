@@ -275,8 +275,10 @@ static void check_proc_address(void)
     cuGetProcAddress_v2("cuLaunchKernel", &p, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
                         NULL);
     check(p == (void *)&cuLaunchKernel_ptsz, "per-thread stream -> cuLaunchKernel_ptsz");
+    cuGetProcAddress_v2("cuCtxCreate", &p, 11000, 0, NULL);
+    check(p == (void *)&cuCtxCreate_v2, "cuCtxCreate at 11000 -> _v2");
     cuGetProcAddress_v2("cuCtxCreate", &p, 12000, 0, NULL);
-    check(p == (void *)&cuCtxCreate_v2, "cuCtxCreate at 12000 -> _v2");
+    check(p == (void *)&cuCtxCreate_v3, "cuCtxCreate at 12000 -> _v3 (execution affinity)");
     cuGetProcAddress_v2("cuCtxCreate", &p, 12050, 0, NULL);
     check(p == (void *)&cuCtxCreate_v4, "cuCtxCreate at 12050 -> _v4");
     check(cuGetProcAddress_v2("cuNoSuchThing", &p, 12000, 0, &st) == CUDA_ERROR_NOT_FOUND &&
