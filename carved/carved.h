@@ -115,7 +115,8 @@ char *carved_metrics_render(const json_t *snap);
  *       "processes": [ { "pid": 123, "user": "alice", "command": "python",
  *                        "memory_used": N } ],
  *       "idle": false, "idle_seconds": 12.0 (memory held and no kernel since),
- *       "idle_gpu_hours": 0.0 (accumulated while flagged idle), "policy_idle": "report"
+ *       "idle_gpu_hours": 0.0 (idle stretches of idle_after or more, from their start,
+ *       times the GPUs holding its memory; kept across restarts), "policy_idle": "report"
  *   } ],
  *   "escapes": [ { "gpu": 0, "uuid": "GPU-...", "pid": 456, "user": "bob",
  *                  "command": "a.out", "used_memory": N, "action": "reported" | "killed",

@@ -415,6 +415,8 @@ int main(int argc, char **argv)
                d->conf.listen[0] ? d->conf.listen : "off");
     loop(d, lfd);
     carved_log("stopping; slices stay for the next carved");
+    if (registry_save(d, err, sizeof(err)) < 0) /* the counters, as they are now */
+        carved_log("%s", err);
     carved_http_stop();
     for (int i = 0; i < MAX_CLIENTS; i++)
         if (clients[i].fd >= 0)

@@ -333,7 +333,7 @@ static const struct family families[] = {
     {"carve_slice_idle", "gauge", "1 if the slice is flagged idle, else 0.",
      SCOPE_SLICE, get_bool, "idle"},
     {"carve_slice_idle_gpu_hours_total", "counter",
-     "GPU-hours the slice has held while flagged idle.",
+     "GPU-hours the slice has held memory idle: stretches of idle_after or more, from their start, on each GPU.",
      SCOPE_SLICE, get_number, "idle_gpu_hours"},
     {"carve_slice_processes", "gauge", "Processes running in the slice.",
      SCOPE_SLICE, get_count, "processes"},

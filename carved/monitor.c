@@ -383,21 +383,25 @@ static json_t *slice_devices(struct dslice *s, double dt)
     return devs;
 }
 
-static uint64_t slice_memory(const struct dslice *s)
+/* The GPUs on which the slice holds device memory. */
+static int gpus_held(const struct dslice *s)
 {
-    uint64_t used = 0;
+    int n = 0;
     for (int i = 0; i < s->spec.ndev; i++)
-        used += carve_slice_used(s->handle, i);
-    return used;
+        n += carve_slice_used(s->handle, i) > 0;
+    return n;
 }
 
 /* Idle: holds device memory and ran no kernel (no SM time, no paced launch) since
- * idle_since. Returns true when the policy ended the slice's processes: those started in
- * it (a pid written into its table by hand was killed too, whoever's it was). */
+ * idle_since. An idle stretch counts in idle GPU-hours from its start once it has lasted
+ * idle_after, once for each GPU the slice holds memory on. Returns true when the policy
+ * ended the slice's processes: those started in it (a pid written into its table by hand
+ * was killed too, whoever's it was). */
 static bool judge_idle(struct carved *d, struct dslice *s, bool busy, double now, double dt,
                        int nprocs, const unsigned *pids)
 {
-    if (busy || slice_memory(s) == 0) {
+    int held = gpus_held(s);
+    if (busy || held == 0) {
         s->idle_since = now;
         s->idle = false;
         return false;
@@ -407,7 +411,7 @@ static bool judge_idle(struct carved *d, struct dslice *s, bool busy, double now
     bool was = s->idle;
     s->idle = now - s->idle_since >= (double)d->conf.idle_after_s;
     if (s->idle)
-        s->idle_gpu_hours += dt / 3600.0;
+        s->idle_gpu_hours += (was ? dt : now - s->idle_since) / 3600.0 * held;
     if (s->idle && !was)
         carved_log("slice %s idle: holds memory, no kernel for %.0f s (policy %s)", s->name,
                    now - s->idle_since, policy_name(policy_of(d, s)));

@@ -236,17 +236,22 @@ int registry_save(const struct carved *d, char *err, size_t errlen)
         const struct dslice *s = &d->slices[i];
         if (!s->used)
             continue;
-        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s:i}",
+        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s:i,s:f}",
             "name", s->name, "shm", s->shm, "memory", s->memory, "compute", s->compute,
             "priority", s->priority, "origin", registry_origin_name(s->origin),
             "owner", (json_int_t)s->owner, "creator", (json_int_t)s->creator,
             "created", (json_int_t)s->created, "users", ids_json(s->users, s->nusers),
-            "groups", ids_json(s->groups, s->ngroups), "idle_policy", s->idle_policy));
+            "groups", ids_json(s->groups, s->ngroups), "idle_policy", s->idle_policy,
+            "idle_gpu_hours", s->idle_gpu_hours));
     }
     char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
     snprintf(path, sizeof(path), "%s/slices.json", d->conf.state_dir);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    json_t *root = json_pack("{s:i,s:o}", "version", 1, "slices", list);
+    /* the node's counters too, so that Prometheus counters survive a restart */
+    json_t *root = json_pack("{s:i,s:o,s:I,s:I,s:I}", "version", 1, "slices", list,
+                             "escapes", (json_int_t)d->escapes_total, "escapes_killed",
+                             (json_int_t)d->escapes_killed, "idle_reclaims",
+                             (json_int_t)d->idle_reclaims);
     int r = json_dump_file(root, tmp, JSON_INDENT(2)) == 0 && rename(tmp, path) == 0 ? 0 : -errno;
     json_decref(root);
     if (r < 0)
@@ -272,11 +277,13 @@ static void adopt(struct carved *d, json_t *o)
     const char *name = "", *shm = "", *memory = "", *compute = "", *priority = "", *origin = "";
     json_int_t owner = 0, creator = 0, created = 0;
     int idle_policy = -1;
+    double idle_gpu_hours = 0;
     json_t *users = NULL, *groups = NULL;
-    if (json_unpack(o, "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s?i}", "name", &name,
+    if (json_unpack(o, "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s?i,s?F}", "name", &name,
                     "shm", &shm, "memory", &memory, "compute", &compute, "priority", &priority,
                     "origin", &origin, "owner", &owner, "creator", &creator, "created", &created,
-                    "users", &users, "groups", &groups, "idle_policy", &idle_policy) < 0) {
+                    "users", &users, "groups", &groups, "idle_policy", &idle_policy,
+                    "idle_gpu_hours", &idle_gpu_hours) < 0) {
         carved_log("state: a saved slice is malformed; skipped");
         return;
     }
@@ -300,6 +307,7 @@ static void adopt(struct carved *d, json_t *o)
         s->owner = (uid_t)owner;
         s->creator = (pid_t)creator;
         s->created = created;
+        s->idle_gpu_hours = idle_gpu_hours > 0 ? idle_gpu_hours : 0; /* NaN too */
         s->used = true;
         for (int i = 0; i < s->spec.ndev; i++) /* the place its running tenants know */
             s->spec.dev[i].board_entry = carve_slice_board_entry(h, i);
@@ -353,6 +361,14 @@ int registry_load(struct carved *d, char *err, size_t errlen)
         json_t *o;
         json_array_foreach(json_object_get(root, "slices"), i, o)
             adopt(d, o);
+        json_int_t escapes = 0, killed = 0, reclaims = 0;
+        if (json_unpack(root, "{s?I,s?I,s?I}", "escapes", &escapes, "escapes_killed", &killed,
+                        "idle_reclaims", &reclaims) == 0 && escapes >= 0 && killed >= 0 &&
+            reclaims >= 0) {
+            d->escapes_total = (unsigned long long)escapes;
+            d->escapes_killed = (unsigned long long)killed;
+            d->idle_reclaims = (unsigned long long)reclaims;
+        }
         json_decref(root);
     } else if (access(path, F_OK) == 0) {
         snprintf(err, errlen, "%s:%d: %s (move the file away to start without saved slices)",

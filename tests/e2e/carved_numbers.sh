@@ -2,7 +2,8 @@
 # carved_numbers.sh - what carved reports, against situations whose right answer is known,
 # on the simulated GPU: the compute share a slice achieved (a tenant running flat out,
 # unpaced and capped at 30%), in the snapshot and in carve ps; allocations refused at a cap,
-# counted by the slices, across a restart of carved; carve ps of a slice on two GPUs
+# counted by the slices, across a restart of carved; carve ps of a slice on two GPUs; idle
+# GPU-hours of a slice on two GPUs, across a restart
 #
 #   BUILD=build bash tests/e2e/carved_numbers.sh
 set -uo pipefail
@@ -84,6 +85,29 @@ start_carved 500ms off
 ps_text=$("$CARVE" ps)
 check "carve ps: a row for each GPU of a slice on two" \
     '[[ $ps_text =~ two\ .*\ 0\ 0\ B\ /\ 1\ GiB ]] && [[ $ps_text =~ $'"'"'\n'"'"'\ +1\ 0\ B\ /\ 512\ MiB ]]'
+
+# 4. idle GPU-hours: a slice holding memory on both GPUs, no kernel. An idle stretch counts
+# from its start once it has lasted idle_after, on each GPU (it counted from the flag on,
+# once), and a restart of carved keeps the total (it began again at 0)
+stop_carved
+start_carved 500ms off $'idle_after = 10s\n'
+"$CARVE" slice create idle2 --memory 1GiB >/dev/null
+for gpu in 0 1; do
+    CUDA_VISIBLE_DEVICES=$gpu "$CARVE" run --slice idle2 -- "$BUILD/bench/memhog" --label g$gpu \
+        --max 256 --hold 30 >"$work/idle$gpu.log" 2>&1 &
+    tenants+=($!)
+done
+sleep 13
+read -r idle_s hours < <(field idle2 '"%s %s" % (s["idle_seconds"], s["idle_gpu_hours"])')
+check "idle on two GPUs for ${idle_s} s: ${hours} idle GPU-hours, twice the stretch" \
+    'python3 -c "import sys; sys.exit(not 1.8 <= $hours * 3600 / $idle_s <= 2.2)"'
+stop_carved
+start_carved 500ms off $'idle_after = 10s\n'
+sleep 0.6
+after=$(field idle2 's["idle_gpu_hours"]')
+check "idle GPU-hours across a restart of carved: $hours before, $after after" \
+    'python3 -c "import sys; sys.exit(not $after >= $hours > 0)"'
+kill "${tenants[@]}" 2>/dev/null
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
