@@ -39,7 +39,9 @@ int adv_mech_find(const char *name)
     for (int i = 0; i < ADV_NMECH; i++)
         if (strcasecmp(name, matrix[i].name) == 0)
             return i;
-    if (strcasecmp(name, "timeslicing") == 0)
+    /* timeslice: carve run --mode's name for it */
+    if (strcasecmp(name, "timeslicing") == 0 || strcasecmp(name, "timeslice") == 0 ||
+        strcasecmp(name, "ts") == 0)
         return ADV_TIMESLICE;
     return -1;
 }

@@ -50,7 +50,9 @@ int cost_mech_find(const char *name)
     for (int i = 0; i < COST_NMECH; i++)
         if (strcasecmp(name, mechs[i].name) == 0)
             return i;
-    if (strcasecmp(name, "timeslicing") == 0 || strcasecmp(name, "ts") == 0)
+    /* timeslice: carve run --mode's name for it */
+    if (strcasecmp(name, "timeslicing") == 0 || strcasecmp(name, "timeslice") == 0 ||
+        strcasecmp(name, "ts") == 0)
         return COST_TIMESLICE;
     return -1;
 }

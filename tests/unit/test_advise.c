@@ -197,6 +197,7 @@ static void test_rejected(void **state)
     assert_int_equal(adv_archetype_find("serving"), ADV_INFERENCE);
     assert_int_equal(adv_archetype_find("gaming"), -1);
     assert_int_equal(adv_mech_find("time-slicing"), ADV_TIMESLICE);
+    assert_int_equal(adv_mech_find("timeslice"), ADV_TIMESLICE); /* carve run --mode's name */
     assert_int_equal(adv_mech_find("vgpu"), -1);
 }
 

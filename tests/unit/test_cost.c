@@ -49,6 +49,9 @@ static void test_article_example(void **state)
 static void test_mechanisms(void **state)
 {
     struct cost_result r;
+    assert_int_equal(cost_mech_find("time-slicing"), COST_TIMESLICE);
+    assert_int_equal(cost_mech_find("timeslice"), COST_TIMESLICE); /* carve run --mode's name */
+    assert_int_equal(cost_mech_find("vgpu"), -1);
     cost_compute(&article, COST_MPS, &r); /* no switching loss */
     assert_shown(r.cost_per_workload_hour, "$%.2f", "$0.88");
     assert_true(r.suitable);
