@@ -3,8 +3,8 @@
  *   overhead [--iters N] [--paired] [--tsv | --json]
  *
  * Times, one call at a time on CLOCK_MONOTONIC, cuMemAlloc_v2+cuMemFree_v2 pairs of 4 KiB and
- * 64 MiB and cuLaunchKernel of an empty kernel, and reports the median and 99th percentile
- * in nanoseconds. Run it plain and under `carve run` to see what carve adds
+ * 64 MiB, cuLaunchKernel of an empty kernel and cuGraphLaunch of a graph of one empty
+ * kernel, and reports the median and 99th percentile in nanoseconds. Run it plain and under `carve run` to see what carve adds
  * (bench/overhead.sh does both). The empty kernel is the simulated GPU's built-in
  * "carve_empty" on the simulated GPU and a PTX kernel of the same name on a real one. */
 #include <dlfcn.h>
@@ -30,6 +30,7 @@ struct calls {
     __typeof__(cuMemAlloc_v2) *alloc;
     __typeof__(cuMemFree_v2) *free;
     __typeof__(cuLaunchKernel) *launch;
+    __typeof__(cuGraphLaunch) *graph_launch;
 };
 
 #define MAX_SETS 2
@@ -181,6 +182,60 @@ static int time_launch(struct run *run, struct op_result *r)
     return 0;
 }
 
+/* One cuGraphLaunch of a graph holding one empty kernel per sample, synchronising (untimed)
+ * every LAUNCH_BATCH launches. */
+static int time_graph_launch(struct run *run, struct op_result *r)
+{
+    struct bcu *cu = run->cu;
+    CUmodule mod;
+    CUfunction fn;
+    CUstream stream = NULL;
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    size_t warm = run->iters / 20 + LAUNCH_BATCH;
+    size_t total = (warm + run->iters) * (size_t)run->nsets;
+
+    if (load_empty(cu, &mod, &fn) != 0)
+        return -1;
+    CUresult rc = cu->cuStreamCreate(&stream, 0);
+    if (rc == CUDA_SUCCESS)
+        rc = cu->cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    if (rc == CUDA_SUCCESS) {
+        CUresult launched = cu->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL);
+        rc = cu->cuStreamEndCapture(stream, &graph);
+        rc = launched != CUDA_SUCCESS ? launched : rc;
+    }
+    if (rc == CUDA_SUCCESS)
+        rc = cu->cuGraphInstantiateWithFlags(&exec, graph, 0);
+    for (size_t i = 0; i < total && rc == CUDA_SUCCESS; i++) {
+        const struct calls *c = &run->set[i % (size_t)run->nsets];
+        size_t k = i / (size_t)run->nsets;
+        uint64_t t0 = bcu_now_ns();
+
+        rc = c->graph_launch(exec, stream);
+        if (k >= warm)
+            run->ns[i % (size_t)run->nsets][k - warm] = bcu_now_ns() - t0;
+        if (rc == CUDA_SUCCESS && (i + 1) % LAUNCH_BATCH == 0)
+            rc = cu->cuStreamSynchronize(stream);
+    }
+    if (rc == CUDA_SUCCESS)
+        rc = cu->cuStreamSynchronize(stream);
+    if (exec)
+        cu->cuGraphExecDestroy(exec);
+    if (graph)
+        cu->cuGraphDestroy(graph);
+    if (stream)
+        cu->cuStreamDestroy_v2(stream);
+    cu->cuModuleUnload(mod);
+    if (rc != CUDA_SUCCESS) {
+        fprintf(stderr, "overhead: launching a graph of the empty kernel failed: %s\n",
+                bcu_errname(cu, rc));
+        return -1;
+    }
+    summarize(run, run->iters, r);
+    return 0;
+}
+
 /* --paired: the driver's own functions behind carve's wrappers, or -1 outside a slice. */
 static int real_calls(struct calls *real)
 {
@@ -194,7 +249,8 @@ static int real_calls(struct calls *real)
     real->alloc = (__typeof__(real->alloc))real_symbol("cuMemAlloc_v2");
     real->free = (__typeof__(real->free))real_symbol("cuMemFree_v2");
     real->launch = (__typeof__(real->launch))real_symbol("cuLaunchKernel");
-    if (!real->alloc || !real->free || !real->launch) {
+    real->graph_launch = (__typeof__(real->graph_launch))real_symbol("cuGraphLaunch");
+    if (!real->alloc || !real->free || !real->launch || !real->graph_launch) {
         fprintf(stderr, "overhead: libcarve has no driver functions behind its wrappers\n");
         return -1;
     }
@@ -304,8 +360,8 @@ int main(int argc, char **argv)
     size_t iters = 20000;
     enum out_format fmt = OUT_TEXT;
     bool paired = false;
-    struct op_result r[3] = {{.op = "alloc_free_4k"}, {.op = "alloc_free_64m"},
-                             {.op = "launch_empty"}};
+    struct op_result r[4] = {{.op = "alloc_free_4k"}, {.op = "alloc_free_64m"},
+                             {.op = "launch_empty"}, {.op = "launch_graph"}};
     struct bcu cu;
     struct run run = {.cu = &cu, .nsets = 1};
     int ret = 1;
@@ -326,14 +382,15 @@ int main(int argc, char **argv)
     }
     if (bcu_open(&cu, 0) != 0)
         goto out_free;
-    run.set[0] = (struct calls){cu.cuMemAlloc_v2, cu.cuMemFree_v2, cu.cuLaunchKernel};
+    run.set[0] = (struct calls){cu.cuMemAlloc_v2, cu.cuMemFree_v2, cu.cuLaunchKernel,
+                                cu.cuGraphLaunch};
     run.iters = iters;
     /* big allocations are slow on a real GPU: a tenth of the iterations, at least 100 */
     if (time_alloc(&run, 4 * KIB, iters, &r[0]) != 0 ||
         time_alloc(&run, 64 * MIB, iters / 10 < 100 ? 100 : iters / 10, &r[1]) != 0 ||
-        time_launch(&run, &r[2]) != 0)
+        time_launch(&run, &r[2]) != 0 || time_graph_launch(&run, &r[3]) != 0)
         goto out;
-    report(&cu, r, 3, run.nsets, fmt);
+    report(&cu, r, 4, run.nsets, fmt);
     ret = 0;
 out:
     bcu_close(&cu);
