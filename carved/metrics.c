@@ -339,7 +339,7 @@ static const struct family families[] = {
      SCOPE_SLICE, get_count, "processes"},
     {"carve_slices", "gauge", "Slices on the node.", SCOPE_NODE, get_count, "slices"},
     {"carve_escapes_total", "counter",
-     "Processes seen using a GPU outside any slice since carved started.",
+     "Processes seen using a GPU outside any slice (or past their slice's cap), kept across restarts of carved.",
      SCOPE_NODE, get_total, "escapes"},
     {"carve_escapes_killed_total", "counter",
      "Escaped processes carved has killed since it started.",

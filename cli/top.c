@@ -28,7 +28,8 @@ static const char top_help[] =
     "A live view of what carved sees, redrawn every second: per GPU its memory and\n"
     "utilisation; per slice on it a bar of memory used against the cap, the compute share\n"
     "achieved over the last poll (and the one asked for), idle time and process count;\n"
-    "then every GPU process with its slice, and the escapes (GPU processes in no slice).\n"
+    "then every GPU process with its slice, and the escapes (GPU processes in no slice, or\n"
+    "past their slice's cap).\n"
     "\n"
     "options:\n"
     "  -i, --interval SECONDS  between redraws (0.2-60, default 1)\n"
@@ -281,17 +282,21 @@ static void render(struct frame *f, const json_t *snap, const char *note)
     line(f, EM_NONE, "%s", "");
 
     line(f, json_array_size(escapes) ? EM_ALERT : EM_HEADER,
-         "ESCAPES (GPU processes in no slice): %zu", json_array_size(escapes));
+         "ESCAPES (GPU processes in no slice, or past their slice's cap): %zu",
+         json_array_size(escapes));
     json_array_foreach(escapes, i, p) {
         char m[32];
         size_text(num(p, "used_memory"), m, sizeof(m));
-        line(f, EM_ALERT, "  GPU %lld pid %lld user %s command %s memory %s: %s",
+        bool over = strcmp(str(p, "reason", ""), "over_cap") == 0;
+        line(f, EM_ALERT, "  GPU %lld pid %lld user %s command %s memory %s: %s%s",
              (long long)json_integer_value(json_object_get(p, "gpu")),
              (long long)json_integer_value(json_object_get(p, "pid")), str(p, "user", "?"),
-             str(p, "command", "?"), m, str(p, "action", "reported"));
+             str(p, "command", "?"), m, str(p, "action", "reported"),
+             over ? " (its slice is past its cap)" : "");
     }
     json_t *tot = json_object_get(snap, "totals");
-    line(f, EM_DIM, "since carved started: %.0f escapes seen, %.0f killed, %.0f idle reclaims",
+    /* kept in slices.json: they go on across restarts of carved */
+    line(f, EM_DIM, "carved's totals: %.0f escapes seen, %.0f killed, %.0f idle reclaims",
          num(tot, "escapes"), num(tot, "escapes_killed"), num(tot, "idle_reclaims"));
     /* the slices' own counts, kept in their tables: from before a restart of carved, and gone
        with a deleted slice */

@@ -82,9 +82,12 @@ check "GPU 1's line: utilisation 63%, 14 GiB of 80 GiB" 'grep -q "^GPU 1  NVIDIA
 check "train: half-full bar, 4 GiB / 8 GiB, share 28.5% of 30%" 'grep -qF "  train            alice          1  $(bar 9) 4 GiB / 8 GiB" "$work/frame.txt" && grep -q "^  train .* 28.5%     30%  0s$" "$work/frame.txt"'
 check "notebook: 3/4 bar and IDLE for 2h01m" 'grep -qF "  notebook         carol          1  $(bar 14) 3 GiB / 4 GiB" "$work/frame.txt" && grep -q "^  notebook .*IDLE 2h01m$" "$work/frame.txt"'
 check "infer under GPU 1 with a 12/16 bar and 52.0% of 40%+" 'sed -n "/^GPU 1/,/^$/p" "$work/frame.txt" | grep -qF "  infer            bob            1  $(bar 14) 12 GiB / 16 GiB" && grep -q "^  infer .* 52.0%    40%+  0s$" "$work/frame.txt"'
-check "the escape: listed as a process with no slice, and under ESCAPES" 'grep -q "^    1     4242 mallory    (escape) .* rogue.py$" "$work/frame.txt" && grep -qx "ESCAPES (GPU processes in no slice): 1" "$work/frame.txt" && grep -qx "  GPU 1 pid 4242 user mallory command rogue.py memory 2 GiB: reported" "$work/frame.txt"'
-check "totals since carved started" 'grep -qx "since carved started: 3 escapes seen, 1 killed, 0 idle reclaims" "$work/frame.txt"'
-check "the slices' refusals, not said to be since carved started" 'grep -qx "allocations refused at a cap by the slices there now: 2" "$work/frame.txt"'
+check "the escape: listed as a process with no slice, and under ESCAPES" 'grep -q "^    1     4242 mallory    (escape) .* rogue.py$" "$work/frame.txt" && grep -qx "ESCAPES (GPU processes in no slice, or past their slice'"'"'s cap): 1" "$work/frame.txt" && grep -qx "  GPU 1 pid 4242 user mallory command rogue.py memory 2 GiB: reported" "$work/frame.txt"'
+sed 's/"action": "reported"}/"action": "reported", "reason": "over_cap"}/' "$work/snap.json" >"$work/over.json"
+check "an escape past its slice's cap says so" \
+    '"$CARVE" top --once --input "$work/over.json" --width 120 | grep -qx "  GPU 1 pid 4242 user mallory command rogue.py memory 2 GiB: reported (its slice is past its cap)"'
+check "carved's totals" 'grep -qx "carved'"'"'s totals: 3 escapes seen, 1 killed, 0 idle reclaims" "$work/frame.txt"'
+check "the slices' refusals, on a line of their own" 'grep -qx "allocations refused at a cap by the slices there now: 2" "$work/frame.txt"'
 check "no line is wider than --width" '[ "$(awk "length > 120" "$work/frame.txt" | wc -l)" -eq 0 ]'
 order() { "$CARVE" top --once --input "$work/snap.json" --sort "$1" | sed -n '/^GPU 0/,/^$/p' | awk '$1 ~ /^(train|notebook)$/ {printf "%s ", $1}'; }
 for want in "name:notebook train " "memory:train notebook " "share:train notebook " "idle:notebook train "; do
