@@ -20,13 +20,17 @@
 #define NEED_MAX_DEVS 16   /* devices one graph allocates on */
 #define CHILD_DEPTH_MAX 16 /* nesting of child graphs walked */
 
-/* What one executable graph's allocation nodes add up to, per device. */
+/* What one executable graph's allocation nodes add up to, per device. The driver reuses the
+ * memory of an allocation the graph frees for a later one, so what it maps lies between
+ * `floor` (its largest allocation, or all those it leaves live, whichever is more) and
+ * `bytes` (all of them). */
 struct graph_need {
     _Atomic bool uploaded; /* once: its memory was mapped and counted */
     int n;
     struct {
         CUdevice cu;
         uint64_t bytes;
+        uint64_t floor;
     } dev[NEED_MAX_DEVS];
 };
 
@@ -37,7 +41,9 @@ struct graph_admission {
     struct {
         struct carve_dev d;
         uint64_t bytes; /* the graph's allocations there */
+        uint64_t floor; /* the least of them it maps */
         uint64_t admitted;
+        uint64_t requested; /* what did not fit, for the OOM line */
     } dev[NEED_MAX_DEVS];
 };
 
@@ -72,18 +78,62 @@ static bool graph_attr(CUdevice cu, CUgraphMem_attribute attr, uint64_t *value)
 
 /* ---- instantiation: what a graph's allocation nodes add up to ---- */
 
-static void need_add(struct graph_need *need, CUdevice cu, uint64_t bytes)
+/* The allocation and free nodes met on a walk, to tell the allocations the graph frees. */
+struct walk {
+    struct walk_alloc {
+        CUdeviceptr ptr;
+        CUdevice cu;
+        uint64_t bytes;
+    } *allocs;
+    CUdeviceptr *freed;
+    size_t nallocs, nfreed, allocs_cap, freed_cap;
+    bool lost; /* out of memory: some node is not in the lists */
+};
+
+/* Room for one more element in *arr (n used of *cap); false when none could be had. */
+static bool walk_room(void **arr, size_t *cap, size_t n, size_t elem)
 {
-    for (int i = 0; i < need->n; i++)
-        if (need->dev[i].cu == cu) {
-            need->dev[i].bytes += bytes;
-            return;
-        }
-    if (need->n < NEED_MAX_DEVS)
-        need->dev[need->n++] = (__typeof__(need->dev[0])){cu, bytes};
+    if (n < *cap)
+        return true;
+    size_t more = *cap ? *cap * 2 : 64;
+    void *grown = realloc(*arr, more * elem);
+    if (!grown)
+        return false;
+    *arr = grown;
+    *cap = more;
+    return true;
 }
 
-static void need_walk(CUgraph graph, struct graph_need *need, int depth)
+static void walk_alloc(struct walk *w, struct graph_need *need,
+                       const CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    CUdevice cu = p->poolProps.location.id;
+    int i = 0;
+    while (i < need->n && need->dev[i].cu != cu)
+        i++;
+    if (i == need->n && need->n < NEED_MAX_DEVS)
+        need->dev[need->n++] = (__typeof__(need->dev[0])){cu, 0, 0};
+    if (i < need->n) {
+        need->dev[i].bytes += p->bytesize;
+        if (p->bytesize > need->dev[i].floor) /* the largest, until walk_settle */
+            need->dev[i].floor = p->bytesize;
+    }
+    if (walk_room((void **)&w->allocs, &w->allocs_cap, w->nallocs, sizeof(*w->allocs)))
+        w->allocs[w->nallocs++] = (struct walk_alloc){p->dptr, cu, p->bytesize};
+    else
+        w->lost = true;
+}
+
+static void walk_free(struct walk *w, CUgraphNode node)
+{
+    CUdeviceptr p;
+    if (!R.cuGraphMemFreeNodeGetParams || R.cuGraphMemFreeNodeGetParams(node, &p) != CUDA_SUCCESS)
+        return; /* taken for a free of memory from outside the graph */
+    if (walk_room((void **)&w->freed, &w->freed_cap, w->nfreed, sizeof(*w->freed)))
+        w->freed[w->nfreed++] = p;
+}
+
+static void need_walk(CUgraph graph, struct graph_need *need, struct walk *w, int depth)
 {
     size_t n = 0;
     if (depth > CHILD_DEPTH_MAX || !R.cuGraphGetNodes || !R.cuGraphNodeGetType ||
@@ -103,12 +153,43 @@ static void need_walk(CUgraph graph, struct graph_need *need, int depth)
         if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && R.cuGraphMemAllocNodeGetParams &&
             R.cuGraphMemAllocNodeGetParams(nodes[i], &p) == CUDA_SUCCESS &&
             p.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
-            need_add(need, p.poolProps.location.id, p.bytesize);
+            walk_alloc(w, need, &p);
+        else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+            walk_free(w, nodes[i]);
         else if (type == CU_GRAPH_NODE_TYPE_GRAPH && R.cuGraphChildGraphNodeGetGraph &&
                  R.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
-            need_walk(child, need, depth + 1);
+            need_walk(child, need, w, depth + 1);
     }
     free(nodes);
+}
+
+static int ptr_cmp(const void *a, const void *b)
+{
+    CUdeviceptr x = *(const CUdeviceptr *)a, y = *(const CUdeviceptr *)b;
+    return (x > y) - (x < y);
+}
+
+/* Each device's floor: its largest allocation, or those the graph does not free if more. */
+static void walk_settle(struct walk *w, struct graph_need *need)
+{
+    uint64_t kept[NEED_MAX_DEVS] = {0};
+    qsort(w->freed, w->nfreed, sizeof(*w->freed), ptr_cmp);
+    for (size_t k = 0; k < w->nallocs; k++) {
+        const struct walk_alloc *al = &w->allocs[k];
+        if (w->nfreed && bsearch(&al->ptr, w->freed, w->nfreed, sizeof(*w->freed), ptr_cmp))
+            continue;
+        for (int i = 0; i < need->n; i++)
+            if (need->dev[i].cu == al->cu)
+                kept[i] += al->bytes;
+    }
+    for (int i = 0; i < need->n; i++) {
+        if (w->lost) /* not every allocation seen: none is taken as freed */
+            kept[i] = need->dev[i].bytes;
+        if (kept[i] > need->dev[i].floor)
+            need->dev[i].floor = kept[i];
+    }
+    free(w->allocs);
+    free(w->freed);
 }
 
 /* Notes exec, just made from graph, when its allocation nodes take memory on a device of
@@ -116,7 +197,9 @@ static void need_walk(CUgraph graph, struct graph_need *need, int depth)
 static void note_exec(CUgraphExec exec, CUgraph graph)
 {
     struct graph_need walked = {0};
-    need_walk(graph, &walked, 0);
+    struct walk w = {0};
+    need_walk(graph, &walked, &w, 0);
+    walk_settle(&w, &walked);
     struct carve_dev d;
     struct graph_need *need = NULL;
     for (int i = 0; i < walked.n; i++)
@@ -180,35 +263,53 @@ static void admission_init(struct graph_admission *a, const struct graph_need *n
         if (carve__dev_of(need->dev[i].cu, &d) && d.cu < GRAPH_MAX_CU) {
             a->dev[a->n].d = d;
             a->dev[a->n].bytes = need->dev[i].bytes;
+            a->dev[a->n].floor = need->dev[i].floor;
+            a->dev[a->n].requested = need->dev[i].bytes;
             a->dev[a->n++].admitted = 0;
         }
     }
 }
 
+static bool admit_some(int sdev, uint64_t bytes)
+{
+    return bytes == 0 || carve__try_admit(sdev, bytes) ||
+           (carve__pools_refresh() && carve__try_admit(sdev, bytes));
+}
+
+static uint64_t less(uint64_t x, uint64_t y)
+{
+    return x > y ? x - y : 0;
+}
+
 /* Admits, on each device, the most its graph memory can grow: the graph's bytes less what
- * is reserved and unused. OUT_OF_MEMORY (nothing admitted; a->failed: the device) when the
- * slice cannot take that, unless `lenient`: then that device is admitted nothing and its
- * settling after the call decides. (A graph mapped before may need nothing new though its
- * own live allocations count as used: a relaunch with AUTO_FREE_ON_LAUNCH.) */
+ * is reserved and unused, or, when the slice cannot take that, its floor less the same (the
+ * graph may reuse the memory it frees; the settling after the call admits the rest or
+ * refuses). OUT_OF_MEMORY (nothing admitted; a->failed: the device) when not even the floor
+ * fits, unless `lenient`: then that device is admitted nothing and its settling decides. (A
+ * graph mapped before may need nothing new though its own live allocations count as used:
+ * a relaunch with AUTO_FREE_ON_LAUNCH.) */
 static CUresult admit_need(struct graph_admission *a, const struct graph_need *need,
                            bool lenient)
 {
     admission_init(a, need);
     for (int i = 0; i < a->n; i++) {
         const struct carve_dev *d = &a->dev[i].d;
-        uint64_t reserved = 0, used = 0, bound = a->dev[i].bytes;
+        uint64_t reserved = 0, used = 0, unused = 0;
         if (graph_attr(d->cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
-            graph_attr(d->cu, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used) && reserved > used)
-            bound -= reserved - used < bound ? reserved - used : bound;
-        bool fits = bound == 0 || carve__try_admit(d->sdev, bound) ||
-                    (carve__pools_refresh() && carve__try_admit(d->sdev, bound));
-        if (!fits && !lenient) {
+            graph_attr(d->cu, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used))
+            unused = less(reserved, used);
+        uint64_t most = less(a->dev[i].bytes, unused), least = less(a->dev[i].floor, unused);
+        if (admit_some(d->sdev, most)) {
+            a->dev[i].admitted = most;
+        } else if (least < most && admit_some(d->sdev, least)) {
+            a->dev[i].admitted = least;
+        } else if (!lenient) {
             for (int j = 0; j < i; j++)
                 carve__release(a->dev[j].d.sdev, a->dev[j].admitted);
             a->failed = i;
+            a->dev[i].requested = least;
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
-        a->dev[i].admitted = fits ? bound : 0;
     }
     return CUDA_SUCCESS;
 }
@@ -217,7 +318,7 @@ static CUresult admit_need(struct graph_admission *a, const struct graph_need *n
 static void admission_oom_message(const struct graph_admission *a)
 {
     if (a->failed >= 0)
-        carve__oom_message(&a->dev[a->failed].d, a->dev[a->failed].bytes);
+        carve__oom_message(&a->dev[a->failed].d, a->dev[a->failed].requested);
 }
 
 /* After the driver call: each device's charge moves to what its graph memory reserves, the
@@ -242,6 +343,7 @@ static CUresult settle_all(struct graph_admission *a, CUresult called, bool undo
             carve__force_reserve(&charged[cu], sdev, reserved);
             continue;
         }
+        a->dev[i].requested = less(reserved, atomic_load(&charged[cu]));
         if (R.cuDeviceGraphMemTrim)
             R.cuDeviceGraphMemTrim(cu);
         refresh_one(cu);

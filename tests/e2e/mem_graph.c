@@ -204,6 +204,46 @@ static void two_graphs_in_turn(void)
     trim_to_nothing("trimmed");
 }
 
+/* Four 400 MiB allocations, each freed before the next: the driver reuses one allocation's
+ * memory for the next, so the graph needs 400 MiB, not the 1.6 GiB its nodes add up to. */
+static void allocations_in_sequence(void)
+{
+    CUdeviceptr p;
+    CUgraph graph = NULL;
+    CUgraphExec exec;
+    bool ok = g.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS;
+    for (int i = 0; ok && i < 4; i++)
+        ok = a.cuMemAllocAsync(&p, 400 * MiB, stream) == CUDA_SUCCESS &&
+             a.cuMemFreeAsync(p, stream) == CUDA_SUCCESS;
+    ok = g.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS && ok;
+    failed += mem_check(ok, "capture of four 400 MiB allocations, each freed in turn");
+    expect(g.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS, "instantiate");
+    expect(g.cuGraphLaunch(exec, stream), CUDA_SUCCESS,
+           "launch of 4 x 400 MiB freed in turn (1.6 GiB in all) in a 1 GiB slice");
+    expect_used(400 * MiB, "after the launch");
+    expect(g.cuGraphLaunch(exec, stream), CUDA_SUCCESS, "its relaunch");
+    expect_used(400 * MiB, "after the relaunch");
+    g.cuGraphExecDestroy(exec);
+    g.cuGraphDestroy(graph);
+    trim_to_nothing("trimmed");
+
+    /* two 600 MiB allocations live at once, both freed at the end: 1.2 GiB does not fit */
+    CUdeviceptr q;
+    ok = g.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS &&
+         a.cuMemAllocAsync(&p, 600 * MiB, stream) == CUDA_SUCCESS &&
+         a.cuMemAllocAsync(&q, 600 * MiB, stream) == CUDA_SUCCESS &&
+         a.cuMemFreeAsync(p, stream) == CUDA_SUCCESS &&
+         a.cuMemFreeAsync(q, stream) == CUDA_SUCCESS;
+    ok = g.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS && ok;
+    failed += mem_check(ok, "capture of two 600 MiB allocations live at once");
+    expect(g.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS, "instantiate");
+    expect(g.cuGraphLaunch(exec, stream), CUDA_ERROR_OUT_OF_MEMORY,
+           "launch of 2 x 600 MiB live at once in a 1 GiB slice");
+    expect_used(0, "after the refused launch");
+    g.cuGraphExecDestroy(exec);
+    g.cuGraphDestroy(graph);
+}
+
 int main(void)
 {
     CUdevice dev;
@@ -224,6 +264,7 @@ int main(void)
     graph_past_the_cap();
     allocation_outliving_its_graph();
     two_graphs_in_turn();
+    allocations_in_sequence();
     printf("mem_graph: %d failed\n", failed);
     return failed ? 1 : 0;
 }
