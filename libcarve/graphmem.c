@@ -9,11 +9,12 @@
  * reserved and unused), and a launch uploads the graph before it, so that the driver maps
  * its memory before any of its work is queued: growth the slice cannot take then refuses
  * the launch with CUDA_ERROR_OUT_OF_MEMORY, and the memory is trimmed back. A launch of a
- * graph without allocation nodes pays one relaxed load for all this. */
+ * graph without allocation nodes pays one relaxed load for all this, and takes no lock. */
 #include "libcarve.h"
 
 #include "allocmap.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #define GRAPH_MAX_CU 64    /* CUDA ordinals whose graph memory is followed */
@@ -47,12 +48,36 @@ struct graph_admission {
     } dev[NEED_MAX_DEVS];
 };
 
+/* Graph memory changes one at a time in the process: an upload and the launch after it, a
+ * settling, a trim, a refresh. A trim between one thread's upload and its launch would unmap
+ * that graph and the launch map it again, uncounted; a reserve read by one thread and a
+ * charge moved by another would count memory twice or not at all. Taken only for graphs
+ * with allocation nodes, and by a refresh while graph memory is counted; the thread that
+ * holds it takes it again freely (admission refreshes). */
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int graph_lock_depth;
+
+static void graph_lock_take(void)
+{
+    if (graph_lock_depth++ == 0)
+        pthread_mutex_lock(&graph_lock);
+}
+
+static void graph_lock_drop(void)
+{
+    if (--graph_lock_depth == 0)
+        pthread_mutex_unlock(&graph_lock);
+}
+
 _Atomic int carve__graph_execs; /* executable graphs in the map */
 static struct carve_allocmap needs; /* CUgraphExec -> struct graph_need * */
 static _Atomic uint64_t charged[GRAPH_MAX_CU]; /* bytes counted for each device's graph memory */
 
 void carve__graph_reset(void)
 {
+    /* a fork child: another thread of the parent may have held it */
+    pthread_mutex_init(&graph_lock, NULL);
+    graph_lock_depth = 0;
     for (int i = 0; i < GRAPH_MAX_CU; i++)
         atomic_store(&charged[i], 0);
     atomic_store(&carve__graph_execs, 0);
@@ -232,16 +257,19 @@ static struct graph_need *need_of(CUgraphExec exec)
 static bool refresh_one(CUdevice cu)
 {
     struct carve_dev d;
-    uint64_t reserved, old = atomic_load(&charged[cu]);
-    if (old == 0 || !carve__dev_of(cu, &d) ||
-        !graph_attr(cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved))
+    uint64_t reserved;
+    bool gave = false;
+    if (atomic_load(&charged[cu]) == 0 || !carve__dev_of(cu, &d))
         return false;
-    while (reserved < old)
-        if (atomic_compare_exchange_weak(&charged[cu], &old, reserved)) {
-            carve__release(d.sdev, old - reserved);
-            return true;
-        }
-    return false;
+    graph_lock_take();
+    uint64_t old = atomic_load(&charged[cu]);
+    if (graph_attr(cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) && reserved < old) {
+        atomic_store(&charged[cu], reserved);
+        carve__release(d.sdev, old - reserved);
+        gave = true;
+    }
+    graph_lock_drop();
+    return gave;
 }
 
 bool carve__graph_refresh(void)
@@ -381,35 +409,43 @@ CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call
                              carve_graph_call upload)
 {
     /* launched into a capture, it becomes a node of another graph: nothing is mapped now */
-    struct graph_need *need = carve__capturing(stream) ? NULL : need_of(exec);
+    bool counted = !carve__capturing(stream) && need_of(exec);
+    bool paced = atomic_load_explicit(&carve__pacing, memory_order_relaxed);
+    struct carve_launch L;
+    if (paced) /* held before the lock, not with it */
+        carve__launch_begin(&L, (uint64_t)(uintptr_t)exec, stream);
+    if (counted)
+        graph_lock_take();
+    struct graph_need *need = counted ? need_of(exec) : NULL; /* destroyed meanwhile? */
     struct graph_admission a = {0};
     CUresult r = CUDA_SUCCESS;
     if (need && upload) /* map its memory while nothing of it is queued */
         r = upload_admitted(exec, stream, need, upload);
     else if (need && (r = admit_need(&a, need, false)) != CUDA_SUCCESS)
         admission_oom_message(&a);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (atomic_load_explicit(&carve__pacing, memory_order_relaxed)) {
-        struct carve_launch L;
-        carve__launch_begin(&L, (uint64_t)(uintptr_t)exec, stream);
+    if (r == CUDA_SUCCESS) {
         r = launch(exec, stream);
-        carve__launch_end(&L, r);
-    } else {
-        r = launch(exec, stream);
-    }
-    if (need) {
-        if (upload) /* uploaded and settled: the launch itself should grow nothing */
+        if (need && upload) /* uploaded and settled: the launch itself should grow nothing */
             admission_init(&a, need);
-        settle_all(&a, r, false); /* whatever it grew is counted */
+        if (need)
+            settle_all(&a, r, false); /* whatever it grew is counted */
     }
+    if (counted)
+        graph_lock_drop();
+    if (paced)
+        carve__launch_end(&L, r);
     return r;
 }
 
 static CUresult graph_upload(CUgraphExec exec, CUstream stream, carve_graph_call upload)
 {
-    struct graph_need *need = carve__capturing(stream) ? NULL : need_of(exec);
-    return need ? upload_admitted(exec, stream, need, upload) : upload(exec, stream);
+    if (carve__capturing(stream) || !need_of(exec))
+        return upload(exec, stream);
+    graph_lock_take();
+    struct graph_need *need = need_of(exec);
+    CUresult r = need ? upload_admitted(exec, stream, need, upload) : upload(exec, stream);
+    graph_lock_drop();
+    return r;
 }
 
 /* ---- the wrappers ---- */
@@ -493,10 +529,13 @@ CARVE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
     if (!R.cuGraphExecDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;
     uint64_t v;
-    if (atomic_load_explicit(&carve__graph_execs, memory_order_relaxed) &&
-        carve_allocmap_remove(&needs, (uint64_t)(uintptr_t)exec, &v)) {
-        free((void *)(uintptr_t)v);
-        atomic_fetch_sub(&carve__graph_execs, 1);
+    if (atomic_load_explicit(&carve__graph_execs, memory_order_relaxed) && need_of(exec)) {
+        graph_lock_take(); /* not while a launch of it reads its need */
+        if (carve_allocmap_remove(&needs, (uint64_t)(uintptr_t)exec, &v)) {
+            free((void *)(uintptr_t)v);
+            atomic_fetch_sub(&carve__graph_execs, 1);
+        }
+        graph_lock_drop();
     }
     /* its memory stays reserved for other graphs until a trim: nothing to give back yet */
     return R.cuGraphExecDestroy(exec);
@@ -507,8 +546,11 @@ CARVE_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
     carve__init();
     if (!R.cuDeviceGraphMemTrim)
         return CUDA_ERROR_NOT_INITIALIZED;
+    /* not between another thread's upload and its launch */
+    graph_lock_take();
     CUresult r = R.cuDeviceGraphMemTrim(device);
     if (r == CUDA_SUCCESS && device >= 0 && device < GRAPH_MAX_CU)
         refresh_one(device);
+    graph_lock_drop();
     return r;
 }

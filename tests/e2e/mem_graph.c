@@ -5,11 +5,15 @@
  * libcarve counted graph memory, a tenant could launch 800 MiB of graph allocations and then
  * cuMemAlloc 400 MiB more, or launch a graph of 2 GiB. */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mem_common.h"
+#include "slice.h"
 
 #define GRAPH_API(X)                                                      \
     X(cuStreamBeginCapture_v2)                                            \
@@ -31,6 +35,7 @@ static struct {
     GRAPH_API(GRAPH_FIELD)
 #undef GRAPH_FIELD
 } g;
+static CUcontext ctx;
 static CUstream stream;
 static int failed;
 
@@ -244,10 +249,92 @@ static void allocations_in_sequence(void)
     g.cuGraphDestroy(graph);
 }
 
+/* Two threads launching a 600 MiB graph each, in their own streams, and a third trimming the
+ * graph memory: each launch uploads its graph (trimming the other's idle mapping when both
+ * do not fit), and no trim, the tenant's or carve's, may land between a thread's upload and
+ * its launch (the launch would map that graph again, past the cap). The slice's usage,
+ * sampled all along, stays within the cap. */
+#define RACE_LAUNCHES 200000
+
+static struct carve_slice *slice;
+static _Atomic uint64_t race_peak;
+static _Atomic int race_running;
+
+static void race_sample(void)
+{
+    uint64_t u = carve_slice_used(slice, 0), was = atomic_load(&race_peak);
+    while (u > was && !atomic_compare_exchange_weak(&race_peak, &was, u))
+        ;
+}
+
+static void *race_launcher(void *arg)
+{
+    CUgraphExec exec = arg;
+    CUstream s;
+    long refused = 0;
+    if (a.cuCtxSetCurrent(ctx) != CUDA_SUCCESS || a.cuStreamCreate(&s, 0) != CUDA_SUCCESS)
+        return (void *)(long)RACE_LAUNCHES;
+    for (int i = 0; i < RACE_LAUNCHES; i++) {
+        refused += g.cuGraphLaunch(exec, s) != CUDA_SUCCESS;
+        race_sample();
+    }
+    a.cuStreamSynchronize(s);
+    a.cuStreamDestroy(s);
+    atomic_fetch_sub(&race_running, 1);
+    return (void *)refused;
+}
+
+static void *race_trimmer(void *arg)
+{
+    (void)arg;
+    a.cuCtxSetCurrent(ctx);
+    while (atomic_load(&race_running)) {
+        g.cuDeviceGraphMemTrim(0);
+        race_sample();
+    }
+    return NULL;
+}
+
+static void threads_near_the_cap(void)
+{
+    const char *name = getenv("CARVE_SLICE");
+    if (!name || carve_slice_open(name, &slice, NULL, 0) < 0) {
+        failed += mem_check(0, "open the slice named by CARVE_SLICE");
+        return;
+    }
+    CUdeviceptr p1, p2;
+    CUgraphExec e1, e2;
+    CUgraph g1 = captured(600 * MiB, true, &p1), g2 = captured(600 * MiB, true, &p2);
+    expect(g.cuGraphInstantiateWithFlags(&e1, g1, 0), CUDA_SUCCESS, "instantiate the first");
+    expect(g.cuGraphInstantiateWithFlags(&e2, g2, 0), CUDA_SUCCESS, "instantiate the second");
+    pthread_t t1, t2, t3;
+    void *r1 = NULL, *r2 = NULL;
+    atomic_store(&race_running, 2);
+    pthread_create(&t1, NULL, race_launcher, e1);
+    pthread_create(&t2, NULL, race_launcher, e2);
+    pthread_create(&t3, NULL, race_trimmer, NULL);
+    while (atomic_load(&race_running))
+        race_sample();
+    pthread_join(t1, &r1);
+    pthread_join(t2, &r2);
+    pthread_join(t3, NULL);
+    uint64_t peak = atomic_load(&race_peak), cap = carve_slice_cap(slice, 0);
+    failed += mem_check(peak <= cap, "two threads x %d launches of 600 MiB graphs: the "
+                        "slice's usage peaked at %llu MiB <= cap %llu MiB", RACE_LAUNCHES,
+                        (unsigned long long)(peak / MiB), (unsigned long long)(cap / MiB));
+    failed += mem_check(r1 == NULL && r2 == NULL, "every launch went through (%ld and %ld "
+                        "refused)", (long)r1, (long)r2);
+    g.cuGraphExecDestroy(e1);
+    g.cuGraphExecDestroy(e2);
+    g.cuGraphDestroy(g1);
+    g.cuGraphDestroy(g2);
+    trim_to_nothing("trimmed");
+    carve_slice_close(slice);
+}
+
 int main(void)
 {
     CUdevice dev;
-    CUcontext ctx;
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h || mem_api_dlsym(&a) != 0)
         return 1;
@@ -265,6 +352,7 @@ int main(void)
     allocation_outliving_its_graph();
     two_graphs_in_turn();
     allocations_in_sequence();
+    threads_near_the_cap();
     printf("mem_graph: %d failed\n", failed);
     return failed ? 1 : 0;
 }
