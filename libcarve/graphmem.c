@@ -409,7 +409,7 @@ CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call
                              carve_graph_call upload)
 {
     /* launched into a capture, it becomes a node of another graph: nothing is mapped now */
-    bool counted = !carve__capturing(stream) && need_of(exec);
+    bool counted = need_of(exec) && !carve__capturing(stream);
     bool paced = atomic_load_explicit(&carve__pacing, memory_order_relaxed);
     struct carve_launch L;
     if (paced) /* held before the lock, not with it */
@@ -439,7 +439,7 @@ CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call
 
 static CUresult graph_upload(CUgraphExec exec, CUstream stream, carve_graph_call upload)
 {
-    if (carve__capturing(stream) || !need_of(exec))
+    if (!need_of(exec) || carve__capturing(stream))
         return upload(exec, stream);
     graph_lock_take();
     struct graph_need *need = need_of(exec);
