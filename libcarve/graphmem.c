@@ -9,24 +9,29 @@
  * reserved and unused), and a launch uploads the graph before it, so that the driver maps
  * its memory before any of its work is queued: growth the slice cannot take then refuses
  * the launch with CUDA_ERROR_OUT_OF_MEMORY, and the memory is trimmed back. A launch of a
- * graph without allocation nodes pays one relaxed load for all this. */
+ * graph without allocation nodes pays one relaxed load for all this, and takes no lock. */
 #include "libcarve.h"
 
 #include "allocmap.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #define GRAPH_MAX_CU 64    /* CUDA ordinals whose graph memory is followed */
 #define NEED_MAX_DEVS 16   /* devices one graph allocates on */
 #define CHILD_DEPTH_MAX 16 /* nesting of child graphs walked */
 
-/* What one executable graph's allocation nodes add up to, per device. */
+/* What one executable graph's allocation nodes add up to, per device. The driver reuses the
+ * memory of an allocation the graph frees for a later one, so what it maps lies between
+ * `floor` (its largest allocation, or all those it leaves live, whichever is more) and
+ * `bytes` (all of them). */
 struct graph_need {
     _Atomic bool uploaded; /* once: its memory was mapped and counted */
     int n;
     struct {
         CUdevice cu;
         uint64_t bytes;
+        uint64_t floor;
     } dev[NEED_MAX_DEVS];
 };
 
@@ -37,9 +42,32 @@ struct graph_admission {
     struct {
         struct carve_dev d;
         uint64_t bytes; /* the graph's allocations there */
+        uint64_t floor; /* the least of them it maps */
         uint64_t admitted;
+        uint64_t requested; /* what did not fit, for the OOM line */
     } dev[NEED_MAX_DEVS];
 };
+
+/* Graph memory changes one at a time in the process: an upload and the launch after it, a
+ * settling, a trim, a refresh. A trim between one thread's upload and its launch would unmap
+ * that graph and the launch map it again, uncounted; a reserve read by one thread and a
+ * charge moved by another would count memory twice or not at all. Taken only for graphs
+ * with allocation nodes, and by a refresh while graph memory is counted; the thread that
+ * holds it takes it again freely (admission refreshes). */
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int graph_lock_depth;
+
+static void graph_lock_take(void)
+{
+    if (graph_lock_depth++ == 0)
+        pthread_mutex_lock(&graph_lock);
+}
+
+static void graph_lock_drop(void)
+{
+    if (--graph_lock_depth == 0)
+        pthread_mutex_unlock(&graph_lock);
+}
 
 _Atomic int carve__graph_execs; /* executable graphs in the map */
 static struct carve_allocmap needs; /* CUgraphExec -> struct graph_need * */
@@ -47,6 +75,9 @@ static _Atomic uint64_t charged[GRAPH_MAX_CU]; /* bytes counted for each device'
 
 void carve__graph_reset(void)
 {
+    /* a fork child: another thread of the parent may have held it */
+    pthread_mutex_init(&graph_lock, NULL);
+    graph_lock_depth = 0;
     for (int i = 0; i < GRAPH_MAX_CU; i++)
         atomic_store(&charged[i], 0);
     atomic_store(&carve__graph_execs, 0);
@@ -72,18 +103,62 @@ static bool graph_attr(CUdevice cu, CUgraphMem_attribute attr, uint64_t *value)
 
 /* ---- instantiation: what a graph's allocation nodes add up to ---- */
 
-static void need_add(struct graph_need *need, CUdevice cu, uint64_t bytes)
+/* The allocation and free nodes met on a walk, to tell the allocations the graph frees. */
+struct walk {
+    struct walk_alloc {
+        CUdeviceptr ptr;
+        CUdevice cu;
+        uint64_t bytes;
+    } *allocs;
+    CUdeviceptr *freed;
+    size_t nallocs, nfreed, allocs_cap, freed_cap;
+    bool lost; /* out of memory: some node is not in the lists */
+};
+
+/* Room for one more element in *arr (n used of *cap); false when none could be had. */
+static bool walk_room(void **arr, size_t *cap, size_t n, size_t elem)
 {
-    for (int i = 0; i < need->n; i++)
-        if (need->dev[i].cu == cu) {
-            need->dev[i].bytes += bytes;
-            return;
-        }
-    if (need->n < NEED_MAX_DEVS)
-        need->dev[need->n++] = (__typeof__(need->dev[0])){cu, bytes};
+    if (n < *cap)
+        return true;
+    size_t more = *cap ? *cap * 2 : 64;
+    void *grown = realloc(*arr, more * elem);
+    if (!grown)
+        return false;
+    *arr = grown;
+    *cap = more;
+    return true;
 }
 
-static void need_walk(CUgraph graph, struct graph_need *need, int depth)
+static void walk_alloc(struct walk *w, struct graph_need *need,
+                       const CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    CUdevice cu = p->poolProps.location.id;
+    int i = 0;
+    while (i < need->n && need->dev[i].cu != cu)
+        i++;
+    if (i == need->n && need->n < NEED_MAX_DEVS)
+        need->dev[need->n++] = (__typeof__(need->dev[0])){cu, 0, 0};
+    if (i < need->n) {
+        need->dev[i].bytes += p->bytesize;
+        if (p->bytesize > need->dev[i].floor) /* the largest, until walk_settle */
+            need->dev[i].floor = p->bytesize;
+    }
+    if (walk_room((void **)&w->allocs, &w->allocs_cap, w->nallocs, sizeof(*w->allocs)))
+        w->allocs[w->nallocs++] = (struct walk_alloc){p->dptr, cu, p->bytesize};
+    else
+        w->lost = true;
+}
+
+static void walk_free(struct walk *w, CUgraphNode node)
+{
+    CUdeviceptr p;
+    if (!R.cuGraphMemFreeNodeGetParams || R.cuGraphMemFreeNodeGetParams(node, &p) != CUDA_SUCCESS)
+        return; /* taken for a free of memory from outside the graph */
+    if (walk_room((void **)&w->freed, &w->freed_cap, w->nfreed, sizeof(*w->freed)))
+        w->freed[w->nfreed++] = p;
+}
+
+static void need_walk(CUgraph graph, struct graph_need *need, struct walk *w, int depth)
 {
     size_t n = 0;
     if (depth > CHILD_DEPTH_MAX || !R.cuGraphGetNodes || !R.cuGraphNodeGetType ||
@@ -103,12 +178,43 @@ static void need_walk(CUgraph graph, struct graph_need *need, int depth)
         if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && R.cuGraphMemAllocNodeGetParams &&
             R.cuGraphMemAllocNodeGetParams(nodes[i], &p) == CUDA_SUCCESS &&
             p.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
-            need_add(need, p.poolProps.location.id, p.bytesize);
+            walk_alloc(w, need, &p);
+        else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+            walk_free(w, nodes[i]);
         else if (type == CU_GRAPH_NODE_TYPE_GRAPH && R.cuGraphChildGraphNodeGetGraph &&
                  R.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
-            need_walk(child, need, depth + 1);
+            need_walk(child, need, w, depth + 1);
     }
     free(nodes);
+}
+
+static int ptr_cmp(const void *a, const void *b)
+{
+    CUdeviceptr x = *(const CUdeviceptr *)a, y = *(const CUdeviceptr *)b;
+    return (x > y) - (x < y);
+}
+
+/* Each device's floor: its largest allocation, or those the graph does not free if more. */
+static void walk_settle(struct walk *w, struct graph_need *need)
+{
+    uint64_t kept[NEED_MAX_DEVS] = {0};
+    qsort(w->freed, w->nfreed, sizeof(*w->freed), ptr_cmp);
+    for (size_t k = 0; k < w->nallocs; k++) {
+        const struct walk_alloc *al = &w->allocs[k];
+        if (w->nfreed && bsearch(&al->ptr, w->freed, w->nfreed, sizeof(*w->freed), ptr_cmp))
+            continue;
+        for (int i = 0; i < need->n; i++)
+            if (need->dev[i].cu == al->cu)
+                kept[i] += al->bytes;
+    }
+    for (int i = 0; i < need->n; i++) {
+        if (w->lost) /* not every allocation seen: none is taken as freed */
+            kept[i] = need->dev[i].bytes;
+        if (kept[i] > need->dev[i].floor)
+            need->dev[i].floor = kept[i];
+    }
+    free(w->allocs);
+    free(w->freed);
 }
 
 /* Notes exec, just made from graph, when its allocation nodes take memory on a device of
@@ -116,7 +222,9 @@ static void need_walk(CUgraph graph, struct graph_need *need, int depth)
 static void note_exec(CUgraphExec exec, CUgraph graph)
 {
     struct graph_need walked = {0};
-    need_walk(graph, &walked, 0);
+    struct walk w = {0};
+    need_walk(graph, &walked, &w, 0);
+    walk_settle(&w, &walked);
     struct carve_dev d;
     struct graph_need *need = NULL;
     for (int i = 0; i < walked.n; i++)
@@ -149,16 +257,19 @@ static struct graph_need *need_of(CUgraphExec exec)
 static bool refresh_one(CUdevice cu)
 {
     struct carve_dev d;
-    uint64_t reserved, old = atomic_load(&charged[cu]);
-    if (old == 0 || !carve__dev_of(cu, &d) ||
-        !graph_attr(cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved))
+    uint64_t reserved;
+    bool gave = false;
+    if (atomic_load(&charged[cu]) == 0 || !carve__dev_of(cu, &d))
         return false;
-    while (reserved < old)
-        if (atomic_compare_exchange_weak(&charged[cu], &old, reserved)) {
-            carve__release(d.sdev, old - reserved);
-            return true;
-        }
-    return false;
+    graph_lock_take();
+    uint64_t old = atomic_load(&charged[cu]);
+    if (graph_attr(cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) && reserved < old) {
+        atomic_store(&charged[cu], reserved);
+        carve__release(d.sdev, old - reserved);
+        gave = true;
+    }
+    graph_lock_drop();
+    return gave;
 }
 
 bool carve__graph_refresh(void)
@@ -180,35 +291,53 @@ static void admission_init(struct graph_admission *a, const struct graph_need *n
         if (carve__dev_of(need->dev[i].cu, &d) && d.cu < GRAPH_MAX_CU) {
             a->dev[a->n].d = d;
             a->dev[a->n].bytes = need->dev[i].bytes;
+            a->dev[a->n].floor = need->dev[i].floor;
+            a->dev[a->n].requested = need->dev[i].bytes;
             a->dev[a->n++].admitted = 0;
         }
     }
 }
 
+static bool admit_some(int sdev, uint64_t bytes)
+{
+    return bytes == 0 || carve__try_admit(sdev, bytes) ||
+           (carve__pools_refresh() && carve__try_admit(sdev, bytes));
+}
+
+static uint64_t less(uint64_t x, uint64_t y)
+{
+    return x > y ? x - y : 0;
+}
+
 /* Admits, on each device, the most its graph memory can grow: the graph's bytes less what
- * is reserved and unused. OUT_OF_MEMORY (nothing admitted; a->failed: the device) when the
- * slice cannot take that, unless `lenient`: then that device is admitted nothing and its
- * settling after the call decides. (A graph mapped before may need nothing new though its
- * own live allocations count as used: a relaunch with AUTO_FREE_ON_LAUNCH.) */
+ * is reserved and unused, or, when the slice cannot take that, its floor less the same (the
+ * graph may reuse the memory it frees; the settling after the call admits the rest or
+ * refuses). OUT_OF_MEMORY (nothing admitted; a->failed: the device) when not even the floor
+ * fits, unless `lenient`: then that device is admitted nothing and its settling decides. (A
+ * graph mapped before may need nothing new though its own live allocations count as used:
+ * a relaunch with AUTO_FREE_ON_LAUNCH.) */
 static CUresult admit_need(struct graph_admission *a, const struct graph_need *need,
                            bool lenient)
 {
     admission_init(a, need);
     for (int i = 0; i < a->n; i++) {
         const struct carve_dev *d = &a->dev[i].d;
-        uint64_t reserved = 0, used = 0, bound = a->dev[i].bytes;
+        uint64_t reserved = 0, used = 0, unused = 0;
         if (graph_attr(d->cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
-            graph_attr(d->cu, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used) && reserved > used)
-            bound -= reserved - used < bound ? reserved - used : bound;
-        bool fits = bound == 0 || carve__try_admit(d->sdev, bound) ||
-                    (carve__pools_refresh() && carve__try_admit(d->sdev, bound));
-        if (!fits && !lenient) {
+            graph_attr(d->cu, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used))
+            unused = less(reserved, used);
+        uint64_t most = less(a->dev[i].bytes, unused), least = less(a->dev[i].floor, unused);
+        if (admit_some(d->sdev, most)) {
+            a->dev[i].admitted = most;
+        } else if (least < most && admit_some(d->sdev, least)) {
+            a->dev[i].admitted = least;
+        } else if (!lenient) {
             for (int j = 0; j < i; j++)
                 carve__release(a->dev[j].d.sdev, a->dev[j].admitted);
             a->failed = i;
+            a->dev[i].requested = least;
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
-        a->dev[i].admitted = fits ? bound : 0;
     }
     return CUDA_SUCCESS;
 }
@@ -217,7 +346,7 @@ static CUresult admit_need(struct graph_admission *a, const struct graph_need *n
 static void admission_oom_message(const struct graph_admission *a)
 {
     if (a->failed >= 0)
-        carve__oom_message(&a->dev[a->failed].d, a->dev[a->failed].bytes);
+        carve__oom_message(&a->dev[a->failed].d, a->dev[a->failed].requested);
 }
 
 /* After the driver call: each device's charge moves to what its graph memory reserves, the
@@ -242,6 +371,7 @@ static CUresult settle_all(struct graph_admission *a, CUresult called, bool undo
             carve__force_reserve(&charged[cu], sdev, reserved);
             continue;
         }
+        a->dev[i].requested = less(reserved, atomic_load(&charged[cu]));
         if (R.cuDeviceGraphMemTrim)
             R.cuDeviceGraphMemTrim(cu);
         refresh_one(cu);
@@ -279,35 +409,43 @@ CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call
                              carve_graph_call upload)
 {
     /* launched into a capture, it becomes a node of another graph: nothing is mapped now */
-    struct graph_need *need = carve__capturing(stream) ? NULL : need_of(exec);
+    bool counted = need_of(exec) && !carve__capturing(stream);
+    bool paced = atomic_load_explicit(&carve__pacing, memory_order_relaxed);
+    struct carve_launch L;
+    if (paced) /* held before the lock, not with it */
+        carve__launch_begin(&L, (uint64_t)(uintptr_t)exec, stream);
+    if (counted)
+        graph_lock_take();
+    struct graph_need *need = counted ? need_of(exec) : NULL; /* destroyed meanwhile? */
     struct graph_admission a = {0};
     CUresult r = CUDA_SUCCESS;
     if (need && upload) /* map its memory while nothing of it is queued */
         r = upload_admitted(exec, stream, need, upload);
     else if (need && (r = admit_need(&a, need, false)) != CUDA_SUCCESS)
         admission_oom_message(&a);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (atomic_load_explicit(&carve__pacing, memory_order_relaxed)) {
-        struct carve_launch L;
-        carve__launch_begin(&L, (uint64_t)(uintptr_t)exec, stream);
+    if (r == CUDA_SUCCESS) {
         r = launch(exec, stream);
-        carve__launch_end(&L, r);
-    } else {
-        r = launch(exec, stream);
-    }
-    if (need) {
-        if (upload) /* uploaded and settled: the launch itself should grow nothing */
+        if (need && upload) /* uploaded and settled: the launch itself should grow nothing */
             admission_init(&a, need);
-        settle_all(&a, r, false); /* whatever it grew is counted */
+        if (need)
+            settle_all(&a, r, false); /* whatever it grew is counted */
     }
+    if (counted)
+        graph_lock_drop();
+    if (paced)
+        carve__launch_end(&L, r);
     return r;
 }
 
 static CUresult graph_upload(CUgraphExec exec, CUstream stream, carve_graph_call upload)
 {
-    struct graph_need *need = carve__capturing(stream) ? NULL : need_of(exec);
-    return need ? upload_admitted(exec, stream, need, upload) : upload(exec, stream);
+    if (!need_of(exec) || carve__capturing(stream))
+        return upload(exec, stream);
+    graph_lock_take();
+    struct graph_need *need = need_of(exec);
+    CUresult r = need ? upload_admitted(exec, stream, need, upload) : upload(exec, stream);
+    graph_lock_drop();
+    return r;
 }
 
 /* ---- the wrappers ---- */
@@ -391,10 +529,13 @@ CARVE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
     if (!R.cuGraphExecDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;
     uint64_t v;
-    if (atomic_load_explicit(&carve__graph_execs, memory_order_relaxed) &&
-        carve_allocmap_remove(&needs, (uint64_t)(uintptr_t)exec, &v)) {
-        free((void *)(uintptr_t)v);
-        atomic_fetch_sub(&carve__graph_execs, 1);
+    if (atomic_load_explicit(&carve__graph_execs, memory_order_relaxed) && need_of(exec)) {
+        graph_lock_take(); /* not while a launch of it reads its need */
+        if (carve_allocmap_remove(&needs, (uint64_t)(uintptr_t)exec, &v)) {
+            free((void *)(uintptr_t)v);
+            atomic_fetch_sub(&carve__graph_execs, 1);
+        }
+        graph_lock_drop();
     }
     /* its memory stays reserved for other graphs until a trim: nothing to give back yet */
     return R.cuGraphExecDestroy(exec);
@@ -405,8 +546,11 @@ CARVE_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
     carve__init();
     if (!R.cuDeviceGraphMemTrim)
         return CUDA_ERROR_NOT_INITIALIZED;
+    /* not between another thread's upload and its launch */
+    graph_lock_take();
     CUresult r = R.cuDeviceGraphMemTrim(device);
     if (r == CUDA_SUCCESS && device >= 0 && device < GRAPH_MAX_CU)
         refresh_one(device);
+    graph_lock_drop();
     return r;
 }

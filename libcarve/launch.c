@@ -82,8 +82,8 @@ CARVE_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int 
     GOVERN(cuLaunchCooperativeKernel_ptsz, KERNEL_KEY, s, COOP_ARGS)
 }
 
-/* A graph with allocation nodes has its memory admitted first (graphmem.c); while there is
- * none, the check is one relaxed load. */
+/* A graph with allocation nodes has its memory admitted first (graphmem.c, under a lock of
+ * its own); while there is none, the check is one relaxed load. */
 #define GRAPH_MEMORY(name, upload)                                                         \
     if (__builtin_expect(atomic_load_explicit(&carve__graph_execs, memory_order_relaxed), 0) && \
         R.name)                                                                            \

@@ -39,7 +39,10 @@ $(MEM_E2E_DIR)/mem_direct: $(OBJ)/tests/e2e/mem_direct.o $(MEM_E2E_LIB) | $(SIMD
 	$(CC) -o $@ $^ $(LDFLAGS) -L$(SIMDIR) -lcuda
 $(MEM_E2E_DIR)/mem_dlsym $(MEM_E2E_DIR)/mem_gpa \
 $(MEM_E2E_DIR)/mem_kill $(MEM_E2E_DIR)/mem_forge $(MEM_E2E_DIR)/mem_claim \
-$(MEM_E2E_DIR)/mem_pooldev $(MEM_E2E_DIR)/mem_slots $(MEM_E2E_DIR)/mem_graph: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
+$(MEM_E2E_DIR)/mem_pooldev $(MEM_E2E_DIR)/mem_slots: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
+$(MEM_E2E_DIR)/mem_graph: $(OBJ)/tests/e2e/mem_graph.o $(MEM_E2E_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
 $(MEM_E2E_DIR)/mem_stress: $(OBJ)/tests/e2e/mem_stress.o $(MEM_E2E_LIB) $(OBJ)/tests/snapshot.o \

@@ -1863,6 +1863,15 @@ API CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node, CUDA_MEM_ALLOC_NODE_
     return CUDA_SUCCESS;
 }
 
+API CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dptr)
+{
+    NEED_INIT();
+    if (!node || !dptr || node->type != CU_GRAPH_NODE_TYPE_MEM_FREE)
+        return CUDA_ERROR_INVALID_VALUE;
+    *dptr = node->alloc->rec->key;
+    return CUDA_SUCCESS;
+}
+
 API CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value)
 {
     NEED_INIT();

@@ -5,11 +5,15 @@
  * libcarve counted graph memory, a tenant could launch 800 MiB of graph allocations and then
  * cuMemAlloc 400 MiB more, or launch a graph of 2 GiB. */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mem_common.h"
+#include "slice.h"
 
 #define GRAPH_API(X)                                                      \
     X(cuStreamBeginCapture_v2)                                            \
@@ -31,6 +35,7 @@ static struct {
     GRAPH_API(GRAPH_FIELD)
 #undef GRAPH_FIELD
 } g;
+static CUcontext ctx;
 static CUstream stream;
 static int failed;
 
@@ -204,10 +209,132 @@ static void two_graphs_in_turn(void)
     trim_to_nothing("trimmed");
 }
 
+/* Four 400 MiB allocations, each freed before the next: the driver reuses one allocation's
+ * memory for the next, so the graph needs 400 MiB, not the 1.6 GiB its nodes add up to. */
+static void allocations_in_sequence(void)
+{
+    CUdeviceptr p;
+    CUgraph graph = NULL;
+    CUgraphExec exec;
+    bool ok = g.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS;
+    for (int i = 0; ok && i < 4; i++)
+        ok = a.cuMemAllocAsync(&p, 400 * MiB, stream) == CUDA_SUCCESS &&
+             a.cuMemFreeAsync(p, stream) == CUDA_SUCCESS;
+    ok = g.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS && ok;
+    failed += mem_check(ok, "capture of four 400 MiB allocations, each freed in turn");
+    expect(g.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS, "instantiate");
+    expect(g.cuGraphLaunch(exec, stream), CUDA_SUCCESS,
+           "launch of 4 x 400 MiB freed in turn (1.6 GiB in all) in a 1 GiB slice");
+    expect_used(400 * MiB, "after the launch");
+    expect(g.cuGraphLaunch(exec, stream), CUDA_SUCCESS, "its relaunch");
+    expect_used(400 * MiB, "after the relaunch");
+    g.cuGraphExecDestroy(exec);
+    g.cuGraphDestroy(graph);
+    trim_to_nothing("trimmed");
+
+    /* two 600 MiB allocations live at once, both freed at the end: 1.2 GiB does not fit */
+    CUdeviceptr q;
+    ok = g.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS &&
+         a.cuMemAllocAsync(&p, 600 * MiB, stream) == CUDA_SUCCESS &&
+         a.cuMemAllocAsync(&q, 600 * MiB, stream) == CUDA_SUCCESS &&
+         a.cuMemFreeAsync(p, stream) == CUDA_SUCCESS &&
+         a.cuMemFreeAsync(q, stream) == CUDA_SUCCESS;
+    ok = g.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS && ok;
+    failed += mem_check(ok, "capture of two 600 MiB allocations live at once");
+    expect(g.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS, "instantiate");
+    expect(g.cuGraphLaunch(exec, stream), CUDA_ERROR_OUT_OF_MEMORY,
+           "launch of 2 x 600 MiB live at once in a 1 GiB slice");
+    expect_used(0, "after the refused launch");
+    g.cuGraphExecDestroy(exec);
+    g.cuGraphDestroy(graph);
+}
+
+/* Two threads launching a 600 MiB graph each, in their own streams, and a third trimming the
+ * graph memory: each launch uploads its graph (trimming the other's idle mapping when both
+ * do not fit), and no trim, the tenant's or carve's, may land between a thread's upload and
+ * its launch (the launch would map that graph again, past the cap). The slice's usage,
+ * sampled all along, stays within the cap. */
+#define RACE_LAUNCHES 200000
+
+static struct carve_slice *slice;
+static _Atomic uint64_t race_peak;
+static _Atomic int race_running;
+
+static void race_sample(void)
+{
+    uint64_t u = carve_slice_used(slice, 0), was = atomic_load(&race_peak);
+    while (u > was && !atomic_compare_exchange_weak(&race_peak, &was, u))
+        ;
+}
+
+static void *race_launcher(void *arg)
+{
+    CUgraphExec exec = arg;
+    CUstream s;
+    long refused = 0;
+    if (a.cuCtxSetCurrent(ctx) != CUDA_SUCCESS || a.cuStreamCreate(&s, 0) != CUDA_SUCCESS)
+        return (void *)(long)RACE_LAUNCHES;
+    for (int i = 0; i < RACE_LAUNCHES; i++) {
+        refused += g.cuGraphLaunch(exec, s) != CUDA_SUCCESS;
+        race_sample();
+    }
+    a.cuStreamSynchronize(s);
+    a.cuStreamDestroy(s);
+    atomic_fetch_sub(&race_running, 1);
+    return (void *)refused;
+}
+
+static void *race_trimmer(void *arg)
+{
+    (void)arg;
+    a.cuCtxSetCurrent(ctx);
+    while (atomic_load(&race_running)) {
+        g.cuDeviceGraphMemTrim(0);
+        race_sample();
+    }
+    return NULL;
+}
+
+static void threads_near_the_cap(void)
+{
+    const char *name = getenv("CARVE_SLICE");
+    if (!name || carve_slice_open(name, &slice, NULL, 0) < 0) {
+        failed += mem_check(0, "open the slice named by CARVE_SLICE");
+        return;
+    }
+    CUdeviceptr p1, p2;
+    CUgraphExec e1, e2;
+    CUgraph g1 = captured(600 * MiB, true, &p1), g2 = captured(600 * MiB, true, &p2);
+    expect(g.cuGraphInstantiateWithFlags(&e1, g1, 0), CUDA_SUCCESS, "instantiate the first");
+    expect(g.cuGraphInstantiateWithFlags(&e2, g2, 0), CUDA_SUCCESS, "instantiate the second");
+    pthread_t t1, t2, t3;
+    void *r1 = NULL, *r2 = NULL;
+    atomic_store(&race_running, 2);
+    pthread_create(&t1, NULL, race_launcher, e1);
+    pthread_create(&t2, NULL, race_launcher, e2);
+    pthread_create(&t3, NULL, race_trimmer, NULL);
+    while (atomic_load(&race_running))
+        race_sample();
+    pthread_join(t1, &r1);
+    pthread_join(t2, &r2);
+    pthread_join(t3, NULL);
+    uint64_t peak = atomic_load(&race_peak), cap = carve_slice_cap(slice, 0);
+    failed += mem_check(peak <= cap, "two threads x %d launches of 600 MiB graphs: the "
+                        "slice's usage peaked at %llu MiB <= cap %llu MiB", RACE_LAUNCHES,
+                        (unsigned long long)(peak / MiB), (unsigned long long)(cap / MiB));
+    failed += mem_check(r1 == NULL && r2 == NULL, "every launch went through (%ld and %ld "
+                        "refused)", (long)r1, (long)r2);
+    g.cuGraphExecDestroy(e1);
+    g.cuGraphExecDestroy(e2);
+    g.cuGraphDestroy(g1);
+    g.cuGraphDestroy(g2);
+    trim_to_nothing("trimmed");
+    carve_slice_close(slice);
+}
+
 int main(void)
 {
     CUdevice dev;
-    CUcontext ctx;
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h || mem_api_dlsym(&a) != 0)
         return 1;
@@ -224,6 +351,8 @@ int main(void)
     graph_past_the_cap();
     allocation_outliving_its_graph();
     two_graphs_in_turn();
+    allocations_in_sequence();
+    threads_near_the_cap();
     printf("mem_graph: %d failed\n", failed);
     return failed ? 1 : 0;
 }
