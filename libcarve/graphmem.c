@@ -219,8 +219,26 @@ static void walk_settle(struct walk *w, struct graph_need *need)
 
 /* Notes exec, just made from graph, when its allocation nodes take memory on a device of
  * the slice. */
+static struct graph_need *need_of(CUgraphExec exec);
+
+/* Drops what is noted of exec: destroyed, or a handle the driver hands out again after it
+ * freed the graph without cuGraphExecDestroy (its context destroyed or reset). */
+static void forget_exec(CUgraphExec exec)
+{
+    uint64_t v;
+    if (!atomic_load_explicit(&carve__graph_execs, memory_order_relaxed) || !need_of(exec))
+        return;
+    graph_lock_take(); /* not while a launch of it reads its need */
+    if (carve_allocmap_remove(&needs, (uint64_t)(uintptr_t)exec, &v)) {
+        free((void *)(uintptr_t)v);
+        atomic_fetch_sub(&carve__graph_execs, 1);
+    }
+    graph_lock_drop();
+}
+
 static void note_exec(CUgraphExec exec, CUgraph graph)
 {
+    forget_exec(exec); /* a new graph at a stale one's address */
     struct graph_need walked = {0};
     struct walk w = {0};
     need_walk(graph, &walked, &w, 0);
@@ -528,15 +546,7 @@ CARVE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
     carve__init();
     if (!R.cuGraphExecDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;
-    uint64_t v;
-    if (atomic_load_explicit(&carve__graph_execs, memory_order_relaxed) && need_of(exec)) {
-        graph_lock_take(); /* not while a launch of it reads its need */
-        if (carve_allocmap_remove(&needs, (uint64_t)(uintptr_t)exec, &v)) {
-            free((void *)(uintptr_t)v);
-            atomic_fetch_sub(&carve__graph_execs, 1);
-        }
-        graph_lock_drop();
-    }
+    forget_exec(exec);
     /* its memory stays reserved for other graphs until a trim: nothing to give back yet */
     return R.cuGraphExecDestroy(exec);
 }
