@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "allocmap.h"
@@ -131,23 +132,18 @@ static void carved_error(const char *reply, char *out, size_t len)
     out[n] = '\0';
 }
 
-/* Asks carved, as carve run --slice does, whether this process may be in the slice: the
- * join is judged by the socket's peer credentials (this process's user), and carved answers
- * with the slice's object, which must be the one CARVE_SLICE names (a slice deleted and made
- * again under its name is another). CARVE_SLICE is the tenant's to set, and every slice's
- * object can be opened by anyone: without this, a user could run in any slice on the node. */
-static bool carved_admits(int fd, const char *name, const char *shm, char *why, size_t len)
+/* One join request on fd; the reply line (or what came of it, "" for none) in buf. */
+static void ask_join(int fd, const char *name, char *buf, size_t len)
 {
     struct timeval tv = {.tv_sec = 5};
-    char buf[1024];
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    int n = snprintf(buf, sizeof(buf), "{\"op\":\"join\",\"name\":\"%s\"}\n", name);
+    int n = snprintf(buf, len, "{\"op\":\"join\",\"name\":\"%s\"}\n", name);
     size_t got = 0;
     /* MSG_NOSIGNAL: a carved that hangs up must not SIGPIPE somebody else's program */
-    if (n > 0 && (size_t)n < sizeof(buf) && send(fd, buf, (size_t)n, MSG_NOSIGNAL) == n)
-        while (got < sizeof(buf) - 1) {
-            ssize_t r = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+    if (n > 0 && (size_t)n < len && send(fd, buf, (size_t)n, MSG_NOSIGNAL) == n)
+        while (got < len - 1) {
+            ssize_t r = recv(fd, buf + got, len - 1 - got, 0);
             if (r <= 0)
                 break;
             bool whole = memchr(buf + got, '\n', (size_t)r) != NULL;
@@ -156,6 +152,39 @@ static bool carved_admits(int fd, const char *name, const char *shm, char *why, 
                 break;
         }
     buf[got] = '\0';
+}
+
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Asks carved, as carve run --slice does, whether this process may be in the slice: the
+ * join is judged by the socket's peer credentials (this process's user), and carved answers
+ * with the slice's object, which must be the one CARVE_SLICE names (a slice deleted and made
+ * again under its name is another). CARVE_SLICE is the tenant's to set, and every slice's
+ * object can be opened by anyone: without this, a user could run in any slice on the node.
+ * A carved with every slot taken says it is busy: asked again for up to 10 s (many
+ * processes of a job start at once). */
+static bool carved_admits(const char *name, const char *shm, char *why, size_t len)
+{
+    char buf[1024];
+    double give_up = monotonic_s() + 10;
+    for (;;) {
+        long daemon;
+        int fd = connect_carved(&daemon);
+        buf[0] = '\0';
+        if (fd >= 0) {
+            ask_join(fd, name, buf, sizeof(buf));
+            close(fd);
+        }
+        if ((buf[0] && !strstr(buf, "\"busy\":true")) || monotonic_s() > give_up)
+            break;
+        struct timespec pause = {.tv_nsec = 100000000};
+        nanosleep(&pause, NULL);
+    }
     const char *object = strstr(buf, "\"shm\":\"");
     while (*shm == '/')
         shm++;
@@ -189,8 +218,8 @@ static bool slice_trusted(struct carve_slice *s, const char *shm, char *why, siz
         return true;
     uid_t uid;
     mode_t mode;
-    bool ok = false;
     const char *name = carve_slice_name(s);
+    why[0] = '\0';
     carve_slice_terms_owner(s, &uid, &mode);
     if ((long)uid != daemon || (mode & 022))
         snprintf(why, len, "slice \"%s\" was not made by carved (its terms belong to uid %u, "
@@ -199,10 +228,8 @@ static bool slice_trusted(struct carve_slice *s, const char *shm, char *why, siz
     else if (!name || !carve_slice_name_ok(name))
         snprintf(why, len, "slice %s has no valid name in its terms: no GPU context will be "
                  "created", shm);
-    else
-        ok = carved_admits(fd, name, shm, why, len);
     close(fd);
-    return ok;
+    return !why[0] && carved_admits(name, shm, why, len);
 }
 
 static void init_slice(void)
