@@ -120,7 +120,8 @@ char *carved_metrics_render(const json_t *snap);
  *   } ],
  *   "escapes": [ { "gpu": 0, "uuid": "GPU-...", "pid": 456, "user": "bob",
  *                  "command": "a.out", "used_memory": N, "action": "reported" | "killed",
- *                  "reason": "no_slice" | "over_cap", "slice": null | "train" } ],
+ *                  "reason": "no_slice" | "over_cap" | "not_allowed" (started in a
+ *                  slice its user may not join), "slice": null | "train" } ],
  *   "totals": { "escapes": N (seen since start), "escapes_killed": N,
  *               "idle_reclaims": N,
  *               "oom_denials": N (the slices there now, each since it was made) }

@@ -19,10 +19,15 @@
 #include "daemon.h"
 
 #define MAX_CLIENTS 64
+/* A user not among carved's admins holds at most this many of them: one user's 64 clients
+ * that each sent a byte every few seconds held every slot for as long as they liked, and
+ * nobody else's carve command, nor libcarve's join at a tenant's start, was answered. */
+#define MAX_CLIENTS_PER_USER 16
 #define LINE_MAX_BYTES 65536
-/* A client silent this long is dropped: carve's commands write their request as soon as
- * they connect, so only a stuck or hostile client waits, and 64 of those would otherwise
- * hold every slot. */
+/* A request not finished this long after it could start (the client connected, or read its
+ * last reply) is refused and the client dropped, however it trickles in; a client that
+ * reads nothing of its reply this long is dropped too. carve's commands write their request
+ * as soon as they connect, so only a stuck or hostile client waits. */
 #define CLIENT_IDLE_S 5.0
 
 static const char help[] =
@@ -178,7 +183,9 @@ static int listen_socket(const char *path)
 
 struct client {
     int fd;
-    double last; /* when it connected, or last sent something or read some of its reply */
+    uid_t uid;    /* who connected (SO_PEERCRED) */
+    double since; /* when its next request could start: connected, or read its last reply */
+    double last;  /* when it last read some of its reply */
     size_t len;
     char *out;   /* the reply it has not read yet (its later requests wait in buf) */
     size_t outlen, outdone;
@@ -218,6 +225,7 @@ static void flush(struct client *c)
     free(c->out);
     c->out = NULL;
     c->outlen = c->outdone = 0;
+    c->since = monitor_now();
 }
 
 static void reply(struct client *c, json_t *r)
@@ -289,7 +297,6 @@ static void serve(struct carved *d, struct client *c)
     ssize_t n = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
-    c->last = monitor_now();
     if (n <= 0) {
         if (n == 0 && c->len > 0) /* it stopped writing mid-request; it may still read */
             reply(c, refusal("the request ended without a newline (send one JSON object "
@@ -302,19 +309,48 @@ static void serve(struct carved *d, struct client *c)
     answer(d, c);
 }
 
-static void accept_client(int lfd)
+/* Says why, on a fresh socket (its buffer takes the line), and closes it: "busy" tells
+ * libcarve to try again shortly. */
+static void turn_away(int fd, const char *why)
+{
+    char line[256];
+    int n = snprintf(line, sizeof(line), "{\"ok\":false,\"busy\":true,\"error\":\"%s\"}\n", why);
+    (void)!send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    close(fd);
+}
+
+static void accept_client(struct carved *d, int lfd)
 {
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0)
         return;
-    for (int i = 0; i < MAX_CLIENTS; i++)
-        if (clients[i].fd < 0) {
-            clients[i].fd = fd;
-            clients[i].len = 0;
-            clients[i].last = monitor_now();
-            return;
-        }
-    close(fd); /* full: the client sees EOF and says so */
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+        close(fd);
+        return;
+    }
+    bool admin = registry_is_admin(d, cred.uid, cred.gid);
+    int held = 0, free_slot = -1;
+    for (int i = 0; i < MAX_CLIENTS; i++) {
+        if (clients[i].fd < 0 && free_slot < 0)
+            free_slot = i;
+        held += clients[i].fd >= 0 && clients[i].uid == cred.uid;
+    }
+    if (!admin && held >= MAX_CLIENTS_PER_USER) {
+        turn_away(fd, "you hold 16 connections to carved, the most a user may; try again "
+                      "once they are answered");
+        return;
+    }
+    if (free_slot < 0) {
+        turn_away(fd, "carved serves 64 clients, its most; try again in a moment");
+        return;
+    }
+    struct client *c = &clients[free_slot];
+    c->fd = fd;
+    c->uid = cred.uid;
+    c->len = 0;
+    c->since = c->last = monitor_now();
 }
 
 static void loop(struct carved *d, int lfd)
@@ -341,13 +377,14 @@ static void loop(struct carved *d, int lfd)
             if (!p[i].revents)
                 continue;
             if (map[i] < 0)
-                accept_client(lfd);
+                accept_client(d, lfd);
             else
                 serve(d, &clients[map[i]]);
         }
         now = monitor_now();
         for (int i = 0; i < MAX_CLIENTS; i++)
-            if (clients[i].fd >= 0 && now - clients[i].last > CLIENT_IDLE_S) {
+            if (clients[i].fd >= 0 &&
+                now - (clients[i].out ? clients[i].last : clients[i].since) > CLIENT_IDLE_S) {
                 if (clients[i].len > 0 && !clients[i].out)
                     reply(&clients[i], refusal("the request was not finished within 5 s (send "
                                                "one JSON object per line)"));

@@ -14,6 +14,7 @@
 
 #include "carve/nvml_abi.h"
 #include "daemon.h"
+#include "proc.h"
 #include "uuid.h"
 
 #define MAX_PROCS 1024
@@ -120,10 +121,10 @@ static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen
             cmd[strcspn(cmd, "\n")] = '\0';
         fclose(f);
     }
-    struct stat st;
-    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-    if (stat(path, &st) == 0)
-        user_name(st.st_uid, user, ulen);
+    uid_t uid; /* the process's own: its /proc entry is root's once it is not dumpable */
+    gid_t gid;
+    if (carve_proc_ids(pid, &uid, &gid) == 0)
+        user_name(uid, user, ulen);
     else
         snprintf(user, ulen, "?");
 }
@@ -134,6 +135,7 @@ static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen
 static struct member {
     unsigned pid;
     struct dslice *slice;
+    bool barred; /* its user may not join the slice: an escape, reason not_allowed */
 } members[MAX_MEMBERS];
 static int nmembers;
 
@@ -159,9 +161,22 @@ static int started_in(pid_t pid, const char *shm)
     return found;
 }
 
+/* Whether pid's user may be in s, judged as a join through the socket is: the table and
+ * CARVE_SLICE are the tenant's, so a user could point CARVE_SLICE at any slice's object in
+ * /dev/shm (anyone can list them) and run within its cap and share, counted as its tenant.
+ * The ids are the process's own, not its /proc entry's owner (root once it is not
+ * dumpable). A process carved cannot read is gone: nothing to judge. */
+static bool may_be_in(const struct carved *d, const struct dslice *s, pid_t pid)
+{
+    uid_t uid;
+    gid_t gid;
+    return carve_proc_ids(pid, &uid, &gid) < 0 || registry_may_join(d, s, uid, gid);
+}
+
 /* The slices' processes, by their tables and checked: a pid someone wrote into another
  * slice's table took that process's NVML memory there, and under escape_policy = kill an
- * over-cap slice's processes were killed, whoever's they were. */
+ * over-cap slice's processes were killed, whoever's they were. A process started in a
+ * slice its user may not join is kept apart (barred): an escape, not the slice's tenant. */
 static void read_members(struct carved *d)
 {
     unsigned pids[CARVE_SLICE_MAX_PROCS];
@@ -173,17 +188,24 @@ static void read_members(struct carved *d)
         int n = carve_slice_pids(s->handle, pids, CARVE_SLICE_MAX_PROCS);
         for (int j = 0; j < n && nmembers < MAX_MEMBERS; j++)
             if (started_in((pid_t)pids[j], s->shm) != 0)
-                members[nmembers++] = (struct member){pids[j], s};
+                members[nmembers++] =
+                    (struct member){pids[j], s, !may_be_in(d, s, (pid_t)pids[j])};
     }
 }
 
-/* The slice whose member pid is, or NULL. */
-static struct dslice *slice_of_pid(unsigned pid)
+/* The slice whose member pid is (barred false), or the slice it runs in without leave
+ * (barred true), or NULL. */
+static struct dslice *slice_of(unsigned pid, bool barred)
 {
     for (int i = 0; i < nmembers; i++)
-        if (members[i].pid == pid)
+        if (members[i].pid == pid && members[i].barred == barred)
             return members[i].slice;
     return NULL;
+}
+
+static struct dslice *slice_of_pid(unsigned pid)
+{
+    return slice_of(pid, false);
 }
 
 static int policy_of(const struct carved *d, const struct dslice *s)
@@ -329,19 +351,23 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
             bool over = k >= 0 && s->over_cap[k];
             if ((s && !over) || infos[i].pid == (unsigned)getpid())
                 continue;
+            struct dslice *barred = s ? NULL : slice_of(infos[i].pid, true), *in = s ? s : barred;
             const char *action = "reported";
             if (d->conf.escape_policy == CARVED_POLICY_KILL && kill((pid_t)infos[i].pid, SIGKILL) == 0) {
                 action = "killed";
                 d->escapes_killed++;
                 carved_log("escape: pid %u (%s, user %s) on GPU %u %s: killed", infos[i].pid,
                            cmd, user, gi->index,
-                           over ? "in a slice over its cap" : "outside every slice");
+                           over     ? "in a slice over its cap"
+                           : barred ? "in a slice not open to its user"
+                                    : "outside every slice");
             }
             json_array_append_new(escapes, json_pack("{s:i,s:s,s:I,s:s,s:s,s:I,s:s,s:s,s:o}",
                 "gpu", (int)gi->index, "uuid", gi->uuid, "pid", (json_int_t)infos[i].pid,
                 "user", user, "command", cmd, "used_memory", (json_int_t)infos[i].usedGpuMemory,
-                "action", action, "reason", over ? "over_cap" : "no_slice",
-                "slice", over ? json_string(s->name) : json_null()));
+                "action", action, "reason",
+                over ? "over_cap" : barred ? "not_allowed" : "no_slice",
+                "slice", in ? json_string(in->name) : json_null()));
         }
     }
     char device[32];

@@ -353,13 +353,16 @@ int carve_cmd_ps(int argc, char **argv)
                    json_string_value(json_object_get(p, "command")), used);
         }
     json_t *esc = json_object_get(snap, "escapes");
-    printf("\nescapes (GPU processes in no slice, or in a slice NVML sees over its cap): %zu\n",
-           json_array_size(esc));
+    printf("\nescapes (GPU processes in no slice, in a slice NVML sees over its cap, or in one "
+           "not open to their user): %zu\n", json_array_size(esc));
     json_array_foreach(esc, i, p) {
-        const char *over = json_string_value(json_object_get(p, "slice"));
-        char where[96] = "";
-        if (over)
-            snprintf(where, sizeof(where), " in slice %s, over its cap", over);
+        const char *in = json_string_value(json_object_get(p, "slice"));
+        const char *reason = json_string_value(json_object_get(p, "reason"));
+        char where[128] = "";
+        if (in)
+            snprintf(where, sizeof(where), " in slice %s, %s", in,
+                     reason && strcmp(reason, "not_allowed") == 0 ? "not open to its user"
+                                                                  : "over its cap");
         printf("  GPU %lld pid %lld user %s command %s%s: %s\n",
                (long long)json_integer_value(json_object_get(p, "gpu")),
                (long long)json_integer_value(json_object_get(p, "pid")),

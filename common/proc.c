@@ -52,3 +52,42 @@ int carve_proc_running(pid_t pid)
         return 1;
     return st.state != 'Z' && st.state != 'X';
 }
+
+/* The second number of a "Uid:" or "Gid:" line (real, effective, saved, filesystem). */
+static int effective_id(const char *status, const char *key, unsigned *out)
+{
+    const char *line = strstr(status, key);
+    if (!line)
+        return -1;
+    const char *real = line + strlen(key);
+    char *end_real, *end;
+    errno = 0;
+    (void)strtoul(real, &end_real, 10);
+    unsigned long v = strtoul(end_real, &end, 10);
+    if (errno || end_real == real || end == end_real || v > 0xffffffffUL)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+int carve_proc_ids(pid_t pid, uid_t *uid, gid_t *gid)
+{
+    char path[64], buf[4096];
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    unsigned u, g;
+    if (effective_id(buf, "\nUid:", &u) < 0 || effective_id(buf, "\nGid:", &g) < 0)
+        return -1;
+    *uid = (uid_t)u;
+    *gid = (gid_t)g;
+    return 0;
+}

@@ -15,7 +15,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "allocmap.h"
@@ -92,9 +94,9 @@ static void init_child(void)
     carve__pace_setup(st.slice);
 }
 
-/* The uid of a live carved (its socket's owner, when something accepts connections
- * there), or -1 when none runs: then carve works standalone and trusts any slice. */
-static long live_carved_uid(void)
+/* carved's socket, connected, with its owner's uid in *daemon; -1 when nothing accepts
+ * connections there: then carve works standalone and trusts any slice. */
+static int connect_carved(long *daemon)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     snprintf(a.sun_path, sizeof(a.sun_path), "%s/carved.sock", CARVE_RUNDIR);
@@ -104,28 +106,130 @@ static long live_carved_uid(void)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    int r = connect(fd, (struct sockaddr *)&a, sizeof(a));
-    close(fd);
-    return r == 0 ? (long)sb.st_uid : -1;
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        close(fd);
+        return -1;
+    }
+    *daemon = (long)sb.st_uid;
+    return fd;
+}
+
+/* The text of the reply's "error" (carved's own words, \" and \\ undone), or a stand-in. */
+static void carved_error(const char *reply, char *out, size_t len)
+{
+    const char *p = strstr(reply, "\"error\":\"");
+    size_t n = 0;
+    if (!p) {
+        snprintf(out, len, "%s", *reply ? "carved's answer was not understood"
+                                         : "carved did not answer (busy, or stopping)");
+        return;
+    }
+    for (p += 9; *p && *p != '"' && n + 1 < len; p++) {
+        if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+            p++;
+        out[n++] = *p;
+    }
+    out[n] = '\0';
+}
+
+/* One join request on fd; the reply line (or what came of it, "" for none) in buf. */
+static void ask_join(int fd, const char *name, char *buf, size_t len)
+{
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    int n = snprintf(buf, len, "{\"op\":\"join\",\"name\":\"%s\"}\n", name);
+    size_t got = 0;
+    /* MSG_NOSIGNAL: a carved that hangs up must not SIGPIPE somebody else's program */
+    if (n > 0 && (size_t)n < len && send(fd, buf, (size_t)n, MSG_NOSIGNAL) == n)
+        while (got < len - 1) {
+            ssize_t r = recv(fd, buf + got, len - 1 - got, 0);
+            if (r <= 0)
+                break;
+            bool whole = memchr(buf + got, '\n', (size_t)r) != NULL;
+            got += (size_t)r;
+            if (whole)
+                break;
+        }
+    buf[got] = '\0';
+}
+
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Asks carved, as carve run --slice does, whether this process may be in the slice: the
+ * join is judged by the socket's peer credentials (this process's user), and carved answers
+ * with the slice's object, which must be the one CARVE_SLICE names (a slice deleted and made
+ * again under its name is another). CARVE_SLICE is the tenant's to set, and every slice's
+ * object can be opened by anyone: without this, a user could run in any slice on the node.
+ * A carved with every slot taken says it is busy: asked again for up to 10 s (many
+ * processes of a job start at once). */
+static bool carved_admits(const char *name, const char *shm, char *why, size_t len)
+{
+    char buf[1024];
+    double give_up = monotonic_s() + 10;
+    for (;;) {
+        long daemon;
+        int fd = connect_carved(&daemon);
+        buf[0] = '\0';
+        if (fd >= 0) {
+            ask_join(fd, name, buf, sizeof(buf));
+            close(fd);
+        }
+        if ((buf[0] && !strstr(buf, "\"busy\":true")) || monotonic_s() > give_up)
+            break;
+        struct timespec pause = {.tv_nsec = 100000000};
+        nanosleep(&pause, NULL);
+    }
+    const char *object = strstr(buf, "\"shm\":\"");
+    while (*shm == '/')
+        shm++;
+    if (strncmp(buf, "{\"ok\":true", 10) == 0 && object) {
+        for (object += 7; *object == '/'; object++)
+            ;
+        size_t k = strlen(shm);
+        if (strncmp(object, shm, k) == 0 && object[k] == '"')
+            return true;
+        snprintf(why, len, "slice \"%s\" is not the one CARVE_SLICE names (/%s: it was deleted "
+                 "and made again since): no GPU context will be created; run through `carve "
+                 "run --slice %s` again", name, shm, name);
+        return false;
+    }
+    char reason[512];
+    carved_error(buf, reason, sizeof(reason));
+    snprintf(why, len, "carved refuses slice \"%s\" to this process: %s: no GPU context will "
+             "be created", name, reason);
+    return false;
 }
 
 /* With carved running, caps count only from a slice whose terms carved's user owns and
- * nobody else can write: a tenant that points CARVE_SLICE at a slice of its own making
- * (a bigger cap) is refused rather than trusted. */
-static bool slice_trusted(struct carve_slice *s, char *why, size_t len)
+ * nobody else can write (a tenant that points CARVE_SLICE at a slice of its own making, a
+ * bigger cap, is refused rather than trusted), and that carved lets this process's user
+ * join. */
+static bool slice_trusted(struct carve_slice *s, const char *shm, char *why, size_t len)
 {
-    long daemon = live_carved_uid();
-    if (daemon < 0)
+    long daemon = -1;
+    int fd = connect_carved(&daemon);
+    if (fd < 0)
         return true;
     uid_t uid;
     mode_t mode;
+    const char *name = carve_slice_name(s);
+    why[0] = '\0';
     carve_slice_terms_owner(s, &uid, &mode);
-    if ((long)uid == daemon && !(mode & 022))
-        return true;
-    snprintf(why, len, "slice \"%s\" was not made by carved (its terms belong to uid %u, "
-             "mode %03o; carved runs as uid %ld): no GPU context will be created; run "
-             "through `carve run`", carve_slice_name(s), (unsigned)uid, (unsigned)mode, daemon);
-    return false;
+    if ((long)uid != daemon || (mode & 022))
+        snprintf(why, len, "slice \"%s\" was not made by carved (its terms belong to uid %u, "
+                 "mode %03o; carved runs as uid %ld): no GPU context will be created; run "
+                 "through `carve run`", name, (unsigned)uid, (unsigned)mode, daemon);
+    else if (!name || !carve_slice_name_ok(name))
+        snprintf(why, len, "slice %s has no valid name in its terms: no GPU context will be "
+                 "created", shm);
+    close(fd);
+    return !why[0] && carved_admits(name, shm, why, len);
 }
 
 static void init_slice(void)
@@ -150,8 +254,8 @@ static void init_slice(void)
     const char *label = carve_slice_name(s);
     if (label && *label)
         snprintf(st.name, sizeof(st.name), "%s", label);
-    char why[320];
-    if (!slice_trusted(s, why, sizeof(why))) {
+    char why[1024];
+    if (!slice_trusted(s, name, why, sizeof(why))) {
         fprintf(stderr, "carve: %s\n", why); /* even when quiet: the process will fail */
         st.refused = true;
         carve_slice_close(s);

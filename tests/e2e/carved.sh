@@ -224,6 +224,38 @@ out=$(CARVE="$CARVE" sh -c '"$CARVE" slice create taken-$$ >/dev/null && exec "$
 check "carve run --memory when a slice has its name and pid: it runs ($out)" '[ "$out" = ran ]'
 
 # 6. trust: a tenant of another user (nobody)
+# A slice's objects are in /dev/shm for anyone to list and open, and CARVE_SLICE is the
+# tenant's: nobody points it at `closed' (not open to it). With carved at the node's socket,
+# libcarve asks carved, which refuses; carved itself does not count the process as the
+# slice's tenant but as an escape (it was counted in the slice, within its cap and share).
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    closed_shm=$(python3 -c 'import json,sys
+print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == "closed"][0])' "$work/state/slices.json")
+    chmod o+rw "$CARVE_SIM_STATE" # the simulated GPU's device files, as /dev/nvidia* are
+    setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$closed_shm" \
+        LD_PRELOAD="$PWD/$BUILD/lib/carve/libcarve.so" LD_LIBRARY_PATH="$BUILD/lib/carve/sim" \
+        "$MEMHOG" --label intruder --max 128 --hold 3 >"$work/intruder.log" 2>&1 &
+    intruder=$!
+    sleep 1.5
+    ps_json=$("$CARVE" ps --json 2>&1)
+    ps_text=$("$CARVE" ps 2>&1)
+    wait "$intruder"
+    intruder_rc=$?
+    chmod o-rw "$CARVE_SIM_STATE"
+    if [ "$trust" = 1 ]; then
+        check "CARVE_SLICE at a slice not open to the user: libcarve asks carved, no GPU context (rc $intruder_rc: $(head -n1 "$work/intruder.log"))" \
+            '[ $intruder_rc -ne 0 ] && grep -q "carved refuses slice \"closed\" to this process: slice .closed. is not open to you" "$work/intruder.log"'
+    else
+        check "CARVE_SLICE at a slice not open to the user: carved counts an escape, not a tenant of the slice" "python3 -c '
+import json,sys; s=json.loads(sys.argv[1])
+e=[e for e in s[\"escapes\"] if e[\"pid\"]==int(sys.argv[2])]
+assert e and e[0][\"reason\"]==\"not_allowed\" and e[0][\"slice\"]==\"closed\", s[\"escapes\"]
+d=[x for x in s[\"slices\"] if x[\"name\"]==\"closed\"][0][\"devices\"][0]
+assert d[\"memory_used_nvml\"]==0, d
+' \"\$ps_json\" $intruder"
+        check "carve ps says so" '[[ $ps_text == *"user nobody command memhog in slice closed, not open to its user: reported"* ]]'
+    fi
+fi
 if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SOCKET="$CARVE_SOCKET" "$@"; }
     err=$(as_nobody "$CARVE" run --simulate --slice closed -- true 2>&1)

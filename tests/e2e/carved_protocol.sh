@@ -5,7 +5,7 @@
 # request over 64 KiB, a request cut off without its newline, several requests in one write
 # and one request in many writes, and a client that hangs up before reading: each gets one
 # error line that says what is wrong (or its answers), and carved keeps serving and is still
-# alive at the end; clients that never read their replies do not hold up another; 64 clients that never finish a request lose their slots after 5 s; the CLI gives up on a stopped carved after CARVE_DAEMON_TIMEOUT. In the sanitizer build carved runs with ASan, so a memory error fails it.
+# alive at the end; clients that never read their replies do not hold up another; 64 clients that never finish a request lose their slots after 5 s, also when they trickle a byte at a time; one user (not an admin) holds 16 connections at most; the CLI gives up on a stopped carved after CARVE_DAEMON_TIMEOUT. In the sanitizer build carved runs with ASan, so a memory error fails it.
 #
 #   BUILD=build bash tests/e2e/carved_protocol.sh
 set -uo pipefail
@@ -18,8 +18,9 @@ start_carved 200ms
 
 # send CASE...: one raw exchange per case, each on a connection of its own, by one python
 # client; prints `CASE<TAB>what came back (or why nothing did)', one line per case
+# (as the user AS says, with the python PY: `AS="setpriv ..." PY=/usr/bin/python3 send CASE')
 send() {
-    python3 - "$CARVE_SOCKET" "$@" <<'EOF'
+    ${AS:-} "${PY:-python3}" - "$CARVE_SOCKET" "$@" <<'EOF'
 import socket, sys, time
 path = sys.argv[1]
 def lines(n):
@@ -87,6 +88,46 @@ def exchange(case):
       s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path)
       s.sendall(b'{"op":"list"}\n')
       return "while full: %s; told: %d of 64; after: %s" % (full, told, lines(1)[:40])
+  elif case == "trickle":
+      # 64 clients that send a space every second never finish a request: the 5 s count
+      # from when a request could start, not from the last byte (they held every slot)
+      s.close()
+      time.sleep(0.1)
+      holders = []
+      for _ in range(64):
+          h = socket.socket(socket.AF_UNIX); h.settimeout(1); h.connect(path); holders.append(h)
+      t = time.time()
+      while time.time() - t < 7:
+          for h in holders:
+              try:
+                  h.send(b" ")
+              except OSError:
+                  pass
+          time.sleep(1)
+      s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path)
+      s.sendall(b'{"op":"list"}\n')
+      after = lines(1)[:40]
+      told = 0
+      for h in holders:
+          try:
+              told += b"not finished within 5 s" in h.recv(4096)
+          except OSError:
+              pass
+          h.close()
+      return "after 7 s of trickling: %s; told: %d of 64" % (after, told)
+  elif case == "per-user":
+      # one user's 20 silent clients: the 17th and later are turned away at once, told why
+      s.close()
+      held = [socket.socket(socket.AF_UNIX) for _ in range(20)]
+      for h in held:
+          h.settimeout(2); h.connect(path)
+      told = []
+      for h in held[16:]:
+          try:
+              told.append(h.recv(4096).decode())
+          except OSError as e:
+              told.append("<%s>" % type(e).__name__)
+      return "turned away: %d of 4: %s" % (sum("the most a user may" in t for t in told), told[0][:120])
   elif case == "big-ids":
       # ids past 32 bits were cut to them (4294967296 made a slice open to uid 0)
       s.sendall(b'{"op":"create","name":"big1","users":[4294967296]}\n'
@@ -161,10 +202,28 @@ fi
 # shellcheck disable=SC2046  # twenty words
 send $(printf 'hang-up %.0s' $(seq 20)) >/dev/null
 send hold-slots >"$work/slots"
-if grep -q 'while full: <[A-Za-z]*>; told: 64 of 64; after: {"ok":true' "$work/slots"; then
+if grep -q 'while full: \(<[A-Za-z]*>\|{"ok":false,"busy":true[^;]*\); told: 64 of 64; after: {"ok":true' "$work/slots"; then
     ok "64 clients that never finish their request fill every slot (a 65th is shut out), are dropped after 5 s, each told why, and carved serves again ($(cut -c1-100 "$work/slots"))"
 else
     bad "64 unfinished clients: $(cat "$work/slots")"
+fi
+send trickle >"$work/trickle"
+if grep -q 'after 7 s of trickling: {"ok":true.*; told: 64 of 64' "$work/trickle"; then
+    ok "64 clients that trickle a byte a second are dropped after 5 s all the same, told why ($(cut -f2 "$work/trickle" | cut -c1-80))"
+else
+    bad "64 trickling clients: $(cat "$work/trickle")"
+fi
+# nobody's python: root's may live where nobody cannot read (pyenv under /root)
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && [ -x /usr/bin/python3 ]; then
+    chmod 755 "$work" # the socket's directory, for nobody
+    AS="setpriv --reuid=65534 --regid=65534 --clear-groups" PY=/usr/bin/python3 send per-user >"$work/per-user"
+    if grep -q 'turned away: 4 of 4: {"ok":false,"busy":true,"error":"you hold 16 connections to carved, the most a user may' "$work/per-user"; then
+        ok "nobody's 17th to 20th connections are turned away, told why ($(cut -f2 "$work/per-user" | cut -c1-60))"
+    else
+        bad "one user's 20 connections: $(cat "$work/per-user")"
+    fi
+else
+    echo "skip - one user's connections (needs root, setpriv and /usr/bin/python3)"
 fi
 ok "20 clients that hang up before reading their 50 replies"
 list=$("$CARVE" slice list 2>&1)

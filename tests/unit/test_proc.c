@@ -1,6 +1,7 @@
 /* test_proc.c - /proc/PID/stat as common/proc.c reads it: a name holding spaces and
  * parentheses does not shift the fields, an exited but unreaped child is not running, and a
- * pid that is not there reads as nothing. */
+ * pid that is not there reads as nothing; whose a process is comes from /proc/PID/status,
+ * also once it is not dumpable (its /proc entry is root's then). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -75,12 +76,43 @@ static void test_missing(void **state)
     assert_int_equal(carve_proc_running(p), 0);
 }
 
+static void test_ids(void **state)
+{
+    (void)state;
+    uid_t uid = 12345;
+    gid_t gid = 12345;
+    assert_int_equal(carve_proc_ids(getpid(), &uid, &gid), 0);
+    assert_int_equal(uid, geteuid());
+    assert_int_equal(gid, getegid());
+    assert_int_equal(carve_proc_ids(0, &uid, &gid), -1);
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        (void)!write(ready[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    uid = 12345;
+    int r = carve_proc_ids(p, &uid, &gid);
+    kill(p, SIGKILL);
+    waitpid(p, NULL, 0);
+    assert_int_equal(r, 0);
+    assert_int_equal(uid, geteuid());
+    assert_int_equal(carve_proc_ids(p, &uid, &gid), -1); /* reaped */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_awkward_name),
         cmocka_unit_test(test_unreaped_child),
         cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
