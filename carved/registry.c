@@ -269,6 +269,21 @@ static void ids_from(json_t *a, unsigned *out, int *n)
             out[(*n)++] = (unsigned)json_integer_value(v);
 }
 
+/* Whether carved made a saved slice's objects. After a reboot /dev/shm is empty, and anyone
+ * may make objects under the saved name before carved starts, with a bigger cap in them. */
+static bool objects_ours(const struct carve_slice *h, char *why, size_t len)
+{
+    uid_t terms_uid, table_uid = carve_slice_table_owner(h);
+    mode_t terms_mode;
+    carve_slice_terms_owner(h, &terms_uid, &terms_mode);
+    if (terms_uid == geteuid() && table_uid == geteuid() && !(terms_mode & 022))
+        return true;
+    snprintf(why, len, "its table belongs to uid %u and its terms to uid %u (mode %03o), "
+             "not to carved's uid %u", (unsigned)table_uid, (unsigned)terms_uid,
+             (unsigned)terms_mode, (unsigned)geteuid());
+    return false;
+}
+
 /* Takes one saved slice back: its objects still exist (tenants may be running in them), or
  * they are made again from the saved request. */
 static void adopt(struct carved *d, json_t *o)
@@ -300,7 +315,16 @@ static void adopt(struct carved *d, json_t *o)
     if (!s || check_name(name, err, sizeof(err)) < 0 || registry_find(d, name))
         return;
     memset(s, 0, sizeof(*s));
-    if (carve_slice_open(shm, &h, err, sizeof(err)) == 0 && prepare(d, s, &req, err, sizeof(err)) == 0) {
+    bool opened = carve_slice_open(shm, &h, err, sizeof(err)) == 0;
+    if (opened && !objects_ours(h, err, sizeof(err))) {
+        carved_log("slice %s: the objects %s are not carved's (%s): not adopted; the slice is "
+                   "made anew under another name, and those objects are left alone", name, shm,
+                   err);
+        carve_slice_close(h);
+        h = NULL;
+        opened = false;
+    }
+    if (opened && prepare(d, s, &req, err, sizeof(err)) == 0) {
         s->handle = h;
         snprintf(s->shm, sizeof(s->shm), "%s", shm);
         s->origin = origin_of(origin);

@@ -26,6 +26,7 @@ struct carve_slice {
     const struct slice_terms *k; /* mapped read-only */
     uid_t terms_uid;             /* who owns the terms object, and its mode: the trust */
     mode_t terms_mode;           /* check of libcarve (carve_slice_terms_owner) */
+    uid_t table_uid;             /* who owns the table (carved's check when it adopts one) */
 };
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, const char *arg)
@@ -117,6 +118,7 @@ int carve_slice_create(const char *shm_name, const struct carve_slice_spec *spec
     s->k = k;
     s->terms_uid = geteuid();
     s->terms_mode = 0644;
+    s->table_uid = geteuid();
     *out = s;
     return 0;
 }
@@ -193,6 +195,7 @@ int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err, 
     s->t = t;
     s->terms_uid = kst.st_uid;
     s->terms_mode = kst.st_mode & 07777;
+    s->table_uid = tst.st_uid;
     *out = s;
     return 0;
 }
@@ -218,6 +221,11 @@ void carve_slice_terms_owner(const struct carve_slice *s, uid_t *uid, mode_t *mo
 {
     *uid = s->terms_uid;
     *mode = s->terms_mode;
+}
+
+uid_t carve_slice_table_owner(const struct carve_slice *s)
+{
+    return s->table_uid;
 }
 
 bool carve_slice_name_ok(const char *name)

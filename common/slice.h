@@ -55,6 +55,8 @@ int carve_slice_unlink(const char *shm_name);
 /* Who owns the slice's terms, and their mode: a tenant trusts caps only from a slice whose
  * terms it cannot write (libcarve checks them against carved's socket when carved runs). */
 void carve_slice_terms_owner(const struct carve_slice *s, uid_t *uid, mode_t *mode);
+/* Who owns the slice's table (writable by its tenants, so not a trust check by itself). */
+uid_t carve_slice_table_owner(const struct carve_slice *s);
 
 /* Claims a slot for pid (reusing a dead process's slot); returns its index or -ENOSPC. */
 int carve_slice_attach(struct carve_slice *s, pid_t pid);
