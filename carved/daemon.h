@@ -68,6 +68,9 @@ struct carved {
 /* registry.c */
 int registry_load(struct carved *d, char *err, size_t errlen);
 int registry_save(const struct carved *d, char *err, size_t errlen);
+/* Makes slice s anew under another object name, with its request, owner and origin (its
+ * objects were broken: truncated by a tenant); its old objects are removed. */
+int registry_remake(struct carved *d, struct dslice *s, char *err, size_t errlen);
 struct dslice *registry_find(struct carved *d, const char *name);
 /* Makes a slice from its request (strings as the CLI takes them); 0 or -errno + message. */
 int registry_create(struct carved *d, const struct carved_slice_conf *req, int origin,

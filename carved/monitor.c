@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pwd.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +43,40 @@ static struct {
 
 static double last_poll;
 
+/* A slice's tenants must write its table, so any of them can truncate it, and reading a
+ * mapping past its end raises SIGBUS. The poll, where carved reads the tables, comes back
+ * here instead of carved dying, and each broken slice is made anew. */
+static sigjmp_buf poll_escape;
+static _Thread_local volatile sig_atomic_t in_poll;
+
+static void on_sigbus(int sig, siginfo_t *info, void *ctx)
+{
+    if (in_poll)
+        siglongjmp(poll_escape, 1);
+    signal(sig, SIG_DFL); /* not a table's: what SIGBUS does anyway */
+    raise(sig);
+}
+
+static void remake_broken(struct carved *d)
+{
+    char err[512];
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
+        struct dslice *s = &d->slices[i];
+        if (!s->used || carve_slice_intact(s->shm))
+            continue;
+        carved_log("slice %s: its objects %s were truncated or removed (whoever may write its "
+                   "table can: a tenant); its running tenants have lost it; made anew",
+                   s->name, s->shm);
+        if (registry_remake(d, s, err, sizeof(err)) < 0)
+            carved_log("slice %s: cannot make it anew: %s", s->name, err);
+    }
+}
+
 int monitor_open(struct carved *d, char *err, size_t errlen)
 {
+    struct sigaction bus = {.sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO};
+    sigemptyset(&bus.sa_mask);
+    sigaction(SIGBUS, &bus, NULL);
     char path[PATH_MAX + 64];
     carve_nvml_path(d->simulate, d->libdir, path, sizeof(path));
     d->ngpu = carve_gpus_list(path, d->simulate, d->gpus, CARVE_SLICE_MAX_DEVICES, err, errlen);
@@ -538,7 +571,7 @@ static void end_orphan_runs(struct carved *d)
     }
 }
 
-void monitor_poll(struct carved *d, double now)
+static void poll_once(struct carved *d, double now)
 {
     double dt = last_poll > 0 ? now - last_poll : 0;
     last_poll = now;
@@ -577,6 +610,18 @@ void monitor_poll(struct carved *d, double now)
         json_decref(d->snapshot);
         d->snapshot = snap;
     }
+}
+
+void monitor_poll(struct carved *d, double now)
+{
+    if (sigsetjmp(poll_escape, 1)) { /* a table was cut short: what was built is dropped */
+        in_poll = 0;
+        remake_broken(d);
+        return;
+    }
+    in_poll = 1;
+    poll_once(d, now);
+    in_poll = 0;
 }
 
 double monitor_now(void)

@@ -221,6 +221,24 @@ int registry_delete(struct carved *d, struct dslice *s, char *err, size_t errlen
     return registry_save(d, err, errlen);
 }
 
+int registry_remake(struct carved *d, struct dslice *s, char *err, size_t errlen)
+{
+    struct carved_slice_conf req = {.idle_policy = s->idle_policy};
+    snprintf(req.name, sizeof(req.name), "%s", s->name);
+    snprintf(req.memory, sizeof(req.memory), "%s", s->memory);
+    snprintf(req.compute, sizeof(req.compute), "%s", s->compute);
+    snprintf(req.priority, sizeof(req.priority), "%s", s->priority);
+    memcpy(req.users, s->users, sizeof(req.users));
+    req.nusers = s->nusers;
+    memcpy(req.groups, s->groups, sizeof(req.groups));
+    req.ngroups = s->ngroups;
+    int origin = s->origin;
+    uid_t owner = s->owner;
+    pid_t creator = s->creator;
+    registry_delete(d, s, err, errlen);
+    return registry_create(d, &req, origin, owner, creator, err, errlen);
+}
+
 static json_t *ids_json(const unsigned *ids, int n)
 {
     json_t *a = json_array();

@@ -228,6 +228,25 @@ uid_t carve_slice_table_owner(const struct carve_slice *s)
     return s->table_uid;
 }
 
+static bool object_size_at_least(const char *name, size_t want)
+{
+    struct stat st;
+    int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    bool ok = fstat(fd, &st) == 0 && st.st_size >= (off_t)want;
+    close(fd);
+    return ok;
+}
+
+bool carve_slice_intact(const char *shm_name)
+{
+    char kname[256];
+    return terms_name(shm_name, kname, sizeof(kname)) == 0 &&
+           object_size_at_least(shm_name, sizeof(struct slice_table)) &&
+           object_size_at_least(kname, sizeof(struct slice_terms));
+}
+
 bool carve_slice_name_ok(const char *name)
 {
     size_t n = strlen(name);

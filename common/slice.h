@@ -57,6 +57,9 @@ int carve_slice_unlink(const char *shm_name);
 void carve_slice_terms_owner(const struct carve_slice *s, uid_t *uid, mode_t *mode);
 /* Who owns the slice's table (writable by its tenants, so not a trust check by itself). */
 uid_t carve_slice_table_owner(const struct carve_slice *s);
+/* Whether the slice's objects exist at their full size. Its tenants can write the table, and
+ * so truncate it; reading a mapping past a truncated end raises SIGBUS. */
+bool carve_slice_intact(const char *shm_name);
 
 /* Claims a slot for pid (reusing a dead process's slot); returns its index or -ENOSPC. */
 int carve_slice_attach(struct carve_slice *s, pid_t pid);
