@@ -12,20 +12,29 @@
 
 #define START_FIELD 22 /* starttime, counting from 1 (pid) */
 
-int carve_proc_stat(pid_t pid, struct carve_proc_stat *st)
+/* /proc/PID/FILE into buf, NUL-terminated; 0, or -1 when it cannot be read. */
+static int read_proc(pid_t pid, const char *file, char *buf, size_t len)
 {
-    char path[64], buf[1024];
+    char path[64];
     if (pid <= 0)
         return -1;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    ssize_t n = read(fd, buf, len - 1);
     close(fd);
     if (n <= 0)
         return -1;
     buf[n] = '\0';
+    return 0;
+}
+
+int carve_proc_stat(pid_t pid, struct carve_proc_stat *st)
+{
+    char buf[1024];
+    if (read_proc(pid, "stat", buf, sizeof(buf)) < 0)
+        return -1;
     const char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
     if (!open_paren || !close_paren || close_paren < open_paren || close_paren[1] != ' ' ||
         !close_paren[2])
@@ -72,18 +81,9 @@ static int effective_id(const char *status, const char *key, unsigned *out)
 
 int carve_proc_ids(pid_t pid, uid_t *uid, gid_t *gid)
 {
-    char path[64], buf[4096];
-    if (pid <= 0)
+    char buf[4096];
+    if (read_proc(pid, "status", buf, sizeof(buf)) < 0)
         return -1;
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
     unsigned u, g;
     if (effective_id(buf, "\nUid:", &u) < 0 || effective_id(buf, "\nGid:", &g) < 0)
         return -1;
