@@ -109,18 +109,20 @@ verdicts() {
     done
 }
 
-# shares KIND SHARE...: measure and judge; a group that misses is measured once more, since a
-# 2-CPU CI machine running other suites can starve the tenants for a second. A limiter that
-# is wrong misses both times.
+# shares KIND SHARE...: measure and judge; a group that misses is measured again, up to three
+# times in all, since a 2-CPU CI machine running other suites can starve the tenants for a
+# second, and a 30% slice of 10 ms kernels settles now and then (about 1 run in 30 here) into
+# one kernel per turn, 20% (docs/compute.md, limits). A limiter that is wrong misses every time.
 shares() {
-    local result first=""
+    local result first="" try
     measure "$@"
     result=$(verdicts "$@")
-    if [[ $result == *FAIL* ]]; then
-        first=" (passed on the second try; first: $(echo "$result" | tr '\n' ' '))"
+    for try in second third; do
+        [[ $result == *FAIL* ]] || break
+        first="$first (passed on the $try try; before: $(echo "$result" | tr '\n' ' '))"
         measure "$@"
         result=$(verdicts "$@")
-    fi
+    done
     while read -r verdict rest; do
         if [ "$verdict" = ok ]; then
             ok "$1 kernels, slices at ${*:2}: $rest$first"
