@@ -25,6 +25,7 @@
 #include "gpus.h"
 #include "modes.h"
 #include "mps.h"
+#include "proc.h"
 #include "slice.h"
 
 extern char **environ;
@@ -211,7 +212,7 @@ static pid_t daemon_pid(const struct mps_state *st)
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
-    if (pid <= 0 || pid > INT_MAX || !carve_mps_pid_running((pid_t)pid))
+    if (pid <= 0 || pid > INT_MAX || !carve_proc_running((pid_t)pid))
         return 0;
     char comm[32] = "";
     snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
@@ -305,7 +306,7 @@ static void daemon_stop(const struct mps_state *st)
     pid_t pid = daemon_pid(st);
     int rc = control_run(st, NULL, "quit\n");
     for (int waited = 0; pid > 0 && waited < STOP_WAIT_MS; waited += 20) {
-        if (!carve_mps_pid_running(pid))
+        if (!carve_proc_running(pid))
             return;
         sleep_ms(20);
     }

@@ -262,14 +262,10 @@ int carve_mps_clients_format(const struct carve_mps_client *c, int n, char *buf,
     return (int)off;
 }
 
-int carve_mps_pid_running(pid_t pid)
-{
-    return carve_proc_running(pid);
-}
 
 int carve_mps_client_alive(const struct carve_mps_client *c)
 {
-    if (!carve_mps_pid_running(c->pid))
+    if (!carve_proc_running(c->pid))
         return 0;
     uint64_t now = carve_proc_start_time(c->pid);
     /* an unreadable /proc entry proves nothing: a live pid counts */

@@ -55,9 +55,6 @@ int carve_mps_clients_parse(const char *text, struct carve_mps_client *out, int 
                             size_t errlen);
 /* Writes the list in the form parse reads; the length, or -ENOSPC. */
 int carve_mps_clients_format(const struct carve_mps_client *c, int n, char *buf, size_t len);
-/* pid is a process that has not exited: 0 when it is gone or a zombie (which kill(pid, 0)
- * still finds until its parent reaps it, for ever under a PID 1 that never does). */
-int carve_mps_pid_running(pid_t pid);
 /* Still running, and the same process (its start time, when both are known). */
 int carve_mps_client_alive(const struct carve_mps_client *c);
 /* Drops the entries of processes that are gone; the new count. */

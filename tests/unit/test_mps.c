@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "mps.h"
+#include "proc.h"
 #include "slice.h"
 
 static const struct carve_gpu_info gpus[] = {
@@ -173,11 +174,11 @@ static void test_zombie_is_gone(void **state)
     assert_int_equal(waitid(P_PID, (id_t)p, &info, WEXITED | WNOWAIT), 0);
     assert_int_equal(kill(p, 0), 0); /* still there for kill */
     struct carve_mps_client c = {p, carve_proc_start_time(p)};
-    int running = carve_mps_pid_running(p), alive = carve_mps_client_alive(&c);
+    int running = carve_proc_running(p), alive = carve_mps_client_alive(&c);
     waitpid(p, NULL, 0);
     assert_int_equal(running, 0);
     assert_int_equal(alive, 0);
-    assert_int_equal(carve_mps_pid_running(getpid()), 1);
+    assert_int_equal(carve_proc_running(getpid()), 1);
 }
 
 static char tmpdir[64];
