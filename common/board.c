@@ -40,6 +40,7 @@ struct board_table {
 struct board_activity {
     struct {
         _Atomic uint64_t last_launch_ns;
+        _Atomic uint64_t queue_end_ns;
     } __attribute__((aligned(64))) entry[CARVE_BOARD_ENTRIES];
 };
 
@@ -269,6 +270,7 @@ int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_com
     e->compute = *c;
     snprintf(e->name, sizeof(e->name), "%s", name ? name : "");
     atomic_store(&b->act->entry[free_entry].last_launch_ns, 0);
+    atomic_store(&b->act->entry[free_entry].queue_end_ns, 0);
     atomic_store(&e->pid, (int32_t)pid);
     flock(b->fd, LOCK_UN);
     *out = b;
@@ -306,6 +308,32 @@ void carve_board_note_launch(struct carve_board *b, int entry, uint64_t now_ns)
     uint64_t was = atomic_load_explicit(last, memory_order_relaxed);
     if (now_ns > was && now_ns - was > CARVE_BOARD_NOTE_NS) /* never moved back */
         atomic_store_explicit(last, now_ns, memory_order_relaxed);
+}
+
+void carve_board_note_queue(struct carve_board *b, int entry, uint64_t end_ns)
+{
+    if (!b || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
+        return;
+    /* the slice's processes race here; the latest end wins */
+    _Atomic uint64_t *q = &b->act->entry[entry].queue_end_ns;
+    uint64_t was = atomic_load_explicit(q, memory_order_relaxed);
+    while (end_ns > was &&
+           !atomic_compare_exchange_weak_explicit(q, &was, end_ns, memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
+uint64_t carve_board_busy_until(const struct carve_board *b, int entry)
+{
+    uint64_t busy = 0;
+    for (int i = 0; b && i < CARVE_BOARD_ENTRIES; i++) {
+        if (i == entry || atomic_load_explicit(&b->t->entry[i].pid, memory_order_relaxed) <= 0)
+            continue;
+        uint64_t q = atomic_load_explicit(&b->act->entry[i].queue_end_ns, memory_order_relaxed);
+        if (q > busy)
+            busy = q;
+    }
+    return busy;
 }
 
 int carve_board_peers(const struct carve_board *b, int entry, uint64_t now_ns,

@@ -8,8 +8,8 @@
  *    Joiners write it; tenants (libcarve) map it read-only. carved joins with mode 0644, so
  *    that on a node it runs no tenant can change anyone's share or priority; `carve run`
  *    without carved joins with 0666, since every user of the GPU joins by itself then.
- *  - /carve-board-<uuid>.activity: when each entry last launched work, written by tenants
- *    with lock-free stores (mode 0666). A tenant can lie about its activity, never about a
+ *  - /carve-board-<uuid>.activity: when each entry last launched work and until when its
+ *    queued work runs, written by tenants with lock-free stores (mode 0666). A tenant can lie about its activity, never about a
  *    share. */
 #ifndef CARVE_BOARD_H
 #define CARVE_BOARD_H
@@ -52,6 +52,12 @@ void carve_board_close(struct carve_board *b);
  * CARVE_BOARD_NOTE_NS, so that a launch loop does not keep a shared line bouncing). */
 #define CARVE_BOARD_NOTE_NS 250000ull
 void carve_board_note_launch(struct carve_board *b, int entry, uint64_t now_ns);
+/* Taking turns: notes that entry's admitted work runs until end_ns (by its estimates), and
+ * the latest end of what the other entries have so noted, or 0. A slice's turn begins when
+ * the work before it has run out, so that its first kernel is not queued behind another
+ * slice's (on the GPU the two would time-slice, and its cost sample would include theirs). */
+void carve_board_note_queue(struct carve_board *b, int entry, uint64_t end_ns);
+uint64_t carve_board_busy_until(const struct carve_board *b, int entry);
 /* Fills peers (at most max) with the live entries, active meaning a launch within
  * active_ns before now_ns; *me is set to entry's place among them (-1 if absent).
  * Returns how many were filled. */

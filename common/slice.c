@@ -655,11 +655,11 @@ int64_t carve_slice_queue_clock(const struct carve_slice *s, int dev)
     return dev_ok(s, dev) ? atomic_load(&s->t->pace[dev].queue_ns) : 0;
 }
 
-void carve_slice_turn_admit(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
-                            uint64_t now_ns)
+int64_t carve_slice_turn_admit(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
+                               uint64_t now_ns)
 {
     if (!dev_ok(s, dev))
-        return;
+        return 0;
     struct slice_pace *p = &s->t->pace[dev];
     int64_t now = (int64_t)now_ns, q = atomic_load(&p->queue_ns), next;
     do
@@ -667,6 +667,7 @@ void carve_slice_turn_admit(struct carve_slice *s, int dev, uint64_t cost_ns, ui
     while (!atomic_compare_exchange_weak(&p->queue_ns, &q, next));
     carve_slice_pace_debt(s, dev, cost_ns, rate_bp, now_ns); /* the share clock, and charged */
     atomic_fetch_add_explicit(&p->launches, 1, memory_order_relaxed);
+    return next;
 }
 
 void carve_slice_note_held(struct carve_slice *s, int dev, uint64_t ns)

@@ -115,10 +115,11 @@ void carve_slice_pace_debt(struct carve_slice *s, int dev, uint64_t cost_ns, uin
  * for until then. */
 int64_t carve_slice_pace_clock(const struct carve_slice *s, int dev);
 /* Taking turns (compute.h's windows): when the work admitted so far would end at full speed,
- * and admitting work: both clocks move (the queue at full speed, the share at rate_bp). */
+ * and admitting work: both clocks move (the queue at full speed, the share at rate_bp); it
+ * returns where the queue clock now stands. */
 int64_t carve_slice_queue_clock(const struct carve_slice *s, int dev);
-void carve_slice_turn_admit(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
-                            uint64_t now_ns);
+int64_t carve_slice_turn_admit(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
+                               uint64_t now_ns);
 /* Moves the slice's clock back by cost_ns at rate_bp (work that was charged too much), not
  * earlier than now_ns. */
 void carve_slice_pace_refund(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,

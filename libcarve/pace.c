@@ -84,7 +84,7 @@ static struct {
     struct carve_pace_pair pair[PAIRS];
     _Atomic uint32_t typical_ns;
     _Atomic uint64_t next_poll;
-    uint64_t tau_ns, yield_tau_ns, active_ns, period_ns;
+    uint64_t tau_ns, yield_tau_ns, active_ns, period_ns, handover_ns;
     uint32_t batch_yield_bp;
 } P;
 
@@ -126,6 +126,7 @@ void carve__pace_setup(struct carve_slice *slice)
     P.period_ns = env_us("CARVE_PACE_PERIOD_US", 50000);
     if (P.period_ns == 0)
         P.period_ns = 50000000;
+    P.handover_ns = env_us("CARVE_PACE_HANDOVER_US", 300);
     const char *y = getenv("CARVE_BATCH_YIELD");
     struct carve_compute yc = {8000, 0, 0};
     if (y && *y)
@@ -358,10 +359,11 @@ static void sleep_ns(uint64_t ns)
 }
 
 /* Time division: admits work of cost ns when it can finish inside this slice's window of the
- * current period (its queue included), else waits for the window. A kernel longer than the
+ * current period (its queue included), else waits for the window; a sampled launch that
+ * starts a turn waits for the work the other slices queued before it to run out. A kernel longer than the
  * whole window goes while the slice is behind its share: it runs over, and the share clock
  * charges the overrun to the next windows. */
-static void take_turn(int sdev, uint64_t cost, uint64_t now)
+static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
 {
     struct pace_dev *pd = &P.dev[sdev];
     uint64_t held = 0;
@@ -379,13 +381,24 @@ static void take_turn(int sdev, uint64_t cost, uint64_t now)
          * while the slice is behind its share, so that overruns even out over the periods */
         bool fits = queued_until + cost <= end;
         bool owed = share - (int64_t)now <= (int64_t)period; /* a period of lead, as GCRA's tau */
-        if (now >= start && now < end && queued_until < end && (fits || owed)) {
-            carve_slice_turn_admit(P.slice, sdev, cost,
-                                   atomic_load_explicit(&pd->rate_bp, memory_order_relaxed),
-                                   now);
+        /* a turn's first launch that is to be sampled waits for the work of the slices before
+         * it to run out, less the hand-over lead (what a wake-up and a launch take): queued
+         * behind theirs, its sample would count their work too. Other launches go at once,
+         * since a wait leaves the GPU idle for a wake-up's time. */
+        uint64_t busy = !sampled || q > (int64_t)now || !pd->board
+                            ? 0 : carve_board_busy_until(pd->board, pd->entry);
+        uint64_t handed_over = busy > P.handover_ns ? busy - P.handover_ns : 0;
+        bool may = now >= start && now < end && queued_until < end && (fits || owed);
+        if (may && handed_over <= now) {
+            int64_t queue_end = carve_slice_turn_admit(
+                P.slice, sdev, cost, atomic_load_explicit(&pd->rate_bp, memory_order_relaxed),
+                now);
+            carve_board_note_queue(pd->board, pd->entry, (uint64_t)queue_end);
             break;
         }
-        if (now < start)
+        if (may)
+            wait = (handed_over < end ? handed_over : end) - now;
+        else if (now < start)
             wait = start - now;
         else if (now < end && queued_until < end)
             wait = (uint64_t)(share - (int64_t)now - (int64_t)period) < end - now
@@ -404,6 +417,21 @@ static void take_turn(int sdev, uint64_t cost, uint64_t now)
     }
     if (held)
         carve_slice_note_held(P.slice, sdev, held);
+}
+
+/* Whether a launch of e, the since-th since its last sample, is to be sampled: every one
+ * until the key has a window of samples, then one in SAMPLE_EVERY. */
+static bool wants_sample(struct est *e, uint32_t since)
+{
+    return atomic_load_explicit(&e->samples, memory_order_relaxed) < WINDOW ||
+           since + 1 >= SAMPLE_EVERY;
+}
+
+/* Whether the launch about to be made of e will be sampled, no other being in flight. */
+static bool will_sample(struct est *e)
+{
+    return !atomic_load_explicit(&e->sampling, memory_order_relaxed) &&
+           wants_sample(e, atomic_load_explicit(&e->since_sample, memory_order_relaxed));
 }
 
 /* Once LEARN_AHEAD launches of a key are out unmeasured, the next waits for the first one's
@@ -481,7 +509,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
         }
     }
     if (turns) {
-        take_turn(sdev, cost, now);
+        take_turn(sdev, cost, e && will_sample(e), now);
     } else if (rate < CARVE_BP_FULL || yielding) {
         uint64_t tau = yielding ? P.yield_tau_ns : P.tau_ns, held = 0, wait;
         while ((wait = carve_slice_pace(P.slice, sdev, cost, rate, tau, now)) != 0) {
@@ -506,10 +534,8 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     if (!e)
         return;
     uint32_t since = atomic_fetch_add_explicit(&e->since_sample, 1, memory_order_relaxed);
-    bool want = atomic_load_explicit(&e->samples, memory_order_relaxed) < WINDOW ||
-                since + 1 >= SAMPLE_EVERY;
     uint32_t idle = 0;
-    if (!want || !atomic_compare_exchange_strong(&e->sampling, &idle, 1))
+    if (!wants_sample(e, since) || !atomic_compare_exchange_strong(&e->sampling, &idle, 1))
         return;
     CUcontext ctx;
     if (!R.cuCtxGetCurrent || R.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||

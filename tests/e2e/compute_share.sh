@@ -10,8 +10,9 @@
 # books. Each run lasts SECONDS (default 4); window 0 is the learning second (kernel costs
 # are measured while the slices already run) and is left out; every later 1-second window
 # must be within 5 points of the target and their mean within 2 (for guarantees, the slice's
-# part of the work all slices did; see judge_split). A group that misses is run once more. The full 30-second runs on
-# a real GPU are bench/gpu/run-compute.sh. The last line is `N passed, N failed`.
+# part of the work all slices did; see judge_split). A group that misses is run up to twice
+# more. The full 30-second runs on a real GPU are bench/gpu/run-compute.sh. The last line is
+# `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -111,8 +112,9 @@ verdicts() {
 
 # shares KIND SHARE...: measure and judge; a group that misses is measured again, up to three
 # times in all, since a 2-CPU CI machine running other suites can starve the tenants for a
-# second, and a 30% slice of 10 ms kernels settles now and then (about 1 run in 30 here) into
-# one kernel per turn, 20% (docs/compute.md, limits). A limiter that is wrong misses every time.
+# second. A limiter that is wrong misses every time. (A 30% slice of 10 ms kernels used to
+# settle into one kernel per turn at 20%, 4 runs in 30, until a turn's sampled first launch
+# waited for the hand-over: libcarve/pace.c, take_turn.)
 shares() {
     local result first="" try
     measure "$@"

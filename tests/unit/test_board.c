@@ -104,6 +104,42 @@ static void test_activity_reaches_peers(void **state)
     carve_board_leave(a, ea);
 }
 
+static void test_queue_hands_over(void **state)
+{
+    uint8_t uuid[16];
+    fresh_uuid(uuid);
+    struct carve_board *a, *b, *c, *tenant;
+    int ea = -1, eb = -1, ec = -1;
+    char err[512];
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &a,
+                                      &ea, err, sizeof(err)), 0);
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "b", getpid(), &b,
+                                      &eb, err, sizeof(err)), 0);
+    assert_int_equal(carve_board_open(uuid, &tenant), 0);
+    assert_int_equal(carve_board_busy_until(tenant, ea), 0);
+    carve_board_note_queue(tenant, eb, 5000);
+    assert_int_equal(carve_board_busy_until(tenant, ea), 5000);
+    assert_int_equal(carve_board_busy_until(tenant, eb), 0); /* its own queue is not a wait */
+    /* two processes of b race: the later end stays */
+    carve_board_note_queue(tenant, eb, 9000);
+    carve_board_note_queue(tenant, eb, 7000);
+    assert_int_equal(carve_board_busy_until(tenant, ea), 9000);
+    /* the latest of all the others */
+    carve_board_note_queue(tenant, ea, 12000);
+    assert_int_equal(carve_board_busy_until(tenant, eb), 12000);
+    /* a slice that leaves stops counting, and its place is taken with an empty queue */
+    carve_board_leave(b, eb);
+    assert_int_equal(carve_board_busy_until(tenant, ea), 0);
+    ec = eb;
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "c", getpid(), &c,
+                                      &ec, err, sizeof(err)), 0);
+    assert_int_equal(ec, eb);
+    assert_int_equal(carve_board_busy_until(tenant, ea), 0);
+    carve_board_close(tenant);
+    carve_board_leave(c, ec);
+    carve_board_leave(a, ea);
+}
+
 static void test_modes_and_cleanup(void **state)
 {
     uint8_t uuid[16];
@@ -239,6 +275,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_guarantees_add_up_to_100),
         cmocka_unit_test(test_activity_reaches_peers),
+        cmocka_unit_test(test_queue_hands_over),
         cmocka_unit_test(test_modes_and_cleanup),
         cmocka_unit_test(test_attach_and_leave_elsewhere),
         cmocka_unit_test(test_preferred_place),

@@ -263,7 +263,7 @@ static void test_turn_admit(void **state)
     assert_int_equal(carve_slice_queue_clock(s, 0), T + 3000);
     expect_clock(s, 0, T + 12000);
     /* after an idle spell both clocks start from now */
-    carve_slice_turn_admit(s, 0, 1000, 2500, T + 1000000);
+    assert_int_equal(carve_slice_turn_admit(s, 0, 1000, 2500, T + 1000000), T + 1001000);
     assert_int_equal(carve_slice_queue_clock(s, 0), T + 1001000);
     expect_clock(s, 0, T + 1004000);
     expect_stats(s, 0, 4000, 0, 4);
