@@ -100,7 +100,7 @@ static char **control_env(const struct mps_state *st)
     static const char *const dropped[] = {
         "CUDA_VISIBLE_DEVICES=", "CUDA_MPS_PIPE_DIRECTORY=", "CUDA_MPS_LOG_DIRECTORY=",
         "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=",
-        "LD_PRELOAD=", "CARVE_SLICE=",
+        "CUDA_MPS_CLIENT_PRIORITY=", "LD_PRELOAD=", "CARVE_SLICE=",
     };
     size_t n = 0;
     while (environ[n])
@@ -162,6 +162,10 @@ static int control_run(const struct mps_state *st, const char *arg, const char *
         dup2(out, 2);
         close_range(3, ~0U, 0); /* a long-lived daemon keeps none of carve run's files */
         setsid(); /* a daemon it starts is no part of carve run's terminal session */
+        /* nor keeps the first client's working directory busy (an unmount, a deleted dir);
+         * its paths are all absolute */
+        if (chdir("/") < 0)
+            _exit(127);
         execve(st->control, argv, env);
         dprintf(2, "carve run: cannot run %s: %s\n", st->control, strerror(errno));
         _exit(127);

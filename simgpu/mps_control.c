@@ -62,8 +62,9 @@ static void daemon_main(int ready_fd)
         fprintf(f, "%d\n", (int)getpid());
         fclose(f);
     }
+    char cwd[4096];
     snprintf(pid, sizeof(pid), "%d", (int)getpid());
-    sim_mps_record("start pid=%s", pid);
+    sim_mps_record("start pid=%s cwd=%s", pid, getcwd(cwd, sizeof(cwd)) ? cwd : "?");
     log_line("Starting control daemon (simulated)");
     if (write(ready_fd, "1", 1) < 0)
         _exit(1);

@@ -75,10 +75,11 @@ void sim_mps_record(const char *fmt, ...)
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
     int len = snprintf(line, sizeof(line), "%s pipe=%s log=%s visible=%s threads=%s pinned=%s "
-                       "preload=%s\n", what, sim_mps_pipe_dir(),
+                       "priority=%s preload=%s\n", what, sim_mps_pipe_dir(),
                        env_or("CUDA_MPS_LOG_DIRECTORY", "-"), env_or("CUDA_VISIBLE_DEVICES", "-"),
                        env_or("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "-"),
-                       env_or("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "-"), env_or("LD_PRELOAD", "-"));
+                       env_or("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "-"),
+                       env_or("CUDA_MPS_CLIENT_PRIORITY", "-"), env_or("LD_PRELOAD", "-"));
     /* O_APPEND: lines of concurrent writers do not mix */
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0)

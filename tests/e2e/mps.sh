@@ -88,8 +88,8 @@ grep -q '^CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=60$' "$tmp/b.env" && grep -q '^CUDA_
 check "client b sees threads 60 and pinned 0=1024M ($(grep MPS_A "$tmp/b.env" | cut -d= -f2), $(grep PINNED "$tmp/b.env" | cut -d= -f2-))" $?
 pa_dir=$(sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p' "$tmp/a.env")
 pb_dir=$(sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p' "$tmp/b.env")
-grep -q "^start pid=$d pipe=$rundir/pipe log=$rundir/log visible=$uuid0 threads=- pinned=- preload=- *$" "$REC"
-check "daemon: private pipe and log dirs, GPU by UUID, no client limits or preload in its env" $?
+grep -q "^start pid=$d cwd=/ pipe=$rundir/pipe log=$rundir/log visible=$uuid0 threads=- pinned=- priority=- preload=- *$" "$REC"
+check "daemon: in /, private pipe and log dirs, GPU by UUID, no client limits, priority or preload in its env" $?
 check "both clients use the daemon's pipe directory ($pa_dir)" "$([ "$pa_dir" = "$rundir/pipe" ] && [ "$pb_dir" = "$pa_dir" ]; echo $?)"
 grep -q "^CUDA_VISIBLE_DEVICES=$uuid0\$" "$tmp/a.env"
 check "the client's CUDA_VISIBLE_DEVICES is the GPU's UUID" $?
@@ -217,7 +217,7 @@ kill "$left" 2>/dev/null
 # --- the GPU chosen with CUDA_VISIBLE_DEVICES ------------------------------------------------
 uuid1=$(CARVE_SIM_DEVICES=2 LD_LIBRARY_PATH="$BUILD/lib/carve/sim" "$SIMBIN/nvidia-smi" --query-gpu=uuid --format=csv,noheader -i 1)
 out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1 "$CARVE" run --simulate --mode mps -- sh -c 'echo "$CUDA_VISIBLE_DEVICES $CUDA_MPS_PIPE_DIRECTORY"')
-grep -q "^start pid=[0-9]* pipe=$CARVE_MPS_DIR/mps-$uuid1/pipe .* visible=$uuid1 " "$REC"
+grep -q "^start pid=[0-9]* cwd=/ pipe=$CARVE_MPS_DIR/mps-$uuid1/pipe .* visible=$uuid1 " "$REC"
 check "CUDA_VISIBLE_DEVICES=1 of 2: daemon and client on GPU 1 by UUID ($out)" \
     "$([ $? -eq 0 ] && [ "$out" = "$uuid1 $CARVE_MPS_DIR/mps-$uuid1/pipe" ]; echo $?)"
 
@@ -246,6 +246,9 @@ prio_of() { "$CARVE" run --simulate --mode mps "$@" -- sh -c 'echo "prio=${CUDA_
 out="$(prio_of --priority batch) $(prio_of --priority latency) $(prio_of --priority normal) $(prio_of) $(CUDA_MPS_CLIENT_PRIORITY=1 prio_of)"
 check "--priority batch/latency/normal/none/none with 1 in the environment -> CUDA_MPS_CLIENT_PRIORITY $out" \
     "$([ "$out" = "prio=1 prio=0 prio=0 prio=unset prio=1" ]; echo $?)"
+# the daemons those runs started saw no client's priority, the last not the environment's 1
+check "no daemon inherited a client priority: $(grep -c '^start .* priority=[^-]' "$REC") did" \
+    "$(grep -q '^start .* priority=[^-]' "$REC"; [ $? -eq 1 ]; echo $?)"
 expect "unknown priority \`urgent'" run --simulate --mode mps --priority urgent -- true
 expect "--mode mps cannot be given with it" run --simulate --mode mps --slice s1 -- true
 expect "more than GPU 0 has (80 GiB)" run --simulate --mode mps --memory 100GiB -- true
