@@ -135,6 +135,18 @@ static struct dslice *free_entry(struct carved *d)
     return NULL;
 }
 
+/* A --compute value as carve writes it (`30' -> `30%', `12.50%+' -> `12.5%+'), so that
+ * listings and the config's comparison with a kept slice read the same whatever was typed;
+ * a value that does not parse is copied as it is. */
+static void compute_words(const char *in, char *out, size_t len)
+{
+    struct carve_compute c;
+    if (in[0] && carve_parse_compute(in, &c, NULL, 0) == 0)
+        carve_format_compute(&c, out, len);
+    else
+        snprintf(out, len, "%s", in);
+}
+
 /* Fills s from the request: parsed and checked, the slice spec built; no object made. */
 static int prepare(struct carved *d, struct dslice *s, const struct carved_slice_conf *req,
                    char *err, size_t errlen)
@@ -152,7 +164,7 @@ static int prepare(struct carved *d, struct dslice *s, const struct carved_slice
     /* same sizes as the request's fields, which are NUL-terminated */
     memcpy(s->name, req->name, sizeof(s->name));
     memcpy(s->memory, req->memory, sizeof(s->memory));
-    memcpy(s->compute, req->compute, sizeof(s->compute));
+    compute_words(req->compute, s->compute, sizeof(s->compute));
     memcpy(s->priority, req->priority, sizeof(s->priority));
     s->name[sizeof(s->name) - 1] = s->memory[sizeof(s->memory) - 1] = '\0';
     s->compute[sizeof(s->compute) - 1] = s->priority[sizeof(s->priority) - 1] = '\0';
@@ -383,7 +395,9 @@ static void follow_config(struct dslice *s, const struct carved_slice_conf *c)
     memcpy(s->groups, c->groups, sizeof(s->groups));
     s->ngroups = c->ngroups;
     s->idle_policy = c->idle_policy;
-    if (strcmp(s->memory, c->memory) != 0 || strcmp(s->compute, c->compute) != 0 ||
+    char asked[sizeof(c->compute)];
+    compute_words(c->compute, asked, sizeof(asked));
+    if (strcmp(s->memory, c->memory) != 0 || strcmp(s->compute, asked) != 0 ||
         strcmp(s->priority, c->priority) != 0)
         carved_log("slice %s: the config (line %d) asks memory `%s', compute `%s', priority "
                    "`%s'; the slice kept from before has `%s', `%s', `%s' and keeps them while "

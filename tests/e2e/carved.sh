@@ -84,6 +84,7 @@ poll_interval = 200ms
 idle_after = 10s
 [slice shared]
 memory = 1GiB
+compute = 50+
 users = root
 [slice closed]
 memory = 512MiB
@@ -164,7 +165,7 @@ assert not d[\"over_cap\"] and d[\"memory_used_nvml\"] >= 256<<20, d
 #    place on the GPU's board (the place its running tenants know)
 place() { "$CARVE" ps --json | python3 -c 'import json,sys; print([s for s in json.load(sys.stdin)["slices"] if s["name"]=="paced"][0]["devices"][0]["board_place"])'; }
 "$CARVE" slice create before --memory 256MiB --compute 20% >/dev/null
-"$CARVE" slice create paced --memory 256MiB --compute 20% >/dev/null
+"$CARVE" slice create paced --memory 256MiB --compute 20 >/dev/null
 "$CARVE" slice delete before >/dev/null # so that paced's place is not the first free one
 place_before=$(place)
 "$CARVE" slice create seized --memory 256MiB >/dev/null
@@ -201,6 +202,10 @@ check "an edited [slice] section: its new cap is logged as not applied to the ke
 policy=$("$CARVE" ps --json | python3 -c 'import json,sys; print([s for s in json.load(sys.stdin)["slices"] if s["name"]=="closed"][0]["policy_idle"])')
 check "an edited [slice] section: its idle policy applies after the restart ($policy)" '[ "$policy" = reclaim ]'
 place_after=$(place)
+computes=$("$CARVE" slice list --json | python3 -c 'import json,sys; print(" ".join("%s %s" % (s["name"], s["devices"][0]["compute"]) for s in sorted(json.load(sys.stdin), key=lambda s: s["name"]) if s["name"] in ("paced", "shared")))')
+table=$("$CARVE" slice list | grep -c ' 20% ')
+check "COMPUTE reads as carve writes shares, whatever was typed (\`50+' in the config, \`--compute 20'): $computes" \
+    '[ "$computes" = "paced 20% shared 50%+" ] && [ "$table" -eq 1 ]'
 check "a compute slice keeps its board place across the restart ($place_before, then $place_after)" '[ "$place_before" -ge 0 ] && [ "$place_before" = "$place_after" ]'
 "$CARVE" slice delete paced >/dev/null
 wait "$escape"
