@@ -18,11 +18,14 @@
 
 #include "daemon.h"
 
-#define MAX_CLIENTS 64
+#define MAX_CLIENTS 256
 /* A user not among carved's admins holds at most this many of them: one user's 64 clients
  * that each sent a byte every few seconds held every slot for as long as they liked, and
  * nobody else's carve command, nor libcarve's join at a tenant's start, was answered. */
 #define MAX_CLIENTS_PER_USER 16
+/* The last free slots are for carved's admins only: users who together hold every other
+ * slot (15 of them, at 16 each) still leave the operator a way in (carve ps, slice delete). */
+#define ADMIN_SLOTS 16
 #define LINE_MAX_BYTES 65536
 /* A request not finished this long after it could start (the client connected, or read its
  * last reply) is refused and the client dropped, however it trickles in; a client that
@@ -171,8 +174,10 @@ static int listen_socket(const char *path)
         close(fd);
     unlink(path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    /* the kernel's most for the backlog: a burst of carve run start-ups, or of tenants'
+     * joins, past 128 made a client's connect fail with EAGAIN instead of waiting its turn */
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(path, 0666) < 0 ||
-        listen(fd, 128) < 0) {
+        listen(fd, SOMAXCONN) < 0) {
         carved_log("cannot listen on %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -331,10 +336,11 @@ static void accept_client(struct carved *d, int lfd)
         return;
     }
     bool admin = registry_is_admin(d, cred.uid, cred.gid);
-    int held = 0, free_slot = -1;
+    int held = 0, free_slot = -1, nfree = 0;
     for (int i = 0; i < MAX_CLIENTS; i++) {
         if (clients[i].fd < 0 && free_slot < 0)
             free_slot = i;
+        nfree += clients[i].fd < 0;
         held += clients[i].fd >= 0 && clients[i].uid == cred.uid;
     }
     if (!admin && held >= MAX_CLIENTS_PER_USER) {
@@ -343,7 +349,12 @@ static void accept_client(struct carved *d, int lfd)
         return;
     }
     if (free_slot < 0) {
-        turn_away(fd, "carved serves 64 clients, its most; try again in a moment");
+        turn_away(fd, "carved serves 256 clients, its most; try again in a moment");
+        return;
+    }
+    if (!admin && nfree <= ADMIN_SLOTS) {
+        turn_away(fd, "carved serves 240 clients of users who are not its admins, its most "
+                      "(the last 16 places are for admins); try again in a moment");
         return;
     }
     struct client *c = &clients[free_slot];

@@ -5,7 +5,7 @@
 # request over 64 KiB, a request cut off without its newline, several requests in one write
 # and one request in many writes, and a client that hangs up before reading: each gets one
 # error line that says what is wrong (or its answers), and carved keeps serving and is still
-# alive at the end; clients that never read their replies do not hold up another; 64 clients that never finish a request lose their slots after 5 s, also when they trickle a byte at a time; one user (not an admin) holds 16 connections at most; the CLI gives up on a stopped carved after CARVE_DAEMON_TIMEOUT. In the sanitizer build carved runs with ASan, so a memory error fails it.
+# alive at the end; clients that never read their replies do not hold up another; 256 clients that never finish a request lose their slots after 5 s, also when they trickle a byte at a time; one user (not an admin) holds 16 connections at most, and users who are not admins 240 together; the CLI gives up on a stopped carved after CARVE_DAEMON_TIMEOUT. In the sanitizer build carved runs with ASan, so a memory error fails it.
 #
 #   BUILD=build bash tests/e2e/carved_protocol.sh
 set -uo pipefail
@@ -73,12 +73,12 @@ def exchange(case):
   elif case == "hang-up":
       s.sendall(b'{"op":"ps"}\n' * 50); s.close(); return "closed"
   elif case == "hold-slots":
-      # 64 clients that start a request and wait fill every slot; carved drops them after
-      # 5 s, telling each why, and serves again
+      # 256 clients (root's: an admin's) that start a request and wait fill every slot;
+      # carved drops them after 5 s, telling each why, and serves again
       s.close()  # this case's own connection would take a slot
       time.sleep(0.1)
       holders = []
-      for _ in range(64):
+      for _ in range(256):
           h = socket.socket(socket.AF_UNIX); h.settimeout(15); h.connect(path)
           h.sendall(b'{"op":"li'); holders.append(h)
       time.sleep(0.3)
@@ -91,14 +91,14 @@ def exchange(case):
       told = told_and_closed(holders)
       s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(path)
       s.sendall(b'{"op":"list"}\n')
-      return "while full: %s; told: %d of 64; after: %s" % (full, told, lines(1)[:40])
+      return "while full: %s; told: %d of 256; after: %s" % (full, told, lines(1)[:40])
   elif case == "trickle":
-      # 64 clients that send a space every second never finish a request: the 5 s count
+      # 256 clients that send a space every second never finish a request: the 5 s count
       # from when a request could start, not from the last byte (they held every slot)
       s.close()
       time.sleep(0.1)
       holders = []
-      for _ in range(64):
+      for _ in range(256):
           h = socket.socket(socket.AF_UNIX); h.settimeout(1); h.connect(path); holders.append(h)
       t = time.time()
       while time.time() - t < 7:
@@ -112,7 +112,7 @@ def exchange(case):
       s.sendall(b'{"op":"list"}\n')
       after = lines(1)[:40]
       told = told_and_closed(holders)
-      return "after 7 s of trickling: %s; told: %d of 64" % (after, told)
+      return "after 7 s of trickling: %s; told: %d of 256" % (after, told)
   elif case == "per-user":
       # one user's 20 silent clients: the 17th and later are turned away at once, told why
       s.close()
@@ -126,6 +126,20 @@ def exchange(case):
           except OSError as e:
               told.append("<%s>" % type(e).__name__)
       return "turned away: %d of 4: %s" % (sum("the most a user may" in t for t in told), told[0][:120])
+  elif case == "hold-16":
+      # one user's 16 silent connections, for 4 s (carved drops them at 5)
+      s.close()
+      held = [socket.socket(socket.AF_UNIX) for _ in range(16)]
+      for h in held:
+          h.connect(path)
+      time.sleep(4)
+      return "held 16"
+  elif case == "knock":
+      # what carved says to one more connection, if anything, within 2 s
+      try:
+          return s.recv(4096).decode()[:160] or "<eof>"
+      except OSError as e:
+          return "<%s>" % type(e).__name__
   elif case == "big-ids":
       # ids past 32 bits were cut to them (4294967296 made a slice open to uid 0)
       s.sendall(b'{"op":"create","name":"big1","users":[4294967296]}\n'
@@ -200,16 +214,16 @@ fi
 # shellcheck disable=SC2046  # twenty words
 send $(printf 'hang-up %.0s' $(seq 20)) >/dev/null
 send hold-slots >"$work/slots"
-if grep -q 'while full: \(<[A-Za-z]*>\|{"ok":false,"busy":true[^;]*\); told: 64 of 64; after: {"ok":true' "$work/slots"; then
-    ok "64 clients that never finish their request fill every slot (a 65th is shut out), are dropped after 5 s, each told why, and carved serves again ($(cut -c1-100 "$work/slots"))"
+if grep -q 'while full: \(<[A-Za-z]*>\|{"ok":false,"busy":true[^;]*\); told: 256 of 256; after: {"ok":true' "$work/slots"; then
+    ok "256 clients that never finish their request fill every slot (a 257th is shut out), are dropped after 5 s, each told why, and carved serves again ($(cut -c1-100 "$work/slots"))"
 else
-    bad "64 unfinished clients: $(cat "$work/slots")"
+    bad "256 unfinished clients: $(cat "$work/slots")"
 fi
 send trickle >"$work/trickle"
-if grep -q 'after 7 s of trickling: {"ok":true.*; told: 64 of 64' "$work/trickle"; then
-    ok "64 clients that trickle a byte a second are dropped after 5 s all the same, told why ($(cut -f2 "$work/trickle" | cut -c1-80))"
+if grep -q 'after 7 s of trickling: {"ok":true.*; told: 256 of 256' "$work/trickle"; then
+    ok "256 clients that trickle a byte a second are dropped after 5 s all the same, told why ($(cut -f2 "$work/trickle" | cut -c1-80))"
 else
-    bad "64 trickling clients: $(cat "$work/trickle")"
+    bad "256 trickling clients: $(cat "$work/trickle")"
 fi
 # nobody's python: root's may live where nobody cannot read (pyenv under /root)
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && [ -x /usr/bin/python3 ]; then
@@ -219,6 +233,24 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && [ -x /usr/bin/python
         ok "nobody's 17th to 20th connections are turned away, told why ($(cut -f2 "$work/per-user" | cut -c1-60))"
     else
         bad "one user's 20 connections: $(cat "$work/per-user")"
+    fi
+    # 15 users who are not admins, 16 connections each, fill the 240 places open to them: a
+    # 16th user is turned away, an admin (root) still gets in
+    fillers=()
+    for u in $(seq 60001 60015); do
+        AS="setpriv --reuid=$u --regid=$u --clear-groups" PY=/usr/bin/python3 send hold-16 >/dev/null &
+        fillers+=($!)
+    done
+    sleep 2.5
+    AS="setpriv --reuid=60016 --regid=60016 --clear-groups" PY=/usr/bin/python3 send knock >"$work/knock"
+    admin_in=$("$CARVE" slice list 2>&1)
+    admin_rc=$?
+    wait "${fillers[@]}"
+    if grep -q '"busy":true,"error":"carved serves 240 clients of users who are not its admins' "$work/knock" &&
+        [ "$admin_rc" -eq 0 ] && [[ $admin_in == *keep* ]]; then
+        ok "15 users holding 16 connections each leave a 16th user out, told why, and root in ($(cut -f2 "$work/knock" | cut -c1-70))"
+    else
+        bad "users filling carved: a 16th user got $(cat "$work/knock"); root: rc $admin_rc, $admin_in"
     fi
 else
     echo "skip - one user's connections (needs root, setpriv and /usr/bin/python3)"
