@@ -21,6 +21,10 @@ work=$(mktemp -d)
 chmod 755 "$work"
 # no context or module memory, so that a tenant gets its whole cap in allocations
 export CARVE_SIM_STATE=$work/sim-state CARVE_SIM_MEMORY=8GiB CARVE_SIM_CTX_MEMORY=0 CARVE_SIM_MODULE_MEMORY=0
+# a GPU of this run's own: the compute slices' board (/dev/shm/carve-board-<uuid>), which
+# outlives carved with the slices by design, is this test's alone and goes with it
+sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+export CARVE_SIM_UUIDS=GPU-$sim_uuid
 daemon=
 
 ok() { echo "ok - $1"; passed=$((passed + 1)); }
@@ -50,6 +54,7 @@ cleanup() {
     stop_daemon
     # the slices outlive carved by design: take this test's away
     find /dev/shm -maxdepth 1 -name 'carve.d.*' -newer "$work/carved.conf" -delete 2>/dev/null
+    rm -f "/dev/shm/carve-board-${sim_uuid//-/}" "/dev/shm/carve-board-${sim_uuid//-/}.activity"
     rm -rf "$work"
 }
 trap cleanup EXIT
