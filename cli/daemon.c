@@ -160,7 +160,7 @@ static json_t *name_list(const char *s)
 static const char slice_help[] =
     "usage: carve slice create NAME [--memory SPEC] [--compute SHARE] [--priority CLASS]\n"
     "                   [--users U,U...] [--groups G,G...]\n"
-    "       carve slice list [--json]\n"
+    "       carve slice list [--json|-j]\n"
     "       carve slice delete NAME\n"
     "\n"
     "Slices kept by carved, the node daemon: they exist until deleted (carved restarts\n"
@@ -264,7 +264,7 @@ static void print_slices(json_t *snap)
 
 static int slice_list(int argc, char **argv)
 {
-    bool as_json = argc > 1 && strcmp(argv[1], "--json") == 0;
+    bool as_json = argc > 1 && (strcmp(argv[1], "--json") == 0 || strcmp(argv[1], "-j") == 0);
     if (argc > (as_json ? 2 : 1))
         return usage_error("slice list", "unexpected argument `%s'", argv[as_json ? 2 : 1]);
     json_t *r = call("slice list", json_pack("{s:s}", "op", "list"));
@@ -310,18 +310,18 @@ int carve_cmd_slice(int argc, char **argv)
 }
 
 static const char ps_help[] =
-    "usage: carve ps [--json]\n"
+    "usage: carve ps [--json|-j]\n"
     "\n"
     "What carved sees: each slice with its processes (pid, user, command, memory), memory\n"
     "used and cap, achieved compute share and idle time; then every GPU process that is in\n"
     "no slice (an escape: a static binary, or one that dropped LD_PRELOAD).\n"
-    "--json prints carved's whole snapshot (the schema is in carved/carved.h).\n";
+    "--json (-j) prints carved's whole snapshot (the schema is in carved/carved.h).\n";
 
 int carve_cmd_ps(int argc, char **argv)
 {
     bool as_json = false;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
+        if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0)
             as_json = true;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(ps_help, stdout);

@@ -168,7 +168,7 @@ assert not d[\"over_cap\"] and d[\"memory_used_nvml\"] >= 256<<20, d
 
 # 4. restart: the slices stay, the running tenant stays capped, a compute slice keeps its
 #    place on the GPU's board (the place its running tenants know)
-place() { "$CARVE" ps --json | python3 -c 'import json,sys; print([s for s in json.load(sys.stdin)["slices"] if s["name"]=="paced"][0]["devices"][0]["board_place"])'; }
+place() { "$CARVE" ps -j | python3 -c 'import json,sys; print([s for s in json.load(sys.stdin)["slices"] if s["name"]=="paced"][0]["devices"][0]["board_place"])'; }
 "$CARVE" slice create before --memory 256MiB --compute 20% >/dev/null
 "$CARVE" slice create paced --memory 256MiB --compute 20 >/dev/null
 "$CARVE" slice delete before >/dev/null # so that paced's place is not the first free one
@@ -207,7 +207,7 @@ check "an edited [slice] section: its new cap is logged as not applied to the ke
 policy=$("$CARVE" ps --json | python3 -c 'import json,sys; print([s for s in json.load(sys.stdin)["slices"] if s["name"]=="closed"][0]["policy_idle"])')
 check "an edited [slice] section: its idle policy applies after the restart ($policy)" '[ "$policy" = reclaim ]'
 place_after=$(place)
-computes=$("$CARVE" slice list --json | python3 -c 'import json,sys; print(" ".join("%s %s" % (s["name"], s["devices"][0]["compute"]) for s in sorted(json.load(sys.stdin), key=lambda s: s["name"]) if s["name"] in ("paced", "shared")))')
+computes=$("$CARVE" slice list -j | python3 -c 'import json,sys; print(" ".join("%s %s" % (s["name"], s["devices"][0]["compute"]) for s in sorted(json.load(sys.stdin), key=lambda s: s["name"]) if s["name"] in ("paced", "shared")))')
 table=$("$CARVE" slice list | grep -c ' 20% ')
 check "COMPUTE reads as carve writes shares, whatever was typed (\`50+' in the config, \`--compute 20'): $computes" \
     '[ "$computes" = "paced 20% shared 50%+" ] && [ "$table" -eq 1 ]'
