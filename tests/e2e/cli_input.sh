@@ -133,6 +133,15 @@ else
     bad "an ignored SIGHUP stays ignored for the command: status $rc, output: $out"
 fi
 
+# an option given twice takes its last value (docs/man/carve-run.1, OPTIONS)
+twice=$("$CARVE" run --simulate --quiet --memory 1GiB --memory 2GiB -- \
+    "$BUILD/lib/carve/sim/bin/nvidia-smi" --query-gpu=memory.total --format=csv,noheader 2>&1)
+if [ "$(echo "$twice" | head -n1)" = "2048 MiB" ]; then
+    ok "--memory 1GiB --memory 2GiB: the last counts ($twice)"
+else
+    bad "--memory 1GiB --memory 2GiB: nvidia-smi in the slice says $twice, want 2048 MiB"
+fi
+
 # objects that appeared during the run and whose creator (/carve.UID.PID.RAND) is gone are
 # ours, left behind; a live creator's belongs to a test running beside this one
 left=""
