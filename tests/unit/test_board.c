@@ -70,18 +70,26 @@ static void test_guarantees_add_up_to_100(void **state)
     carve_board_leave(a, ea);
 }
 
+/* A fresh board with a 30% cap (a) and a 40% guarantee (b) joined, and a tenant's mapping. */
+static void join_cap_and_guarantee(uint8_t uuid[16], struct carve_board **a, int *ea,
+                                   struct carve_board **b, int *eb, struct carve_board **tenant)
+{
+    char err[512];
+    fresh_uuid(uuid);
+    *ea = *eb = -1;
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), a,
+                                      ea, err, sizeof(err)), 0);
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "b", getpid(), b,
+                                      eb, err, sizeof(err)), 0);
+    assert_int_equal(carve_board_open(uuid, tenant), 0);
+}
+
 static void test_activity_reaches_peers(void **state)
 {
     uint8_t uuid[16];
-    fresh_uuid(uuid);
     struct carve_board *a, *b, *tenant;
-    int ea = -1, eb = -1, me;
-    char err[512];
-    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &a,
-                                      &ea, err, sizeof(err)), 0);
-    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "b", getpid(), &b,
-                                      &eb, err, sizeof(err)), 0);
-    assert_int_equal(carve_board_open(uuid, &tenant), 0);
+    int ea, eb, me;
+    join_cap_and_guarantee(uuid, &a, &ea, &b, &eb, &tenant);
     const uint64_t now = 10000000000ull;
     carve_board_note_launch(tenant, eb, now); /* b's tenant launched; a's did not */
     struct carve_peer peers[CARVE_BOARD_ENTRIES];
@@ -107,15 +115,10 @@ static void test_activity_reaches_peers(void **state)
 static void test_queue_hands_over(void **state)
 {
     uint8_t uuid[16];
-    fresh_uuid(uuid);
     struct carve_board *a, *b, *c, *tenant;
-    int ea = -1, eb = -1, ec = -1;
+    int ea, eb, ec;
     char err[512];
-    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &a,
-                                      &ea, err, sizeof(err)), 0);
-    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "b", getpid(), &b,
-                                      &eb, err, sizeof(err)), 0);
-    assert_int_equal(carve_board_open(uuid, &tenant), 0);
+    join_cap_and_guarantee(uuid, &a, &ea, &b, &eb, &tenant);
     assert_int_equal(carve_board_busy_until(tenant, ea), 0);
     carve_board_note_queue(tenant, eb, 5000);
     assert_int_equal(carve_board_busy_until(tenant, ea), 5000);
