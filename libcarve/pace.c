@@ -360,9 +360,9 @@ static void sleep_ns(uint64_t ns)
 
 /* Time division: admits work of cost ns when it can finish inside this slice's window of the
  * current period (its queue included), else waits for the window; a sampled launch that
- * starts a turn waits for the work the other slices queued before it to run out. A kernel longer than the
- * whole window goes while the slice is behind its share: it runs over, and the share clock
- * charges the overrun to the next windows. */
+ * starts a turn waits for the work the other slices queued before it to run out. A kernel
+ * longer than the whole window goes while the slice is behind its share: it runs over, and
+ * the share clock charges the overrun to the next windows. */
 static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
 {
     struct pace_dev *pd = &P.dev[sdev];
