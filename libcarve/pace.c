@@ -384,12 +384,13 @@ static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
         /* a turn's first launch that is to be sampled waits for the work of the slices before
          * it to run out, less the hand-over lead (what a wake-up and a launch take): queued
          * behind theirs, its sample would count their work too. Other launches go at once,
-         * since a wait leaves the GPU idle for a wake-up's time. */
+         * since a wait leaves the GPU idle for a wake-up's time; so does one whose hand-over
+         * would come after its window (a long kernel ahead, or a queue end a tenant forged). */
         uint64_t busy = !sampled || q > (int64_t)now || !pd->board
                             ? 0 : carve_board_busy_until(pd->board, pd->entry);
         uint64_t handed_over = busy > P.handover_ns ? busy - P.handover_ns : 0;
         bool may = now >= start && now < end && queued_until < end && (fits || owed);
-        if (may && handed_over <= now) {
+        if (may && (handed_over <= now || handed_over >= end)) {
             int64_t queue_end = carve_slice_turn_admit(
                 P.slice, sdev, cost, atomic_load_explicit(&pd->rate_bp, memory_order_relaxed),
                 now);
@@ -397,7 +398,7 @@ static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
             break;
         }
         if (may)
-            wait = (handed_over < end ? handed_over : end) - now;
+            wait = handed_over - now;
         else if (now < start)
             wait = start - now;
         else if (now < end && queued_until < end)
