@@ -25,8 +25,10 @@ passed=0
 failed=0
 work=$(mktemp -d)
 export CARVE_SIM_STATE=$work/sim-state CARVE_SOCKET=$work/carved.sock
-sim_uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
-export CARVE_SIM_UUIDS=GPU-$sim_uuid
+# GPUs of this test's own (two, for the tests that set CARVE_SIM_DEVICES=2: the second took
+# the default simulated UUID, and a compute slice's board on it was left in /dev/shm)
+sim_uuids=$(python3 -c 'import uuid; print(uuid.uuid4(), uuid.uuid4())')
+export CARVE_SIM_UUIDS=GPU-${sim_uuids% *},GPU-${sim_uuids#* }
 daemon=
 
 start_carved() {
@@ -63,7 +65,10 @@ for s in json.load(open(sys.argv[1])).get("slices", []): print(s["shm"])' \
             case $shm in /carve.d.*) rm -f "/dev/shm$shm" "/dev/shm$shm.terms" ;; esac
         done
     fi
-    rm -f "/dev/shm/carve-board-${sim_uuid//-/}" "/dev/shm/carve-board-${sim_uuid//-/}.activity"
+    local u
+    for u in $sim_uuids; do
+        rm -f "/dev/shm/carve-board-${u//-/}" "/dev/shm/carve-board-${u//-/}.activity"
+    done
     rm -rf "$work"
 }
 trap cleanup EXIT
