@@ -66,8 +66,15 @@ static int graph_main(const char *label)
     cudaStream_t s;
     void *first = nullptr, *second = nullptr;
     cudaGraphExec_t e1 = nullptr, e2 = nullptr;
-    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || cudaStreamCreate(&s) != cudaSuccess)
+    cudaError_t rc = cudaMemGetInfo(&free_b, &total_b);
+    if (rc != cudaSuccess) {
+        std::printf("cudaMemGetInfo failed: %s\n", cudaGetErrorName(rc));
         return 1;
+    }
+    if ((rc = cudaStreamCreate(&s)) != cudaSuccess) {
+        std::printf("cudaStreamCreate failed: %s\n", cudaGetErrorName(rc));
+        return 1;
+    }
     std::printf("cudaMemGetInfo: total %zu MiB, free %zu MiB\n", total_b >> 20, free_b >> 20);
     cudaError_t rc3 = graph_alloc(s, 3 * gib, false, &first, &e1);
     std::printf("graph of cudaMallocAsync(3 GiB), launched: %s\n", cudaGetErrorName(rc3));

@@ -149,7 +149,9 @@ for y in 60 90; do
     pair "carve-yield-$y" resnet50 "$CARVE run --quiet --priority latency --" \
         "CARVE_BATCH_YIELD=$y% $CARVE run --quiet --priority batch --"
 done
+fi
 
+# mps and decoder run without latency too (their ratios then lack its solo figures)
 if [[ $PARTS == *mps* ]]; then
 mps_dir=$(mktemp -d)
 export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
@@ -195,7 +197,6 @@ pair carve-decoder decoder "$CARVE run --quiet --priority latency --" "$CARVE ru
 if [[ $PARTS == *mps* ]]; then
     pair mps-priority-decoder decoder "$CARVE run --quiet --mode mps --priority latency --" \
         "$CARVE run --quiet --mode mps --priority batch --"
-fi
 fi
 fi
 
