@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -175,9 +176,11 @@ static int listen_socket(const char *path)
     unlink(path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     /* the kernel's most for the backlog: a burst of carve run start-ups, or of tenants'
-     * joins, past 128 made a client's connect fail with EAGAIN instead of waiting its turn */
+     * joins, past 128 made a client's connect fail with EAGAIN instead of waiting its turn.
+     * Linux cuts a larger backlog to net.core.somaxconn; SOMAXCONN itself is 128 in glibc
+     * before 2.35 (RHEL 8 and 9, Ubuntu 20.04), so it is not asked for by name */
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(path, 0666) < 0 ||
-        listen(fd, SOMAXCONN) < 0) {
+        listen(fd, INT_MAX) < 0) {
         carved_log("cannot listen on %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);

@@ -64,14 +64,37 @@ static int find_in_path(const char *name, char *out, size_t len)
     return -1;
 }
 
-/* CARVE_MPS_CONTROL, the simulated GPU's with --simulate, else the first in PATH. */
+/* Makes path (of len bytes) absolute, from the working directory: the daemon runs in /, so
+ * a relative CARVE_MPS_DIR, CARVE_MPS_CONTROL or PATH entry would name another file there.
+ * 0, or -1 with the reason printed. */
+static int absolute(char *path, size_t len)
+{
+    char cwd[PATH_MAX], abs[PATH_MAX];
+    if (path[0] == '/')
+        return 0;
+    if (!getcwd(cwd, sizeof(cwd))) {
+        fprintf(stderr, "carve run: %s is relative and the working directory is unknown: %s\n",
+                path, strerror(errno));
+        return -1;
+    }
+    if (snprintf(abs, sizeof(abs), "%s/%s", cwd, path) >= (int)sizeof(abs) ||
+        strlen(abs) >= len) {
+        fprintf(stderr, "carve run: %s/%s is too long a path\n", cwd, path);
+        return -1;
+    }
+    memcpy(path, abs, strlen(abs) + 1);
+    return 0;
+}
+
+/* CARVE_MPS_CONTROL, the simulated GPU's with --simulate, else the first in PATH; made
+ * absolute. */
 static int find_control(const struct run_opts *o, const char *libdir, struct mps_state *st)
 {
     const char *env = getenv("CARVE_MPS_CONTROL");
     if (env && *env) {
         snprintf(st->control, sizeof(st->control), "%s", env);
         if (access(st->control, X_OK) == 0)
-            return 0;
+            return absolute(st->control, sizeof(st->control));
         fprintf(stderr, "carve run: CARVE_MPS_CONTROL=%s cannot be run: %s\n", env,
                 strerror(errno));
         return -1;
@@ -80,13 +103,13 @@ static int find_control(const struct run_opts *o, const char *libdir, struct mps
         snprintf(st->control, sizeof(st->control), "%s/sim/bin/%s", libdir,
                  CARVE_MPS_CONTROL_NAME);
         if (access(st->control, X_OK) == 0)
-            return 0;
+            return absolute(st->control, sizeof(st->control));
         fprintf(stderr, "carve run: the simulated GPU has no %s at %s: build carve with make\n",
                 CARVE_MPS_CONTROL_NAME, st->control);
         return -1;
     }
     if (find_in_path(CARVE_MPS_CONTROL_NAME, st->control, sizeof(st->control)) == 0)
-        return 0;
+        return absolute(st->control, sizeof(st->control));
     fprintf(stderr, "carve run: --mode mps needs %s (it comes with the NVIDIA driver's "
                     "utilities) and PATH has none; install it or set CARVE_MPS_CONTROL to it\n",
             CARVE_MPS_CONTROL_NAME);
@@ -163,7 +186,7 @@ static int control_run(const struct mps_state *st, const char *arg, const char *
         close_range(3, ~0U, 0); /* a long-lived daemon keeps none of carve run's files */
         setsid(); /* a daemon it starts is no part of carve run's terminal session */
         /* nor keeps the first client's working directory busy (an unmount, a deleted dir);
-         * its paths are all absolute */
+         * its paths were made absolute (find_control, make_dirs) */
         if (chdir("/") < 0)
             _exit(127);
         execve(st->control, argv, env);
@@ -458,6 +481,8 @@ static int make_dirs(struct mps_state *st)
         fprintf(stderr, "carve run: %s\n", err);
         return -1;
     }
+    if (absolute(st->dir, sizeof(st->dir)) < 0)
+        return -1;
     snprintf(st->pipe, sizeof(st->pipe), "%s/pipe", st->dir);
     snprintf(st->log, sizeof(st->log), "%s/log", st->dir);
     if (strlen(st->pipe) > PIPE_DIR_MAX) {

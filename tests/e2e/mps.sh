@@ -250,6 +250,14 @@ check "--priority batch/latency/normal/none/none with 1 in the environment -> CU
 check "no daemon inherited a client priority: $(grep -c '^start .* priority=[^-]' "$REC") did" \
     "$(grep -q '^start .* priority=[^-]' "$REC"; [ $? -eq 1 ]; echo $?)"
 expect "unknown priority \`urgent'" run --simulate --mode mps --priority urgent -- true
+# the daemon runs in /: a relative CARVE_MPS_DIR and CARVE_MPS_CONTROL are taken from carve
+# run's directory, for the daemon and the client alike
+mkdir -p "$tmp/rel/bin" && ln -sf "$PWD/$SIMBIN/nvidia-cuda-mps-control" "$tmp/rel/bin/"
+out=$(cd "$tmp/rel" && CARVE_MPS_DIR=run CARVE_MPS_CONTROL=bin/nvidia-cuda-mps-control \
+      "$OLDPWD/$CARVE" run --simulate --mode mps -- sh -c 'echo "$CUDA_MPS_PIPE_DIRECTORY"' 2>&1)
+grep -q "^start pid=[0-9]* cwd=/ pipe=$tmp/rel/run/mps-$uuid0/pipe log=$tmp/rel/run/mps-$uuid0/log " "$REC"
+check "relative CARVE_MPS_DIR and CARVE_MPS_CONTROL: daemon and client in $tmp/rel/run ($out)" \
+    "$([ $? -eq 0 ] && [ "$out" = "$tmp/rel/run/mps-$uuid0/pipe" ]; echo $?)"
 expect "--mode mps cannot be given with it" run --simulate --mode mps --slice s1 -- true
 expect "more than GPU 0 has (80 GiB)" run --simulate --mode mps --memory 100GiB -- true
 expect "unknown unit" run --simulate --mode mps --memory 8XB -- true
