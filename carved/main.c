@@ -356,8 +356,8 @@ static void accept_client(struct carved *d, int lfd)
         return;
     }
     if (!admin && nfree <= ADMIN_SLOTS) {
-        turn_away(fd, "carved serves 240 clients of users who are not its admins, its most "
-                      "(the last 16 places are for admins); try again in a moment");
+        turn_away(fd, "carved keeps its last 16 free places for its admins and has no other "
+                      "free; try again in a moment");
         return;
     }
     struct client *c = &clients[free_slot];

@@ -9,8 +9,8 @@
  *    that on a node it runs no tenant can change anyone's share or priority; `carve run`
  *    without carved joins with 0666, since every user of the GPU joins by itself then.
  *  - /carve-board-<uuid>.activity: when each entry last launched work and until when its
- *    queued work runs, written by tenants with lock-free stores (mode 0666). A tenant can lie about its activity, never about a
- *    share. */
+ *    queued work runs, written by tenants with lock-free stores (mode 0666). A tenant can
+ *    lie about its activity, never about a share. */
 #ifndef CARVE_BOARD_H
 #define CARVE_BOARD_H
 

@@ -4,8 +4,8 @@
 #   BUILD, CARVE, CARVED        the build under test
 #   work                        a private directory, removed at exit
 #   CARVE_SOCKET, CARVE_SIM_STATE, CARVE_SIM_UUIDS
-#                               carved's socket, the simulated GPU's state and a GPU UUID of
-#                               this run's own (compute slices share a board per GPU UUID in
+#                               carved's socket, the simulated GPU's state and two GPU UUIDs
+#                               of this run's own (compute slices share a board per GPU UUID in
 #                               /dev/shm, and the simulated GPU's default UUID is the same for
 #                               every carve build on the machine)
 #   daemon                      the script sets it to carved's pid; stopped at exit
