@@ -22,6 +22,7 @@
 #include "mps.h"
 #include "proc.h"
 #include "slice.h"
+#include "unreaped.h"
 
 static const struct carve_gpu_info gpus[] = {
     {0, "GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000", "sim", 80ULL << 30},
@@ -165,13 +166,8 @@ static void test_alive_and_prune(void **state)
  * it, and under a PID 1 that reaps late or never (a container's) it stays found. */
 static void test_zombie_is_gone(void **state)
 {
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0)
-        _exit(0);
-    siginfo_t info;
-    /* WNOWAIT: wait until it has exited, and leave it unreaped */
-    assert_int_equal(waitid(P_PID, (id_t)p, &info, WEXITED | WNOWAIT), 0);
+    pid_t p = unreaped_child();
+    assert_true(p > 0);
     assert_int_equal(kill(p, 0), 0); /* still there for kill */
     struct carve_mps_client c = {p, carve_proc_start_time(p)};
     int running = carve_proc_running(p), alive = carve_mps_client_alive(&c);

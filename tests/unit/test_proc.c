@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "proc.h"
+#include "unreaped.h"
 
 static void test_awkward_name(void **state)
 {
@@ -46,12 +47,8 @@ static void test_awkward_name(void **state)
 static void test_unreaped_child(void **state)
 {
     (void)state;
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0)
-        _exit(0);
-    siginfo_t info;
-    assert_int_equal(waitid(P_PID, (id_t)p, &info, WEXITED | WNOWAIT), 0);
+    pid_t p = unreaped_child();
+    assert_true(p > 0);
     struct carve_proc_stat st;
     int r = carve_proc_stat(p, &st), running = carve_proc_running(p);
     waitpid(p, NULL, 0);
