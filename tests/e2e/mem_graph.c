@@ -78,6 +78,17 @@ static CUgraph captured(unsigned long long bytes, bool free_inside, CUdeviceptr 
     return graph;
 }
 
+/* Ends the stream's capture into *graph (ok: the captured calls went well, as what says)
+ * and instantiates it. */
+static CUgraphExec capture_instantiated(bool ok, CUgraph *graph, const char *what)
+{
+    CUgraphExec exec = NULL;
+    ok = g.cuStreamEndCapture(stream, graph) == CUDA_SUCCESS && ok;
+    failed += mem_check(ok, "%s", what);
+    expect(g.cuGraphInstantiateWithFlags(&exec, *graph, 0), CUDA_SUCCESS, "instantiate");
+    return exec;
+}
+
 static CUgraph explicit_graph(unsigned long long bytes)
 {
     CUgraph graph = NULL;
@@ -220,9 +231,8 @@ static void allocations_in_sequence(void)
     for (int i = 0; ok && i < 4; i++)
         ok = a.cuMemAllocAsync(&p, 400 * MiB, stream) == CUDA_SUCCESS &&
              a.cuMemFreeAsync(p, stream) == CUDA_SUCCESS;
-    ok = g.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS && ok;
-    failed += mem_check(ok, "capture of four 400 MiB allocations, each freed in turn");
-    expect(g.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS, "instantiate");
+    exec = capture_instantiated(ok, &graph,
+                                "capture of four 400 MiB allocations, each freed in turn");
     expect(g.cuGraphLaunch(exec, stream), CUDA_SUCCESS,
            "launch of 4 x 400 MiB freed in turn (1.6 GiB in all) in a 1 GiB slice");
     expect_used(400 * MiB, "after the launch");
@@ -239,9 +249,7 @@ static void allocations_in_sequence(void)
          a.cuMemAllocAsync(&q, 600 * MiB, stream) == CUDA_SUCCESS &&
          a.cuMemFreeAsync(p, stream) == CUDA_SUCCESS &&
          a.cuMemFreeAsync(q, stream) == CUDA_SUCCESS;
-    ok = g.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS && ok;
-    failed += mem_check(ok, "capture of two 600 MiB allocations live at once");
-    expect(g.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS, "instantiate");
+    exec = capture_instantiated(ok, &graph, "capture of two 600 MiB allocations live at once");
     expect(g.cuGraphLaunch(exec, stream), CUDA_ERROR_OUT_OF_MEMORY,
            "launch of 2 x 600 MiB live at once in a 1 GiB slice");
     expect_used(0, "after the refused launch");
