@@ -255,12 +255,15 @@ check "carve run --memory when a slice has its name and pid: it runs ($out)" '[ 
 # libcarve asks carved, which refuses; carved itself does not count the process as the
 # slice's tenant but as an escape (it was counted in the slice, within its cap and share).
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    # shellcheck source=tests/e2e/reachable.bash
+    . tests/e2e/reachable.bash
+    NB=$(reachable_build "$BUILD" "$work/nobody-build") # nobody's way to the build
     closed_shm=$(python3 -c 'import json,sys
 print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == "closed"][0])' "$work/state/slices.json")
     chmod o+rw "$CARVE_SIM_STATE" # the simulated GPU's device files, as /dev/nvidia* are
     setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$closed_shm" \
-        LD_PRELOAD="$PWD/$BUILD/lib/carve/libcarve.so" LD_LIBRARY_PATH="$BUILD/lib/carve/sim" \
-        "$MEMHOG" --label intruder --max 128 --hold 3 >"$work/intruder.log" 2>&1 &
+        LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
+        "$NB/bench/memhog" --label intruder --max 128 --hold 3 >"$work/intruder.log" 2>&1 &
     intruder=$!
     sleep 1.5
     ps_json=$("$CARVE" ps --json 2>&1)
@@ -290,7 +293,7 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     check "nobody cannot delete the config's slice: $err" '[[ $err == *"belongs to"* ]]'
     # a slice nobody makes itself, without carved, and points CARVE_SLICE at: refused
     forged=$(as_nobody env CARVE_SIM_STATE="/tmp/carve-sim-nobody.$$" CARVE_SOCKET="$work/none.sock" \
-        "$CARVE" run --simulate --memory 4GiB -- "$MEMHOG" --label forged --max 128 --hold 0 2>&1)
+        "$NB/bin/carve" run --simulate --memory 4GiB -- "$NB/bench/memhog" --label forged --max 128 --hold 0 2>&1)
     rm -f "/tmp/carve-sim-nobody.$$"
     check "a slice not made by carved gets no GPU context while carved runs" '[[ $forged == *"was not made by carved"* ]]'
     terms=$(find /dev/shm -maxdepth 1 -name 'carve.d.shared.*.terms' | head -1)

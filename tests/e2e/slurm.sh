@@ -67,6 +67,14 @@ fi
 
 T=$(mktemp -d /tmp/carve-slurm.XXXXXX)
 chmod 755 "$T"
+# jobs run as their users (nobody among them), who must reach the build by absolute paths
+# shellcheck source=tests/e2e/reachable.bash
+. tests/e2e/reachable.bash
+JOB_BUILD=$(reachable_build "$BUILD" "$T/build")
+LIB=$JOB_BUILD/lib/carve
+PLUGIN=$LIB/spank_carve.so
+MEMHOG=$JOB_BUILD/bench/memhog
+CLEANUP=$JOB_BUILD/bin/carve-slurm-cleanup
 pids=()
 cleanup() {
     local p
@@ -176,7 +184,7 @@ export CARVE_QUIET=0
 if [ -n "${SLURM_E2E_SESSION:-}" ]; then
     # a session of one's own on the test's cluster instead of the checks (docs/slurm.md's
     # example); the variables it can use: MEMHOG CLEANUP T
-    export MEMHOG CLEANUP T PATH=$ROOT/$BUILD/bin:$PATH
+    export MEMHOG CLEANUP T PATH=$JOB_BUILD/bin:$PATH
     bash -c "$SLURM_E2E_SESSION"
     finish
 fi
