@@ -119,8 +119,9 @@ char *carved_metrics_render(const json_t *snap);
  *       times the GPUs holding its memory; kept across restarts), "policy_idle": "report"
  *   } ],
  *   "escapes": [ { "gpu": 0, "uuid": "GPU-...", "pid": 456, "user": "bob",
- *                  "command": "a.out", "used_memory": N, "action": "reported" | "killed",
- *                  "reason": "no_slice" | "over_cap" | "not_allowed" (started in a
+ *                  "command": "a.out", "used_memory": N, "action": "reported" | "killed" |
+ *                  "not_killed" (under kill, a pid that is no CUDA process here: NVML's pids
+ *                  of another PID namespace), "reason": "no_slice" | "over_cap" | "not_allowed" (started in a
  *                  slice its user may not join), "slice": null | "train" } ],
  *   "totals": { "escapes": N (seen since start), "escapes_killed": N,
  *               "idle_reclaims": N,

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "proc.h"
 
 #define MAX_CLIENTS 256
 /* A user not among carved's admins holds at most this many of them: one user's 64 clients
@@ -464,6 +465,11 @@ int main(int argc, char **argv)
                d->ngpu, d->ngpu == 1 ? "" : "s", d->simulate ? " (simulated)" : "", held,
                held == 1 ? "" : "s", d->conf.nslices, d->conf.socket_path,
                d->conf.listen[0] ? d->conf.listen : "off");
+    if (!carve_proc_host_pid_namespace())
+        carved_log("carved runs in a PID namespace of its own, not the host's: NVML may name "
+                   "GPU processes, or their utilisation samples, by the host's pids, which "
+                   "carved cannot match to its slices' processes, and then reports them as "
+                   "escapes; run carved in the host's PID namespace (--pid=host, hostPID)");
     loop(d, lfd);
     carved_log("stopping; slices stay for the next carved");
     if (registry_save(d, err, sizeof(err)) < 0) /* the counters, as they are now */

@@ -386,7 +386,12 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
                 continue;
             struct dslice *barred = s ? NULL : slice_of(infos[i].pid, true), *in = s ? s : barred;
             const char *action = "reported";
-            if (d->conf.escape_policy == CARVED_POLICY_KILL && kill((pid_t)infos[i].pid, SIGKILL) == 0) {
+            /* only a pid that is a CUDA process here: NVML may name processes by pids of
+             * another PID namespace (carved in a container), which here are anyone's */
+            bool kill_it = d->conf.escape_policy == CARVED_POLICY_KILL;
+            if (kill_it && carve_proc_uses_cuda((pid_t)infos[i].pid) != 1)
+                action = "not_killed";
+            else if (kill_it && kill((pid_t)infos[i].pid, SIGKILL) == 0) {
                 action = "killed";
                 d->escapes_killed++;
                 carved_log("escape: pid %u (%s, user %s) on GPU %u %s: killed", infos[i].pid,
@@ -451,7 +456,8 @@ static int gpus_held(const struct dslice *s)
     return n;
 }
 
-/* Idle: holds device memory and ran no kernel (no SM time, no paced launch) since
+/* Idle: holds device memory and ran no kernel (no launch noted in its table, no SM time
+ * by NVML, no paced launch) since
  * idle_since. An idle stretch counts in idle GPU-hours from its start once it has lasted
  * idle_after, once for each GPU the slice holds memory on. Returns true when the policy
  * ended the slice's processes: those started in it (a pid written into its table by hand
@@ -543,6 +549,13 @@ static void count_new_escapes(struct carved *d, const json_t *escapes)
         for (int k = 0; k < 2 && !old; k++)
             for (size_t j = 0; j < nseen[k] && !old; j++)
                 old = seen[k][j] == pid;
+        const char *action = json_string_value(json_object_get(e, "action"));
+        if (!old && action && strcmp(action, "not_killed") == 0)
+            carved_log("escape: pid %u, which NVML lists on GPU %lld, is not a CUDA process here "
+                       "(%s): not killed. NVML may name processes by pids of another PID "
+                       "namespace than carved's; run carved in the host's", pid,
+                       (long long)json_integer_value(json_object_get(e, "gpu")),
+                       json_string_value(json_object_get(e, "command")));
         if (!old)
             d->escapes_total++;
         if (n < MAX_PROCS)
@@ -597,6 +610,7 @@ static void poll_once(struct carved *d, double now)
             struct carve_pace_stats ps = carve_slice_pace_stats(s->handle, dv);
             busy[i] |= ps.charged_ns != s->last_charged[dv];
         }
+        busy[i] |= carve_slice_take_ran(s->handle);
         json_array_append_new(slices, slice_json(d, s, busy[i], now, dt));
     }
     char host[256] = "";

@@ -363,12 +363,15 @@ int carve_cmd_ps(int argc, char **argv)
             snprintf(where, sizeof(where), " in slice %s, %s", in,
                      reason && strcmp(reason, "not_allowed") == 0 ? "not open to its user"
                                                                   : "over its cap");
+        const char *action = json_string_value(json_object_get(p, "action"));
         printf("  GPU %lld pid %lld user %s command %s%s: %s\n",
                (long long)json_integer_value(json_object_get(p, "gpu")),
                (long long)json_integer_value(json_object_get(p, "pid")),
                json_string_value(json_object_get(p, "user")),
                json_string_value(json_object_get(p, "command")), where,
-               json_string_value(json_object_get(p, "action")));
+               action && strcmp(action, "not_killed") == 0
+                   ? "not killed (no CUDA process has this pid here: see carved's log)"
+                   : action);
     }
     json_decref(r);
     return 0;

@@ -288,10 +288,13 @@ static void render(struct frame *f, const json_t *snap, const char *note)
         char m[32];
         size_text(num(p, "used_memory"), m, sizeof(m));
         bool over = strcmp(str(p, "reason", ""), "over_cap") == 0;
+        const char *action = str(p, "action", "reported");
         line(f, EM_ALERT, "  GPU %lld pid %lld user %s command %s memory %s: %s%s",
              (long long)json_integer_value(json_object_get(p, "gpu")),
              (long long)json_integer_value(json_object_get(p, "pid")), str(p, "user", "?"),
-             str(p, "command", "?"), m, str(p, "action", "reported"),
+             str(p, "command", "?"), m,
+             strcmp(action, "not_killed") == 0 ? "not killed (no CUDA process has this pid here)"
+                                               : action,
              over ? " (its slice is past its cap)" : "");
     }
     json_t *tot = json_object_get(snap, "totals");

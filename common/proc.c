@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define START_FIELD 22 /* starttime, counting from 1 (pid) */
@@ -90,4 +92,32 @@ int carve_proc_ids(pid_t pid, uid_t *uid, gid_t *gid)
     *uid = (uid_t)u;
     *gid = (gid_t)g;
     return 0;
+}
+
+int carve_proc_uses_cuda(pid_t pid)
+{
+    char path[64];
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re"); /* fails for a process we may not look into */
+    if (!f)
+        return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    bool cuda = false;
+    while (!cuda && getline(&line, &cap, f) > 0)
+        cuda = strstr(line, "/libcuda.so") || strstr(line, "/dev/nvidia");
+    free(line);
+    fclose(f);
+    return cuda;
+}
+
+/* The kernel numbers the initial PID namespace's inode so (PROC_PID_INIT_INO). */
+#define HOST_PID_NAMESPACE_INO 0xEFFFFFFCu
+
+int carve_proc_host_pid_namespace(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 && st.st_ino == HOST_PID_NAMESPACE_INO;
 }

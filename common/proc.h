@@ -20,5 +20,11 @@ int carve_proc_running(pid_t pid);
 /* 0 with the process's effective uid and gid from /proc/PID/status, or -1. Not the owner
  * of /proc/PID: a process that makes itself non-dumpable has its entry owned by root. */
 int carve_proc_ids(pid_t pid, uid_t *uid, gid_t *gid);
+/* 1 when pid maps the CUDA driver (a libcuda.so, the real one or the simulated GPU's) or an
+ * NVIDIA device file, as every process that NVML sees on a GPU does; 0 when it maps
+ * neither; -1 when its maps cannot be read (gone, or not ours to read). */
+int carve_proc_uses_cuda(pid_t pid);
+/* 1 when this process runs in the host's (the initial) PID namespace, 0 when in another. */
+int carve_proc_host_pid_namespace(void);
 
 #endif

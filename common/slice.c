@@ -676,6 +676,16 @@ void carve_slice_note_held(struct carve_slice *s, int dev, uint64_t ns)
         atomic_fetch_add_explicit(&s->t->pace[dev].held_ns, ns, memory_order_relaxed);
 }
 
+_Atomic uint32_t *carve_slice_ran_flag(struct carve_slice *s)
+{
+    return &s->t->ran;
+}
+
+bool carve_slice_take_ran(struct carve_slice *s)
+{
+    return atomic_exchange_explicit(&s->t->ran, 0, memory_order_relaxed) != 0;
+}
+
 struct carve_pace_stats carve_slice_pace_stats(const struct carve_slice *s, int dev)
 {
     struct carve_pace_stats st = {0, 0, 0};

@@ -131,6 +131,12 @@ struct carve_pace_stats {
     uint64_t charged_ns, held_ns, launches;
 };
 struct carve_pace_stats carve_slice_pace_stats(const struct carve_slice *s, int dev);
+/* The flag that every kernel and graph launch of the slice's processes sets, paced or not
+ * (libcarve keeps the pointer: a relaxed load per launch, a store only when it is clear),
+ * and carved's read of it: whether anything was launched since its last read, which clears
+ * it. Any tenant can write the flag, and so only keep the slice from looking idle. */
+_Atomic uint32_t *carve_slice_ran_flag(struct carve_slice *s);
+bool carve_slice_take_ran(struct carve_slice *s);
 
 /* 1 to CARVE_SLICE_NAME_MAX - 1 of CARVE_SLICE_NAME_CHARS, and not "." or "..". */
 bool carve_slice_name_ok(const char *name);

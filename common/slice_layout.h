@@ -13,7 +13,7 @@
 #include "slice.h"
 
 #define SLICE_MAGIC 0x6361727665534c43ULL /* "carveSLC" */
-#define SLICE_VERSION 4
+#define SLICE_VERSION 5
 #define SLICE_TERMS_SUFFIX ".terms" /* the terms object is the table's name + this */
 #define SLOT_FREE 0
 #define SLOT_REAPING (-1)
@@ -68,6 +68,9 @@ struct slice_table {
     uint32_t size;
     struct slice_dev dev[CARVE_SLICE_MAX_DEVICES];
     struct slice_pace pace[CARVE_SLICE_MAX_DEVICES];
+    /* 1 once a kernel or graph of the slice's processes was launched since carved last
+     * cleared it: a line of its own, which launches read and write only when it is clear */
+    _Atomic uint32_t ran __attribute__((aligned(64)));
     _Atomic uint32_t slots_hw; /* slots [0, slots_hw) have ever been claimed */
     struct slice_slot slot[CARVE_SLICE_MAX_PROCS] __attribute__((aligned(64)));
 };

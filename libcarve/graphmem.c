@@ -426,6 +426,7 @@ static CUresult upload_admitted(CUgraphExec exec, CUstream stream, struct graph_
 CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call launch,
                              carve_graph_call upload)
 {
+    carve__note_ran();
     /* launched into a capture, it becomes a node of another graph: nothing is mapped now */
     bool counted = need_of(exec) && !carve__capturing(stream);
     bool paced = atomic_load_explicit(&carve__pacing, memory_order_relaxed);

@@ -1,6 +1,7 @@
 /* launch.c - every launch entry point the runtime resolves: kernels (plain, extended,
  * cooperative, per-thread default stream) and graphs. When no slice on this process has
- * compute settings, a launch goes straight to the driver: one atomic load (init), one
+ * compute settings, a launch goes straight to the driver: one atomic load (init), two
+ * relaxed loads (the slice's "ran" flag, stored only when carved has cleared it), one
  * relaxed load (pacing), one indirect call, no lock, no syscall. Otherwise pace.c charges
  * and, when the slice is ahead of its share, holds it. */
 #include "libcarve.h"
@@ -17,6 +18,7 @@ static uint64_t kernel_key(CUfunction f, unsigned gx, unsigned gy, unsigned gz, 
     carve__init();                                                             \
     if (__builtin_expect(!R.name, 0))                                          \
         return CUDA_ERROR_NOT_INITIALIZED;                                     \
+    carve__note_ran();                                                         \
     if (__builtin_expect(!atomic_load_explicit(&carve__pacing, memory_order_relaxed), 1)) \
         return R.name args;                                                    \
     struct carve_launch launch_;                                               \

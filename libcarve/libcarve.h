@@ -57,6 +57,17 @@ struct carve_slice;
  * child); sets carve__pacing when any launch is to be paced or seen. */
 void carve__pace_setup(struct carve_slice *slice);
 extern _Atomic int carve__pacing;
+/* The slice's flag that a kernel ran (slice.h), NULL outside a slice; set up with pacing.
+ * Every launch notes itself there, so that carved tells a slice that runs kernels from an
+ * idle one without NVML's per-process utilisation (which some GPUs, MIG and containers do
+ * not give it): once set, a launch only reads the line. */
+extern _Atomic(_Atomic uint32_t *) carve__ran;
+static inline void carve__note_ran(void)
+{
+    _Atomic uint32_t *ran = atomic_load_explicit(&carve__ran, memory_order_relaxed);
+    if (ran && !atomic_load_explicit(ran, memory_order_relaxed))
+        atomic_store_explicit(ran, 1, memory_order_relaxed);
+}
 struct carve_pace_pair;
 struct carve_launch {
     struct carve_pace_pair *pair; /* events bracketing this launch, when sampled */

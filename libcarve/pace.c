@@ -89,6 +89,7 @@ static struct {
 } P;
 
 _Atomic int carve__pacing;
+_Atomic(_Atomic uint32_t *) carve__ran;
 
 static uint64_t now_ns(void)
 {
@@ -117,6 +118,7 @@ void carve__pace_setup(struct carve_slice *slice)
         atomic_store(&P.sdev_of[i], -2);
     atomic_store(&P.typical_ns, DEFAULT_TYPICAL_NS);
     atomic_store(&carve__pacing, 0);
+    atomic_store(&carve__ran, slice ? carve_slice_ran_flag(slice) : NULL);
     if (!slice)
         return;
     /* tunables for experiments; the defaults are documented in docs/compute.md */

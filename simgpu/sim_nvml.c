@@ -261,7 +261,7 @@ static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count,
         if (d->gi && gi != d->gi)
             continue;
         if (n < cap)
-            infos[n] = (nvmlProcessInfo_t){(unsigned)pid,
+            infos[n] = (nvmlProcessInfo_t){(unsigned)(pid + sim_config()->nvml_pid_offset),
                                            atomic_load(&s->proc[i].used[d->index]),
                                            gi ? gi : ~0u, gi ? 0u : ~0u};
         n++;
@@ -290,6 +290,8 @@ API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
     NEED_DEV(d);
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
+    if (!sim_config()->proc_util)
+        return NVML_ERROR_NOT_SUPPORTED;
     struct timeval tv;
     gettimeofday(&tv, NULL);
     unsigned long long now_us = (unsigned long long)tv.tv_sec * 1000000ULL + tv.tv_usec;
@@ -304,7 +306,8 @@ API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
             continue;
         if (n < cap)
             samples[n] = (nvmlProcessUtilizationSample_t){
-                (unsigned)pid, now_us, sim_busy_percent(d->index, pid, window), 0, 0, 0};
+                (unsigned)(pid + sim_config()->nvml_pid_offset), now_us,
+                sim_busy_percent(d->index, pid, window), 0, 0, 0};
         n++;
     }
     *count = n;

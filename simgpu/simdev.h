@@ -22,6 +22,12 @@ struct sim_config {
     char uuid[SIM_MAX_DEVICES][48]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
     bool mig;    /* MIG-capable (CARVE_SIM_MIG set to 1, on or off) */
     bool mig_on; /* MIG mode on (CARVE_SIM_MIG=1 or on) */
+    /* NVML gives per-process utilisation: not in MIG mode (as NVML documents), nor with
+     * CARVE_SIM_PROC_UTIL=off (as under vGPU or on GPUs that lack it) */
+    bool proc_util;
+    /* added to every pid NVML names (CARVE_SIM_NVML_PID_OFFSET): processes as seen from
+     * another PID namespace, as NVML in a container may name them */
+    int nvml_pid_offset;
     uint64_t ctx_memory;
     uint64_t module_memory;
     char state_path[256];

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# carved_reclaim.sh - idle_policy = reclaim on the simulated GPU: a tenant that holds memory
-# and runs no kernel for idle_after is ended, and its slice's memory comes back; a pid that
-# someone wrote into the slice's table (mode 0666: any user can) is not killed. carved ended
-# every pid in the table, so any local user could have root's carved SIGKILL any process.
-# Then, with escape_policy = kill, a tenant of another slice planted in a small slice's table
-# is not taken for that slice's process over its cap, and killed (it was).
+# carved_reclaim.sh - carved's two policies that end processes, on the simulated GPU.
+# idle_policy = reclaim: a tenant that holds memory and runs no kernel for idle_after is
+# ended, and its slice's memory comes back; a pid that someone wrote into the slice's table
+# (mode 0666: any user can) is not killed (carved ended every pid in the table, so any local
+# user could have had root's carved SIGKILL any process). A tenant that runs kernels is not
+# idle, though this GPU's NVML gives no per-process utilisation (CARVE_SIM_PROC_UTIL=off, as
+# on MIG-enabled GPUs): the launches its slice's table notes say so.
+# escape_policy = kill: a tenant of another slice planted in a small slice's table is not
+# taken for that slice's process over its cap, and killed (it was); a process in no slice is
+# killed; and a pid that NVML names but that is no CUDA process here (NVML's pids of another
+# PID namespace, CARVE_SIM_NVML_PID_OFFSET) is not.
 #
 #   BUILD=build bash tests/e2e/carved_reclaim.sh
+# shellcheck disable=SC2034  # the checks read their variables inside eval strings
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -15,14 +21,20 @@ cd "$(dirname "$0")/../.." || exit 2
 
 victim=
 tenant=
-cleanup_extra() { kill "$victim" "$tenant" 2>/dev/null; }
+busy=
+escape=
+cleanup_extra() { kill "$victim" "$tenant" "$busy" "$escape" 2>/dev/null; }
 
-start_carved 200ms off $'idle_after = 10s\nidle_policy = reclaim\n'
+CARVE_SIM_PROC_UTIL=off start_carved 200ms off $'idle_after = 10s\nidle_policy = reclaim\n'
 
 "$CARVE" slice create idle --memory 2GiB >/dev/null
 shm=$(python3 -c 'import json,sys; print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == "idle"][0])' "$work/state/slices.json")
 "$CARVE" run --slice idle -- "$BUILD/tests/e2e/mem_claim" hold 512 60 >"$work/tenant.log" 2>&1 &
 tenant=$!
+# its CUDA context is memory held; small kernels all along
+"$CARVE" slice create busy --memory 1GiB >/dev/null
+"$CARVE" run --slice busy -- "$BUILD/bench/compute_load" --kind small --seconds 30 >"$work/busy.log" 2>&1 &
+busy=$!
 sleep 300 &
 victim=$!
 claimer=()
@@ -37,6 +49,14 @@ check "another user writes the pid of a process not in the slice into its table 
 # idle after 10 s; reclaimed at that poll
 for _ in $(seq 200); do kill -0 "$tenant" 2>/dev/null || break; sleep 0.1; done
 check "the idle tenant is ended by the reclaim" '! kill -0 "$tenant" 2>/dev/null'
+sleep 2 # the busy tenant started after the idle one: past idle_after for it too
+busy_json=$("$CARVE" ps --json)
+check "a tenant that runs kernels is neither idle nor ended, without NVML's per-process utilisation" \
+    'kill -0 "$busy" 2>/dev/null && python3 -c "import json,sys
+s=[s for s in json.loads(sys.argv[1])[\"slices\"] if s[\"name\"]==\"busy\"][0]
+assert not s[\"idle\"] and s[\"devices\"][0][\"memory_used\"] > 0 and s[\"processes\"], s" "$busy_json"'
+kill "$busy" 2>/dev/null
+wait "$busy" 2>/dev/null
 wait "$tenant" 2>/dev/null
 check "the pid written into the table is not killed" 'kill -0 "$victim" 2>/dev/null'
 check "the log says why it was left" 'grep -q "pid $victim is in its table but was not started in the slice" "$work/carved.log"'
@@ -61,5 +81,32 @@ check "big's tenant (512 MiB) planted in small's table" 'grep -q "claims pid $te
 sleep 2
 check "big's tenant is not killed as small's process over its cap" 'kill -0 "$tenant" 2>/dev/null'
 check "carved does not find small over its cap" '! grep -q "slice small holds" "$work/carved.log"'
+
+# a process on the GPU outside every slice is killed
+LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$BUILD/bench/memhog" --label escape --max 128 --hold 30 >"$work/escape.log" 2>&1 &
+escape=$!
+for _ in $(seq 50); do kill -0 "$escape" 2>/dev/null || break; sleep 0.1; done
+check "an escape is killed (escape_policy = kill)" '! kill -0 "$escape" 2>/dev/null && grep -q "escape: pid $escape (memhog, user [^)]*) on GPU 0 outside every slice: killed" "$work/carved.log"'
+wait "$escape" 2>/dev/null
+
+# NVML naming processes by another PID namespace's pids (carved in a container): the pid it
+# names for the escape is, here, a process that does not use the GPU, which must live
+stop_carved
+sleep 300 &
+victim=$!
+LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$BUILD/bench/memhog" --label escape --max 128 --hold 30 >"$work/escape2.log" 2>&1 &
+escape=$!
+for _ in $(seq 50); do grep -q holding "$work/escape2.log" && break; sleep 0.1; done
+CARVE_SIM_NVML_PID_OFFSET=$((victim - escape)) start_carved 200ms off $'escape_policy = kill\n'
+sleep 1.5
+ps_json=$("$CARVE" ps --json)
+check "a pid NVML names that is no CUDA process here is not killed ($victim for $escape)" \
+    'kill -0 "$victim" 2>/dev/null && python3 -c "import json,sys
+e=[e for e in json.loads(sys.argv[1])[\"escapes\"] if e[\"pid\"]==int(sys.argv[2])]
+assert e and e[0][\"action\"]==\"not_killed\", e" "$ps_json" "$victim"'
+check "the log says why, once" '[ "$(grep -c "escape: pid $victim, which NVML lists on GPU 0, is not a CUDA process here (sleep): not killed" "$work/carved.log")" = 1 ]'
+check "carve ps says so" '"$CARVE" ps | grep -q "pid $victim user .* command sleep: not killed (no CUDA process has this pid here"'
+kill "$escape" 2>/dev/null
+wait "$escape" 2>/dev/null
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

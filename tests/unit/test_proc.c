@@ -1,13 +1,18 @@
 /* test_proc.c - /proc/PID/stat as common/proc.c reads it: a name holding spaces and
  * parentheses does not shift the fields, an exited but unreaped child is not running, and a
  * pid that is not there reads as nothing; whose a process is comes from /proc/PID/status,
- * also once it is not dumpable (its /proc entry is root's then). */
+ * also once it is not dumpable (its /proc entry is root's then); a process uses CUDA when it
+ * maps a libcuda.so (carved kills only such a pid that NVML names). */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,6 +108,34 @@ static void test_ids(void **state)
     assert_int_equal(carve_proc_ids(p, &uid, &gid), -1); /* reaped */
 }
 
+static void test_uses_cuda(void **state)
+{
+    (void)state;
+    assert_int_equal(carve_proc_uses_cuda(getpid()), 0); /* links no CUDA */
+    assert_int_equal(carve_proc_uses_cuda(0), -1);
+    char dir[] = "/tmp/carve-test-proc.XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/libcuda.so.1", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "x", 1), 1);
+    void *map = mmap(NULL, 1, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    unlink(path);
+    rmdir(dir);
+    assert_true(map != MAP_FAILED);
+    int mapped = carve_proc_uses_cuda(getpid());
+    munmap(map, 1);
+    assert_int_equal(mapped, 1);
+    assert_int_equal(carve_proc_uses_cuda(getpid()), 0);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0)
+        _exit(0);
+    waitpid(p, NULL, 0);
+    assert_int_equal(carve_proc_uses_cuda(p), -1); /* gone */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -110,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_unreaped_child),
         cmocka_unit_test(test_missing),
         cmocka_unit_test(test_ids),
+        cmocka_unit_test(test_uses_cuda),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

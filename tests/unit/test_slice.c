@@ -449,6 +449,29 @@ static void test_terms_read_only(void **state)
     assert_int_equal(shm_open(kname, O_RDONLY, 0), -1); /* unlink takes both objects */
 }
 
+/* A launch in any process of the slice sets the flag; carved's read clears it. */
+static void test_ran_flag(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0);
+    assert_false(carve_slice_take_ran(s));
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct carve_slice *c = NULL;
+        char err[256];
+        if (carve_slice_open(name, &c, err, sizeof(err)) != 0)
+            _exit(10);
+        atomic_store_explicit(carve_slice_ran_flag(c), 1, memory_order_relaxed);
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(carve_slice_take_ran(s));
+    assert_false(carve_slice_take_ran(s)); /* cleared by the read */
+    drop_slice(s);
+}
+
 static void test_name_rule(void **state)
 {
     assert_true(carve_slice_name_ok("train-1.v2_a"));
@@ -482,6 +505,7 @@ int main(void)
         SLICE_TEST(test_killed_while_reserving),
         SLICE_TEST(test_attach_full),
         SLICE_TEST(test_terms_read_only),
+        SLICE_TEST(test_ran_flag),
         cmocka_unit_test(test_name_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
