@@ -15,6 +15,7 @@
 
 #include "carve/nvml_abi.h"
 #include "daemon.h"
+#include "nvml_procs.h"
 #include "proc.h"
 #include "uuid.h"
 
@@ -39,6 +40,7 @@ static struct {
     __typeof__(&nvmlDeviceGetUtilizationRates) util;
     __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) procs;
     __typeof__(&nvmlDeviceGetProcessUtilization) proc_util;
+    size_t procs_stride; /* bytes between the entries procs writes (nvml_procs.h) */
 } nv;
 
 static double last_poll;
@@ -94,6 +96,9 @@ int monitor_open(struct carved *d, char *err, size_t errlen)
     nv.util = (__typeof__(nv.util))dlsym(nv.handle, "nvmlDeviceGetUtilizationRates");
     nv.procs = (__typeof__(nv.procs))dlsym(nv.handle, "nvmlDeviceGetComputeRunningProcesses_v3");
     nv.proc_util = (__typeof__(nv.proc_util))dlsym(nv.handle, "nvmlDeviceGetProcessUtilization");
+    nv.procs_stride =
+        carve_nvml_v3_stride(dlsym(nv.handle, "nvmlDeviceGetConfComputeMemSizeInfo") != NULL,
+                             dlsym(nv.handle, "nvmlDeviceGetRunningProcessDetailList") != NULL);
     nv.pci = (__typeof__(nv.pci))dlsym(nv.handle, "nvmlDeviceGetPciInfo_v3");
     nv.minor = (__typeof__(nv.minor))dlsym(nv.handle, "nvmlDeviceGetMinorNumber");
     if (!nv.init || !nv.shutdown || !nv.by_index || !nv.memory || !nv.procs ||
@@ -362,9 +367,12 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
         if (nv.util)
             nv.util(dev, &util);
         static nvmlProcessInfo_t infos[MAX_PROCS];
+        static _Alignas(nvmlProcessInfo_t) unsigned char raw[MAX_PROCS * CARVE_NVML_PROC_STRIDE_MAX];
         unsigned n = MAX_PROCS;
-        if (nv.procs(dev, &n, infos) != NVML_SUCCESS)
+        if (nv.procs(dev, &n, (void *)raw) != NVML_SUCCESS)
             n = 0;
+        for (unsigned i = 0; i < n; i++)
+            infos[i] = carve_nvml_proc_at(raw, nv.procs_stride, i);
         bool util_ok = read_proc_util(g, dev);
         check_slices_against_nvml(d, gi->index, infos, n, util_ok);
         for (unsigned i = 0; i < n; i++) {

@@ -7,6 +7,7 @@
  * refused: the driver has taken it already) or released. Where NVML is missing or does not
  * list our pid, the change in cuMemGetInfo_v2's free across the call stands in. */
 #include "libcarve.h"
+#include "nvml_procs.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -55,24 +56,30 @@ static bool nvml_usage(int sdev, uint64_t *bytes)
     nvmlDevice_t h = nvml_ready() ? atomic_load(&nvml_dev[sdev]) : NULL;
     if (!h)
         return false;
-    nvmlProcessInfo_t stackbuf[PROC_BUF], *buf = stackbuf;
+    /* entries as this driver writes them: 24 or 32 bytes (nvml_procs.h) */
+    size_t stride = carve_nvml_v3_stride(R.nvmlDeviceGetConfComputeMemSizeInfo != NULL,
+                                         R.nvmlDeviceGetRunningProcessDetailList != NULL);
+    _Alignas(nvmlProcessInfo_t) unsigned char stackbuf[PROC_BUF * CARVE_NVML_PROC_STRIDE_MAX];
+    unsigned char *buf = stackbuf;
     unsigned int n = PROC_BUF;
-    nvmlReturn_t r = R.nvmlDeviceGetComputeRunningProcesses_v3(h, &n, buf);
+    nvmlReturn_t r = R.nvmlDeviceGetComputeRunningProcesses_v3(h, &n, (void *)buf);
     if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
         n += 16;
-        buf = malloc(n * sizeof(*buf));
+        buf = malloc(n * stride);
         if (!buf)
             return false;
-        r = R.nvmlDeviceGetComputeRunningProcesses_v3(h, &n, buf);
+        r = R.nvmlDeviceGetComputeRunningProcesses_v3(h, &n, (void *)buf);
     }
     bool found = false;
     unsigned int me = (unsigned int)getpid();
-    for (unsigned int i = 0; r == NVML_SUCCESS && i < n; i++)
-        if (buf[i].pid == me) {
-            *bytes = buf[i].usedGpuMemory;
+    for (unsigned int i = 0; r == NVML_SUCCESS && i < n; i++) {
+        nvmlProcessInfo_t p = carve_nvml_proc_at(buf, stride, i);
+        if (p.pid == me) {
+            *bytes = p.usedGpuMemory;
             found = true;
             break;
         }
+    }
     if (buf != stackbuf)
         free(buf);
     return found;

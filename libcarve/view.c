@@ -2,6 +2,7 @@
  * tell a tenant about a capped device (total = the cap, used = the slice's usage), and the
  * process list trimmed to the slice's processes. Uncapped devices pass through. */
 #include "libcarve.h"
+#include "nvml_procs.h"
 #include "uuid.h"
 
 #include <stdlib.h>
@@ -99,9 +100,10 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
     return r;
 }
 
-/* Real process list, then only the slice's pids, with NVML's size protocol. */
-static nvmlReturn_t slice_processes(nvmlDevice_t device, unsigned int *count,
-                                    nvmlProcessInfo_t *infos,
+/* Real process list, then only the slice's pids, with NVML's size protocol; entries of
+ * stride bytes, as the driver writes them and its callers read them (nvml_procs.h). */
+static nvmlReturn_t slice_processes(nvmlDevice_t device, unsigned int *count, void *infos,
+                                    size_t stride,
                                     __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) real)
 {
     if (!real)
@@ -109,17 +111,17 @@ static nvmlReturn_t slice_processes(nvmlDevice_t device, unsigned int *count,
     if (!count || carve__sdev_of_nvml(device) < 0)
         return real(device, count, infos);
     unsigned int n = 0;
-    nvmlProcessInfo_t *all = NULL;
+    unsigned char *all = NULL;
     nvmlReturn_t r = NVML_ERROR_UNKNOWN;
     for (int tries = 0; tries < 4; tries++) { /* the list may grow between the two calls */
         n += 16;
-        nvmlProcessInfo_t *grown = realloc(all, n * sizeof(*all));
+        unsigned char *grown = realloc(all, n * stride);
         if (!grown) {
             free(all);
             return NVML_ERROR_UNKNOWN;
         }
         all = grown;
-        r = real(device, &n, all);
+        r = real(device, &n, (nvmlProcessInfo_t *)(void *)all);
         if (r != NVML_ERROR_INSUFFICIENT_SIZE)
             break;
     }
@@ -129,19 +131,13 @@ static nvmlReturn_t slice_processes(nvmlDevice_t device, unsigned int *count,
     }
     unsigned int pids[1024];
     int np = carve__pids(pids, 1024);
-    unsigned int kept = 0;
-    for (unsigned int i = 0; i < n; i++)
-        for (int j = 0; j < np; j++)
-            if (all[i].pid == pids[j]) {
-                all[kept++] = all[i];
-                break;
-            }
+    unsigned int kept = carve_nvml_keep_procs(all, stride, n, pids, np);
     if (*count < kept || (!infos && kept)) {
         *count = kept;
         r = NVML_ERROR_INSUFFICIENT_SIZE;
     } else {
         if (kept)
-            memcpy(infos, all, kept * sizeof(*all));
+            memcpy(infos, all, kept * stride);
         *count = kept;
     }
     free(all);
@@ -153,7 +149,10 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d
                                                                   nvmlProcessInfo_t *infos)
 {
     carve__init();
-    return slice_processes(device, infoCount, infos, R.nvmlDeviceGetComputeRunningProcesses_v3);
+    size_t stride = carve_nvml_v3_stride(R.nvmlDeviceGetConfComputeMemSizeInfo != NULL,
+                                         R.nvmlDeviceGetRunningProcessDetailList != NULL);
+    return slice_processes(device, infoCount, infos, stride,
+                           R.nvmlDeviceGetComputeRunningProcesses_v3);
 }
 
 CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
@@ -161,5 +160,6 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d
                                                                   nvmlProcessInfo_t *infos)
 {
     carve__init();
-    return slice_processes(device, infoCount, infos, R.nvmlDeviceGetComputeRunningProcesses_v2);
+    return slice_processes(device, infoCount, infos, sizeof(nvmlProcessInfo_t),
+                           R.nvmlDeviceGetComputeRunningProcesses_v2);
 }

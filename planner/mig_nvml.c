@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "carve/nvml_mig_abi.h"
+#include "nvml_procs.h"
 
 #define MAX_MIG_HANDLES 16
 
@@ -38,6 +39,7 @@ struct mig_nvml {
     __typeof__(&nvmlDeviceGetGpuInstanceId) mig_gi_id;
     __typeof__(&nvmlDeviceGetComputeInstanceId) mig_ci_id;
     __typeof__(&nvmlDeviceGetAttributes_v2) attributes;
+    size_t procs_stride; /* bytes between the entries procs writes (nvml_procs.h) */
 };
 
 static const char *nverr(struct mig_nvml *n, nvmlReturn_t r)
@@ -71,6 +73,9 @@ int mig_nvml_open(const char *path, struct mig_nvml **out, char *err, size_t err
     LOAD(uuid, "nvmlDeviceGetUUID");
     LOAD(mig_mode, "nvmlDeviceGetMigMode");
     LOAD(procs, "nvmlDeviceGetComputeRunningProcesses_v3");
+    n->procs_stride =
+        carve_nvml_v3_stride(dlsym(n->lib, "nvmlDeviceGetConfComputeMemSizeInfo") != NULL,
+                             dlsym(n->lib, "nvmlDeviceGetRunningProcessDetailList") != NULL);
     LOAD(gi_profile, "nvmlDeviceGetGpuInstanceProfileInfo");
     LOAD(placements, "nvmlDeviceGetGpuInstancePossiblePlacements_v2");
     LOAD(gi_create, "nvmlDeviceCreateGpuInstanceWithPlacement");
@@ -180,13 +185,13 @@ int mig_nvml_gpus(struct mig_nvml *n, struct mig_gpu *gpus, int max, char *err, 
 /* processes in one MIG device, appended to l */
 static void add_procs(struct mig_nvml *n, nvmlDevice_t mig, struct mig_live *l)
 {
-    nvmlProcessInfo_t info[64];
+    _Alignas(nvmlProcessInfo_t) unsigned char info[64 * CARVE_NVML_PROC_STRIDE_MAX];
     unsigned cnt = 64;
-    if (!n->procs || n->procs(mig, &cnt, info) != NVML_SUCCESS)
+    if (!n->procs || n->procs(mig, &cnt, (void *)info) != NVML_SUCCESS)
         return;
     for (unsigned i = 0; i < cnt && i < 64; i++) {
         if (l->npids < MIG_NVML_MAX_PIDS)
-            l->pids[l->npids] = info[i].pid;
+            l->pids[l->npids] = carve_nvml_proc_at(info, n->procs_stride, i).pid;
         l->npids++;
     }
 }

@@ -282,6 +282,24 @@ API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigne
     return running_processes(d, count, infos);
 }
 
+/* A driver of R535 on has both (so _v3's entries are 24 bytes, common/nvml_procs.h); carve
+ * only looks them up, and the simulated GPU has no confidential computing to report. */
+API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t d,
+                                                     nvmlConfComputeMemSizeInfo_t *memInfo)
+{
+    NEED_DEV(d);
+    (void)memInfo;
+    return NVML_ERROR_NOT_SUPPORTED;
+}
+
+API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t d,
+                                                       nvmlProcessDetailList_t *plist)
+{
+    NEED_DEV(d);
+    (void)plist;
+    return NVML_ERROR_NOT_SUPPORTED;
+}
+
 API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
                                                  nvmlProcessUtilizationSample_t *samples,
                                                  unsigned int *count,

@@ -52,7 +52,8 @@ typedef struct nvmlUtilization_st {
     unsigned int memory;
 } nvmlUtilization_t;
 
-/* The layout nvmlDeviceGetComputeRunningProcesses_v3 (and _v2) fill. */
+/* The layout nvmlDeviceGetComputeRunningProcesses_v2 fills, and _v3 on all but the R525 and
+ * R530 drivers, whose entries are 32 bytes (common/nvml_procs.h). */
 typedef struct nvmlProcessInfo_st {
     unsigned int pid;
     unsigned long long usedGpuMemory;
@@ -93,6 +94,13 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
                                                      unsigned int *infoCount,
                                                      nvmlProcessInfo_t *infos);
+/* Only looked up: which of the two a library has tells the layout of _v3's entries. */
+typedef struct nvmlConfComputeMemSizeInfo_st nvmlConfComputeMemSizeInfo_t;
+typedef struct nvmlProcessDetailList_st nvmlProcessDetailList_t;
+nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device,
+                                                 nvmlConfComputeMemSizeInfo_t *memInfo);
+nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device,
+                                                   nvmlProcessDetailList_t *plist);
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                              nvmlProcessUtilizationSample_t *utilization,
                                              unsigned int *processSamplesCount,

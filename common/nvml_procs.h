@@ -1,0 +1,26 @@
+/* nvml_procs.h - the entries nvmlDeviceGetComputeRunningProcesses_v3 writes, whichever
+ * layout the driver uses. Drivers of the R525/R530 branches wrote 32-byte entries (a
+ * usedGpuCcProtectedMemory field after computeInstanceId); later ones went back to the
+ * 24 bytes of nvmlProcessInfo_t and moved that field to nvmlDeviceGetRunningProcessDetailList.
+ * The library tells which: it has nvmlDeviceGetConfComputeMemSizeInfo but not yet
+ * nvmlDeviceGetRunningProcessDetailList only in that window. Reading 32-byte entries with a
+ * 24-byte stride gives every process after the first a pid made of the wrong bytes. */
+#ifndef CARVE_NVML_PROCS_H
+#define CARVE_NVML_PROCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "carve/nvml_abi.h"
+
+#define CARVE_NVML_PROC_STRIDE_MAX 32
+
+/* The bytes between entries of _v3, from which of the two symbols the library has. */
+size_t carve_nvml_v3_stride(bool has_conf_compute_mem_size_info, bool has_detail_list);
+/* Entry i of a list written with stride, as nvmlProcessInfo_t. */
+nvmlProcessInfo_t carve_nvml_proc_at(const void *list, size_t stride, unsigned int i);
+/* Keeps, in place and in order, the entries whose pid is one of pids; returns how many. */
+unsigned int carve_nvml_keep_procs(void *list, size_t stride, unsigned int n,
+                                   const unsigned int *pids, int npids);
+
+#endif
