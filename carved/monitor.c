@@ -314,6 +314,7 @@ static void check_slices_against_nvml(struct carved *d, unsigned index,
  * driver keeps a sample per process every 1/6 s or so, and with a last-seen time of 0 hands
  * back all it holds, old ones included (the last one per pid was taken, whichever it was). */
 static nvmlProcessUtilizationSample_t samples[MAX_PROCS];
+#define UNMATCHED_POLLS 3 /* polls of samples naming no listed process before they are ignored */
 static unsigned nsamples;
 static unsigned long long util_seen_us[CARVE_SLICE_MAX_DEVICES];
 
@@ -330,6 +331,17 @@ static bool read_proc_util(int g, nvmlDevice_t dev)
         if (samples[j].timeStamp > util_seen_us[g])
             util_seen_us[g] = samples[j].timeStamp;
     return r == NVML_SUCCESS || r == NVML_ERROR_NOT_FOUND;
+}
+
+/* Whether any sample read names a process of list: on some drivers the process list's pids
+ * are translated into a container's PID namespace and the samples' are not (the host's). */
+static bool samples_name_listed(const nvmlProcessInfo_t *list, unsigned n)
+{
+    for (unsigned j = 0; j < nsamples; j++)
+        for (unsigned i = 0; i < n; i++)
+            if (samples[j].pid == list[i].pid)
+                return true;
+    return false;
 }
 
 /* pid's SM utilisation over the samples read: their mean, in percent */
@@ -374,6 +386,20 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
         for (unsigned i = 0; i < n; i++)
             infos[i] = carve_nvml_proc_at(raw, nv.procs_stride, i);
         bool util_ok = read_proc_util(g, dev);
+        /* samples that name none of the listed processes, poll after poll (a process that
+         * just started or ended can do it once): the samples' pids are another namespace's,
+         * and the shares fall back to the limiter's books */
+        static int unmatched_polls[CARVE_SLICE_MAX_DEVICES];
+        if (util_ok && nsamples > 0 && n > 0 && !samples_name_listed(infos, n)) {
+            if (unmatched_polls[g] < UNMATCHED_POLLS && ++unmatched_polls[g] == UNMATCHED_POLLS)
+                carved_log("GPU %u: NVML's utilisation samples name no process of its process "
+                           "list for %d polls (their pids are another PID namespace's?): "
+                           "achieved shares come from the limiter's books until they match",
+                           gi->index, UNMATCHED_POLLS);
+        } else if (util_ok) {
+            unmatched_polls[g] = 0;
+        }
+        util_ok = util_ok && unmatched_polls[g] < UNMATCHED_POLLS;
         check_slices_against_nvml(d, gi->index, infos, n, util_ok);
         for (unsigned i = 0; i < n; i++) {
             unsigned sm = proc_sm_util(infos[i].pid);

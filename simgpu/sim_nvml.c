@@ -324,7 +324,8 @@ API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
             continue;
         if (n < cap)
             samples[n] = (nvmlProcessUtilizationSample_t){
-                (unsigned)(pid + sim_config()->nvml_pid_offset), now_us,
+                (unsigned)(pid + sim_config()->nvml_pid_offset + sim_config()->nvml_util_pid_offset),
+                now_us,
                 sim_busy_percent(d->index, pid, window), 0, 0, 0};
         n++;
     }

@@ -111,6 +111,8 @@ static void read_config(void)
     config.proc_util = !config.mig_on && !(v && strcmp(v, "off") == 0);
     v = getenv("CARVE_SIM_NVML_PID_OFFSET");
     config.nvml_pid_offset = v ? atoi(v) : 0;
+    v = getenv("CARVE_SIM_NVML_UTIL_PID_OFFSET");
+    config.nvml_util_pid_offset = v ? atoi(v) : 0;
     config.ctx_memory = env_size("CARVE_SIM_CTX_MEMORY", 500ULL << 20);
     config.module_memory = env_size("CARVE_SIM_MODULE_MEMORY", 2ULL << 20);
     v = getenv("CARVE_SIM_STATE");

@@ -28,6 +28,10 @@ struct sim_config {
     /* added to every pid NVML names (CARVE_SIM_NVML_PID_OFFSET): processes as seen from
      * another PID namespace, as NVML in a container may name them */
     int nvml_pid_offset;
+    /* added on top to the pids of utilisation samples only (CARVE_SIM_NVML_UTIL_PID_OFFSET):
+     * drivers that translate the process list's pids into a container's namespace and not
+     * the samples' */
+    int nvml_util_pid_offset;
     uint64_t ctx_memory;
     uint64_t module_memory;
     char state_path[256];

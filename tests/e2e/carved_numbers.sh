@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # carved_numbers.sh - what carved reports, against situations whose right answer is known,
 # on the simulated GPU: the compute share a slice achieved (a tenant running flat out,
-# unpaced and capped at 30%), in the snapshot and in carve ps; allocations refused at a cap,
+# unpaced and capped at 30%), in the snapshot and in carve ps, and from the limiter's books
+# when NVML's utilisation samples name pids its process list does not; allocations refused at a cap,
 # counted by the slices, across a restart of carved; carve ps of a slice on two GPUs; idle
 # GPU-hours of a slice on two GPUs, across a restart
 #
@@ -56,6 +57,22 @@ check "carve ps shows the share achieved, not only the one asked for: $row" \
 sleep 1.2
 share=$(field flat 'd["compute_share"]')
 check "the share once its tenant is gone: $share%" '[ "$share" = 0.0 ]'
+
+# 1b. NVML's utilisation samples by pids of another PID namespace than its process list's
+# (drivers that translate only the list's into a container's namespace): no sample matches,
+# and the share comes from the limiter's books (it read 0.0 from the unmatched samples)
+stop_carved
+CARVE_SIM_NVML_UTIL_PID_OFFSET=100000 start_carved 500ms off $'idle_after = 10s\n'
+"$CARVE" run --slice cap30 -- "$LOAD" --kind big --seconds 4 --label cap30b >"$work/cap30b.log" 2>&1 &
+tenants+=($!)
+sleep 3
+share=$(field cap30 'd["compute_share"]')
+check "samples naming no listed process: the --compute 30% slice's share from the limiter, $share%, 25-35" \
+    'python3 -c "import sys; sys.exit(not 25 <= $share <= 35)"'
+check "the log says why" 'grep -q "GPU 0: NVML.s utilisation samples name no process of its process list for 3 polls" "$work/carved.log"'
+wait "${tenants[-1]}"
+stop_carved
+start_carved 500ms off $'idle_after = 10s\n'
 
 # 2. allocations refused: N refusals, N in the slice; the slices keep them across a restart
 # of carved, so carve top must not say they were since carved started (it did: 3 refused
