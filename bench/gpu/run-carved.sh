@@ -271,6 +271,14 @@ row "carve run --slice start-ups, $RATE/s asked, at most 16 in flight" "$(cut -d
 row "/bin/true alone at the same rate (the machine's own ceiling)" "$(cut -d' ' -f3- <<<"$alone")" INFO
 "$CARVE" slice delete g-held >/dev/null
 
+# what carved said of NVML's pids: whether it runs in a PID namespace of its own, whether
+# the utilisation samples named the listed processes, escapes it would not kill
+pid_words=$(grep -hE "PID namespace of its own|utilisation samples name no process|is not a CUDA process here" \
+    "$LOGS/carved.log" | sed 's/^[^ ]* carved: //' | sort -u | paste -sd ';')
+[ -n "$pid_words" ] || pid_words="nothing said: NVML's pids are carved's own"
+row "carved on NVML's pids (its PID namespace, samples that name no listed process, escapes not killed)" \
+    "$pid_words" INFO
+
 {
     echo "# carved on $gpu ($date)"
     echo
