@@ -4,11 +4,14 @@
 # the MIG emulation (sim_mig.c) judges layouts with carve's own tables and planner rules
 SIMDEV_OBJ   := $(OBJ)/simgpu/simdev.o $(OBJ)/simgpu/sim_mig.o $(OBJ)/planner/mig_profiles.o \
                 $(OBJ)/planner/mig_geometry.o
+# the driver API, one file a job (sim_cuda.h says what they share)
+SIM_CUDA_OBJ := $(OBJ)/simgpu/sim_cuda.o $(OBJ)/simgpu/sim_mem.o $(OBJ)/simgpu/sim_pool.o \
+                $(OBJ)/simgpu/sim_exec.o $(OBJ)/simgpu/sim_graph.o
 SIM_CUDA     := $(SIMDIR)/libcuda.so.1
 SIM_NVML     := $(SIMDIR)/libnvidia-ml.so.1
 SIM_SMI      := $(SIMDIR)/bin/nvidia-smi
 
-$(SIM_CUDA): $(OBJ)/simgpu/sim_cuda.o $(SIMDEV_OBJ) $(OBJ)/simgpu/sim_mps.o $(COMMON_LIB)
+$(SIM_CUDA): $(SIM_CUDA_OBJ) $(SIMDEV_OBJ) $(OBJ)/simgpu/sim_mps.o $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $^ $(LDFLAGS) -lpthread -lrt
 	ln -sf libcuda.so.1 $(SIMDIR)/libcuda.so

@@ -1,0 +1,374 @@
+/* sim_exec.c - the simulated driver's execution: modules holding the built-in kernels,
+ * streams on each device's shared kernel timeline, launches (into a graph while a stream
+ * captures), and events. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "carve/cuda_abi.h"
+#include "sim_cuda.h"
+#include "simdev.h"
+
+/* ---------- modules and built-in kernels ---------- */
+
+enum sim_kernel { KERNEL_SLEEP = 1, KERNEL_EMPTY = 2 };
+struct CUfunc_st {
+    enum sim_kernel kind;
+};
+static struct CUfunc_st kernel_sleep = {KERNEL_SLEEP}, kernel_empty = {KERNEL_EMPTY};
+
+static bool image_ok(const void *image)
+{
+    return image && strncmp(image, CARVE_SIM_KERNEL_IMAGE, strlen(CARVE_SIM_KERNEL_IMAGE)) == 0;
+}
+
+static CUresult module_load(uint64_t *handle, const void *image)
+{
+    NEED_CTX(c);
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!image_ok(image))
+        return CUDA_ERROR_INVALID_IMAGE;
+    uint64_t charge = sim_config()->module_memory;
+    if (charge && !sim_take(c->phys, charge))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t key = sim_cuda__new_handle();
+    if (!sim_cuda__rec_add(REC_MODULE, key, 0, charge, c->phys)) {
+        sim_give(c->phys, charge);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *handle = key;
+    return CUDA_SUCCESS;
+}
+
+static CUresult module_load_file(uint64_t *handle, const char *fname)
+{
+    char buf[64] = {0};
+    FILE *f = fname ? fopen(fname, "rb") : NULL;
+    if (!f)
+        return CUDA_ERROR_NOT_FOUND;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return module_load(handle, buf);
+}
+
+API CUresult cuModuleLoad(CUmodule *m, const char *fname)
+{
+    return module_load_file((uint64_t *)m, fname);
+}
+
+API CUresult cuModuleLoadData(CUmodule *m, const void *image)
+{
+    return module_load((uint64_t *)m, image);
+}
+
+API CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n,
+                                CUjit_option *o, void **v)
+{
+    return module_load((uint64_t *)m, image);
+}
+
+API CUresult cuModuleLoadFatBinary(CUmodule *m, const void *fatCubin)
+{
+    return module_load((uint64_t *)m, fatCubin);
+}
+
+API CUresult cuModuleUnload(CUmodule m)
+{
+    NEED_INIT();
+    struct rec *r = sim_cuda__rec_take((uint64_t)(uintptr_t)m, 1u << REC_MODULE);
+    if (!r)
+        return CUDA_ERROR_INVALID_HANDLE;
+    sim_cuda__rec_free(r);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+    NEED_INIT();
+    if (!f || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (strcmp(name, "carve_sleep") == 0)
+        *f = &kernel_sleep;
+    else if (strcmp(name, "carve_empty") == 0)
+        *f = &kernel_empty;
+    else
+        return CUDA_ERROR_NOT_FOUND;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv,
+                               unsigned int nj, CUlibraryOption *lo, void **lv, unsigned int nl)
+{
+    return module_load((uint64_t *)lib, code);
+}
+
+API CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *fileName, CUjit_option *jo,
+                                   void **jv, unsigned int nj, CUlibraryOption *lo, void **lv,
+                                   unsigned int nl)
+{
+    return module_load_file((uint64_t *)lib, fileName);
+}
+
+API CUresult cuLibraryUnload(CUlibrary lib)
+{
+    return cuModuleUnload((CUmodule)lib);
+}
+
+/* ---------- streams, launches, events ---------- */
+
+struct CUevent_st {
+    _Atomic uint64_t ts_ns;
+    bool recorded;
+};
+
+struct CUstream_st *sim_cuda__stream_of(CUstream s, CUcontext c)
+{
+    return s && s != (CUstream)0x1 && s != (CUstream)0x2 ? s : &c->null_stream;
+}
+
+API CUresult cuStreamCreate(CUstream *ph, unsigned int flags)
+{
+    NEED_CTX(c);
+    if (!ph)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s = calloc(1, sizeof(*s));
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    s->ctx = c;
+    *ph = s;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuStreamDestroy_v2(CUstream s)
+{
+    NEED_INIT();
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (s->graph)
+        sim_cuda__graph_free(s->graph);
+    free(s);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuStreamSynchronize(CUstream hs)
+{
+    NEED_CTX(c);
+    struct CUstream_st *s = sim_cuda__stream_of(hs, c);
+    sim_cuda__sleep_until(atomic_load(&s->tail_ns));
+    sim_cuda__pools_sync(s->ctx->phys);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuStreamQuery(CUstream hs)
+{
+    NEED_CTX(c);
+    return sim_now_ns() >= atomic_load(&sim_cuda__stream_of(hs, c)->tail_ns) ? CUDA_SUCCESS
+                                                                  : CUDA_ERROR_NOT_READY;
+}
+
+API CUresult cuStreamBeginCapture_v2(CUstream hs, CUstreamCaptureMode mode)
+{
+    NEED_CTX(c);
+    if (!hs)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot capture */
+    if (hs->capturing)
+        return CUDA_ERROR_INVALID_VALUE;
+    hs->graph = calloc(1, sizeof(*hs->graph));
+    if (!hs->graph)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    hs->capturing = true;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuStreamEndCapture(CUstream hs, CUgraph *pg)
+{
+    NEED_INIT();
+    if (!hs || !pg)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!hs->capturing)
+        return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+    hs->capturing = false;
+    *pg = hs->graph;
+    hs->graph = NULL;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuStreamIsCapturing(CUstream hs, CUstreamCaptureStatus *st)
+{
+    NEED_INIT();
+    if (!st)
+        return CUDA_ERROR_INVALID_VALUE;
+    *st = hs && hs->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+
+/* The sim enforces no capture-mode rules; it keeps the per-thread mode so that
+ * exchanging it round-trips as it does on the real driver. */
+static _Thread_local CUstreamCaptureMode thread_capture_mode;
+
+API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    NEED_INIT();
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode old = thread_capture_mode;
+    thread_capture_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
+static uint64_t kernel_ns(struct CUfunc_st *f, void **params)
+{
+    if (f->kind == KERNEL_SLEEP && params && params[0])
+        return *(unsigned long long *)params[0];
+    return 0;
+}
+
+void sim_cuda__enqueue(struct CUstream_st *s, uint64_t ns)
+{
+    uint64_t end = sim_run_kernel(s->ctx->phys, atomic_load(&s->tail_ns), ns);
+    atomic_store(&s->tail_ns, end);
+    uint64_t last = atomic_load(&s->ctx->last_end_ns);
+    while (end > last && !atomic_compare_exchange_weak(&s->ctx->last_end_ns, &last, end))
+        ;
+}
+
+static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, CUstream hs, void **params)
+{
+    NEED_CTX(c);
+    if (!f || (f->kind != KERNEL_SLEEP && f->kind != KERNEL_EMPTY))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s = sim_cuda__stream_of(hs, c);
+    uint64_t ns = kernel_ns(f, params);
+    if (s->capturing)
+        return sim_cuda__graph_append(
+            s->graph, (struct CUgraphNode_st){CU_GRAPH_NODE_TYPE_KERNEL, f, ns, NULL}, NULL);
+    sim_cuda__enqueue(s, ns);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned shm, CUstream s, void **params,
+                            void **extra)
+{
+    return launch(f, gx, gy, gz, bx, by, bz, s, params);
+}
+
+API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                 unsigned bx, unsigned by, unsigned bz, unsigned shm,
+                                 CUstream s, void **params, void **extra)
+{
+    return launch(f, gx, gy, gz, bx, by, bz, s, params);
+}
+
+static CUresult launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **params)
+{
+    if (!cfg)
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX,
+                  cfg->blockDimY, cfg->blockDimZ, cfg->hStream, params);
+}
+
+API CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params,
+                              void **extra)
+{
+    return launch_ex(cfg, f, params);
+}
+
+API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *cfg, CUfunction f, void **params,
+                                   void **extra)
+{
+    return launch_ex(cfg, f, params);
+}
+
+API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                       unsigned bx, unsigned by, unsigned bz, unsigned shm,
+                                       CUstream s, void **params)
+{
+    return launch(f, gx, gy, gz, bx, by, bz, s, params);
+}
+
+API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
+                                            unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                            unsigned shm, CUstream s, void **params)
+{
+    return launch(f, gx, gy, gz, bx, by, bz, s, params);
+}
+
+API CUresult cuEventCreate(CUevent *pe, unsigned int flags)
+{
+    NEED_CTX(c);
+    if (!pe)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUevent_st *e = calloc(1, sizeof(*e));
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pe = e;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuEventRecord(CUevent e, CUstream hs)
+{
+    NEED_CTX(c);
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    uint64_t now = sim_now_ns(), tail = atomic_load(&sim_cuda__stream_of(hs, c)->tail_ns);
+    atomic_store(&e->ts_ns, tail > now ? tail : now);
+    e->recorded = true;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuEventQuery(CUevent e)
+{
+    NEED_INIT();
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return sim_now_ns() >= atomic_load(&e->ts_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+API CUresult cuEventSynchronize(CUevent e)
+{
+    NEED_INIT();
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    sim_cuda__sleep_until(atomic_load(&e->ts_ns));
+    return CUDA_SUCCESS;
+}
+
+static CUresult elapsed(float *ms, CUevent a, CUevent b)
+{
+    NEED_INIT();
+    if (!ms || !a || !b)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!a->recorded || !b->recorded)
+        return CUDA_ERROR_INVALID_HANDLE;
+    uint64_t ta = atomic_load(&a->ts_ns), tb = atomic_load(&b->ts_ns);
+    if (sim_now_ns() < (ta > tb ? ta : tb))
+        return CUDA_ERROR_NOT_READY;
+    *ms = (float)((double)((int64_t)(tb - ta)) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+    return elapsed(ms, a, b);
+}
+
+API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+{
+    return elapsed(ms, a, b);
+}
+
+API CUresult cuEventDestroy_v2(CUevent e)
+{
+    NEED_INIT();
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    free(e);
+    return CUDA_SUCCESS;
+}

@@ -1,0 +1,520 @@
+/* sim_mem.c - the simulated driver's allocation records and the memory APIs built on them
+ * (cuMemAlloc and kin, host memory, virtual memory management, arrays).
+ *
+ * Memory is backed by anonymous mappings (device pointer == host address), so copies work. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "carve/cuda_abi.h"
+#include "sim_cuda.h"
+#include "simdev.h"
+
+#define PITCH_ALIGN 512
+
+/* ---------- allocation records ---------- */
+
+#define REC_BUCKETS 4096
+static struct rec *recs[REC_BUCKETS];
+static uint64_t next_handle = 0x1000;
+
+static unsigned rec_bucket(uint64_t key)
+{
+    return (unsigned)((key * 0x9e3779b97f4a7c15ULL) >> 52) % REC_BUCKETS;
+}
+
+struct rec *sim_cuda__rec_add(enum rec_kind kind, uint64_t key, uint64_t size, uint64_t charge,
+                              int phys)
+{
+    struct rec *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->key = key;
+    r->size = size;
+    r->charge = charge;
+    r->phys = phys;
+    r->kind = kind;
+    pthread_mutex_lock(&sim_cuda__lock);
+    unsigned b = rec_bucket(key);
+    r->next = recs[b];
+    recs[b] = r;
+    pthread_mutex_unlock(&sim_cuda__lock);
+    return r;
+}
+
+/* Unlinks and returns key's record of one of the kinds in mask, or NULL. */
+struct rec *sim_cuda__rec_take_locked(uint64_t key, unsigned mask)
+{
+    struct rec **pp = &recs[rec_bucket(key)], *r;
+    for (; (r = *pp); pp = &r->next)
+        if (r->key == key && (mask & (1u << r->kind))) {
+            *pp = r->next;
+            break;
+        }
+    return r;
+}
+
+struct rec *sim_cuda__rec_take(uint64_t key, unsigned mask)
+{
+    pthread_mutex_lock(&sim_cuda__lock);
+    struct rec *r = sim_cuda__rec_take_locked(key, mask);
+    pthread_mutex_unlock(&sim_cuda__lock);
+    return r;
+}
+
+/* key's record of one of the kinds in mask, left in place; NULL if none. Lock held. */
+struct rec *sim_cuda__rec_find_locked(uint64_t key, unsigned mask)
+{
+    for (struct rec *r = recs[rec_bucket(key)]; r; r = r->next)
+        if (r->key == key && (mask & (1u << r->kind)))
+            return r;
+    return NULL;
+}
+
+uint64_t sim_cuda__new_handle(void)
+{
+    pthread_mutex_lock(&sim_cuda__lock);
+    uint64_t h = next_handle++;
+    pthread_mutex_unlock(&sim_cuda__lock);
+    return h;
+}
+
+static void *map_backing(uint64_t size)
+{
+    void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Device memory of `size` bytes on phys, charged `charge`: the pointer, or 0. */
+CUresult sim_cuda__alloc_device(CUdeviceptr *dptr, uint64_t size, uint64_t charge, int phys,
+                                enum rec_kind kind, struct rec **out)
+{
+    if (!dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (charge && !sim_take(phys, charge))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = map_backing(size);
+    struct rec *r = p ? sim_cuda__rec_add(kind, (uint64_t)(uintptr_t)p, size, charge, phys) : NULL;
+    if (!r) {
+        if (p)
+            munmap(p, size);
+        sim_give(phys, charge);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    if (out)
+        *out = r;
+    return CUDA_SUCCESS;
+}
+
+void sim_cuda__rec_free(struct rec *r)
+{
+    if (r->kind == REC_MEM || r->kind == REC_MANAGED || r->kind == REC_HOST ||
+        r->kind == REC_POOL || r->kind == REC_RESERVE || r->kind == REC_GRAPH)
+        munmap((void *)(uintptr_t)r->key, r->size ? r->size : 1);
+    if (r->charge)
+        sim_give(r->phys, r->charge);
+    free(r);
+}
+
+API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    NEED_CTX(c);
+    return sim_cuda__alloc_device(dptr, bytesize, bytesize, c->phys, REC_MEM, NULL);
+}
+
+API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                                unsigned int elem)
+{
+    NEED_CTX(c);
+    if (!pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t p = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+    if (p < width || p > SIZE_MAX / height) /* a size past 64 bits: never wrapped */
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = sim_cuda__alloc_device(dptr, (uint64_t)p * height, (uint64_t)p * height, c->phys,
+                                        REC_MEM, NULL);
+    if (r == CUDA_SUCCESS)
+        *pitch = p;
+    return r;
+}
+
+API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    NEED_CTX(c);
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    return sim_cuda__alloc_device(dptr, bytesize, bytesize, c->phys, REC_MANAGED, NULL);
+}
+
+API CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    NEED_INIT();
+    if (dptr == 0)
+        return CUDA_SUCCESS;
+    struct rec *r = sim_cuda__rec_take(dptr, 1u << REC_MEM | 1u << REC_MANAGED);
+    if (!r)
+        return sim_cuda__graph_alloc_free(dptr);
+    sim_cuda__rec_free(r);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    NEED_INIT();
+    CUresult res = CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&sim_cuda__lock);
+    for (unsigned b = 0; b < REC_BUCKETS && res != CUDA_SUCCESS; b++)
+        for (struct rec *r = recs[b]; r; r = r->next)
+            if ((r->kind == REC_MEM || r->kind == REC_MANAGED || r->kind == REC_POOL) &&
+                dptr >= r->key && dptr < r->key + r->size) {
+                if (pbase)
+                    *pbase = r->key;
+                if (psize)
+                    *psize = r->size;
+                res = CUDA_SUCCESS;
+                break;
+            }
+    pthread_mutex_unlock(&sim_cuda__lock);
+    return res;
+}
+
+API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+{
+    NEED_CTX(c);
+    if (!free_bytes || !total)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t t = sim_config()->memory[c->phys], used = sim_device_used(c->phys);
+    if (sim_cuda__visible_gi[c->dev]) { /* in a MIG instance: its memory, used by its processes */
+        t = sim_cuda__mig_memory;
+        used = sim_instance_used(c->phys, sim_cuda__visible_gi[c->dev]);
+    }
+    *total = t;
+    *free_bytes = used < t ? t - used : 0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult host_alloc(void **pp, size_t bytes)
+{
+    NEED_CTX(c);
+    if (!pp || bytes == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr d;
+    CUresult r = sim_cuda__alloc_device(&d, bytes, 0, c->phys, REC_HOST, NULL);
+    if (r == CUDA_SUCCESS)
+        *pp = (void *)(uintptr_t)d;
+    return r;
+}
+
+API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    return host_alloc(pp, bytesize);
+}
+
+API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
+{
+    return host_alloc(pp, bytesize);
+}
+
+API CUresult cuMemFreeHost(void *p)
+{
+    NEED_INIT();
+    struct rec *r = sim_cuda__rec_take((uint64_t)(uintptr_t)p, 1u << REC_HOST);
+    if (!r)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_cuda__rec_free(r);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
+{
+    NEED_CTX(c);
+    if (bytes)
+        memcpy((void *)(uintptr_t)dst, src, bytes);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
+{
+    NEED_CTX(c);
+    sim_cuda__sleep_until(atomic_load(&c->last_end_ns));
+    if (bytes)
+        memcpy(dst, (const void *)(uintptr_t)src, bytes);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n)
+{
+    NEED_CTX(c);
+    if (n)
+        memset((void *)(uintptr_t)dst, uc, n);
+    return CUDA_SUCCESS;
+}
+
+/* ---------- virtual memory management ---------- */
+
+int sim_cuda__phys_of_location(const CUmemLocation *loc)
+{
+    if (loc->type != CU_MEM_LOCATION_TYPE_DEVICE || !sim_cuda__valid_dev(loc->id))
+        return -1;
+    return sim_cuda__visible[loc->id];
+}
+
+API CUresult cuMemGetAllocationGranularity(size_t *gran, const CUmemAllocationProp *prop,
+                                           CUmemAllocationGranularity_flags option)
+{
+    NEED_INIT();
+    if (!gran || !prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    *gran = GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                         const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    NEED_INIT();
+    if (!handle || !prop || size == 0 || size % GRANULARITY != 0 ||
+        prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    int phys = sim_cuda__phys_of_location(&prop->location);
+    if (phys < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!sim_take(phys, size))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t h = sim_cuda__new_handle();
+    if (!sim_cuda__rec_add(REC_HANDLE, h, size, size, phys)) {
+        sim_give(phys, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *handle = h;
+    return CUDA_SUCCESS;
+}
+
+/* As on a GPU, a handle released while mapped keeps its memory until its last unmap. */
+API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    NEED_INIT();
+    struct rec *r = sim_cuda__rec_take(handle, 1u << REC_HANDLE);
+    if (!r)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_cuda__lock);
+    bool mapped = r->maps > 0;
+    r->released = mapped;
+    pthread_mutex_unlock(&sim_cuda__lock);
+    if (!mapped)
+        sim_cuda__rec_free(r);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                 CUdeviceptr addr, unsigned long long flags)
+{
+    NEED_INIT();
+    if (!ptr || size == 0 || size % GRANULARITY != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!sim_cuda__rec_add(REC_RESERVE, (uint64_t)(uintptr_t)p, size, 0, 0)) {
+        munmap(p, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *ptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    NEED_INIT();
+    struct rec *r = sim_cuda__rec_take(ptr, 1u << REC_RESERVE);
+    if (!r)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_cuda__rec_free(r);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                      CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    NEED_INIT();
+    if (!ptr || size == 0 || size % GRANULARITY != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_cuda__lock);
+    struct rec *h = recs[rec_bucket(handle)];
+    while (h && !(h->key == handle && h->kind == REC_HANDLE))
+        h = h->next;
+    if (h)
+        h->maps++;
+    pthread_mutex_unlock(&sim_cuda__lock);
+    if (!h)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct rec *m = NULL;
+    if (mprotect((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE) != 0 ||
+        !(m = sim_cuda__rec_add(REC_MAPPING, ptr, size, 0, h->phys))) {
+        pthread_mutex_lock(&sim_cuda__lock);
+        h->maps--;
+        pthread_mutex_unlock(&sim_cuda__lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    m->handle = h;
+    return CUDA_SUCCESS;
+}
+
+/* Unmaps the mappings that start in the range, one after the other; a handle released
+ * before goes with its last mapping. */
+API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    NEED_INIT();
+    for (uint64_t va = ptr; size && va < ptr + size;) {
+        struct rec *m = sim_cuda__rec_take(va, 1u << REC_MAPPING);
+        if (!m)
+            break;
+        struct rec *h = m->handle;
+        pthread_mutex_lock(&sim_cuda__lock);
+        bool gone = --h->maps == 0 && h->released;
+        pthread_mutex_unlock(&sim_cuda__lock);
+        if (gone)
+            sim_cuda__rec_free(h);
+        va += m->size;
+        free(m);
+    }
+    return mprotect((void *)(uintptr_t)ptr, size, PROT_NONE) == 0 ? CUDA_SUCCESS
+                                                                  : CUDA_ERROR_INVALID_VALUE;
+}
+
+API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                            size_t count)
+{
+    NEED_INIT();
+    return ptr && desc && count ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---------- arrays ---------- */
+
+static uint64_t format_bytes(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF:
+        return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT:
+        return 4;
+    default: return 0;
+    }
+}
+
+/* The footprint of one level: rows padded to 512 bytes. */
+static uint64_t level_bytes(uint64_t elem, uint64_t w, uint64_t h, uint64_t d)
+{
+    uint64_t row = (w * elem + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+    return row * (h ? h : 1) * (d ? d : 1);
+}
+
+static uint64_t round_gran(uint64_t v)
+{
+    return (v + GRANULARITY - 1) / GRANULARITY * GRANULARITY;
+}
+
+static CUresult array_create(uint64_t *handle, const CUDA_ARRAY3D_DESCRIPTOR *d,
+                             unsigned levels, enum rec_kind kind)
+{
+    NEED_CTX(c);
+    uint64_t elem = format_bytes(d->Format) * d->NumChannels;
+    if (!handle || elem == 0 || d->Width == 0 || levels == 0 ||
+        (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t total = 0, w = d->Width, h = d->Height, dep = d->Depth;
+    for (unsigned l = 0; l < levels; l++) {
+        total += level_bytes(elem, w, h, dep);
+        w = w > 1 ? w / 2 : 1;
+        h = h > 1 ? h / 2 : h;
+        dep = dep > 1 ? dep / 2 : dep;
+    }
+    total = round_gran(total);
+    if (!sim_take(c->phys, total))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t key = sim_cuda__new_handle();
+    if (!sim_cuda__rec_add(kind, key, total, total, c->phys)) {
+        sim_give(c->phys, total);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *handle = key;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *a)
+{
+    if (!a)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_ARRAY3D_DESCRIPTOR d = {a->Width, a->Height, 0, a->Format, a->NumChannels, 0};
+    return array_create((uint64_t *)pHandle, &d, 1, REC_ARRAY);
+}
+
+API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    return d ? array_create((uint64_t *)pHandle, d, 1, REC_ARRAY) : CUDA_ERROR_INVALID_VALUE;
+}
+
+API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d,
+                                    unsigned int levels)
+{
+    return d ? array_create((uint64_t *)pHandle, d, levels, REC_MIPMAP)
+             : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult array_destroy(uint64_t key, enum rec_kind kind)
+{
+    NEED_INIT();
+    struct rec *r = sim_cuda__rec_take(key, 1u << kind);
+    if (!r)
+        return CUDA_ERROR_INVALID_HANDLE;
+    sim_cuda__rec_free(r);
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuArrayDestroy(CUarray a)
+{
+    return array_destroy((uint64_t)(uintptr_t)a, REC_ARRAY);
+}
+
+API CUresult cuMipmappedArrayDestroy(CUmipmappedArray m)
+{
+    return array_destroy((uint64_t)(uintptr_t)m, REC_MIPMAP);
+}
+
+static CUresult array_requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, uint64_t key,
+                                   enum rec_kind kind)
+{
+    NEED_INIT();
+    if (!req)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult res = CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_cuda__lock);
+    for (struct rec *r = recs[rec_bucket(key)]; r; r = r->next)
+        if (r->key == key && r->kind == kind) {
+            memset(req, 0, sizeof(*req));
+            req->size = r->size;
+            req->alignment = GRANULARITY;
+            res = CUDA_SUCCESS;
+            break;
+        }
+    pthread_mutex_unlock(&sim_cuda__lock);
+    return res;
+}
+
+API CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, CUarray a,
+                                          CUdevice dev)
+{
+    return array_requirements(req, (uint64_t)(uintptr_t)a, REC_ARRAY);
+}
+
+API CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req,
+                                                   CUmipmappedArray m, CUdevice dev)
+{
+    return array_requirements(req, (uint64_t)(uintptr_t)m, REC_MIPMAP);
+}
