@@ -147,7 +147,7 @@ int fleet_plan_all(const struct fleet *f, const struct fleet_workloads *ws,
                    const struct fleet_options *o, struct fleet_result *r);
 void fleet_result_free(struct fleet_result *r);
 
-/* Internal, shared by fleet_pack.c and fleet_mig.c. */
+/* Internal, shared by fleet_mig.c, fleet_lp.c and the shared packing (fleet_pack.h). */
 struct fleet_item {
     uint64_t memory_mib;
     uint32_t compute_bp;

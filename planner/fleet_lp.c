@@ -24,8 +24,9 @@
  * these models at these prices.
  *
  * Why not GLPK: the programs are small (on a fleet of three pools about 70 columns and 250 rows;
- * a fleet of many pools drops the counts, fleet_pack.c) and need one dense tableau, while libglpk and its five shared libraries would be
- * mapped by every `carve run` start-up, since the planner is linked into the carve binary. */
+ * a fleet of many pools drops the counts, fleet_bound.c) and need one dense tableau, while
+ * libglpk and its five shared libraries would be mapped by every `carve run` start-up, since the
+ * planner is linked into the carve binary. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,139 @@
+/* fleet_pack.h - what the files of the shared mechanisms' packing (whole GPUs, time-slicing, MPS,
+ * carve slices) share: fleet_pack.c (the whole plan), fleet_firstfit.c and fleet_fill.c (the
+ * packers), fleet_choose.c (which packer packs a group) and fleet_bound.c (the lower bounds).
+ * Internal to the planner. */
+#ifndef CARVE_FLEET_PACK_H
+#define CARVE_FLEET_PACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleet.h"
+
+static inline double dmin(double a, double b)
+{
+    return a < b ? a : b;
+}
+
+static inline double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* ---- a mechanism's rules (fleet_pack.c) ---- */
+
+struct mech_rules {
+    uint32_t compute_cap;  /* what one shared GPU delivers */
+    uint32_t slots;        /* tenants per GPU */
+};
+
+enum { GROUP_ALONE = 255 };
+
+/* Which group a workload packs in under mech: GROUP_ALONE for a GPU of its own. Groups never
+ * share a GPU. */
+int fleet_group_of(int mech, const struct fleet_workload *w, const struct mech_rules *r);
+
+/* The largest memory of the fleet's GPUs. */
+uint64_t fleet_max_memory(const struct fleet *f);
+
+/* ---- a group's workloads and the pools its GPUs come from (fleet_pack.c) ---- */
+
+struct sort_key {
+    uint64_t key;
+    uint32_t index;
+};
+
+/* Largest key first, ties in list order (keys at most 2 x FLEET_BP_FULL). */
+void fleet_sort_keys(struct sort_key *keys, size_t n);
+
+/* What fleet_choose_pool goes by. */
+struct pool_choice {
+    uint64_t left[FLEET_MAX_POOLS];  /* GPUs each pool has left */
+    double budget[FLEET_MAX_POOLS];  /* GPUs the bound's solution buys for the groups, less
+                                        those opened */
+    size_t by_size[FLEET_MAX_POOLS]; /* largest memory first; ties cheapest first */
+    int only;                        /* >= 0: the pool GPUs come from while it has GPUs left
+                                        (a pool's share of the group, pack_by_band) */
+    struct sort_key *deferred;       /* with only: where a workload goes when that pool has no
+                                        GPU left for it (for the next pool's share), or NULL */
+    size_t ndeferred;
+    const struct fleet_demand *d;    /* the bands, and the solution's share of each band */
+    const double (*band_count)[FLEET_MAX_POOLS]; /* per pool (the group's), or NULL */
+    const double (*band_memory_mib)[FLEET_MAX_POOLS]; /* their memory, with band_count */
+    double band_cost; /* what the solution's GPUs for the group cost */
+    bool exact; /* the split with each band's ends as the solution has them and the limited
+                   pools' GPUs filled exactly (pack_by_band_exact) */
+    int8_t (*share_packer)[FLEET_MAX_POOLS + 1]; /* per split (exact or not) and share (by_size
+                             order, then the rest): the packer its dry runs chose (index in
+                             fleet_choose.c's packers[]), -1 unknown; kept from the split's dry
+                             run for its packing */
+};
+
+/* The workloads of a group still to place, the one at hand included. */
+struct still_to_place {
+    uint64_t memory_mib, compute_bp, count;
+};
+
+/* The pool a group's next GPU comes from, for a workload of memory_mib; -1 when pc->only's
+ * share cannot open one for it (it goes to the next share: fleet_defer_to_next_share). */
+int fleet_choose_pool(const struct fleet *f, struct pool_choice *pc,
+                      const struct still_to_place *rest, uint32_t compute_cap, uint32_t slots,
+                      uint64_t memory_mib);
+/* A group's totals: all of keys[0..n) still to place. */
+struct still_to_place fleet_still_all(const struct fleet_workloads *ws,
+                                      const struct sort_key *keys, size_t n);
+/* w is placed, or left to another pool's share: no longer this packing's to place. */
+void fleet_still_drop(struct still_to_place *rest, const struct fleet_workload *w);
+/* No pool of this share can open a GPU for w: it goes to the next pool's share. */
+void fleet_defer_to_next_share(struct pool_choice *pc, struct still_to_place *rest,
+                               struct sort_key key, const struct fleet_workload *w);
+/* w onto GPU u, holding held MiB of it. */
+void fleet_gpu_add(struct fleet_gpu_use *u, const struct fleet_workload *w, uint64_t held);
+
+/* ---- the packers: a group (keys, largest first) onto GPUs of the pools pc gives ---- */
+
+typedef int packer_fn(const struct fleet *f, const struct fleet_workloads *ws,
+                      const struct sort_key *keys, size_t n, const struct mech_rules *r,
+                      struct pool_choice *pc, struct fleet_plan *p, struct fleet_gpu_list *g);
+/* First-fit decreasing over a segment tree of the open GPUs (fleet_firstfit.c). */
+packer_fn fleet_pack_group;
+/* One GPU at a time, the scarce dimension judged once for the whole group or afresh for each
+ * GPU (fleet_fill.c). */
+packer_fn fleet_fill_by_group, fleet_fill_by_rest;
+/* Whether some pool of the fleet is one whose GPUs are filled exactly (fleet_fill.c). */
+bool fleet_some_exact_worth(const struct fleet *f);
+
+/* ---- which packer packs a group (fleet_choose.c) ---- */
+
+/* On groups of a few thousand workloads at most, keys reordered to the best of a few orders
+ * near the decreasing one, by first-fit decreasing's dry runs. 0, or -ENOMEM. */
+int fleet_improve_order(const struct fleet *f, const struct fleet_workloads *ws,
+                        struct sort_key *keys, size_t n, const struct mech_rules *r,
+                        const struct pool_choice *pc);
+/* *pack: the packer that does best on the group in a dry run. 0, or -ENOMEM. */
+int fleet_choose_packer(const struct fleet *f, const struct fleet_workloads *ws,
+                        const struct sort_key *keys, size_t n, const struct mech_rules *r,
+                        const struct pool_choice *pc, packer_fn **pack);
+
+/* ---- lower bounds, and what the cost bound needs (fleet_bound.c) ---- */
+
+/* A bound on GPUs for one group that shares (0 on out of memory). */
+uint64_t fleet_group_bound(const struct fleet_workloads *ws, const struct sort_key *keys,
+                           size_t n, uint64_t max_mem, const struct mech_rules *r);
+/* The demand of one mechanism's workloads that fleet_cost_bound is solved for. 0, or
+ * -ENOMEM. */
+int fleet_demand_of(const struct fleet *f, const struct fleet_workloads *ws,
+                    const uint8_t *possible, int mech, const struct mech_rules *r,
+                    const uint64_t group_gpus[FLEET_GROUPS], struct fleet_demand *d);
+/* A cost bound that needs no solution, for when the simplex gives up. */
+double fleet_plain_cost_bound(const struct fleet *f, const struct fleet_demand *d);
+/* The class (the smallest pool size that holds it) and the band of memory_mib. */
+size_t fleet_class_of(const struct fleet_demand *d, uint64_t memory_mib);
+size_t fleet_band_of(const struct fleet_demand *d, uint64_t memory_mib);
+/* Adds v to the ascending list of distinct values list[0..*n). */
+void fleet_insert_distinct(uint64_t *list, size_t *n, uint64_t v);
+
+#endif
