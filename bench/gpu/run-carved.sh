@@ -97,14 +97,8 @@ CONF
     exit 1
 }
 
-rows=()
-failures=0
-row() { # row CHECK RESULT PASS|FAIL|INFO
-    rows+=("| $1 | $2 | $3 |")
-    echo "   $3: $1: $2"
-    [ "$3" = FAIL ] && failures=$((failures + 1))
-    return 0
-}
+# shellcheck source=bench/gpu/rows.bash
+. bench/gpu/rows.bash
 verdict() { [ "$1" -eq 0 ] && echo PASS || echo FAIL; }
 # json_check JSON PYTHON: PYTHON's expression on j (the parsed JSON) is true
 json_check() { python3 -c "import json,sys; j=json.loads(sys.argv[1]); sys.exit(0 if ($2) else 1)" "$1" 2>/dev/null; }

@@ -10,7 +10,7 @@
 #     memory against NVML (status 1 when anything but memory differs). With MIG mode off the
 #     driver may not answer the profile queries; the row then shows its word.
 #  3. `carve mig list -i 0`: the instances carve sees (none with MIG mode off).
-#  4. `carve mig plan -i 0 3g.40gb 2g.20gb 1g.10gb`: a plan against this GPU's free slots,
+#  4. `carve mig plan -i 0 30GiB 15GiB 8GiB`: a plan against this GPU's free slots,
 #     changing nothing (plan never applies).
 # Never enables or disables MIG, creates or destroys an instance, or changes any setting of
 # the card. Writes docs/results/<date>-mig-check-<gpu>.md; exits 1 when the table check
@@ -24,14 +24,8 @@ LOGS="$BUILD/gpu/mig-logs"
 source bench/gpu/gpu-setup.sh run-mig-check "$LOGS"
 report="docs/results/$date-mig-check-$slug.md"
 
-rows=()
-failures=0
-row() { # row CHECK RESULT PASS|FAIL|MISS|INFO
-    rows+=("| $1 | $2 | $3 |")
-    echo "   $3: $1: $2"
-    [ "$3" = FAIL ] && failures=$((failures + 1))
-    return 0
-}
+# shellcheck source=bench/gpu/rows.bash
+. bench/gpu/rows.bash
 # run NAME CMD...: CMD's output into $LOGS/NAME.log, its status into rc
 run() {
     local name=$1
@@ -61,8 +55,8 @@ row "carve mig profiles --check -i 0 (status $rc)" \
 run list "$CARVE" mig list --index 0
 row "carve mig list -i 0 (status $rc)" "$(first list 3)" INFO
 
-run plan "$CARVE" mig plan --index 0 3g.40gb 2g.20gb 1g.10gb
-row "carve mig plan -i 0 3g.40gb 2g.20gb 1g.10gb (status $rc; plans only)" "$(first plan 1)" INFO
+run plan "$CARVE" mig plan --index 0 30GiB 15GiB 8GiB
+row "carve mig plan -i 0 30GiB 15GiB 8GiB (status $rc; plans only)" "$(first plan 1)" INFO
 
 {
     echo "# MIG profile table check on $gpu ($date)"

@@ -46,14 +46,8 @@ control() { CUDA_MPS_PIPE_DIRECTORY=$pipe nvidia-cuda-mps-control; }
 daemon_pid() { cat "$pipe/nvidia-cuda-mps-control.pid" 2>/dev/null; }
 daemon_gone() { local p; p=$(daemon_pid); [ -z "$p" ] || ! kill -0 "$p" 2>/dev/null; }
 
-rows=()
-failures=0
-row() { # row CHECK RESULT PASS|FAIL|MISS|INFO
-    rows+=("| $1 | $2 | $3 |")
-    echo "   $3: $1: $2"
-    [ "$3" = FAIL ] && failures=$((failures + 1))
-    return 0
-}
+# shellcheck source=bench/gpu/rows.bash
+. bench/gpu/rows.bash
 share() { grep '"total_share"' "$1" | tail -n1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_share"])' 2>/dev/null || echo -; }
 
 ipu=$("$LOAD" --calibrate | python3 -c 'import json,sys; print(json.load(sys.stdin)["iters_per_us"])')
