@@ -165,18 +165,33 @@ with open(sys.argv[1], "r+b") as f:
 print(rounds)
 PY
 }
-forge_queue_ends >"$work/forged" 2>&1 &
-forger=$!
-measure big 30% 70%
-wait "$forger"
-forged=$(cat "$work/forged")
+# Measured up to three times, as the groups above: with the hand-over not waited for, a
+# sample can again include the neighbour's overrunning kernel, and the 30% slice of 10 ms
+# kernels settles at 18-26% in about 1 run of 10 (docs/compute.md, honest limits). A limiter
+# that holds a slice for ever, or never paces it, misses every time.
+forged_once() {
+    forge_queue_ends >"$work/forged" 2>&1 &
+    local forger=$!
+    measure big 30% 70%
+    wait "$forger"
+    forged=$(cat "$work/forged")
+    result=$(verdicts big 30% 70%)
+    [[ $forged =~ ^[0-9]+$ ]] && [ "$forged" -gt 10 ] || result="FAIL the forger wrote $forged rounds"
+}
+forged_first=""
+forged_once
+for try in second third; do
+    [[ $result == *FAIL* ]] || break
+    forged_first="$forged_first (passed on the $try try; before: $(echo "$result" | tr '\n' ' '))"
+    forged_once
+done
 while read -r verdict rest; do
-    if [ "$verdict" = ok ] && [[ $forged =~ ^[0-9]+$ ]] && [ "$forged" -gt 10 ]; then
-        ok "big kernels at 30% 70% beside queue ends forged $forged times: $rest"
+    if [ "$verdict" = ok ]; then
+        ok "big kernels at 30% 70% beside queue ends forged $forged times: $rest$forged_first"
     else
         bad "big kernels at 30% 70% beside forged queue ends (forger: $forged): $rest"
     fi
-done <<<"$(verdicts big 30% 70%)"
+done <<<"$result"
 
 # a guarantee alone takes the idle GPU; next to a 50% cap it takes what the cap leaves
 total() { python3 -c 'import json,sys; print([json.loads(l)["total_share"] for l in open(sys.argv[1]) if "total_share" in l][-1])' "$1"; }
