@@ -96,9 +96,7 @@ int monitor_open(struct carved *d, char *err, size_t errlen)
     nv.util = (__typeof__(nv.util))dlsym(nv.handle, "nvmlDeviceGetUtilizationRates");
     nv.procs = (__typeof__(nv.procs))dlsym(nv.handle, "nvmlDeviceGetComputeRunningProcesses_v3");
     nv.proc_util = (__typeof__(nv.proc_util))dlsym(nv.handle, "nvmlDeviceGetProcessUtilization");
-    nv.procs_stride =
-        carve_nvml_v3_stride(dlsym(nv.handle, "nvmlDeviceGetConfComputeMemSizeInfo") != NULL,
-                             dlsym(nv.handle, "nvmlDeviceGetRunningProcessDetailList") != NULL);
+    nv.procs_stride = carve_nvml_lib_v3_stride(nv.handle);
     nv.pci = (__typeof__(nv.pci))dlsym(nv.handle, "nvmlDeviceGetPciInfo_v3");
     nv.minor = (__typeof__(nv.minor))dlsym(nv.handle, "nvmlDeviceGetMinorNumber");
     if (!nv.init || !nv.shutdown || !nv.by_index || !nv.memory || !nv.procs ||

@@ -1,12 +1,19 @@
 /* nvml_procs.c - a running-process list of either layout (nvml_procs.h). */
 #include "nvml_procs.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
 size_t carve_nvml_v3_stride(bool has_conf_compute_mem_size_info, bool has_detail_list)
 {
     return has_conf_compute_mem_size_info && !has_detail_list ? 32 : sizeof(nvmlProcessInfo_t);
+}
+
+size_t carve_nvml_lib_v3_stride(void *nvml_lib)
+{
+    return carve_nvml_v3_stride(dlsym(nvml_lib, "nvmlDeviceGetConfComputeMemSizeInfo") != NULL,
+                                dlsym(nvml_lib, "nvmlDeviceGetRunningProcessDetailList") != NULL);
 }
 
 nvmlProcessInfo_t carve_nvml_proc_at(const void *list, size_t stride, unsigned int i)

@@ -18,6 +18,8 @@
 
 /* The bytes between entries of _v3, from which of the two symbols the library has. */
 size_t carve_nvml_v3_stride(bool has_conf_compute_mem_size_info, bool has_detail_list);
+/* The same for a loaded NVML library (a dlopen handle). */
+size_t carve_nvml_lib_v3_stride(void *nvml_lib);
 /* Entry i of a list written with stride, as nvmlProcessInfo_t. */
 nvmlProcessInfo_t carve_nvml_proc_at(const void *list, size_t stride, unsigned int i);
 /* Keeps, in place and in order, the entries whose pid is one of pids; returns how many. */

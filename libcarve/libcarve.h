@@ -177,5 +177,8 @@ void carve__overhead_reset(void);
 
 /* ---- view.c ---- */
 int carve__sdev_of_nvml(nvmlDevice_t dev);
+/* Bytes between the entries the driver's nvmlDeviceGetComputeRunningProcesses_v3 writes
+ * (common/nvml_procs.h). */
+size_t carve__nvml_v3_stride(void);
 
 #endif

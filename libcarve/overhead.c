@@ -57,8 +57,7 @@ static bool nvml_usage(int sdev, uint64_t *bytes)
     if (!h)
         return false;
     /* entries as this driver writes them: 24 or 32 bytes (nvml_procs.h) */
-    size_t stride = carve_nvml_v3_stride(R.nvmlDeviceGetConfComputeMemSizeInfo != NULL,
-                                         R.nvmlDeviceGetRunningProcessDetailList != NULL);
+    size_t stride = carve__nvml_v3_stride();
     _Alignas(nvmlProcessInfo_t) unsigned char stackbuf[PROC_BUF * CARVE_NVML_PROC_STRIDE_MAX];
     unsigned char *buf = stackbuf;
     unsigned int n = PROC_BUF;

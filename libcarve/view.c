@@ -100,6 +100,12 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
     return r;
 }
 
+size_t carve__nvml_v3_stride(void)
+{
+    return carve_nvml_v3_stride(R.nvmlDeviceGetConfComputeMemSizeInfo != NULL,
+                                R.nvmlDeviceGetRunningProcessDetailList != NULL);
+}
+
 /* Real process list, then only the slice's pids, with NVML's size protocol; entries of
  * stride bytes, as the driver writes them and its callers read them (nvml_procs.h). */
 static nvmlReturn_t slice_processes(nvmlDevice_t device, unsigned int *count, void *infos,
@@ -149,9 +155,7 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d
                                                                   nvmlProcessInfo_t *infos)
 {
     carve__init();
-    size_t stride = carve_nvml_v3_stride(R.nvmlDeviceGetConfComputeMemSizeInfo != NULL,
-                                         R.nvmlDeviceGetRunningProcessDetailList != NULL);
-    return slice_processes(device, infoCount, infos, stride,
+    return slice_processes(device, infoCount, infos, carve__nvml_v3_stride(),
                            R.nvmlDeviceGetComputeRunningProcesses_v3);
 }
 

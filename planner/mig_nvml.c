@@ -73,9 +73,7 @@ int mig_nvml_open(const char *path, struct mig_nvml **out, char *err, size_t err
     LOAD(uuid, "nvmlDeviceGetUUID");
     LOAD(mig_mode, "nvmlDeviceGetMigMode");
     LOAD(procs, "nvmlDeviceGetComputeRunningProcesses_v3");
-    n->procs_stride =
-        carve_nvml_v3_stride(dlsym(n->lib, "nvmlDeviceGetConfComputeMemSizeInfo") != NULL,
-                             dlsym(n->lib, "nvmlDeviceGetRunningProcessDetailList") != NULL);
+    n->procs_stride = carve_nvml_lib_v3_stride(n->lib);
     LOAD(gi_profile, "nvmlDeviceGetGpuInstanceProfileInfo");
     LOAD(placements, "nvmlDeviceGetGpuInstancePossiblePlacements_v2");
     LOAD(gi_create, "nvmlDeviceCreateGpuInstanceWithPlacement");
