@@ -2,7 +2,7 @@
  * share of the GPU's time it got: the work its completed kernels represent, per window.
  *
  *   compute_load [--kind big|small|graph] [--kernel-us N] [--seconds S] [--window-ms W]
- *                [--depth D] [--graph-nodes G] [--iters-per-us X] [--label L]
+ *                [--depth D] [--graph-nodes G] [--iters-per-us X] [--label L] [--launch API]
  *   compute_load --kind latency [--graph-nodes G] [--think-us T] ...
  *   compute_load --calibrate            (real GPU: prints the spin loop's iterations per us)
  *
@@ -16,7 +16,15 @@
  *
  * --kind latency is a closed-loop latency tenant instead: a request is G small kernels and a
  * wait for them; then it thinks T us. The summary gives the p50 and p99 in us of the requests
- * after the first half second. */
+ * after the first half second.
+ *
+ * --launch picks the driver entry point of every kernel launch (big and small kinds), so that
+ * a test can show each one held to its share: kernel (cuLaunchKernel, the default),
+ * kernel-ptsz, ex (cuLaunchKernelEx), ex-ptsz, coop (cuLaunchCooperativeKernel), coop-ptsz,
+ * multi-device (cuLaunchCooperativeKernelMultiDevice, this device alone), and the API before
+ * CUDA 4.0: launch (cuLaunch), grid (cuLaunchGrid, on the default stream) and grid-async
+ * (cuLaunchGridAsync). */
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <time.h>
 #include <stdio.h>
@@ -52,7 +60,33 @@ static const char spin_ptx[] =
     "    ret;\n"
     "}\n";
 
+enum launch_api {
+    API_KERNEL, API_KERNEL_PTSZ, API_EX, API_EX_PTSZ, API_COOP, API_COOP_PTSZ, API_MULTI_DEVICE,
+    API_LAUNCH, API_GRID, API_GRID_ASYNC
+};
+static const char *const api_names[] = {"kernel", "kernel-ptsz", "ex", "ex-ptsz", "coop",
+                                        "coop-ptsz", "multi-device", "launch", "grid",
+                                        "grid-async"};
+#define N_APIS (sizeof(api_names) / sizeof(api_names[0]))
+
+/* The entry points only --launch uses, looked up when it asks for them: a driver without the
+ * deprecated ones still runs every other load. */
+#define LAUNCH_FUNCTIONS(X)                                                                  \
+    X(cuLaunchKernel_ptsz)                                                                   \
+    X(cuLaunchKernelEx)                                                                      \
+    X(cuLaunchKernelEx_ptsz)                                                                 \
+    X(cuLaunchCooperativeKernel)                                                             \
+    X(cuLaunchCooperativeKernel_ptsz)                                                        \
+    X(cuLaunchCooperativeKernelMultiDevice)                                                  \
+    X(cuFuncSetBlockShape)                                                                   \
+    X(cuParamSetSize)                                                                        \
+    X(cuParamSetv)                                                                           \
+    X(cuLaunch)                                                                              \
+    X(cuLaunchGrid)                                                                          \
+    X(cuLaunchGridAsync)
+
 struct opts {
+    enum launch_api api;
     const char *kind, *label;
     double kernel_us, seconds, window_ms, iters_per_us, think_us;
     int depth, graph_nodes;
@@ -69,13 +103,19 @@ struct load {
     unsigned long long param; /* ns (simulated) or loop iterations (real) */
     CUdeviceptr out;          /* the spin kernel's never-taken store */
     CUgraphExec exec;
+    enum launch_api api;
+#define LAUNCH_MEMBER(fn) __typeof__(fn) *fn;
+    LAUNCH_FUNCTIONS(LAUNCH_MEMBER)
+#undef LAUNCH_MEMBER
 };
 
 static int usage(const char *why)
 {
     fprintf(stderr, "compute_load: %s\nusage: compute_load [--kind big|small|graph] "
             "[--kernel-us N] [--seconds S] [--window-ms W] [--depth D] [--graph-nodes G] "
-            "[--iters-per-us X] [--label L] | --calibrate\n", why);
+            "[--iters-per-us X] [--label L] [--launch API] | --calibrate\n"
+            "API: kernel kernel-ptsz ex ex-ptsz coop coop-ptsz multi-device launch grid "
+            "grid-async\n", why);
     return 2;
 }
 
@@ -92,7 +132,14 @@ static int parse(int argc, char **argv, struct opts *o)
         }
         if (!v)
             return usage("an option needs a value");
-        if (!strcmp(a, "--kind")) o->kind = v;
+        if (!strcmp(a, "--launch")) {
+            size_t k = 0;
+            while (k < N_APIS && strcmp(api_names[k], v))
+                k++;
+            if (k == N_APIS)
+                return usage("unknown --launch API");
+            o->api = (enum launch_api)k;
+        } else if (!strcmp(a, "--kind")) o->kind = v;
         else if (!strcmp(a, "--label")) o->label = v;
         else if (!num_ok) return usage("a number option needs a positive number");
         else if (!strcmp(a, "--kernel-us")) o->kernel_us = x;
@@ -108,6 +155,8 @@ static int parse(int argc, char **argv, struct opts *o)
     if (strcmp(o->kind, "big") && strcmp(o->kind, "small") && strcmp(o->kind, "graph") &&
         strcmp(o->kind, "latency"))
         return usage("--kind is big, small, graph or latency");
+    if (!strcmp(o->kind, "graph") && o->api != API_KERNEL)
+        return usage("--launch is for kernels; a graph's are captured with cuLaunchKernel");
     if (o->depth == 0)
         o->depth = strcmp(o->kind, "big") ? 16 : 4;
     if (o->depth < 1 || o->depth > MAX_DEPTH)
@@ -117,16 +166,87 @@ static int parse(int argc, char **argv, struct opts *o)
     return -1;
 }
 
-static int launch_kernel(struct load *L)
+static unsigned block_of(const struct load *L)
+{
+    return L->sim ? 1 : 128;
+}
+
+static CUresult launch_with(struct load *L)
 {
     void *params[] = {&L->param, &L->out};
-    return L->cu.cuLaunchKernel(L->fn, L->grid, 1, 1, L->sim ? 1 : 128, 1, 1, 0, L->stream,
-                                params, NULL) == CUDA_SUCCESS ? 0 : -1;
+    unsigned g = L->grid, b = block_of(L);
+    CUlaunchConfig config = {g, 1, 1, b, 1, 1, 0, L->stream, NULL, 0};
+    CUDA_LAUNCH_PARAMS one = {L->fn, g, 1, 1, b, 1, 1, 0, L->stream, params};
+    switch (L->api) {
+    case API_KERNEL:
+        return L->cu.cuLaunchKernel(L->fn, g, 1, 1, b, 1, 1, 0, L->stream, params, NULL);
+    case API_KERNEL_PTSZ:
+        return L->cuLaunchKernel_ptsz(L->fn, g, 1, 1, b, 1, 1, 0, L->stream, params, NULL);
+    case API_EX: return L->cuLaunchKernelEx(&config, L->fn, params, NULL);
+    case API_EX_PTSZ: return L->cuLaunchKernelEx_ptsz(&config, L->fn, params, NULL);
+    case API_COOP:
+        return L->cuLaunchCooperativeKernel(L->fn, g, 1, 1, b, 1, 1, 0, L->stream, params);
+    case API_COOP_PTSZ:
+        return L->cuLaunchCooperativeKernel_ptsz(L->fn, g, 1, 1, b, 1, 1, 0, L->stream, params);
+    case API_MULTI_DEVICE: return L->cuLaunchCooperativeKernelMultiDevice(&one, 1, 0);
+    case API_LAUNCH: return L->cuLaunch(L->fn);
+    case API_GRID: return L->cuLaunchGrid(L->fn, (int)g, 1);
+    case API_GRID_ASYNC: return L->cuLaunchGridAsync(L->fn, (int)g, 1, L->stream);
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static int launch_kernel(struct load *L)
+{
+    return launch_with(L) == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* The API before CUDA 4.0 takes the block shape and the parameters from the function: set
+ * them once (they never change here). */
+static int setup_legacy(struct load *L)
+{
+    if (L->cuFuncSetBlockShape(L->fn, (int)block_of(L), 1, 1) != CUDA_SUCCESS ||
+        L->cuParamSetv(L->fn, 0, &L->param, sizeof(L->param)) != CUDA_SUCCESS ||
+        L->cuParamSetv(L->fn, 8, &L->out, sizeof(L->out)) != CUDA_SUCCESS ||
+        L->cuParamSetSize(L->fn, 16) != CUDA_SUCCESS) {
+        fprintf(stderr, "compute_load: cannot set the kernel's block shape and parameters\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int resolve_launch_api(struct load *L, enum launch_api api)
+{
+    L->api = api;
+    if (api == API_KERNEL)
+        return 0;
+#define LAUNCH_RESOLVE(fn) L->fn = (__typeof__(fn) *)dlsym(L->cu.handle, #fn);
+    LAUNCH_FUNCTIONS(LAUNCH_RESOLVE)
+#undef LAUNCH_RESOLVE
+    void *needed[N_APIS] = {
+        [API_KERNEL_PTSZ] = (void *)L->cuLaunchKernel_ptsz,
+        [API_EX] = (void *)L->cuLaunchKernelEx,
+        [API_EX_PTSZ] = (void *)L->cuLaunchKernelEx_ptsz,
+        [API_COOP] = (void *)L->cuLaunchCooperativeKernel,
+        [API_COOP_PTSZ] = (void *)L->cuLaunchCooperativeKernel_ptsz,
+        [API_MULTI_DEVICE] = (void *)L->cuLaunchCooperativeKernelMultiDevice,
+        [API_LAUNCH] = (void *)L->cuLaunch,
+        [API_GRID] = (void *)L->cuLaunchGrid,
+        [API_GRID_ASYNC] = (void *)L->cuLaunchGridAsync,
+    };
+    bool legacy = api == API_LAUNCH || api == API_GRID || api == API_GRID_ASYNC;
+    if (!needed[api] ||
+        (legacy && (!L->cuFuncSetBlockShape || !L->cuParamSetSize || !L->cuParamSetv))) {
+        fprintf(stderr, "compute_load: libcuda.so.1 has no entry point for --launch %s\n",
+                api_names[api]);
+        return -1;
+    }
+    return 0;
 }
 
 static int setup(struct load *L, const struct opts *o)
 {
-    if (bcu_open(&L->cu, 0) != 0)
+    if (bcu_open(&L->cu, 0) != 0 || resolve_launch_api(L, o->api) != 0)
         return -1;
     L->sim = strstr(L->cu.name, "simulated") != NULL;
     const char *image = L->sim ? CARVE_SIM_KERNEL_IMAGE : spin_ptx;
@@ -143,6 +263,8 @@ static int setup(struct load *L, const struct opts *o)
     int sms = 1;
     L->cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, L->cu.dev);
     L->grid = L->sim ? 1 : (unsigned)(sms > 0 ? sms : 1) * 2;
+    if (o->api == API_LAUNCH || o->api == API_GRID)
+        return 0; /* they launch into the default stream: the events go there too */
     if (L->cu.cuStreamCreate(&L->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
         fprintf(stderr, "compute_load: cannot create a stream\n");
         return -1;
@@ -157,6 +279,8 @@ static double calibrate(struct load *L)
     L->cu.cuEventCreate(&a, 0);
     L->cu.cuEventCreate(&b, 0);
     double best_ms = 0;
+    enum launch_api api = L->api;
+    L->api = API_KERNEL; /* the legacy APIs' parameters are not set yet */
     L->param = 2000000;
     for (int i = 0; i < 6; i++) {
         L->cu.cuEventRecord(a, L->stream);
@@ -170,6 +294,7 @@ static double calibrate(struct load *L)
     }
     L->cu.cuEventDestroy_v2(a);
     L->cu.cuEventDestroy_v2(b);
+    L->api = api;
     return best_ms > 0 ? (double)L->param / (best_ms * 1000.0) : 0;
 }
 
@@ -246,6 +371,9 @@ int main(int argc, char **argv)
         o.iters_per_us = calibrate(&L);
     L.param = L.sim ? (unsigned long long)(o.kernel_us * 1000)
                     : (unsigned long long)(o.kernel_us * o.iters_per_us);
+    if ((o.api == API_LAUNCH || o.api == API_GRID || o.api == API_GRID_ASYNC) &&
+        setup_legacy(&L) != 0)
+        return 1;
     if (!strcmp(o.kind, "latency"))
         return run_latency(&L, &o);
     bool graph = !strcmp(o.kind, "graph");
@@ -294,7 +422,8 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (graph)
         L.cu.cuGraphExecDestroy(L.exec);
-    L.cu.cuStreamDestroy_v2(L.stream);
+    if (L.stream)
+        L.cu.cuStreamDestroy_v2(L.stream);
     bcu_close(&L.cu);
     return 0;
 }

@@ -1,5 +1,6 @@
 /* launch.c - every launch entry point the runtime resolves: kernels (plain, extended,
- * cooperative, per-thread default stream) and graphs. When no slice on this process has
+ * cooperative, per-thread default stream) and graphs; and the deprecated ones the driver
+ * still exports (multi-device cooperative, and the launch API before CUDA 4.0). When no slice on this process has
  * compute settings, a launch goes straight to the driver: one atomic load (init), two
  * relaxed loads (the slice's "ran" flag, stored only when carved has cleared it), one
  * relaxed load (pacing), one indirect call, no lock, no syscall. Otherwise pace.c charges
@@ -82,6 +83,77 @@ CARVE_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int 
                                                      CUstream s, void **params)
 {
     GOVERN(cuLaunchCooperativeKernel_ptsz, KERNEL_KEY, s, COOP_ARGS)
+}
+
+/* One kernel per device, each on a stream of its device's context: each is charged and held
+ * as a launch of its own in that context (its device's share, its events), and then the one
+ * call launches them all. Entries past MULTI_MAX (more devices than a node has) go uncharged. */
+#define MULTI_MAX 64
+
+static bool push_ctx_of(CUstream s)
+{
+    CUcontext ctx;
+    return R.cuStreamGetCtx && R.cuCtxPushCurrent_v2 && R.cuCtxPopCurrent_v2 &&
+           R.cuStreamGetCtx(s, &ctx) == CUDA_SUCCESS && R.cuCtxPushCurrent_v2(ctx) == CUDA_SUCCESS;
+}
+
+static void pop_ctx(void)
+{
+    CUcontext ignored;
+    R.cuCtxPopCurrent_v2(&ignored);
+}
+
+CARVE_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *list,
+                                                           unsigned int n, unsigned int flags)
+{
+    carve__init();
+    if (__builtin_expect(!R.cuLaunchCooperativeKernelMultiDevice, 0))
+        return CUDA_ERROR_NOT_INITIALIZED;
+    carve__note_ran();
+    if (__builtin_expect(!atomic_load_explicit(&carve__pacing, memory_order_relaxed), 1) || !list)
+        return R.cuLaunchCooperativeKernelMultiDevice(list, n, flags);
+    struct carve_launch launches[MULTI_MAX];
+    unsigned governed = n < MULTI_MAX ? n : MULTI_MAX;
+    for (unsigned i = 0; i < governed; i++) {
+        const CUDA_LAUNCH_PARAMS *p = &list[i];
+        launches[i].pair = NULL;
+        if (!push_ctx_of(p->hStream))
+            continue; /* no context to charge: the driver refuses such a stream anyway */
+        carve__launch_begin(&launches[i],
+                            kernel_key(p->function, p->gridDimX, p->gridDimY, p->gridDimZ,
+                                       p->blockDimX, p->blockDimY, p->blockDimZ),
+                            p->hStream);
+        pop_ctx();
+    }
+    CUresult r = R.cuLaunchCooperativeKernelMultiDevice(list, n, flags);
+    for (unsigned i = 0; i < governed; i++) {
+        if (!launches[i].pair)
+            continue;
+        bool pushed = push_ctx_of(list[i].hStream);
+        carve__launch_end(&launches[i], pushed ? r : CUDA_ERROR_INVALID_CONTEXT);
+        if (pushed)
+            pop_ctx();
+    }
+    return r;
+}
+
+/* The launch API before CUDA 4.0 set the block shape on the function beforehand
+ * (cuFuncSetBlockShape), which is not seen here: its kernels are keyed by function and grid. */
+CARVE_EXPORT CUresult cuLaunch(CUfunction f)
+{
+    GOVERN(cuLaunch, kernel_key(f, 1, 1, 1, 0, 0, 0), NULL, (f))
+}
+
+CARVE_EXPORT CUresult cuLaunchGrid(CUfunction f, int gw, int gh)
+{
+    GOVERN(cuLaunchGrid, kernel_key(f, (unsigned)gw, (unsigned)gh, 1, 0, 0, 0), NULL,
+           (f, gw, gh))
+}
+
+CARVE_EXPORT CUresult cuLaunchGridAsync(CUfunction f, int gw, int gh, CUstream s)
+{
+    GOVERN(cuLaunchGridAsync, kernel_key(f, (unsigned)gw, (unsigned)gh, 1, 0, 0, 0), s,
+           (f, gw, gh, s))
 }
 
 /* A graph with allocation nodes has its memory admitted first (graphmem.c, under a lock of

@@ -253,6 +253,7 @@ API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice d
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: *pi = 1; break;
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *pi = 1; break;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH: *pi = 1; break;
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *pi = 1; break;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *pi = 1; break;
     default: *pi = 0; break;

@@ -1,6 +1,6 @@
 /* sim_exec.c - the simulated driver's execution: modules holding the built-in kernels,
  * streams on each device's shared kernel timeline, launches (into a graph while a stream
- * captures), and events. */
+ * captures; also the multi-device and pre-CUDA-4.0 forms), and events. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +14,13 @@
 enum sim_kernel { KERNEL_SLEEP = 1, KERNEL_EMPTY = 2 };
 struct CUfunc_st {
     enum sim_kernel kind;
+    /* what the launch API before CUDA 4.0 sets on a function before launching it (one
+     * process-wide copy per kernel: that API is not thread-safe on a real driver either) */
+    unsigned block[3];
+    _Alignas(8) unsigned char params[64];
+    unsigned param_size;
 };
-static struct CUfunc_st kernel_sleep = {KERNEL_SLEEP}, kernel_empty = {KERNEL_EMPTY};
+static struct CUfunc_st kernel_sleep = {.kind = KERNEL_SLEEP}, kernel_empty = {.kind = KERNEL_EMPTY};
 
 static bool image_ok(const void *image)
 {
@@ -195,6 +200,15 @@ API CUresult cuStreamEndCapture(CUstream hs, CUgraph *pg)
     return CUDA_SUCCESS;
 }
 
+API CUresult cuStreamGetCtx(CUstream hs, CUcontext *pctx)
+{
+    NEED_CTX(c);
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = sim_cuda__stream_of(hs, c)->ctx;
+    return CUDA_SUCCESS;
+}
+
 API CUresult cuStreamIsCapturing(CUstream hs, CUstreamCaptureStatus *st)
 {
     NEED_INIT();
@@ -235,13 +249,24 @@ void sim_cuda__enqueue(struct CUstream_st *s, uint64_t ns)
         ;
 }
 
+static bool kernel_ok(CUfunction f)
+{
+    return f && (f->kind == KERNEL_SLEEP || f->kind == KERNEL_EMPTY);
+}
+
+static bool shape_ok(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                     unsigned bz)
+{
+    return gx && gy && gz && bx && by && bz && (uint64_t)bx * by * bz <= 1024;
+}
+
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                        unsigned by, unsigned bz, CUstream hs, void **params)
 {
     NEED_CTX(c);
-    if (!f || (f->kind != KERNEL_SLEEP && f->kind != KERNEL_EMPTY))
+    if (!kernel_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
-    if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
+    if (!shape_ok(gx, gy, gz, bx, by, bz))
         return CUDA_ERROR_INVALID_VALUE;
     struct CUstream_st *s = sim_cuda__stream_of(hs, c);
     uint64_t ns = kernel_ns(f, params);
@@ -298,6 +323,100 @@ API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned 
                                             unsigned shm, CUstream s, void **params)
 {
     return launch(f, gx, gy, gz, bx, by, bz, s, params);
+}
+
+/* Deprecated since CUDA 11.3 and still exported: one kernel on each of several devices, each
+ * on a stream of its own (not a default stream), no two on one device. */
+API CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *list, unsigned int n,
+                                                  unsigned int flags)
+{
+    (void)flags;
+    NEED_INIT();
+    if (!list || n == 0 || n > SIM_MAX_DEVICES)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool device_used[SIM_MAX_DEVICES] = {false};
+    for (unsigned i = 0; i < n; i++) {
+        const CUDA_LAUNCH_PARAMS *p = &list[i];
+        struct CUstream_st *s = p->hStream;
+        if (!s || s == (CUstream)0x1 || s == (CUstream)0x2)
+            return CUDA_ERROR_INVALID_HANDLE;
+        if (s->capturing)
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        if (!kernel_ok(p->function))
+            return CUDA_ERROR_INVALID_HANDLE;
+        if (!shape_ok(p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+                      p->blockDimZ) ||
+            device_used[s->ctx->dev])
+            return CUDA_ERROR_INVALID_VALUE;
+        device_used[s->ctx->dev] = true;
+    }
+    for (unsigned i = 0; i < n; i++)
+        sim_cuda__enqueue(list[i].hStream, kernel_ns(list[i].function, list[i].kernelParams));
+    return CUDA_SUCCESS;
+}
+
+/* ---------- the launch API before CUDA 4.0 ---------- */
+
+API CUresult cuFuncSetBlockShape(CUfunction f, int x, int y, int z)
+{
+    NEED_INIT();
+    if (!kernel_ok(f))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (x <= 0 || y <= 0 || z <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    f->block[0] = (unsigned)x;
+    f->block[1] = (unsigned)y;
+    f->block[2] = (unsigned)z;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuParamSetSize(CUfunction f, unsigned int bytes)
+{
+    NEED_INIT();
+    if (!kernel_ok(f))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (bytes > sizeof(f->params))
+        return CUDA_ERROR_INVALID_VALUE;
+    f->param_size = bytes;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuParamSetv(CUfunction f, int offset, void *ptr, unsigned int bytes)
+{
+    NEED_INIT();
+    if (!kernel_ok(f))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!ptr || offset < 0 || (uint64_t)offset + bytes > sizeof(f->params))
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(f->params + offset, ptr, bytes);
+    return CUDA_SUCCESS;
+}
+
+static CUresult launch_legacy(CUfunction f, int gw, int gh, CUstream hs)
+{
+    if (!kernel_ok(f))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (gw <= 0 || gh <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* carve_sleep's duration is the first 8 bytes of the parameters set */
+    void *params[] = {f->param_size >= sizeof(unsigned long long) ? f->params : NULL};
+    return launch(f, (unsigned)gw, (unsigned)gh, 1, f->block[0], f->block[1], f->block[2], hs,
+                  params);
+}
+
+API CUresult cuLaunch(CUfunction f)
+{
+    return launch_legacy(f, 1, 1, NULL);
+}
+
+API CUresult cuLaunchGrid(CUfunction f, int gw, int gh)
+{
+    return launch_legacy(f, gw, gh, NULL);
+}
+
+API CUresult cuLaunchGridAsync(CUfunction f, int gw, int gh, CUstream hs)
+{
+    return launch_legacy(f, gw, gh, hs);
 }
 
 API CUresult cuEventCreate(CUevent *pe, unsigned int flags)

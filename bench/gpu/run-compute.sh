@@ -19,6 +19,8 @@
 #    transformer decode loop alone, plain, with carve and with carve --mode mps.
 #    Target: p99 <= 1.10x solo while the batch side keeps >= 80% of its solo TFLOP/s; each
 #    row gives both ratios.
+# 3. Entry points (PARTS=paths, not in the default set): a 30% slice launching through each
+#    of the driver's launch entry points in turn, PATH_SECS (5) seconds each.
 # Writes docs/results/<date>-compute-<gpu>.md. An MPS control daemon is started with its
 # own pipe and log directories and stopped before the script ends; the GPU's compute mode
 # and settings are not touched.
@@ -27,6 +29,7 @@ cd "$(dirname "$0")/../.." || exit 2
 
 BUILD=${BUILD:-build}
 SECS=${SECS:-30}
+PATH_SECS=${PATH_SECS:-5}
 LAT_SECS=${LAT_SECS:-15}
 PARTS=${PARTS:-accuracy,latency,mps,decoder} # which parts run
 CARVE="$BUILD/bin/carve"
@@ -42,13 +45,34 @@ parts_suffix=
 report="docs/results/$date-compute-$slug$parts_suffix.md"
 ipu=$("$LOAD" --calibrate | python3 -c 'import json,sys; print(json.load(sys.stdin)["iters_per_us"])')
 echo "== spin loop: $ipu iterations per us alone"
+ipu_arg=(--iters-per-us "$ipu")
+[ "$ipu" = 0 ] && ipu_arg=() # the simulated GPU (a dry run): its kernels sleep, nothing to calibrate
 
 acc_rows=()
 solo_rows=()
 # solo_share KIND: the raw share this kind reaches alone, with no carve around it.
 solo_share() {
-    "$LOAD" --kind "$1" --seconds "$SECS" --iters-per-us "$ipu" --label solo >"$LOGS/acc-$1-solo.log" 2>&1
+    "$LOAD" --kind "$1" --seconds "$SECS" "${ipu_arg[@]}" --label solo >"$LOGS/acc-$1-solo.log" 2>&1
     grep '"total_share"' "$LOGS/acc-$1-solo.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_share"])'
+}
+
+# share_row TARGET LOG SOLO: "| mean | mean from window 1 | worst | PASS/MISS | notes |" for
+# one slice's log, its windows taken as shares of the solo rate SOLO.
+share_row() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+t, path, solo = float(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+w = [100 * json.loads(l)["share"] / solo for l in open(path) if '"window"' in l]
+if not w:
+    last = open(path).read().strip().splitlines()[-1:] or ["no output"]
+    print(f"| - | - | - | - | {last[0][:120]} |"); sys.exit()
+rest = w[1:] or w
+mean_all, mean_rest = sum(w) / len(w), sum(rest) / len(rest)
+worst = max(rest, key=lambda x: abs(x - t))
+ok = abs(mean_rest - t) <= 2 and abs(worst - t) <= 5
+print(f"| {mean_all:.2f} | {mean_rest:.2f} | {worst:.1f} (window 0: {w[0]:.1f}) | "
+      f"{'PASS' if ok else 'MISS'} | {len(w)} windows |")
+PY
 }
 
 # accuracy KIND SHARE...: one slice per share at once; a row per slice.
@@ -58,7 +82,7 @@ accuracy() {
     echo "== accuracy: $kind kernels, slices at $* (alone: $solo raw)"
     for s in "$@"; do
         "$CARVE" run --quiet --compute "$s" -- "$LOAD" --kind "$kind" --seconds "$SECS" \
-            --iters-per-us "$ipu" --label "s$i" >"$LOGS/acc-$kind-$#-$i.log" 2>&1 &
+            "${ipu_arg[@]}" --label "s$i" >"$LOGS/acc-$kind-$#-$i.log" 2>&1 &
         pids+=($!)
         i=$((i + 1))
     done
@@ -66,20 +90,7 @@ accuracy() {
     i=0
     for s in "$@"; do
         local row
-        row=$(python3 - "${s%%[%+]*}" "$LOGS/acc-$kind-$#-$i.log" "$solo" <<'PY'
-import json, sys
-t, path, solo = float(sys.argv[1]), sys.argv[2], float(sys.argv[3])
-w = [100 * json.loads(l)["share"] / solo for l in open(path) if '"window"' in l]
-if not w:
-    print("| - | - | - | - | no output |"); sys.exit()
-rest = w[1:] or w
-mean_all, mean_rest = sum(w) / len(w), sum(rest) / len(rest)
-worst = max(rest, key=lambda x: abs(x - t))
-ok = abs(mean_rest - t) <= 2 and abs(worst - t) <= 5
-print(f"| {mean_all:.2f} | {mean_rest:.2f} | {worst:.1f} (window 0: {w[0]:.1f}) | "
-      f"{'PASS' if ok else 'MISS'} | {len(w)} windows |")
-PY
-)
+        row=$(share_row "${s%%[%+]*}" "$LOGS/acc-$kind-$#-$i.log" "$solo")
         echo "   slice $i ($s): $row"
         acc_rows+=("| $kind | $* | $i: $s $row")
         i=$((i + 1))
@@ -93,6 +104,20 @@ if [[ $PARTS == *accuracy* ]]; then
         solo_rows+=("| $kind | $solo |")
         accuracy "$kind" 30% 70%
         accuracy "$kind" 25% 25% 25% 25%
+    done
+fi
+
+# 3. Entry points (PARTS=paths): one 30% slice of small kernels at a time, launching through
+#    each of the driver's launch entry points (compute_load --launch), PATH_SECS seconds each.
+path_rows=()
+if [[ $PARTS == *paths* ]]; then
+    solo=$(SECS=$PATH_SECS solo_share small)
+    echo "== entry points: small kernels alone reach $solo% of the calibrated rate"
+    for api in kernel kernel-ptsz ex ex-ptsz coop coop-ptsz multi-device launch grid grid-async; do
+        "$CARVE" run --quiet --compute 30% -- "$LOAD" --kind small --seconds "$PATH_SECS" \
+            "${ipu_arg[@]}" --launch "$api" --label "$api" >"$LOGS/path-$api.log" 2>&1
+        path_rows+=("| $api $(share_row 30 "$LOGS/path-$api.log" "$solo")")
+        echo "   ${path_rows[-1]}"
     done
 fi
 
@@ -205,27 +230,40 @@ fi
     echo
     echo "- GPU: $gpu"
     echo "- driver: $driver"
-    echo "- command: \`bash bench/gpu/run-compute.sh\` (SECS=$SECS, LAT_SECS=$LAT_SECS, PARTS=$PARTS)"
+    echo "- command: \`bash bench/gpu/run-compute.sh\` (SECS=$SECS, LAT_SECS=$LAT_SECS, PATH_SECS=$PATH_SECS, PARTS=$PARTS)"
     echo "- spin kernel calibration: $ipu iterations per us alone"
     echo
-    echo "## Accuracy (hard caps; completed work over the same kernels' solo rate, per 1-second window)"
-    echo
-    echo "| kernels | raw share alone (% of calibrated spin rate) |"
-    echo "| --- | --- |"
-    printf '%s\n' "${solo_rows[@]}"
-    echo
-    echo "| kernels | slices | slice | mean, all windows | mean, from window 1 | worst window from 1 | +-2 mean, +-5 window | notes |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-    printf '%s\n' "${acc_rows[@]}"
-    echo
-    echo "## Latency next to a batch tenant"
-    echo
-    echo "| set-up | latency model | p50 ms | p99 ms | batch TFLOP/s | p99 / solo | batch / solo | p99 <= 1.10x and batch >= 80%? |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-    printf '%s\n' "${lat_rows[@]}"
-    echo
+    if [ "${#acc_rows[@]}" -gt 0 ]; then
+        echo "## Accuracy (hard caps; completed work over the same kernels' solo rate, per 1-second window)"
+        echo
+        echo "| kernels | raw share alone (% of calibrated spin rate) |"
+        echo "| --- | --- |"
+        printf '%s\n' "${solo_rows[@]}"
+        echo
+        echo "| kernels | slices | slice | mean, all windows | mean, from window 1 | worst window from 1 | +-2 mean, +-5 window | notes |"
+        echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+        printf '%s\n' "${acc_rows[@]}"
+        echo
+    fi
+    if [ "${#path_rows[@]}" -gt 0 ]; then
+        echo "## Every launch entry point at a 30% cap (small kernels, share of their solo rate)"
+        echo
+        echo "| entry point | mean, all windows | mean, from window 1 | worst window from 1 | +-2 mean, +-5 window | notes |"
+        echo "| --- | --- | --- | --- | --- | --- |"
+        printf '%s\n' "${path_rows[@]}"
+        echo
+    fi
+    if [ "${#lat_rows[@]}" -gt 0 ]; then
+        echo "## Latency next to a batch tenant"
+        echo
+        echo "| set-up | latency model | p50 ms | p99 ms | batch TFLOP/s | p99 / solo | batch / solo | p99 <= 1.10x and batch >= 80%? |"
+        echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+        printf '%s\n' "${lat_rows[@]}"
+        echo
+    fi
     echo "## Logs (last lines)"
     for log in "$LOGS"/lat-*.log "$LOGS"/batch-*.log; do
+        [ -e "$log" ] || continue
         echo
         echo "### $(basename "$log" .log)"
         echo '```'

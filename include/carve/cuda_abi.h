@@ -81,6 +81,7 @@ enum {
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
     CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
     CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95,
+    CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH = 96,
     CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
     CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
 };
@@ -214,6 +215,16 @@ typedef struct CUlaunchConfig_st {
     CUlaunchAttribute *attrs;
     unsigned int numAttrs;
 } CUlaunchConfig;
+
+/* One kernel of a multi-device cooperative launch (deprecated since CUDA 11.3, still in 13). */
+typedef struct CUDA_LAUNCH_PARAMS_st {
+    CUfunction function;
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    CUstream hStream;
+    void **kernelParams;
+} CUDA_LAUNCH_PARAMS;
 
 /* Streams, capture, events */
 enum { CU_STREAM_DEFAULT = 0, CU_STREAM_NON_BLOCKING = 1 };
@@ -403,6 +414,7 @@ CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamQuery(CUstream hStream);
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx);
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode);
 
@@ -437,6 +449,16 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
                                         unsigned int blockDimX, unsigned int blockDimY,
                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
                                         CUstream hStream, void **kernelParams);
+CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList,
+                                              unsigned int numDevices, unsigned int flags);
+/* The launch API before CUDA 4.0 (deprecated, still exported): the block shape and the
+ * parameters are set on the function first, then launched with only a grid. */
+CUresult cuFuncSetBlockShape(CUfunction hfunc, int x, int y, int z);
+CUresult cuParamSetSize(CUfunction hfunc, unsigned int numbytes);
+CUresult cuParamSetv(CUfunction hfunc, int offset, void *ptr, unsigned int numbytes);
+CUresult cuLaunch(CUfunction f);
+CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height);
+CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream);
 
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
                                      unsigned long long flags);
