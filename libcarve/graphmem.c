@@ -469,16 +469,42 @@ static CUresult graph_upload(CUgraphExec exec, CUstream stream, carve_graph_call
 
 /* ---- the wrappers ---- */
 
+static CUresult instantiated(CUresult r, CUgraphExec *exec, CUgraph graph)
+{
+    if (r == CUDA_SUCCESS && carve__active())
+        note_exec(*exec, graph);
+    return r;
+}
+
 CARVE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
                                                   unsigned long long flags)
 {
     carve__init();
     if (!R.cuGraphInstantiateWithFlags)
         return CUDA_ERROR_NOT_INITIALIZED;
-    CUresult r = R.cuGraphInstantiateWithFlags(exec, graph, flags);
-    if (r == CUDA_SUCCESS && carve__active())
-        note_exec(*exec, graph);
-    return r;
+    return instantiated(R.cuGraphInstantiateWithFlags(exec, graph, flags), exec, graph);
+}
+
+/* What the runtimes of CUDA 10 and 11 call (cudaGraphInstantiate), which programs built with
+ * them still reach on today's driver. */
+CARVE_EXPORT CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *err_node,
+                                         char *log, size_t log_size)
+{
+    carve__init();
+    if (!R.cuGraphInstantiate)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return instantiated(R.cuGraphInstantiate(exec, graph, err_node, log, log_size), exec,
+                        graph);
+}
+
+CARVE_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph,
+                                            CUgraphNode *err_node, char *log, size_t log_size)
+{
+    carve__init();
+    if (!R.cuGraphInstantiate_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return instantiated(R.cuGraphInstantiate_v2(exec, graph, err_node, log, log_size), exec,
+                        graph);
 }
 
 /* With CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD the driver would upload inside the call, before

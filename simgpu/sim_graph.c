@@ -434,6 +434,29 @@ API CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned lo
     return instantiate(pe, g, flags);
 }
 
+static CUresult instantiate_logged(CUgraphExec *pe, CUgraph g, CUgraphNode *err_node,
+                                   char *log, size_t log_size)
+{
+    CUresult r = instantiate(pe, g, 0);
+    if (err_node)
+        *err_node = NULL;
+    if (log && log_size)
+        log[0] = '\0';
+    return r;
+}
+
+API CUresult cuGraphInstantiate(CUgraphExec *pe, CUgraph g, CUgraphNode *err_node, char *log,
+                                size_t log_size)
+{
+    return instantiate_logged(pe, g, err_node, log, log_size);
+}
+
+API CUresult cuGraphInstantiate_v2(CUgraphExec *pe, CUgraph g, CUgraphNode *err_node,
+                                   char *log, size_t log_size)
+{
+    return instantiate_logged(pe, g, err_node, log, log_size);
+}
+
 static CUresult upload(CUgraphExec e)
 {
     pthread_mutex_lock(&sim_cuda__lock);

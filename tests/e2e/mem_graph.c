@@ -22,6 +22,8 @@
     X(cuGraphAddMemAllocNode)                                             \
     X(cuGraphInstantiateWithFlags)                                        \
     X(cuGraphInstantiateWithParams)                                       \
+    X(cuGraphInstantiate)                                                 \
+    X(cuGraphInstantiate_v2)                                              \
     X(cuGraphLaunch)                                                      \
     X(cuGraphUpload)                                                      \
     X(cuGraphExecDestroy)                                                 \
@@ -138,7 +140,8 @@ static void captured_alloc_and_free(void)
     a.cuMemFree(q);
 }
 
-/* A 2 GiB allocation node in a 1 GiB slice: no launch, upload or instantiate-and-upload. */
+/* A 2 GiB allocation node in a 1 GiB slice: no launch, upload or instantiate-and-upload,
+ * whichever instantiation made the executable graph. */
 static void graph_past_the_cap(void)
 {
     CUgraphExec exec;
@@ -156,6 +159,17 @@ static void graph_past_the_cap(void)
     failed += mem_check(ip.result_out == CUDA_GRAPH_INSTANTIATE_ERROR,
                         "its result_out says so: %d", ip.result_out);
     expect_used(0, "the refused instantiation");
+
+    /* the instantiation of the CUDA 10 and 11 runtimes: the same admission at launch */
+    expect(g.cuGraphInstantiate_v2(&exec, graph, NULL, NULL, 0), CUDA_SUCCESS,
+           "cuGraphInstantiate_v2 of 2 GiB");
+    expect(g.cuGraphLaunch(exec, stream), CUDA_ERROR_OUT_OF_MEMORY, "its launch");
+    g.cuGraphExecDestroy(exec);
+    expect(g.cuGraphInstantiate(&exec, graph, NULL, NULL, 0), CUDA_SUCCESS,
+           "cuGraphInstantiate of 2 GiB");
+    expect(g.cuGraphLaunch(exec, stream), CUDA_ERROR_OUT_OF_MEMORY, "its launch");
+    g.cuGraphExecDestroy(exec);
+    expect_used(0, "the refused launches");
     g.cuGraphDestroy(graph);
 
     graph = explicit_graph(512 * MiB);
