@@ -16,6 +16,7 @@ static const char cost_help[] =
     "usage: carve cost [--gpus N] [--price DOLLARS] [--tenants N] [--utilisation PCT]\n"
     "                  [--gpu MODEL] [--mechanism NAME] [--json]\n"
     "       carve cost --from-metrics [SOCKET|FILE|-] [--price DOLLARS] [--mechanism NAME]\n"
+    "                  [--json]\n"
     "\n"
     "The GPU economics calculator: for a cluster where each workload had a GPU of its own,\n"
     "what sharing each GPU among tenants costs per workload-hour, against the baseline of a\n"

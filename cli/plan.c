@@ -15,7 +15,7 @@ static const char plan_help[] =
     "usage: carve plan WORKLOADS --fleet SPEC [--json [--assign]] [--svg FILE]\n"
     "                  [--picture|--no-picture] [--replicas N] [--mps-clients N]\n"
     "                  [--slices N]\n"
-    "       carve plan --models\n"
+    "       carve plan --models [--json]\n"
     "\n"
     "Packs the workloads of WORKLOADS (a CSV or JSON file; - for stdin) onto the fleet SPEC\n"
     "under each sharing mechanism (whole GPUs, time-slicing, MPS, MIG, carve slices) and\n"

@@ -243,15 +243,19 @@ int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_com
     }
     if (c->mode == CARVE_COMPUTE_GUARANTEE && guaranteed + c->share_bp > CARVE_BP_FULL) {
         if (err && errlen) {
-            char mine[32];
+            char mine[32], left[64] = "no guarantee is left to give: ask for";
             carve_format_compute(c, mine, sizeof(mine));
+            /* with the GPU fully guaranteed, "0.00%+ or less" would name a share that
+             * --compute refuses: only a cap can still be given */
+            if (guaranteed < CARVE_BP_FULL)
+                snprintf(left, sizeof(left), "ask for %llu.%02llu%%+ or less, or",
+                         (unsigned long long)((CARVE_BP_FULL - guaranteed) / 100),
+                         (unsigned long long)((CARVE_BP_FULL - guaranteed) % 100));
             snprintf(err, errlen, "--compute %s: the slices on this GPU already hold "
                      "guarantees of %llu.%02llu%%, and guarantees may add up to 100%% at "
-                     "most; ask for %llu.%02llu%%+ or less, or a cap (without '+')", mine,
+                     "most; %s a cap (without '+')", mine,
                      (unsigned long long)(guaranteed / 100),
-                     (unsigned long long)(guaranteed % 100),
-                     (unsigned long long)((CARVE_BP_FULL - guaranteed) / 100),
-                     (unsigned long long)((CARVE_BP_FULL - guaranteed) % 100));
+                     (unsigned long long)(guaranteed % 100), left);
         }
         carve_board_leave(b, -1);
         return -EDQUOT;

@@ -1,6 +1,6 @@
 /* advise.c - the mechanism advisor. The isolation matrix and the hardware gate come from the
  * seed articles ("Why share a GPU?", "A Deep Dive into GPU Sharing Technologies"); the latency
- * numbers from carve's own H100 measurements (docs/compute.md, DESIGN.md). The rules:
+ * numbers from carve's own H100 measurements (docs/compute.md). The rules:
  *   distributed training        -> whole GPUs (sharing recovers nothing, gang scheduling matters)
  *   untrusted tenants           -> MIG where the GPU has it, else a GPU per tenant
  *   trusted, online inference   -> MIG (tight P99 budget, fixed mix) or carve slices with

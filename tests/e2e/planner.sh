@@ -44,8 +44,10 @@ EOF
 
 # --- carve plan ---
 expect 0 "usage: carve plan WORKLOADS --fleet SPEC" plan --help
+expect 0 "carve plan --models [--json]" plan --help
 expect 0 "usage: carve plan" help plan
 expect 0 "H100-80GB" plan --models
+expect 0 "\"model\": \"T4-16GB\"" plan --models --json
 expect 0 "carve slices" plan "$tmp/w.csv" --fleet H100-80GB:100@2.49
 "$CARVE" plan "$tmp/w.csv" --fleet H100-80GB:100@2.49 --json --assign --svg "$tmp/plan.svg" >"$tmp/plan.json"
 rc=$?
@@ -172,6 +174,10 @@ expect 2 "--mechanism \`vgpu' is not one of" cost --mechanism vgpu
 expect 2 "is not a GPU model name" cost --gpu $'\xff' --json
 
 # --- carve cost --from-metrics: a saved snapshot, then a live carved ---
+# the usage names --json on both forms, as carve-cost(1) does
+out=$("$CARVE" cost --help)
+usage_text=$(printf '%s\n' "$out" | sed -n '/--from-metrics \[SOCKET/,/^$/p')
+if [[ $usage_text == *"[--json]"* ]]; then ok "cost --help: --from-metrics takes --json"; else bad "cost --help: --from-metrics form lacks [--json]: $usage_text"; fi
 expect 0 "3 tenants, 1.50 per GPU in use" cost --from-metrics tests/unit/fixtures/carved-state.json --price 2.49
 expect 1 "$tmp/nothing.json: No such file" cost --from-metrics "$tmp/nothing.json"
 expect 2 "give only --price and --mechanism" cost --from-metrics tests/unit/fixtures/carved-state.json --tenants 3

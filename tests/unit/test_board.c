@@ -66,6 +66,15 @@ static void test_guarantees_add_up_to_100(void **state)
     assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "c", getpid(), &c,
                                       &ec, err, sizeof(err)), 0);
     assert_int_not_equal(ea, ec);
+    /* the GPU is now fully guaranteed: the message offers a cap, not a "0.00%+" that
+     * --compute would refuse */
+    struct carve_board *d;
+    int ed = -1;
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "d", getpid(), &d,
+                                      &ed, err, sizeof(err)), -EDQUOT);
+    assert_non_null(strstr(err, "already hold guarantees of 100.00%"));
+    assert_non_null(strstr(err, "no guarantee is left to give: ask for a cap (without '+')"));
+    assert_null(strstr(err, "0.00%+"));
     carve_board_leave(c, ec);
     carve_board_leave(a, ea);
 }
