@@ -154,6 +154,14 @@ static void test_workloads_rejected(void **state)
         {"[\n{\"memory\": \"8G\", \"gpu\": 1}]", "w.csv:2: workload 1: `gpu' is not a workload field"},
         {"[{\"memory\": \"8G\"}", "not valid JSON"},
         {"{\"jobs\": []}", "one key, \"workloads\""},
+        /* an element that is not an object has a line of its own, and the objects after it
+           keep theirs */
+        {"[\n{\"memory\": \"8G\"},\n5,\n{\"memory\": \"8G\"}\n]", "w.csv:3: workload 2 is not an object"},
+        {"[\n[{\"memory\": \"8G\"}],\n\"x\",\n{\"memory\": \"lots\"}]", "w.csv:2: workload 1 is not an object"},
+        {"{\"workloads\": [\n{\"name\": \"{,[\\\"\", \"memory\": \"8G\"},\n{\"memory\": \"8G\"}, {\"memory\": \"lots\"}]}",
+         "w.csv:3: workload 3: field `memory'"},
+        {"[\n\"a\",\n{\"memory\": \"8G\", \"count\": 2.5}]", "w.csv:2: workload 1 is not an object"},
+        {"[{\"memory\": \"8G\", \"count\": 2.5}]", "field `count': `2.5' is not a whole number"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct fleet_workloads ws;
