@@ -346,6 +346,36 @@ static void test_rules_and_impossible(void **state)
     fleet_workloads_free(&ws);
 }
 
+/* Lone workloads on a fleet too small for them: the large ones keep the large GPUs whatever
+ * the list's order, so the plan (and the baseline every saving is measured against) does not
+ * depend on it. Listed small first, the 8 GiB ones used to take the H100s once the L4 was
+ * gone, and the 30 GiB tenants went beyond the fleet on H100s: $15.74 instead of $10.67. */
+static void test_lone_order(void **state)
+{
+    struct fleet f = fleet_of("H100-80GB:3@2.49,L4:1@0.80");
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    for (int small_first = 0; small_first < 2; small_first++) {
+        struct fleet_workloads ws = {0};
+        for (int i = 0; i < 7; i++) {
+            bool small = small_first ? i < 4 : i >= 3;
+            add(&ws, small ? 8 * 1024 : 30 * 1024, 1000, FLEET_LAT_NORMAL,
+                small ? FLEET_TRUSTED : FLEET_UNTRUSTED);
+        }
+        struct fleet_result r;
+        assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+        const struct fleet_plan *p = &r.plans[FLEET_WHOLE];
+        assert_int_equal(p->gpus_by_pool[0], 3); /* H100s: the three tenants */
+        assert_int_equal(p->gpus_by_pool[1], 4); /* L4s: the four small ones, three beyond */
+        assert_int_equal(p->shortage, 3);
+        if (p->cost_per_hour > p->cost_lower_bound + 0.005)
+            fail_msg("small first %d: $%.2f/h, bound $%.2f/h", small_first, p->cost_per_hour,
+                     p->cost_lower_bound);
+        fleet_result_free(&r);
+        fleet_workloads_free(&ws);
+    }
+}
+
 static void test_no_mig_pool(void **state)
 {
     struct fleet f = fleet_of("T4:10@0.35");
@@ -823,6 +853,7 @@ int main(void)
         cmocka_unit_test(test_workloads_rejected),
         cmocka_unit_test(test_exact_small),
         cmocka_unit_test(test_rules_and_impossible),
+        cmocka_unit_test(test_lone_order),
         cmocka_unit_test(test_no_mig_pool),
         cmocka_unit_test(test_bound_below_optimum),
         cmocka_unit_test(test_large_within_two_percent),
