@@ -195,9 +195,26 @@ static void find_traps(const struct adv_input *in, struct adv_result *r)
 
 /* ---- the recommendation ---- */
 
+/* The largest MIG profile of r's GPU when --memory is more than it holds (an A100-40GB's
+ * 7g.40gb has 39.25 GiB of its 40): MIG cannot run such a workload; NULL otherwise, or when
+ * carve has no profile table for the GPU. */
+static const struct mig_profile *mig_too_small(const struct adv_input *in,
+                                               const struct adv_result *r)
+{
+    const struct mig_model *mm = r->mig_capable && in->memory_mib ? mig_model_find(r->gpu) : NULL;
+    if (!mm || mig_profile_fit(mm, in->memory_mib, 0))
+        return NULL;
+    const struct mig_profile *largest = &mm->profiles[0];
+    for (size_t i = 1; i < mm->nprofiles; i++)
+        if (mm->profiles[i].memory_mib > largest->memory_mib)
+            largest = &mm->profiles[i];
+    return largest;
+}
+
 static void recommend(const struct adv_input *in, struct adv_result *r)
 {
-    const bool mig = r->mig_capable;
+    const struct mig_profile *largest = mig_too_small(in, r);
+    const bool mig = r->mig_capable && !largest;
     r->alternative = -1;
     if (in->archetype == ADV_TRAINING) {
         r->mech = ADV_WHOLE;
@@ -219,6 +236,13 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
             snprintf(r->alternative_why, sizeof(r->alternative_why),
                      "a whole GPU per tenant, when a tenant needs more than the largest profile "
                      "or the profiles strand too much memory");
+        } else if (largest) {
+            r->mech = ADV_WHOLE;
+            add_reason(r, "untrusted tenants need hardware isolation, and a %.1f GiB workload is "
+                          "larger than %s's largest MIG instance (%s, %.1f GiB): only a whole "
+                          "GPU isolates it in hardware", in->memory_mib / 1024.0, r->gpu,
+                       largest->name, largest->memory_mib / 1024.0);
+            add_reason(r, "give each untrusted tenant whole GPUs; share only within a tenant");
         } else {
             r->mech = ADV_WHOLE;
             add_reason(r, "untrusted tenants need hardware isolation and %s has no MIG: every "
@@ -351,6 +375,18 @@ int adv_advise(const struct adv_input *in, struct adv_result *out, char *err, si
         }
     }
     out->gpu_known = m != NULL;
+    /* the memory NVML reports, as carve plan's pools have it (an H100-80GB: 81559 MiB) */
+    const struct mig_model *mm = m && m->mig ? mig_model_find(m->name) : NULL;
+    uint64_t gpu_mib = mm ? mm->memory_mib : m ? m->memory_mib : 0;
+    if (m && in->memory_mib > gpu_mib) {
+        /* no mechanism runs it on one such GPU: advising one would hide that */
+        snprintf(err, errlen, "a workload of %llu MiB (%.1f GiB) does not fit on one %s (%llu "
+                              "MiB) under any mechanism; give the memory one process uses on "
+                              "one GPU, or a larger GPU",
+                 (unsigned long long)in->memory_mib, in->memory_mib / 1024.0, m->name,
+                 (unsigned long long)gpu_mib);
+        return -EINVAL;
+    }
     if (m) {
         snprintf(out->gpu, sizeof(out->gpu), "%s", m->name);
         out->mig_capable = m->mig;

@@ -386,17 +386,19 @@ static int parse_csv(const char *text, size_t len, const char *file, struct flee
 
 /* ---- JSON ---- */
 
-/* The line of each object that is an element of the workload array, in order, so that JSON
- * errors name a line like CSV errors do. depth is the nesting of those objects (1 for a bare
- * array, 2 for {"workloads": [...]}). */
-static uint32_t *object_lines(const char *text, size_t len, int depth, size_t want)
+/* The line on which each element of the workload array starts, in order, so that JSON errors
+ * name a line like CSV errors do. depth is the nesting of the array's elements (1 for a bare
+ * array, 2 for {"workloads": [...]}). Every element counts, not only objects: an element that
+ * is not an object is itself an error, and naming the line of a later object for it (and then
+ * line 1 for the objects after it) would send the reader to the wrong place. */
+static uint32_t *element_lines(const char *text, size_t len, int depth, size_t want)
 {
     uint32_t *lines = calloc(want ? want : 1, sizeof(*lines));
     if (!lines)
         return NULL;
     uint32_t line = 1;
     int d = 0;
-    bool in_string = false;
+    bool in_string = false, element_next = false;
     size_t found = 0;
     for (size_t i = 0; i < len && found < want; i++) {
         char c = text[i];
@@ -409,14 +411,20 @@ static uint32_t *object_lines(const char *text, size_t len, int depth, size_t wa
                 in_string = false;
             continue;
         }
+        /* the first byte of an element: after the array's `[' or a `,' at its level */
+        if (d == depth && element_next && !isspace((unsigned char)c) && c != ']') {
+            lines[found++] = line;
+            element_next = false;
+        }
         if (c == '"')
             in_string = true;
         else if (c == '{' || c == '[') {
-            if (c == '{' && d == depth)
-                lines[found++] = line;
             d++;
+            element_next = d == depth && c == '[';
         } else if (c == '}' || c == ']')
             d--;
+        else if (c == ',' && d == depth)
+            element_next = true;
     }
     return lines;
 }
@@ -436,8 +444,9 @@ static int json_field_text(int f, json_t *v, char *buf, size_t len, char *why, s
         snprintf(buf, len, "%lld", (long long)json_integer_value(v));
         return 0;
     }
-    if (json_is_real(v) && f == F_COMPUTE) {
-        /* as written (to 15 digits), so that 12.345 is refused as it is in a CSV */
+    if (json_is_real(v) && (f == F_COMPUTE || f == F_COUNT)) {
+        /* as written (to 15 digits), so that 12.345 is refused as it is in a CSV, and a count
+           of 2.5 is told it is not a whole number rather than not a number */
         snprintf(buf, len, "%.15g", json_real_value(v));
         return 0;
     }
@@ -518,7 +527,7 @@ static int parse_json(const char *text, size_t len, const char *file, struct fle
         return -EINVAL;
     }
     size_t n = json_array_size(list);
-    uint32_t *lines = object_lines(text, len, depth, n);
+    uint32_t *lines = element_lines(text, len, depth, n);
     if (!lines) {
         json_decref(root);
         return -ENOMEM;

@@ -154,6 +154,10 @@ expect 2 "--workload \`gaming' is not training, inference, notebook or batch" \
     advise --gpu H100 --workload gaming
 expect 2 "--latency \`fast' is not milliseconds" advise --gpu H100 --workload inference --latency fast
 expect 2 "--gpu MODEL is required" advise --workload batch
+expect 2 "a workload of 204800 MiB (200.0 GiB) does not fit on one H100-80GB (81559 MiB)" \
+    advise --gpu H100 --workload inference --trust untrusted --memory 200GiB
+expect 0 "larger than A100-40GB's largest MIG instance (7g.40gb, 39.2 GiB)" \
+    advise --gpu A100-40GB --workload inference --trust untrusted --memory 39.5GiB
 
 # --- carve cost: the seed article's worked example ---
 "$CARVE" cost --mechanism time-slicing >"$tmp/card.txt"

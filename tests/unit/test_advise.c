@@ -162,6 +162,33 @@ static void test_trap_mig_resize_and_rounding(void **state)
     assert_false(has_trap(&r, "mig-rounding"));
 }
 
+/* A workload no MIG profile holds is not advised onto MIG, and one larger than the GPU itself
+ * is refused: no mechanism runs it, and advice would hide that. */
+static void test_memory_beyond_profiles(void **state)
+{
+    struct adv_input in = {.gpu = "A100-40GB", .archetype = ADV_INFERENCE,
+                           .trust = ADV_UNTRUSTED, .memory_mib = 39 * 1024 + 512, .proposal = -1};
+    struct adv_result r;
+    char err[256] = "";
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.mech, ADV_WHOLE);
+    assert_non_null(strstr(r.reasons[0], "largest MIG instance (7g.40gb, 39.2 GiB)"));
+    in.memory_mib = 30 * 1024; /* 7g.40gb holds it: MIG as before */
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.mech, ADV_MIG);
+    /* a team's latency-bound service: carve slices, not MIG, when no profile holds it */
+    in = (struct adv_input){.gpu = "A100-40GB", .archetype = ADV_INFERENCE, .trust = ADV_TEAM,
+                            .latency_ms = 50, .memory_mib = 39 * 1024 + 512, .proposal = -1};
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.mech, ADV_CARVE);
+    in.memory_mib = 200 * 1024;
+    in.gpu = "H100";
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "204800 MiB (200.0 GiB) does not fit on one H100-80GB (81559 MiB)"));
+    in.gpu = "mygpu"; /* a GPU carve does not know: its memory is unknown, nothing to refuse */
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
+}
+
 static void test_trap_no_memory_limit(void **state)
 {
     struct adv_result r = advise("T4", ADV_NOTEBOOK, ADV_TEAM, 0, -1);
@@ -211,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_trap_mps_neighbour),
         cmocka_unit_test(test_trap_training),
         cmocka_unit_test(test_trap_mig_resize_and_rounding),
+        cmocka_unit_test(test_memory_beyond_profiles),
         cmocka_unit_test(test_trap_no_memory_limit),
         cmocka_unit_test(test_rejected),
     };

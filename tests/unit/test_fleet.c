@@ -154,6 +154,14 @@ static void test_workloads_rejected(void **state)
         {"[\n{\"memory\": \"8G\", \"gpu\": 1}]", "w.csv:2: workload 1: `gpu' is not a workload field"},
         {"[{\"memory\": \"8G\"}", "not valid JSON"},
         {"{\"jobs\": []}", "one key, \"workloads\""},
+        /* an element that is not an object has a line of its own, and the objects after it
+           keep theirs */
+        {"[\n{\"memory\": \"8G\"},\n5,\n{\"memory\": \"8G\"}\n]", "w.csv:3: workload 2 is not an object"},
+        {"[\n[{\"memory\": \"8G\"}],\n\"x\",\n{\"memory\": \"lots\"}]", "w.csv:2: workload 1 is not an object"},
+        {"{\"workloads\": [\n{\"name\": \"{,[\\\"\", \"memory\": \"8G\"},\n{\"memory\": \"8G\"}, {\"memory\": \"lots\"}]}",
+         "w.csv:3: workload 3: field `memory'"},
+        {"[\n\"a\",\n{\"memory\": \"8G\", \"count\": 2.5}]", "w.csv:2: workload 1 is not an object"},
+        {"[{\"memory\": \"8G\", \"count\": 2.5}]", "field `count': `2.5' is not a whole number"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct fleet_workloads ws;
@@ -336,6 +344,36 @@ static void test_rules_and_impossible(void **state)
     assert_int_equal(r.plans[FLEET_WHOLE].shortage, 9);
     fleet_result_free(&r);
     fleet_workloads_free(&ws);
+}
+
+/* Lone workloads on a fleet too small for them: the large ones keep the large GPUs whatever
+ * the list's order, so the plan (and the baseline every saving is measured against) does not
+ * depend on it. Listed small first, the 8 GiB ones used to take the H100s once the L4 was
+ * gone, and the 30 GiB tenants went beyond the fleet on H100s: $15.74 instead of $10.67. */
+static void test_lone_order(void **state)
+{
+    struct fleet f = fleet_of("H100-80GB:3@2.49,L4:1@0.80");
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    for (int small_first = 0; small_first < 2; small_first++) {
+        struct fleet_workloads ws = {0};
+        for (int i = 0; i < 7; i++) {
+            bool small = small_first ? i < 4 : i >= 3;
+            add(&ws, small ? 8 * 1024 : 30 * 1024, 1000, FLEET_LAT_NORMAL,
+                small ? FLEET_TRUSTED : FLEET_UNTRUSTED);
+        }
+        struct fleet_result r;
+        assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+        const struct fleet_plan *p = &r.plans[FLEET_WHOLE];
+        assert_int_equal(p->gpus_by_pool[0], 3); /* H100s: the three tenants */
+        assert_int_equal(p->gpus_by_pool[1], 4); /* L4s: the four small ones, three beyond */
+        assert_int_equal(p->shortage, 3);
+        if (p->cost_per_hour > p->cost_lower_bound + 0.005)
+            fail_msg("small first %d: $%.2f/h, bound $%.2f/h", small_first, p->cost_per_hour,
+                     p->cost_lower_bound);
+        fleet_result_free(&r);
+        fleet_workloads_free(&ws);
+    }
 }
 
 static void test_no_mig_pool(void **state)
@@ -815,6 +853,7 @@ int main(void)
         cmocka_unit_test(test_workloads_rejected),
         cmocka_unit_test(test_exact_small),
         cmocka_unit_test(test_rules_and_impossible),
+        cmocka_unit_test(test_lone_order),
         cmocka_unit_test(test_no_mig_pool),
         cmocka_unit_test(test_bound_below_optimum),
         cmocka_unit_test(test_large_within_two_percent),
