@@ -167,3 +167,50 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d
     return slice_processes(device, infoCount, infos, sizeof(nvmlProcessInfo_t),
                            R.nvmlDeviceGetComputeRunningProcesses_v2);
 }
+
+/* The list of R550 on (which a newer nvidia-smi or monitor may read instead): the same
+ * filter, on entries of its own layout (pid first, as in the others). */
+CARVE_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device,
+                                                                nvmlProcessDetailList_t *plist)
+{
+    carve__init();
+    if (!R.nvmlDeviceGetRunningProcessDetailList)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!plist || plist->version != nvmlProcessDetailList_v1 ||
+        carve__sdev_of_nvml(device) < 0)
+        return R.nvmlDeviceGetRunningProcessDetailList(device, plist);
+    nvmlProcessDetailList_t mine = *plist;
+    nvmlProcessDetail_v1_t *all = NULL;
+    nvmlReturn_t r = NVML_ERROR_UNKNOWN;
+    unsigned int n = 0;
+    for (int tries = 0; tries < 4; tries++) { /* the list may grow between the two calls */
+        n = (mine.numProcArrayEntries > n ? mine.numProcArrayEntries : n) + 16;
+        nvmlProcessDetail_v1_t *grown = realloc(all, n * sizeof(*all));
+        if (!grown) {
+            free(all);
+            return NVML_ERROR_UNKNOWN;
+        }
+        all = grown;
+        mine.procArray = all;
+        mine.numProcArrayEntries = n;
+        r = R.nvmlDeviceGetRunningProcessDetailList(device, &mine);
+        if (r != NVML_ERROR_INSUFFICIENT_SIZE)
+            break;
+    }
+    if (r != NVML_SUCCESS) {
+        free(all);
+        return r;
+    }
+    unsigned int pids[1024];
+    int np = carve__pids(pids, 1024);
+    unsigned int kept = carve_nvml_keep_procs(all, sizeof(*all), mine.numProcArrayEntries, pids,
+                                              np);
+    if (plist->numProcArrayEntries < kept || (!plist->procArray && kept)) {
+        r = NVML_ERROR_INSUFFICIENT_SIZE;
+    } else if (kept) {
+        memcpy(plist->procArray, all, kept * sizeof(*all));
+    }
+    plist->numProcArrayEntries = kept;
+    free(all);
+    return r;
+}

@@ -282,8 +282,8 @@ API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigne
     return running_processes(d, count, infos);
 }
 
-/* A driver of R535 on has both (so _v3's entries are 24 bytes, common/nvml_procs.h); carve
- * only looks them up, and the simulated GPU has no confidential computing to report. */
+/* A driver of R535 on has both (so _v3's entries are 24 bytes, common/nvml_procs.h); the
+ * simulated GPU has no confidential computing to report. */
 API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t d,
                                                      nvmlConfComputeMemSizeInfo_t *memInfo)
 {
@@ -292,12 +292,31 @@ API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t d,
     return NVML_ERROR_NOT_SUPPORTED;
 }
 
+/* The compute processes again, in the list of R550 on; no graphics, and MPS clients are
+ * compute processes here too. */
 API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t d,
                                                        nvmlProcessDetailList_t *plist)
 {
-    NEED_DEV(d);
-    (void)plist;
-    return NVML_ERROR_NOT_SUPPORTED;
+    NEED_DEV_OR_MIG(d);
+    if (!plist)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (plist->version != nvmlProcessDetailList_v1)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    nvmlProcessInfo_t all[SIM_MAX_PROCS];
+    unsigned int n = SIM_MAX_PROCS;
+    if (plist->mode == NVML_PROCESS_MODE_GRAPHICS)
+        n = 0;
+    else if (running_processes(d, &n, all) != NVML_SUCCESS)
+        return NVML_ERROR_UNKNOWN;
+    unsigned int cap = plist->procArray ? plist->numProcArrayEntries : 0;
+    plist->numProcArrayEntries = n;
+    if (n > cap)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    for (unsigned int i = 0; i < n; i++)
+        plist->procArray[i] = (nvmlProcessDetail_v1_t){all[i].pid, all[i].usedGpuMemory,
+                                                       all[i].gpuInstanceId,
+                                                       all[i].computeInstanceId, 0};
+    return NVML_SUCCESS;
 }
 
 API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,

@@ -20,6 +20,7 @@ enum {
     NVML_ERROR_DRIVER_NOT_LOADED = 9,
     NVML_ERROR_FUNCTION_NOT_FOUND = 13,
     NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
     NVML_ERROR_UNKNOWN = 999,
 };
 
@@ -94,9 +95,25 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
                                                      unsigned int *infoCount,
                                                      nvmlProcessInfo_t *infos);
-/* Only looked up: which of the two a library has tells the layout of _v3's entries. */
+/* Which of these two a library has tells the layout of _v3's entries (nvml_procs.h); the
+ * first is only looked up. */
 typedef struct nvmlConfComputeMemSizeInfo_st nvmlConfComputeMemSizeInfo_t;
-typedef struct nvmlProcessDetailList_st nvmlProcessDetailList_t;
+/* The process list of R550 on: one call for compute, graphics or MPS processes. */
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+    unsigned long long usedGpuCcProtectedMemory;
+} nvmlProcessDetail_v1_t;
+typedef struct nvmlProcessDetailList_st {
+    unsigned int version; /* nvmlProcessDetailList_v1 */
+    unsigned int mode;    /* NVML_PROCESS_MODE_* */
+    unsigned int numProcArrayEntries;
+    nvmlProcessDetail_v1_t *procArray;
+} nvmlProcessDetailList_t;
+enum { NVML_PROCESS_MODE_COMPUTE = 0, NVML_PROCESS_MODE_GRAPHICS = 1, NVML_PROCESS_MODE_MPS = 2 };
+#define nvmlProcessDetailList_v1 ((unsigned int)(sizeof(nvmlProcessDetailList_t) | (1u << 24)))
 nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device,
                                                  nvmlConfComputeMemSizeInfo_t *memInfo);
 nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device,

@@ -81,15 +81,28 @@ MEMHOG=$BUILD/bench/memhog
 in_slice 1GiB "$MEMHOG" --label outsider --max 256 --hold 4 >"$state_dir/outsider" 2>&1 &
 outsider=$!
 out=$(in_slice 2GiB sh -c '"$0" --label insider --max 256 --hold 4 >/dev/null 2>&1 & sleep 1.5
-      echo "insider $!"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader' "$MEMHOG")
+      echo "insider $!"; for api in v3 v2 detail; do echo "$api $("$1" $api | tr "\n" " ")"; done
+      nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader' "$MEMHOG" \
+      "$E2E/nvml_list")
 all=$(LD_LIBRARY_PATH="$SIM" "$SIM/bin/nvidia-smi" --query-compute-apps=pid --format=csv,noheader)
+all_detail=$(LD_LIBRARY_PATH="$SIM" "$E2E/nvml_list" detail | tr '\n' ' ')
 wait "$outsider"
 insider=$(echo "$out" | sed -n 's/^insider //p')
 outsider_pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' "$state_dir/outsider" | head -n1)
-listed=$(echo "$out" | grep -v '^insider' | cut -d, -f1 | tr '\n' ' ')
+listed=$(echo "$out" | grep -v '^insider\|^v3 \|^v2 \|^detail ' | cut -d, -f1 | tr '\n' ' ')
 [ -n "$insider" ] && echo "$listed" | grep -qw "$insider" && ! echo "$listed" | grep -qw "${outsider_pid:-none}"
 rc=$?
 check "nvidia-smi in a slice lists its tenant $insider and not $outsider_pid (listed: $listed)" $rc
+# each of NVML's process lists, the one of R550 on (nvmlDeviceGetRunningProcessDetailList)
+# included: it listed every process on the GPU until libcarve filtered it (2026-11-25)
+for api in v3 v2 detail; do
+    listed=$(echo "$out" | sed -n "s/^$api //p")
+    [ -n "$insider" ] && echo "$listed" | grep -qw "$insider" &&
+        ! echo "$listed" | grep -qw "${outsider_pid:-none}"
+    check "NVML's $api list in a slice names $insider and not $outsider_pid (listed: $listed)" $?
+done
+echo "$all_detail" | grep -qw "${outsider_pid:-none}" && echo "$all_detail" | grep -qw "${insider:-none}"
+check "NVML's detail list outside names both tenants ($all_detail)" $?
 echo "$all" | grep -qw "${outsider_pid:-none}" && echo "$all" | grep -qw "${insider:-none}"
 rc=$?
 check "nvidia-smi outside lists both tenants ($(echo "$all" | tr '\n' ' '))" $rc
