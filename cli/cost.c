@@ -44,7 +44,8 @@ static const char cost_help[] =
     "utilisation) compute slices each, carve 64); cost = price / (hosted x efficiency)\n"
     "(time-slicing 0.92, HAMi 0.97, carve 0.99, MPS and MIG 1); savings = cost / price - 1;\n"
     "recovered = GPUs x 24 x (1 - max(utilisation, 1/hosted)); suitable when hosted x\n"
-    "utilisation <= 100% and the GPU has the mechanism. See docs/cost.md.\n"
+    "utilisation <= 100% and the GPU has the mechanism. A mechanism the GPU cannot run\n"
+    "(MIG on an L4) shows no figures: \"not available\" and why. See docs/cost.md.\n"
     "\n"
     "exit status: 0; 1 when carved cannot be read; 2 for bad input.\n"
     "\n"
@@ -144,6 +145,12 @@ static json_t *load_snapshot(const char *src, char *err, size_t errlen)
 static void print_card(const struct cost_input *in, const struct cost_result *r)
 {
     printf("Sharing mechanism        %s\n", cost_mech(r->mech)->title);
+    if (!r->available) {
+        printf("Not available            %s\n", r->unavailable_reason);
+        printf("Baseline cost / hr       $%.2f\n", r->baseline_per_hour);
+        printf("%s\n", r->verdict);
+        return;
+    }
     printf("Cost / workload / hr     $%.2f\n", r->cost_per_workload_hour);
     printf("Baseline cost / hr       $%.2f\n", r->baseline_per_hour);
     printf("Savings per workload     %.0f%%\n", r->savings_pct);
@@ -158,10 +165,16 @@ static void print_table(const struct cost_result *r, int n)
 {
     printf("%-13s %6s %13s %9s %8s %15s %6s\n", "mechanism", "hosted", "$/workload-h",
            "baseline", "savings", "GPU-h back/day", "suits");
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (!r[i].available) { /* no figures to read a saving from */
+            printf("%-13s not available: %s\n", cost_mech(r[i].mech)->name,
+                   r[i].unavailable_reason);
+            continue;
+        }
         printf("%-13s %6.0f %13.2f %9.2f %7.0f%% %15.0f %6s\n", cost_mech(r[i].mech)->name,
                r[i].tenants_hosted, r[i].cost_per_workload_hour, r[i].baseline_per_hour,
                r[i].savings_pct, r[i].recovered_gpu_hours_day, r[i].suitable ? "yes" : "no");
+    }
     printf("\n");
     for (int i = 0; i < n; i++)
         printf("%s\n", r[i].verdict);

@@ -104,6 +104,16 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
     const struct cost_mech_info *m = &mechs[mech];
     memset(out, 0, sizeof(*out));
     out->mech = mech;
+    out->baseline_per_hour = in->price;
+    if (mech == COST_MIG && !gpu_has_mig(in->gpu)) {
+        /* no figures: a saving the GPU cannot deliver would read as one it can */
+        snprintf(out->unavailable_reason, sizeof(out->unavailable_reason),
+                 "%s has no MIG (MIG needs A100, H100, H200 or B200)", in->gpu);
+        snprintf(out->verdict, sizeof(out->verdict),
+                 "MIG \u2014 not available on %s: MIG needs A100, H100, H200 or B200 (use "
+                 "time-slicing, MPS or carve slices on this pool)", in->gpu);
+        return;
+    }
     double hosted = in->tenants;
     unsigned mig_slices = 0;
     if (m->max_tenants && hosted > m->max_tenants)
@@ -118,20 +128,13 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
     out->tenants_hosted = hosted;
     out->gpus_needed = in->gpus / hosted;
     out->cost_per_workload_hour = in->price / (hosted * eff);
-    out->baseline_per_hour = in->price;
     out->savings_pct = in->price > 0 ? 100.0 * (out->cost_per_workload_hour / in->price - 1) : 0;
     out->recovered_gpu_hours_day = in->gpus * 24 * (1 - dmax(in->utilisation, 1 / hosted));
     if (out->recovered_gpu_hours_day < 0)
         out->recovered_gpu_hours_day = 0;
     out->demand = hosted * in->utilisation;
     out->suitable = true;
-    if (mech == COST_MIG && !gpu_has_mig(in->gpu)) {
-        out->suitable = false;
-        snprintf(out->verdict, sizeof(out->verdict),
-                 "MIG \u2014 not available on %s: MIG needs A100, H100, H200 or B200 (use "
-                 "time-slicing, MPS or carve slices on this pool)", in->gpu);
-        return;
-    }
+    out->available = true;
     if (out->demand > 1.0 + 1e-9) {
         out->suitable = false;
         snprintf(out->verdict, sizeof(out->verdict),
@@ -159,10 +162,18 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
 
 json_t *cost_result_json(const struct cost_result *r)
 {
-    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:s}", "mechanism",
-                     mechs[r->mech].name, "tenants_hosted", r->tenants_hosted, "gpus_needed",
-                     r->gpus_needed, "cost_per_workload_hour", r->cost_per_workload_hour,
-                     "baseline_per_hour", r->baseline_per_hour, "savings_pct", r->savings_pct,
+    if (!r->available) /* the same keys, null where there is no figure, and why */
+        return json_pack("{s:s, s:b, s:s, s:n, s:n, s:n, s:f, s:n, s:n, s:n, s:b, s:s}",
+                         "mechanism", mechs[r->mech].name, "available", false,
+                         "unavailable_reason", r->unavailable_reason, "tenants_hosted",
+                         "gpus_needed", "cost_per_workload_hour", "baseline_per_hour",
+                         r->baseline_per_hour, "savings_pct", "gpu_hours_recovered_per_day",
+                         "demand_pct", "suitable", false, "verdict", r->verdict);
+    return json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:s}", "mechanism",
+                     mechs[r->mech].name, "available", true, "tenants_hosted",
+                     r->tenants_hosted, "gpus_needed", r->gpus_needed,
+                     "cost_per_workload_hour", r->cost_per_workload_hour, "baseline_per_hour",
+                     r->baseline_per_hour, "savings_pct", r->savings_pct,
                      "gpu_hours_recovered_per_day", r->recovered_gpu_hours_day, "demand_pct",
                      r->demand * 100, "suitable", r->suitable, "verdict", r->verdict);
 }

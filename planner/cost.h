@@ -30,6 +30,10 @@ struct cost_input {
 
 struct cost_result {
     int mech;
+    /* false: the GPU cannot run the mechanism (MIG on an L4), so it has no cost, hosts no one
+       and saves nothing; the numbers below are 0 and unavailable_reason says why */
+    bool available;
+    char unavailable_reason[160];
     double tenants_hosted;   /* what the mechanism really fits on one GPU */
     double gpus_needed;      /* gpus / tenants_hosted */
     double cost_per_workload_hour;

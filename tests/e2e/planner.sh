@@ -170,6 +170,14 @@ done
 jq_check "cost --json: five mechanisms, time-slicing at 0.951" \
     '(.results | length) == 5 and (.results[0].cost_per_workload_hour * 1000 | floor) == 951' "$tmp/cost.json"
 expect 0 "MIG — not available on T4" cost --gpu T4
+# a GPU without MIG: the MIG row shows no figures (it showed -67% savings), and the JSON says why
+mig_row=$("$CARVE" cost --gpu L4 | grep '^mig ')
+if [[ $mig_row == *"not available: L4 has no MIG"* && $mig_row != *%* ]]; then ok "cost --gpu L4: MIG row not available"; else bad "cost --gpu L4: MIG row: $mig_row"; fi
+expect 0 "Not available            L4 has no MIG" cost --gpu L4 --mechanism mig
+"$CARVE" cost --gpu L4 --json >"$tmp/cost-l4.json"
+jq_check "cost --gpu L4 --json: MIG not available, no savings, the reason" \
+    '.results[2].mechanism == "mig" and .results[2].available == false and .results[2].savings_pct == null and (.results[2].unavailable_reason | test("L4 has no MIG")) and .results[0].available == true' \
+    "$tmp/cost-l4.json"
 expect 0 "ask for 160% of one GPU" cost --utilisation 40% --mechanism mps
 expect 2 "tenants per GPU 100 is not a whole number from 1 to 64" cost --tenants 100
 expect 2 "--price \`cheap' is not a number" cost --price cheap

@@ -85,8 +85,24 @@ static void test_gate_and_oversubscription(void **state)
     cost_compute(&t4, COST_MIG, &r);
     assert_false(r.suitable);
     assert_non_null(strstr(r.verdict, "not available on Tesla T4"));
+    /* and no figures: a saving on a GPU without MIG would read as one it could have. The
+       JSON keeps the keys (null) and says why */
+    json_t *j = cost_result_json(&r);
+    assert_non_null(j);
+    assert_true(json_is_false(json_object_get(j, "available")));
+    assert_true(json_is_null(json_object_get(j, "savings_pct")));
+    assert_true(json_is_null(json_object_get(j, "cost_per_workload_hour")));
+    assert_true(json_is_null(json_object_get(j, "tenants_hosted")));
+    assert_true(json_is_null(json_object_get(j, "gpu_hours_recovered_per_day")));
+    const char *why = json_string_value(json_object_get(j, "unavailable_reason"));
+    if (!why || !strstr(why, "Tesla T4 has no MIG"))
+        fail_msg("unavailable_reason: %s", why ? why : "(none)");
+    json_decref(j);
     cost_compute(&t4, COST_TIMESLICE, &r);
     assert_true(r.suitable);
+    j = cost_result_json(&r);
+    assert_true(json_is_true(json_object_get(j, "available")));
+    json_decref(j);
     struct cost_input busy = article;
     busy.utilisation = 0.40; /* 4 x 40% = 160% of a GPU */
     cost_compute(&busy, COST_TIMESLICE, &r);
