@@ -25,11 +25,14 @@ static const char cost_help[] =
     "10-GPU A100 cluster at $3.50/h, 4 tenants per GPU at 25% each.\n"
     "\n"
     "options:\n"
-    "  -g, --gpus N           GPUs in the cluster, one workload each today (default 10)\n"
+    "  -g, --gpus N           GPUs in the cluster, one workload each today: a whole\n"
+    "                         number, 1 to 10000000 (default 10)\n"
     "  -p, --price DOLLARS    price per GPU-hour (default 3.50)\n"
     "  -t, --tenants N        tenants per GPU, 1 to 64 (default 4)\n"
     "  -u, --utilisation PCT  each tenant's busy share of one GPU, e.g. 25% (default 25%)\n"
-    "  -G, --gpu MODEL        the GPU model, for MIG's hardware gate (default A100)\n"
+    "  -G, --gpu MODEL        the GPU model, for MIG's hardware gate (default A100): T4,\n"
+    "                         V100, A10, L4, L40S, A100, H100, H200, B200, a board\n"
+    "                         (H100-80GB) or NVML's name; another is refused\n"
     "  -m, --mechanism NAME   one mechanism, shown as the article's card: time-slicing,\n"
     "                         mps, mig, hami or carve (default: all, side by side)\n"
     "  -M, --from-metrics [SRC] take GPUs, tenants per GPU, utilisation and the model from\n"
@@ -76,6 +79,25 @@ static int parse_number(const char *opt, const char *s, double *out, bool percen
         return CARVE_EXIT_USAGE;
     }
     *out = percent ? v / 100.0 : v;
+    return 0;
+}
+
+/* A count (GPUs, tenants) is a whole number written as one: digits only. strtod took 1e3 as
+   1000 and 0x10 as 16, a count nobody writes that way on purpose. The range is cost_check's. */
+static int parse_count(const char *opt, const char *s, unsigned max, double *out)
+{
+    if (!*s || s[strspn(s, "0123456789")] != '\0') {
+        fprintf(stderr, "carve cost: %s `%s' is not a whole number (digits only, e.g. %s 10)\n"
+                        "(see carve cost --help)\n", opt, s, opt);
+        return CARVE_EXIT_USAGE;
+    }
+    /* past 9 digits a double would name it back as 1e+20: name it as given */
+    if (strlen(s + strspn(s, "0")) > 9) {
+        fprintf(stderr, "carve cost: %s `%s' is too large (at most %u)\n(see carve cost "
+                        "--help)\n", opt, s, max);
+        return CARVE_EXIT_USAGE;
+    }
+    *out = strtod(s, NULL);
     return 0;
 }
 
@@ -199,9 +221,9 @@ int carve_cmd_cost(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:g:p:t:u:G:m:M::jh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'g': set_shape = true; if ((r = parse_number("--gpus", optarg, &in.gpus, false))) return r; break;
+        case 'g': set_shape = true; if ((r = parse_count("--gpus", optarg, COST_MAX_GPUS, &in.gpus))) return r; break;
         case 'p': if ((r = parse_number("--price", optarg, &in.price, false))) return r; break;
-        case 't': set_shape = true; if ((r = parse_number("--tenants", optarg, &in.tenants, false))) return r; break;
+        case 't': set_shape = true; if ((r = parse_count("--tenants", optarg, COST_MAX_TENANTS, &in.tenants))) return r; break;
         case 'u':
             set_shape = true;
             if ((r = parse_number("--utilisation", optarg, &in.utilisation, true)))
@@ -214,6 +236,10 @@ int carve_cmd_cost(int argc, char **argv)
             if (!text || !*optarg)
                 return cost_error("--gpu `%s' is not a GPU model name (e.g. A100, H100)", optarg);
             json_decref(text);
+            /* an unknown model would silently count as one without MIG */
+            char gpu_err[400];
+            if (cost_gpu_check(optarg, gpu_err, sizeof(gpu_err)))
+                return cost_error("--gpu: %s", gpu_err);
             break;
         }
         case 'm':

@@ -180,6 +180,18 @@ jq_check "cost --gpu L4 --json: MIG not available, no savings, the reason" \
     "$tmp/cost-l4.json"
 expect 0 "ask for 160% of one GPU" cost --utilisation 40% --mechanism mps
 expect 2 "tenants per GPU 100 is not a whole number from 1 to 64" cost --tenants 100
+# a model carve does not know was taken for one without MIG (H20 has MIG; RTX A1000, holding
+# "A100", was taken for one with it): refused, with the models carve knows
+expect 2 "GPU model \`foo' is not one carve knows: T4, V100, A10, L4, L40S, A100, H100, H200, B200" cost --gpu foo
+expect 2 "GPU model \`H20' is not one carve knows" cost --gpu H20
+expect 2 "GPU model \`RTX A1000' is not one carve knows" cost --gpu 'RTX A1000'
+expect 0 "MIG — not available on Tesla T4" cost --gpu 'Tesla T4'
+expect 0 "mig                3          1.17" cost --gpu 'NVIDIA H100 80GB HBM3'
+# counts are whole numbers as written: 1e3 was taken as 1000
+expect 2 "--gpus \`1e3' is not a whole number (digits only" cost --gpus 1e3
+expect 2 "--tenants \`4.0' is not a whole number (digits only" cost --tenants 4.0
+expect 2 "--gpus \`99999999999999999999' is too large (at most 10000000)" cost --gpus 99999999999999999999
+expect 0 "1000 GPUs (A100)" cost --gpus 1000
 expect 2 "--price \`cheap' is not a number" cost --price cheap
 expect 2 "--mechanism \`vgpu' is not one of" cost --mechanism vgpu
 # --json must be JSON: a model name that is not UTF-8 was dropped, leaving an empty line and exit 0
@@ -192,6 +204,9 @@ usage_text=$(printf '%s\n' "$out" | sed -n '/--from-metrics \[SOCKET/,/^$/p')
 if [[ $usage_text == *"[--json]"* ]]; then ok "cost --help: --from-metrics takes --json"; else bad "cost --help: --from-metrics form lacks [--json]: $usage_text"; fi
 expect 0 "3 tenants, 1.50 per GPU in use" cost --from-metrics tests/unit/fixtures/carved-state.json --price 2.49
 expect 1 "$tmp/nothing.json: No such file" cost --from-metrics "$tmp/nothing.json"
+# a GPU carved measures and carve does not know is not refused: MIG is not available, and why
+jq '.gpus[].name = "NVIDIA H20"' tests/unit/fixtures/carved-state.json >"$tmp/h20.json"
+expect 0 "mig           not available: carve does not know whether NVIDIA H20 has MIG" cost --from-metrics "$tmp/h20.json"
 expect 2 "give only --price and --mechanism" cost --from-metrics tests/unit/fixtures/carved-state.json --tenants 3
 
 export CARVE_SOCKET="$tmp/carved.sock"
