@@ -322,10 +322,11 @@ int carve_cmd_cost(int argc, char **argv)
         return 0;
     }
     if (metrics)
-        printf("measured by carved (%s): %u tenants, %.2f per GPU in use (%s)\n", src,
-               meas.ntenants, meas.tenants, meas.source);
-    printf("%.0f GPUs (%s) at $%.2f/h; %.0f tenants per GPU, each busy %.1f%% of a GPU\n\n",
-           in.gpus, in.gpu, in.price, in.tenants, in.utilisation * 100);
+        printf("measured by carved (%s): %u tenant%s, %.2f per GPU in use (%s)\n", src,
+               meas.ntenants, meas.ntenants == 1 ? "" : "s", meas.tenants, meas.source);
+    printf("%.0f GPU%s (%s) at $%.2f/h; %.0f tenant%s per GPU, each busy %.1f%% of a GPU\n\n",
+           in.gpus, in.gpus == 1 ? "" : "s", in.gpu, in.price, in.tenants,
+           in.tenants == 1 ? "" : "s", in.utilisation * 100);
     if (n == 1)
         print_card(&in, &res[0]);
     else

@@ -187,6 +187,18 @@ expect 2 "GPU model \`H20' is not one carve knows" cost --gpu H20
 expect 2 "GPU model \`RTX A1000' is not one carve knows" cost --gpu 'RTX A1000'
 expect 0 "MIG — not available on Tesla T4" cost --gpu 'Tesla T4'
 expect 0 "mig                3          1.17" cost --gpu 'NVIDIA H100 80GB HBM3'
+# one is singular: "1 GPUs", "1 tenants" before
+expect 0 "1 GPU (A100) at \$3.50/h; 1 tenant per GPU" cost --gpus 1 --tenants 1
+jq '.gpus = [.gpus[0]] | .slices = [.slices[0]]' tests/unit/fixtures/carved-state.json >"$tmp/one.json"
+expect 0 "measured by carved ($tmp/one.json): 1 tenant, 1.00 per GPU in use" cost --from-metrics "$tmp/one.json"
+expect 0 "1 GPU (NVIDIA H100 80GB HBM3) at \$3.50/h; 1 tenant per GPU" cost --from-metrics "$tmp/one.json"
+printf 'name,memory\nonly,8GiB\n' >"$tmp/one.csv"
+expect 0 "(the longest bar is 1 GPU):" plan "$tmp/one.csv" --fleet H100-80GB:1@2.49 --picture
+expect 0 "1 replica and 92% of compute per GPU" plan "$tmp/one.csv" --fleet H100-80GB --replicas 1
+expect 0 "1 client per GPU" plan "$tmp/one.csv" --fleet H100-80GB --mps-clients 1
+expect 0 "1 slice per GPU" plan "$tmp/one.csv" --fleet H100-80GB --slices 1
+"$CARVE" plan "$tmp/one.csv" --fleet H100-80GB:1@2.49 --svg "$tmp/one.svg" >/dev/null
+if grep -q '>1 GPU<' "$tmp/one.svg" && grep -q 'carve plan: 1 workload;' "$tmp/one.svg" && ! grep -q '1 GPUs\|1 workloads' "$tmp/one.svg"; then ok "plan --svg: 1 GPU, 1 workload"; else bad "plan --svg: $(grep -o '[0-9]* \(GPUs*\|workloads*\)' "$tmp/one.svg" | sort -u | tr '\n' ' ')"; fi
 # counts are whole numbers as written: 1e3 was taken as 1000
 expect 2 "--gpus \`1e3' is not a whole number (digits only" cost --gpus 1e3
 expect 2 "--tenants \`4.0' is not a whole number (digits only" cost --tenants 4.0
