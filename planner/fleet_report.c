@@ -53,7 +53,7 @@ void fleet_report_fleet(FILE *out, const struct fleet *f)
             fprintf(out, "any number");
         else
             fprintf(out, "%llu", (unsigned long long)p->count);
-        if (p->price > 0)
+        if (p->price > 0 || p->priced) /* @0 is a price too: GPUs that cost nothing */
             fprintf(out, " at $%.2f/h", p->price);
     }
 }

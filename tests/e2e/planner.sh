@@ -113,6 +113,12 @@ printf '[\n {"memory": "8GiB"},\n {"memory": "lots"}\n]\n' >"$tmp/bad.json"
 expect 2 "bad.json:3: workload 2: field \`memory'" plan "$tmp/bad.json" --fleet H100-80GB
 expect 2 "COUNT \`x' is not a whole number" plan "$tmp/w.csv" --fleet H100-80GB:x
 expect 2 "unknown GPU model \`Z9'" plan "$tmp/w.csv" --fleet Z9:4
+# a pool without a price beside priced ones was planned as free ($0.00 bound, filled first)
+expect 2 "pool L4-24GB has no price while T4-16GB has one (\$0.35/h): it would be planned as free. Give it its price per GPU-hour (L4-24GB:3@PRICE" \
+    plan "$tmp/w.csv" --fleet T4:5@0.35,L4:3
+# (status 1: the 30 GiB workloads fit neither model) no prices at all, or @0, are fine
+expect 1 "T4-16GB (16384 MiB) x 5, L4-24GB (24576 MiB) x 3" plan "$tmp/w.csv" --fleet T4:5,L4:3
+expect 1 "L4-24GB (24576 MiB) x 3 at \$0.00/h" plan "$tmp/w.csv" --fleet T4:5@0.35,L4:3@0
 expect 2 "--fleet SPEC is required" plan "$tmp/w.csv"
 expect 2 "cannot open $tmp/none.csv" plan "$tmp/none.csv" --fleet H100-80GB
 expect 2 "--replicas \`0' is not a whole number from 1 to 1024" plan "$tmp/w.csv" --fleet H100-80GB --replicas 0
