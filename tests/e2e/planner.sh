@@ -120,6 +120,11 @@ expect 2 "pool L4-24GB has no price while T4-16GB has one (\$0.35/h): it would b
 expect 1 "T4-16GB (16384 MiB) x 5, L4-24GB (24576 MiB) x 3" plan "$tmp/w.csv" --fleet T4:5,L4:3
 expect 1 "L4-24GB (24576 MiB) x 3 at \$0.00/h" plan "$tmp/w.csv" --fleet T4:5@0.35,L4:3@0
 expect 2 "--fleet SPEC is required" plan "$tmp/w.csv"
+# --models lists the models: a file or a plan's option beside it was ignored, exit 0
+expect 2 "--models lists the GPU models and takes no argument; \`extra' is one too many" plan --models extra
+expect 2 "\`jobs.csv' is one too many" plan jobs.csv --models --json
+expect 2 "--models lists the GPU models and takes only --json; \`--fleet' is for a plan" plan --models --fleet H100-80GB
+expect 0 "H100-80GB" plan --models --json
 expect 2 "cannot open $tmp/none.csv" plan "$tmp/none.csv" --fleet H100-80GB
 expect 2 "--replicas \`0' is not a whole number from 1 to 1024" plan "$tmp/w.csv" --fleet H100-80GB --replicas 0
 expect 2 "unknown option" plan "$tmp/w.csv" --fleet H100-80GB --bogus
