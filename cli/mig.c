@@ -51,6 +51,7 @@ static const char mig_help[] =
     "            memory)\n"
     "  plan      a layout for the requests: on a model (--gpu), or on GPU N beside the\n"
     "            instances it has; requests that cannot fit are listed with the reason\n"
+    "            (the media engines, a profile's limit per GPU, compute slices, start slots)\n"
     "  apply     plans on GPU N and shows what it would create (and with --replace, destroy);\n"
     "            --yes does it through NVML. Without --replace existing instances stay and\n"
     "            the requests go beside them; with --replace the GPU gets exactly the plan:\n"

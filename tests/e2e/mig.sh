@@ -59,6 +59,10 @@ expect 1 "bigger than any instance" mig plan --gpu H100-80GB 8GiB 100GiB
 expect 1 "H100-80GB has no MIG profile 3g.20gb" mig plan --gpu H100-80GB 3g.20gb
 expect 0 "3g.20gb" mig plan --gpu A100-40GB 3g.20gb
 expect 1 "does not fit beside" mig plan --gpu H100-80GB 4g.40gb 3g.40gb 1g.10gb
+# a profile at its limit per GPU is refused for the limit, not for "no free start slot"
+expect 1 "4g.40gb: at most 1 per GPU, and the layout has 1 already" mig plan --gpu H100-80GB 4g.40gb 4g.40gb
+expect 1 "1g.10gb+me: one instance per GPU has the media engines (+me), and 1g.10gb+me has them already" \
+    mig plan --gpu A100-80GB 1g.10gb+me 1g.10gb+me
 expect 2 "neither memory nor a share" mig plan --gpu H100-80GB 8XB
 expect 2 "at most 100%" mig plan --gpu H100-80GB 120%
 expect 2 "no REQUEST given" mig plan --gpu H100-80GB
