@@ -120,6 +120,14 @@ seen=$("$CARVE" run --mode mig --simulate --quiet --memory 1GiB -- sh -c 'echo "
 check "run --memory 1GiB picks a 1g.10gb, the smallest that fits" test \
     "$(echo "$list" | json_eval "[i['profile'] for i in j[0]['instances'] if i['uuid']=='$seen'][0]")" = 1g.10gb
 expect 2 "no free MIG instance with at least 50GiB" run --mode mig --simulate --memory 50GiB -- true
+# larger than every profile: no instance can exist, so "make one with carve mig apply" was wrong
+out=$("$CARVE" run --mode mig --simulate --memory 100GiB -- true 2>&1)
+rc=$?
+if [ "$rc" -eq 2 ] && [[ $out == *"no MIG profile holds 100GiB, so no MIG instance can (H100-80GB's largest, 7g.80gb, has 79.25 GiB); use another --mode"* && $out != *"carve mig apply"* ]]; then
+    ok "run --mode mig --memory 100GiB: no profile holds it"
+else
+    bad "run --mode mig --memory 100GiB -> $rc: $out"
+fi
 # a carve run holds its instance even before its command has a GPU process: no second taker
 "$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sleep 10 &
 holder=$!
