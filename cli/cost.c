@@ -25,11 +25,14 @@ static const char cost_help[] =
     "10-GPU A100 cluster at $3.50/h, 4 tenants per GPU at 25% each.\n"
     "\n"
     "options:\n"
-    "  -g, --gpus N           GPUs in the cluster, one workload each today (default 10)\n"
+    "  -g, --gpus N           GPUs in the cluster, one workload each today: a whole\n"
+    "                         number, 1 to 10000000 (default 10)\n"
     "  -p, --price DOLLARS    price per GPU-hour (default 3.50)\n"
     "  -t, --tenants N        tenants per GPU, 1 to 64 (default 4)\n"
     "  -u, --utilisation PCT  each tenant's busy share of one GPU, e.g. 25% (default 25%)\n"
-    "  -G, --gpu MODEL        the GPU model, for MIG's hardware gate (default A100)\n"
+    "  -G, --gpu MODEL        the GPU model, for MIG's hardware gate (default A100): T4,\n"
+    "                         V100, A10, L4, L40S, A100, H100, H200, B200, a board\n"
+    "                         (H100-80GB) or NVML's name; another is refused\n"
     "  -m, --mechanism NAME   one mechanism, shown as the article's card: time-slicing,\n"
     "                         mps, mig, hami or carve (default: all, side by side)\n"
     "  -M, --from-metrics [SRC] take GPUs, tenants per GPU, utilisation and the model from\n"
@@ -44,7 +47,8 @@ static const char cost_help[] =
     "utilisation) compute slices each, carve 64); cost = price / (hosted x efficiency)\n"
     "(time-slicing 0.92, HAMi 0.97, carve 0.99, MPS and MIG 1); savings = cost / price - 1;\n"
     "recovered = GPUs x 24 x (1 - max(utilisation, 1/hosted)); suitable when hosted x\n"
-    "utilisation <= 100% and the GPU has the mechanism. See docs/cost.md.\n"
+    "utilisation <= 100% and the GPU has the mechanism. A mechanism the GPU cannot run\n"
+    "(MIG on an L4) shows no figures: \"not available\" and why. See docs/cost.md.\n"
     "\n"
     "exit status: 0; 1 when carved cannot be read; 2 for bad input.\n"
     "\n"
@@ -75,6 +79,25 @@ static int parse_number(const char *opt, const char *s, double *out, bool percen
         return CARVE_EXIT_USAGE;
     }
     *out = percent ? v / 100.0 : v;
+    return 0;
+}
+
+/* A count (GPUs, tenants) is a whole number written as one: digits only. strtod took 1e3 as
+   1000 and 0x10 as 16, a count nobody writes that way on purpose. The range is cost_check's. */
+static int parse_count(const char *opt, const char *s, unsigned max, double *out)
+{
+    if (!*s || s[strspn(s, "0123456789")] != '\0') {
+        fprintf(stderr, "carve cost: %s `%s' is not a whole number (digits only, e.g. %s 10)\n"
+                        "(see carve cost --help)\n", opt, s, opt);
+        return CARVE_EXIT_USAGE;
+    }
+    /* past 9 digits a double would name it back as 1e+20: name it as given */
+    if (strlen(s + strspn(s, "0")) > 9) {
+        fprintf(stderr, "carve cost: %s `%s' is too large (at most %u)\n(see carve cost "
+                        "--help)\n", opt, s, max);
+        return CARVE_EXIT_USAGE;
+    }
+    *out = strtod(s, NULL);
     return 0;
 }
 
@@ -144,6 +167,12 @@ static json_t *load_snapshot(const char *src, char *err, size_t errlen)
 static void print_card(const struct cost_input *in, const struct cost_result *r)
 {
     printf("Sharing mechanism        %s\n", cost_mech(r->mech)->title);
+    if (!r->available) {
+        printf("Not available            %s\n", r->unavailable_reason);
+        printf("Baseline cost / hr       $%.2f\n", r->baseline_per_hour);
+        printf("%s\n", r->verdict);
+        return;
+    }
     printf("Cost / workload / hr     $%.2f\n", r->cost_per_workload_hour);
     printf("Baseline cost / hr       $%.2f\n", r->baseline_per_hour);
     printf("Savings per workload     %.0f%%\n", r->savings_pct);
@@ -158,10 +187,16 @@ static void print_table(const struct cost_result *r, int n)
 {
     printf("%-13s %6s %13s %9s %8s %15s %6s\n", "mechanism", "hosted", "$/workload-h",
            "baseline", "savings", "GPU-h back/day", "suits");
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (!r[i].available) { /* no figures to read a saving from */
+            printf("%-13s not available: %s\n", cost_mech(r[i].mech)->name,
+                   r[i].unavailable_reason);
+            continue;
+        }
         printf("%-13s %6.0f %13.2f %9.2f %7.0f%% %15.0f %6s\n", cost_mech(r[i].mech)->name,
                r[i].tenants_hosted, r[i].cost_per_workload_hour, r[i].baseline_per_hour,
                r[i].savings_pct, r[i].recovered_gpu_hours_day, r[i].suitable ? "yes" : "no");
+    }
     printf("\n");
     for (int i = 0; i < n; i++)
         printf("%s\n", r[i].verdict);
@@ -186,9 +221,9 @@ int carve_cmd_cost(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:g:p:t:u:G:m:M::jh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'g': set_shape = true; if ((r = parse_number("--gpus", optarg, &in.gpus, false))) return r; break;
+        case 'g': set_shape = true; if ((r = parse_count("--gpus", optarg, COST_MAX_GPUS, &in.gpus))) return r; break;
         case 'p': if ((r = parse_number("--price", optarg, &in.price, false))) return r; break;
-        case 't': set_shape = true; if ((r = parse_number("--tenants", optarg, &in.tenants, false))) return r; break;
+        case 't': set_shape = true; if ((r = parse_count("--tenants", optarg, COST_MAX_TENANTS, &in.tenants))) return r; break;
         case 'u':
             set_shape = true;
             if ((r = parse_number("--utilisation", optarg, &in.utilisation, true)))
@@ -201,6 +236,10 @@ int carve_cmd_cost(int argc, char **argv)
             if (!text || !*optarg)
                 return cost_error("--gpu `%s' is not a GPU model name (e.g. A100, H100)", optarg);
             json_decref(text);
+            /* an unknown model would silently count as one without MIG */
+            char gpu_err[400];
+            if (cost_gpu_check(optarg, gpu_err, sizeof(gpu_err)))
+                return cost_error("--gpu: %s", gpu_err);
             break;
         }
         case 'm':
@@ -283,10 +322,11 @@ int carve_cmd_cost(int argc, char **argv)
         return 0;
     }
     if (metrics)
-        printf("measured by carved (%s): %u tenants, %.2f per GPU in use (%s)\n", src,
-               meas.ntenants, meas.tenants, meas.source);
-    printf("%.0f GPUs (%s) at $%.2f/h; %.0f tenants per GPU, each busy %.1f%% of a GPU\n\n",
-           in.gpus, in.gpu, in.price, in.tenants, in.utilisation * 100);
+        printf("measured by carved (%s): %u tenant%s, %.2f per GPU in use (%s)\n", src,
+               meas.ntenants, meas.ntenants == 1 ? "" : "s", meas.tenants, meas.source);
+    printf("%.0f GPU%s (%s) at $%.2f/h; %.0f tenant%s per GPU, each busy %.1f%% of a GPU\n\n",
+           in.gpus, in.gpus == 1 ? "" : "s", in.gpu, in.price, in.tenants,
+           in.tenants == 1 ? "" : "s", in.utilisation * 100);
     if (n == 1)
         print_card(&in, &res[0]);
     else

@@ -51,6 +51,7 @@ static const char mig_help[] =
     "            memory)\n"
     "  plan      a layout for the requests: on a model (--gpu), or on GPU N beside the\n"
     "            instances it has; requests that cannot fit are listed with the reason\n"
+    "            (the media engines, a profile's limit per GPU, compute slices, start slots)\n"
     "  apply     plans on GPU N and shows what it would create (and with --replace, destroy);\n"
     "            --yes does it through NVML. Without --replace existing instances stay and\n"
     "            the requests go beside them; with --replace the GPU gets exactly the plan:\n"
@@ -1061,6 +1062,38 @@ static int request_part(const char *opt, const char *text, bool share, char *err
     return 0;
 }
 
+/* Whether no profile of any GPU in MIG mode could hold the request: then no instance to
+ * find or make exists, and "make one with carve mig apply" would send the user to a plan that
+ * refuses it. The largest profile of each such model goes into largest, for the message.
+ * false when a GPU's model is not in carve's tables: carve cannot tell there. */
+static bool no_profile_holds(const struct mig_gpu *gpus, int ngpu, const struct mig_request *want,
+                             char *largest, size_t len)
+{
+    size_t used = 0;
+    int judged = 0;
+    largest[0] = '\0';
+    for (int i = 0; i < ngpu; i++) {
+        const struct mig_model *m = gpus[i].model;
+        if (gpus[i].mode != 1)
+            continue;
+        if (!m)
+            return false;
+        const struct mig_profile *big = NULL;
+        for (size_t j = 0; j < m->nprofiles; j++) {
+            if (mig_request_fits(m, want, &m->profiles[j]))
+                return false;
+            if (!big || m->profiles[j].memory_mib > big->memory_mib)
+                big = &m->profiles[j];
+        }
+        judged++;
+        if (big && used < len && !strstr(largest, m->name))
+            used += (size_t)snprintf(largest + used, len - used, "%s%s's largest, %s, has "
+                                     "%.2f GiB", used ? "; " : "", m->name, big->name,
+                                     big->memory_mib / 1024.0);
+    }
+    return judged > 0;
+}
+
 int carve_mig_choose(const char *instance, const char *memory, const char *compute,
                      bool simulate, char *uuid, size_t uuidlen, int *lock_fd, char *err,
                      size_t errlen)
@@ -1124,6 +1157,7 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
         }
     }
     int ret = 0;
+    char largest[256];
     if (!best && instance) {
         snprintf(err, errlen, "no MIG device %s (see carve mig list%s)", instance,
                  simulate ? " --simulate" : "");
@@ -1137,6 +1171,13 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
         else
             snprintf(err, errlen, "no GPU is in MIG mode (%s); use another --mode (carve, "
                      "timeslice or mps)", modes);
+        ret = EXIT_REFUSED;
+    } else if (!best && (memory || compute) && no_profile_holds(gpus, ngpu, &want, largest,
+                                                                  sizeof(largest))) {
+        snprintf(err, errlen, "no MIG profile holds %s%s%s, so no MIG instance can (%s); use "
+                 "another --mode (carve, timeslice or mps), or a GPU with more memory",
+                 memory ? memory : "", memory && compute ? " and " : "", compute ? compute : "",
+                 largest);
         ret = EXIT_REFUSED;
     } else if (!best) {
         snprintf(err, errlen, "no free MIG instance%s%s%s%s; there %s: %s; make one with carve "

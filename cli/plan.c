@@ -25,7 +25,8 @@ static const char plan_help[] =
     "options:\n"
     "  -f, --fleet SPEC     the GPUs: POOL[,POOL...], POOL = MODEL[:COUNT][@PRICE]; MODEL is\n"
     "                       a known model (--models) or NAME/SIZE for another GPU; COUNT\n"
-    "                       left out = as many as needed; PRICE in $ per GPU-hour.\n"
+    "                       left out = as many as needed; PRICE in $ per GPU-hour, for\n"
+    "                       every pool or for none (@0: GPUs that cost nothing).\n"
     "  -j, --json           the plans as JSON (stable field names; see docs/plan.md)\n"
     "  -a, --assign         with --json: each plan's workload -> GPU (and MIG profile) list\n"
     "  -s, --svg FILE       draw the packing of each plan's first 120 GPUs into FILE\n"
@@ -35,6 +36,7 @@ static const char plan_help[] =
     "  -c, --mps-clients N  MPS: most clients on one GPU (default 48)\n"
     "  -S, --slices N       carve: most slices on one GPU (default 64)\n"
     "  -m, --models         list the GPU models carve knows, their memory and MIG support\n"
+    "                       (with --json only: no file, no other option)\n"
     "  -h, --help           this text\n"
     "\n"
     "WORKLOADS (CSV: a header naming the columns, then one workload a line; # comments):\n"
@@ -106,7 +108,11 @@ static int parse_opts(int argc, char **argv, struct plan_opts *o)
     optind = 1;
     opterr = 0;
     int c, r;
+    const char *planning_opt = NULL; /* an option that shapes a plan: not for --models */
     while ((c = getopt_long(argc, argv, ":f:jas:pPr:c:S:mh", longopts, NULL)) != -1) {
+        for (const struct option *l = longopts; l->name && !planning_opt; l++)
+            if (l->val == c && c != 'j' && c != 'm' && c != 'h')
+                planning_opt = l->name;
         switch (c) {
         case 'f': o->fleet = optarg; break;
         case 'j': o->json = true; break;
@@ -132,8 +138,16 @@ static int parse_opts(int argc, char **argv, struct plan_opts *o)
         default: return plan_error("unknown option `%s'", carve_bad_option(argv));
         }
     }
-    if (o->models)
+    if (o->models) {
+        /* carve plan --models jobs.csv read as a plan that never came: say so */
+        if (optind < argc)
+            return plan_error("--models lists the GPU models and takes no argument; `%s' "
+                              "is one too many", argv[optind]);
+        if (planning_opt)
+            return plan_error("--models lists the GPU models and takes only --json; `--%s' "
+                              "is for a plan", planning_opt);
         return 0;
+    }
     if (optind >= argc)
         return plan_error("%s", "no workload file given (carve plan WORKLOADS --fleet SPEC)");
     if (optind + 1 < argc)

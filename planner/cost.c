@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "cost.h"
+#include "fleet.h"
 
 static const struct cost_mech_info mechs[COST_NMECH] = {
     {"time-slicing", "Time-slicing", 0.92, 0,
@@ -59,16 +60,19 @@ int cost_mech_find(const char *name)
 
 int cost_check(const struct cost_input *in, char *err, size_t errlen)
 {
-    if (!(in->gpus >= 1 && in->gpus <= 10000000) || in->gpus != (double)(long long)in->gpus) {
-        snprintf(err, errlen, "GPUs %.10g is not a whole number from 1 to 10000000", in->gpus);
+    if (!(in->gpus >= 1 && in->gpus <= COST_MAX_GPUS) || in->gpus != (double)(long long)in->gpus) {
+        snprintf(err, errlen, "GPUs %.10g is not a whole number from 1 to %u", in->gpus,
+                 COST_MAX_GPUS);
         return -EINVAL;
     }
     if (!(in->price >= 0 && in->price <= 10000)) {
         snprintf(err, errlen, "price %.10g is not between 0 and 10000 dollars per GPU-hour", in->price);
         return -EINVAL;
     }
-    if (!(in->tenants >= 1 && in->tenants <= 64) || in->tenants != (double)(long long)in->tenants) {
-        snprintf(err, errlen, "tenants per GPU %.10g is not a whole number from 1 to 64", in->tenants);
+    if (!(in->tenants >= 1 && in->tenants <= COST_MAX_TENANTS) ||
+        in->tenants != (double)(long long)in->tenants) {
+        snprintf(err, errlen, "tenants per GPU %.10g is not a whole number from 1 to %u",
+                 in->tenants, COST_MAX_TENANTS);
         return -EINVAL;
     }
     if (!(in->utilisation > 0 && in->utilisation <= 1)) {
@@ -79,19 +83,54 @@ int cost_check(const struct cost_input *in, char *err, size_t errlen)
     return 0;
 }
 
-/* MIG's hardware gate: Ampere A100, Hopper H100/H200, Blackwell B200. */
-static bool gpu_has_mig(const char *gpu)
+/* The model carve knows by this name: a board or a unique prefix of one ("H100-80GB", "l4"),
+ * a family ("A100"), or NVML's name, whose first word after the vendor is the family
+ * ("NVIDIA A100-SXM4-80GB", "Tesla T4", "NVIDIA H100 80GB HBM3"). A name that only contains
+ * a family ("RTX A1000", "GH200", "H20") is not that family: a guess there would decide MIG
+ * for a GPU carve knows nothing of. */
+static const struct fleet_gpu_model *gpu_model(const char *gpu)
 {
-    static const char *const capable[] = {"A100", "H100", "H200", "B200", "GB200"};
-    if (!gpu)
-        return true;
-    for (size_t i = 0; i < sizeof(capable) / sizeof(capable[0]); i++) {
-        size_t n = strlen(capable[i]);
-        for (const char *p = gpu; *p; p++)
-            if (strncasecmp(p, capable[i], n) == 0)
-                return true;
+    static const char *const vendors[] = {"NVIDIA ", "Tesla "};
+    for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]); i++)
+        if (strncasecmp(gpu, vendors[i], strlen(vendors[i])) == 0)
+            gpu += strlen(vendors[i]);
+    bool ambiguous;
+    const struct fleet_gpu_model *m = fleet_gpu_find(gpu, &ambiguous);
+    if (m)
+        return m;
+    size_t word = strcspn(gpu, " -"), n;
+    const struct fleet_gpu_model *all = fleet_gpu_models(&n);
+    for (size_t i = 0; i < n && word; i++)
+        if (strlen(all[i].family) == word && strncasecmp(all[i].family, gpu, word) == 0)
+            return &all[i]; /* every board of a family has the same MIG gate */
+    return NULL;
+}
+
+int cost_gpu_mig(const char *gpu)
+{
+    const struct fleet_gpu_model *m = gpu ? gpu_model(gpu) : NULL;
+    return m ? m->mig : -1;
+}
+
+int cost_gpu_check(const char *gpu, char *err, size_t errlen)
+{
+    if (gpu && gpu_model(gpu))
+        return 0;
+    size_t n, used = 0;
+    const struct fleet_gpu_model *all = fleet_gpu_models(&n);
+    char families[128] = "";
+    for (size_t i = 0; i < n && used < sizeof(families); i++) {
+        if (i && strcmp(all[i].family, all[i - 1].family) == 0)
+            continue; /* the boards of a family are next to each other in the table */
+        used += (size_t)snprintf(families + used, sizeof(families) - used, "%s%s",
+                                 used ? ", " : "", all[i].family);
     }
-    return false;
+    snprintf(err, errlen, "GPU model `%.64s' is not one carve knows: %s (or a board such as "
+                          "H100-80GB, or NVML's name such as \"NVIDIA H100 80GB HBM3\"). The "
+                          "model decides only whether MIG is available: for another GPU give "
+                          "a known one with the same MIG support",
+             gpu ? gpu : "", families);
+    return -EINVAL;
 }
 
 static double dmax(double a, double b)
@@ -104,6 +143,24 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
     const struct cost_mech_info *m = &mechs[mech];
     memset(out, 0, sizeof(*out));
     out->mech = mech;
+    out->baseline_per_hour = in->price;
+    int has_mig = in->gpu ? cost_gpu_mig(in->gpu) : 1;
+    if (mech == COST_MIG && has_mig != 1) {
+        /* no figures: a saving the GPU cannot deliver would read as one it can. A model carve
+           does not know (measured by carved: --gpu refuses one) may or may not have MIG */
+        if (has_mig == 0)
+            snprintf(out->unavailable_reason, sizeof(out->unavailable_reason),
+                     "%.64s has no MIG (MIG needs A100, H100, H200 or B200)", in->gpu);
+        else
+            snprintf(out->unavailable_reason, sizeof(out->unavailable_reason),
+                     "carve does not know whether %.64s has MIG (it knows MIG on A100, H100, "
+                     "H200 and B200)", in->gpu);
+        snprintf(out->verdict, sizeof(out->verdict),
+                 "MIG \u2014 not available on %.64s: %s; use time-slicing, MPS or carve slices "
+                 "on this pool", in->gpu, has_mig == 0 ? "MIG needs A100, H100, H200 or B200"
+                                                       : "carve does not know this model");
+        return;
+    }
     double hosted = in->tenants;
     unsigned mig_slices = 0;
     if (m->max_tenants && hosted > m->max_tenants)
@@ -118,20 +175,13 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
     out->tenants_hosted = hosted;
     out->gpus_needed = in->gpus / hosted;
     out->cost_per_workload_hour = in->price / (hosted * eff);
-    out->baseline_per_hour = in->price;
     out->savings_pct = in->price > 0 ? 100.0 * (out->cost_per_workload_hour / in->price - 1) : 0;
     out->recovered_gpu_hours_day = in->gpus * 24 * (1 - dmax(in->utilisation, 1 / hosted));
     if (out->recovered_gpu_hours_day < 0)
         out->recovered_gpu_hours_day = 0;
     out->demand = hosted * in->utilisation;
     out->suitable = true;
-    if (mech == COST_MIG && !gpu_has_mig(in->gpu)) {
-        out->suitable = false;
-        snprintf(out->verdict, sizeof(out->verdict),
-                 "MIG \u2014 not available on %s: MIG needs A100, H100, H200 or B200 (use "
-                 "time-slicing, MPS or carve slices on this pool)", in->gpu);
-        return;
-    }
+    out->available = true;
     if (out->demand > 1.0 + 1e-9) {
         out->suitable = false;
         snprintf(out->verdict, sizeof(out->verdict),
@@ -159,10 +209,18 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
 
 json_t *cost_result_json(const struct cost_result *r)
 {
-    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:s}", "mechanism",
-                     mechs[r->mech].name, "tenants_hosted", r->tenants_hosted, "gpus_needed",
-                     r->gpus_needed, "cost_per_workload_hour", r->cost_per_workload_hour,
-                     "baseline_per_hour", r->baseline_per_hour, "savings_pct", r->savings_pct,
+    if (!r->available) /* the same keys, null where there is no figure, and why */
+        return json_pack("{s:s, s:b, s:s, s:n, s:n, s:n, s:f, s:n, s:n, s:n, s:b, s:s}",
+                         "mechanism", mechs[r->mech].name, "available", false,
+                         "unavailable_reason", r->unavailable_reason, "tenants_hosted",
+                         "gpus_needed", "cost_per_workload_hour", "baseline_per_hour",
+                         r->baseline_per_hour, "savings_pct", "gpu_hours_recovered_per_day",
+                         "demand_pct", "suitable", false, "verdict", r->verdict);
+    return json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:s}", "mechanism",
+                     mechs[r->mech].name, "available", true, "tenants_hosted",
+                     r->tenants_hosted, "gpus_needed", r->gpus_needed,
+                     "cost_per_workload_hour", r->cost_per_workload_hour, "baseline_per_hour",
+                     r->baseline_per_hour, "savings_pct", r->savings_pct,
                      "gpu_hours_recovered_per_day", r->recovered_gpu_hours_day, "demand_pct",
                      r->demand * 100, "suitable", r->suitable, "verdict", r->verdict);
 }

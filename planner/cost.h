@@ -20,6 +20,9 @@ struct cost_mech_info {
 const struct cost_mech_info *cost_mech(int mech);
 int cost_mech_find(const char *name); /* -1 if unknown */
 
+#define COST_MAX_GPUS 10000000u /* GPUs in the cluster */
+#define COST_MAX_TENANTS 64u     /* tenants per GPU: carve's slices per GPU */
+
 struct cost_input {
     double gpus;        /* GPUs in the cluster: one workload each without sharing */
     double price;       /* $ per GPU-hour */
@@ -30,6 +33,10 @@ struct cost_input {
 
 struct cost_result {
     int mech;
+    /* false: the GPU cannot run the mechanism (MIG on an L4), so it has no cost, hosts no one
+       and saves nothing; the numbers below are 0 and unavailable_reason says why */
+    bool available;
+    char unavailable_reason[160];
     double tenants_hosted;   /* what the mechanism really fits on one GPU */
     double gpus_needed;      /* gpus / tenants_hosted */
     double cost_per_workload_hour;
@@ -40,6 +47,14 @@ struct cost_result {
     bool suitable;
     char verdict[320];       /* "Time-slicing — suitable for this configuration" or why not */
 };
+
+/* The GPU model decides one thing only, MIG's hardware gate, so the calculator knows the
+ * models carve plan knows (fleet_gpus.c), by family ("H100"), board ("H100-80GB") or NVML's
+ * name ("NVIDIA H100 80GB HBM3", "Tesla T4"). cost_gpu_mig: 1 has MIG, 0 has not, -1 carve
+ * does not know the model. cost_gpu_check: 0 for a model carve knows, else -EINVAL with a
+ * message that lists the ones it knows. */
+int cost_gpu_mig(const char *gpu);
+int cost_gpu_check(const char *gpu, char *err, size_t errlen);
 
 /* Checks the input: 0, or -EINVAL with a message naming the number. */
 int cost_check(const struct cost_input *in, char *err, size_t errlen);

@@ -37,6 +37,7 @@ struct fleet_pool {
     bool mig;
     uint64_t count;     /* FLEET_UNLIMITED when the spec gave no count */
     double price;       /* per GPU-hour; 0 when the spec gave none */
+    bool priced;        /* the spec gave a price (@0 included): all pools have one, or none */
     const struct fleet_gpu_model *model; /* NULL for a custom MODEL/SIZE */
 };
 #define FLEET_UNLIMITED UINT64_MAX
@@ -48,7 +49,9 @@ struct fleet {
 };
 
 /* SPEC: POOL[,POOL...], POOL = MODEL[:COUNT][@PRICE], MODEL = a known name or NAME/SIZE
- * ("H100-80GB:100@2.49,L4:40@0.80,mygpu/48GiB:8@1.10"). */
+ * ("H100-80GB:100@2.49,L4:40@0.80,mygpu/48GiB:8@1.10"). Prices are given for every pool or
+ * for none: a pool left unpriced beside priced ones is refused, since it would be planned as
+ * free. */
 int fleet_parse_spec(const char *spec, struct fleet *out, char *err, size_t errlen);
 
 enum fleet_latency { FLEET_LAT_RELAXED, FLEET_LAT_NORMAL, FLEET_LAT_STRICT };

@@ -159,6 +159,7 @@ static int parse_pool(char *s, struct fleet_pool *p, char *err, size_t errlen)
         *at = '\0';
         if (parse_price(at + 1, pool, &p->price, err, errlen))
             return -EINVAL;
+        p->priced = true;
     }
     char *colon = strchr(s, ':');
     if (colon) {
@@ -167,6 +168,32 @@ static int parse_pool(char *s, struct fleet_pool *p, char *err, size_t errlen)
             return -EINVAL;
     }
     return parse_model(s, pool, p, err, errlen);
+}
+
+/* Prices for every pool or for none. An unpriced pool beside priced ones would cost $0: the
+ * plans would fill it first (pools open cheapest first) and the cost bound would read $0.00,
+ * wrong numbers that look right. Refused rather than warned about: the plans themselves
+ * change, not only a column, and the fix is one @PRICE in the spec (@0 for GPUs that really
+ * cost nothing). */
+static int check_prices(const struct fleet *f, char *err, size_t errlen)
+{
+    const struct fleet_pool *priced = NULL, *unpriced = NULL;
+    for (size_t i = 0; i < f->npools; i++) {
+        if (f->pools[i].priced && !priced)
+            priced = &f->pools[i];
+        if (!f->pools[i].priced && !unpriced)
+            unpriced = &f->pools[i];
+    }
+    if (!priced || !unpriced)
+        return 0;
+    char count[32] = "";
+    if (unpriced->count != FLEET_UNLIMITED)
+        snprintf(count, sizeof(count), ":%llu", (unsigned long long)unpriced->count);
+    snprintf(err, errlen, "pool %s has no price while %s has one ($%.2f/h): it would be planned "
+                          "as free. Give it its price per GPU-hour (%s%s@PRICE; @0 if its GPUs "
+                          "cost nothing), or leave out every price to plan without costs",
+             unpriced->name, priced->name, priced->price, unpriced->name, count);
+    return -EINVAL;
 }
 
 int fleet_parse_spec(const char *spec, struct fleet *out, char *err, size_t errlen)
@@ -210,5 +237,7 @@ int fleet_parse_spec(const char *spec, struct fleet *out, char *err, size_t errl
         s = comma + 1;
     }
     free(copy);
+    if (!ret)
+        ret = check_prices(out, err, errlen);
     return ret;
 }

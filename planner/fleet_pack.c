@@ -341,18 +341,19 @@ static void describe_plan(struct fleet_plan *p, int mech, const struct mech_rule
     if (mech == FLEET_TIMESLICE)
         snprintf(p->note, sizeof(p->note),
                  "%llu alone (strict latency or untrusted: no isolation, context-switch jitter); "
-                 "%u replicas and %u%% of compute per GPU",
-                 (unsigned long long)p->alone, r->slots, r->compute_cap / 100);
+                 "%u replica%s and %u%% of compute per GPU",
+                 (unsigned long long)p->alone, r->slots, r->slots == 1 ? "" : "s",
+                 r->compute_cap / 100);
     else if (mech == FLEET_MPS)
         snprintf(p->note, sizeof(p->note),
                  "%llu alone (untrusted: no fault isolation); strict latency shares only with "
-                 "strict; %u clients per GPU",
-                 (unsigned long long)p->alone, r->slots);
+                 "strict; %u client%s per GPU",
+                 (unsigned long long)p->alone, r->slots, r->slots == 1 ? "" : "s");
     else if (mech == FLEET_CARVE)
         snprintf(p->note, sizeof(p->note),
                  "%llu alone (untrusted: software isolation only); exact memory caps, latency "
-                 "priority; %u slices per GPU",
-                 (unsigned long long)p->alone, r->slots);
+                 "priority; %u slice%s per GPU",
+                 (unsigned long long)p->alone, r->slots, r->slots == 1 ? "" : "s");
     else
         snprintf(p->note, sizeof(p->note), "one workload per GPU");
 }

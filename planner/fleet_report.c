@@ -53,7 +53,7 @@ void fleet_report_fleet(FILE *out, const struct fleet *f)
             fprintf(out, "any number");
         else
             fprintf(out, "%llu", (unsigned long long)p->count);
-        if (p->price > 0)
+        if (p->price > 0 || p->priced) /* @0 is a price too: GPUs that cost nothing */
             fprintf(out, " at $%.2f/h", p->price);
     }
 }
@@ -149,8 +149,8 @@ void fleet_report_picture(FILE *out, const struct fleet *f, const struct fleet_r
             most = r->plans[m].gpus;
     if (width < 20)
         width = 20;
-    fprintf(out, "\nGPUs each mechanism needs (the longest bar is %llu GPUs):\n",
-            (unsigned long long)most);
+    fprintf(out, "\nGPUs each mechanism needs (the longest bar is %llu GPU%s):\n",
+            (unsigned long long)most, most == 1 ? "" : "s");
     for (int m = 0; m < FLEET_NMECH; m++) {
         const struct fleet_plan *p = &r->plans[m];
         if (!p->available)
@@ -213,8 +213,9 @@ int fleet_report_svg(FILE *out, const struct fleet *f, const struct fleet_worklo
     unsigned w = left + shown * (col + gap) + 20, h = top + FLEET_NMECH * panel + 30;
     fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" height=\"%u\" "
                  "font-family=\"sans-serif\" font-size=\"12\">\n", w < 640 ? 640 : w, h);
-    fprintf(out, "<text x=\"10\" y=\"20\" font-size=\"15\">carve plan: %zu workloads; one column "
-                 "a GPU (first %u), height its memory</text>\n", r->nworkloads, max_gpus);
+    fprintf(out, "<text x=\"10\" y=\"20\" font-size=\"15\">carve plan: %zu workload%s; one column "
+                 "a GPU (first %u), height its memory</text>\n", r->nworkloads,
+            r->nworkloads == 1 ? "" : "s", max_gpus);
     fprintf(out, "<text x=\"10\" y=\"38\"><tspan fill=\"#d6604d\">&#9632; strict</tspan> "
                  "<tspan fill=\"#4393c3\">&#9632; normal</tspan> <tspan fill=\"#5aae61\">&#9632; "
                  "relaxed</tspan> <tspan fill=\"#bbbbbb\">&#9632; MIG profile beyond use</tspan> "
@@ -228,8 +229,8 @@ int fleet_report_svg(FILE *out, const struct fleet *f, const struct fleet_worklo
                     y0 + height / 2, p->note);
             continue;
         }
-        fprintf(out, "<text x=\"10\" y=\"%u\" fill=\"#555\">%llu GPUs</text>\n",
-                y0 + height / 2 + 16, (unsigned long long)p->gpus);
+        fprintf(out, "<text x=\"10\" y=\"%u\" fill=\"#555\">%llu GPU%s</text>\n",
+                y0 + height / 2 + 16, (unsigned long long)p->gpus, p->gpus == 1 ? "" : "s");
         unsigned n = (unsigned)(p->gpus < max_gpus ? p->gpus : max_gpus);
         double *stack = calloc(n ? n : 1, sizeof(*stack));
         if (!stack)

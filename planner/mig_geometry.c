@@ -197,22 +197,55 @@ static void explain_no_profile(const struct mig_model *m, const struct mig_reque
              "bigger than any instance of this GPU", want, m->name, largest->name, have);
 }
 
+/* The layout a refused request met: what it takes, the kept instances included. */
+struct layout_use {
+    unsigned mask, compute;
+    unsigned count[32];                /* instances per profile (index in the model's table) */
+    const struct mig_profile *media;   /* the instance holding the media engines, or NULL */
+};
+
+/* Why no candidate profile of a request fits beside the layout. The first reason that holds
+ * is named, per profile: the media engines (one +me instance per GPU), the profile's own
+ * limit per GPU (4g.40gb: one), the compute slices, and only then the start slots. A second
+ * 4g.40gb did read "no free start slot", true but not why. */
 static void explain_no_room(const struct mig_model *m, const struct option *opts, int nopts,
-                            unsigned mask, unsigned compute, char *why, size_t len)
+                            const struct layout_use *u, char *why, size_t len)
 {
-    char names[96] = "";
-    size_t used = 0;
+    char limits[160] = "", slots[96] = "";
+    size_t nl = 0, ns = 0;
     const struct mig_profile *last = NULL;
-    for (int k = 0; k < nopts && used < sizeof(names); k++) {
-        if (opts[k].profile == last)
+    for (int k = 0; k < nopts; k++) {
+        const struct mig_profile *p = opts[k].profile;
+        if (p == last)
             continue;
-        last = opts[k].profile;
-        used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", used ? ", " : "",
-                                 last->name);
+        last = p;
+        unsigned have = u->count[p - m->profiles];
+        if (p->media && u->media && nl < sizeof(limits))
+            nl += (size_t)snprintf(limits + nl, sizeof(limits) - nl,
+                                   "%s%s: one instance per GPU has the media engines (+me), "
+                                   "and %s has them already (%.*s is the same without)",
+                                   nl ? "; " : "", p->name, u->media->name,
+                                   (int)strcspn(p->name, "+"), p->name);
+        else if (have >= p->max_count && nl < sizeof(limits))
+            nl += (size_t)snprintf(limits + nl, sizeof(limits) - nl,
+                                   "%s%s: at most %u per GPU, and the layout has %u already",
+                                   nl ? "; " : "", p->name, p->max_count, have);
+        else if (u->compute + p->compute_slices > m->compute_slices && nl < sizeof(limits))
+            nl += (size_t)snprintf(limits + nl, sizeof(limits) - nl,
+                                   "%s%s: needs %u compute slices, %u of %u free",
+                                   nl ? "; " : "", p->name, p->compute_slices,
+                                   m->compute_slices - u->compute, m->compute_slices);
+        else if (ns < sizeof(slots))
+            ns += (size_t)snprintf(slots + ns, sizeof(slots) - ns, "%s%s", ns ? ", " : "",
+                                   p->name);
     }
-    snprintf(why, len, "does not fit beside the other instances: no free start slot for %s "
-             "(memory slices taken: %u of %u, compute slices taken: %u of %u)", names,
-             (unsigned)__builtin_popcount(mask), m->memory_slices, compute, m->compute_slices);
+    if (!ns)
+        snprintf(why, len, "does not fit beside the other instances: %s", limits);
+    else
+        snprintf(why, len, "does not fit beside the other instances: %s%sno free start slot "
+                 "for %s (memory slices taken: %u of %u, compute slices taken: %u of %u)",
+                 limits, nl ? "; " : "", slots, (unsigned)__builtin_popcount(u->mask),
+                 m->memory_slices, u->compute, m->compute_slices);
 }
 
 static void build_options(const struct mig_model *m, const struct mig_request *r,
@@ -298,6 +331,15 @@ int mig_plan_prefer(const struct mig_model *model, const struct mig_request *req
         compute += o->profile->compute_slices;
         media |= o->profile->media ? 1u : 0u;
     }
+    struct layout_use use = {.mask = mask, .compute = compute};
+    for (size_t k = 0; k < nkeep + plan->nplaced; k++) {
+        const struct mig_profile *p = k < nkeep ? keep[k].profile
+                                                : plan->placed[k - nkeep].inst.profile;
+        if ((size_t)(p - model->profiles) < sizeof(use.count) / sizeof(use.count[0]))
+            use.count[p - model->profiles]++;
+        if (p->media)
+            use.media = p;
+    }
     for (size_t i = 0; i < n; i++) {
         bool placed = false;
         for (size_t k = 0; k < plan->nplaced; k++)
@@ -309,7 +351,7 @@ int mig_plan_prefer(const struct mig_model *model, const struct mig_request *req
         if (s.nopts[i] == 0)
             explain_no_profile(model, &req[i], r->why, sizeof(r->why));
         else
-            explain_no_room(model, s.opts[i], s.nopts[i], mask, compute, r->why, sizeof(r->why));
+            explain_no_room(model, s.opts[i], s.nopts[i], &use, r->why, sizeof(r->why));
     }
     plan->used_mask = mask;
     plan->used_compute = compute;
@@ -368,7 +410,8 @@ bool mig_layout_valid(const struct mig_model *model, const struct mig_instance *
         compute += p->compute_slices;
         media += p->media ? 1u : 0u;
         if (++count[p - model->profiles] > p->max_count) {
-            snprintf(why, whylen, "more than %u instances of %s", p->max_count, p->name);
+            snprintf(why, whylen, "more than %u instance%s of %s", p->max_count,
+                     p->max_count == 1 ? "" : "s", p->name);
             return false;
         }
     }

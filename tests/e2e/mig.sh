@@ -59,6 +59,10 @@ expect 1 "bigger than any instance" mig plan --gpu H100-80GB 8GiB 100GiB
 expect 1 "H100-80GB has no MIG profile 3g.20gb" mig plan --gpu H100-80GB 3g.20gb
 expect 0 "3g.20gb" mig plan --gpu A100-40GB 3g.20gb
 expect 1 "does not fit beside" mig plan --gpu H100-80GB 4g.40gb 3g.40gb 1g.10gb
+# a profile at its limit per GPU is refused for the limit, not for "no free start slot"
+expect 1 "4g.40gb: at most 1 per GPU, and the layout has 1 already" mig plan --gpu H100-80GB 4g.40gb 4g.40gb
+expect 1 "1g.10gb+me: one instance per GPU has the media engines (+me), and 1g.10gb+me has them already" \
+    mig plan --gpu A100-80GB 1g.10gb+me 1g.10gb+me
 expect 2 "neither memory nor a share" mig plan --gpu H100-80GB 8XB
 expect 2 "at most 100%" mig plan --gpu H100-80GB 120%
 expect 2 "no REQUEST given" mig plan --gpu H100-80GB
@@ -116,6 +120,14 @@ seen=$("$CARVE" run --mode mig --simulate --quiet --memory 1GiB -- sh -c 'echo "
 check "run --memory 1GiB picks a 1g.10gb, the smallest that fits" test \
     "$(echo "$list" | json_eval "[i['profile'] for i in j[0]['instances'] if i['uuid']=='$seen'][0]")" = 1g.10gb
 expect 2 "no free MIG instance with at least 50GiB" run --mode mig --simulate --memory 50GiB -- true
+# larger than every profile: no instance can exist, so "make one with carve mig apply" was wrong
+out=$("$CARVE" run --mode mig --simulate --memory 100GiB -- true 2>&1)
+rc=$?
+if [ "$rc" -eq 2 ] && [[ $out == *"no MIG profile holds 100GiB, so no MIG instance can (H100-80GB's largest, 7g.80gb, has 79.25 GiB); use another --mode"* && $out != *"carve mig apply"* ]]; then
+    ok "run --mode mig --memory 100GiB: no profile holds it"
+else
+    bad "run --mode mig --memory 100GiB -> $rc: $out"
+fi
 # a carve run holds its instance even before its command has a GPU process: no second taker
 "$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sleep 10 &
 holder=$!

@@ -113,7 +113,18 @@ printf '[\n {"memory": "8GiB"},\n {"memory": "lots"}\n]\n' >"$tmp/bad.json"
 expect 2 "bad.json:3: workload 2: field \`memory'" plan "$tmp/bad.json" --fleet H100-80GB
 expect 2 "COUNT \`x' is not a whole number" plan "$tmp/w.csv" --fleet H100-80GB:x
 expect 2 "unknown GPU model \`Z9'" plan "$tmp/w.csv" --fleet Z9:4
+# a pool without a price beside priced ones was planned as free ($0.00 bound, filled first)
+expect 2 "pool L4-24GB has no price while T4-16GB has one (\$0.35/h): it would be planned as free. Give it its price per GPU-hour (L4-24GB:3@PRICE" \
+    plan "$tmp/w.csv" --fleet T4:5@0.35,L4:3
+# (status 1: the 30 GiB workloads fit neither model) no prices at all, or @0, are fine
+expect 1 "T4-16GB (16384 MiB) x 5, L4-24GB (24576 MiB) x 3" plan "$tmp/w.csv" --fleet T4:5,L4:3
+expect 1 "L4-24GB (24576 MiB) x 3 at \$0.00/h" plan "$tmp/w.csv" --fleet T4:5@0.35,L4:3@0
 expect 2 "--fleet SPEC is required" plan "$tmp/w.csv"
+# --models lists the models: a file or a plan's option beside it was ignored, exit 0
+expect 2 "--models lists the GPU models and takes no argument; \`extra' is one too many" plan --models extra
+expect 2 "\`jobs.csv' is one too many" plan jobs.csv --models --json
+expect 2 "--models lists the GPU models and takes only --json; \`--fleet' is for a plan" plan --models --fleet H100-80GB
+expect 0 "H100-80GB" plan --models --json
 expect 2 "cannot open $tmp/none.csv" plan "$tmp/none.csv" --fleet H100-80GB
 expect 2 "--replicas \`0' is not a whole number from 1 to 1024" plan "$tmp/w.csv" --fleet H100-80GB --replicas 0
 expect 2 "unknown option" plan "$tmp/w.csv" --fleet H100-80GB --bogus
@@ -170,8 +181,40 @@ done
 jq_check "cost --json: five mechanisms, time-slicing at 0.951" \
     '(.results | length) == 5 and (.results[0].cost_per_workload_hour * 1000 | floor) == 951' "$tmp/cost.json"
 expect 0 "MIG — not available on T4" cost --gpu T4
+# a GPU without MIG: the MIG row shows no figures (it showed -67% savings), and the JSON says why
+mig_row=$("$CARVE" cost --gpu L4 | grep '^mig ')
+if [[ $mig_row == *"not available: L4 has no MIG"* && $mig_row != *%* ]]; then ok "cost --gpu L4: MIG row not available"; else bad "cost --gpu L4: MIG row: $mig_row"; fi
+expect 0 "Not available            L4 has no MIG" cost --gpu L4 --mechanism mig
+"$CARVE" cost --gpu L4 --json >"$tmp/cost-l4.json"
+jq_check "cost --gpu L4 --json: MIG not available, no savings, the reason" \
+    '.results[2].mechanism == "mig" and .results[2].available == false and .results[2].savings_pct == null and (.results[2].unavailable_reason | test("L4 has no MIG")) and .results[0].available == true' \
+    "$tmp/cost-l4.json"
 expect 0 "ask for 160% of one GPU" cost --utilisation 40% --mechanism mps
 expect 2 "tenants per GPU 100 is not a whole number from 1 to 64" cost --tenants 100
+# a model carve does not know was taken for one without MIG (H20 has MIG; RTX A1000, holding
+# "A100", was taken for one with it): refused, with the models carve knows
+expect 2 "GPU model \`foo' is not one carve knows: T4, V100, A10, L4, L40S, A100, H100, H200, B200" cost --gpu foo
+expect 2 "GPU model \`H20' is not one carve knows" cost --gpu H20
+expect 2 "GPU model \`RTX A1000' is not one carve knows" cost --gpu 'RTX A1000'
+expect 0 "MIG — not available on Tesla T4" cost --gpu 'Tesla T4'
+expect 0 "mig                3          1.17" cost --gpu 'NVIDIA H100 80GB HBM3'
+# one is singular: "1 GPUs", "1 tenants" before
+expect 0 "1 GPU (A100) at \$3.50/h; 1 tenant per GPU" cost --gpus 1 --tenants 1
+jq '.gpus = [.gpus[0]] | .slices = [.slices[0]]' tests/unit/fixtures/carved-state.json >"$tmp/one.json"
+expect 0 "measured by carved ($tmp/one.json): 1 tenant, 1.00 per GPU in use" cost --from-metrics "$tmp/one.json"
+expect 0 "1 GPU (NVIDIA H100 80GB HBM3) at \$3.50/h; 1 tenant per GPU" cost --from-metrics "$tmp/one.json"
+printf 'name,memory\nonly,8GiB\n' >"$tmp/one.csv"
+expect 0 "(the longest bar is 1 GPU):" plan "$tmp/one.csv" --fleet H100-80GB:1@2.49 --picture
+expect 0 "1 replica and 92% of compute per GPU" plan "$tmp/one.csv" --fleet H100-80GB --replicas 1
+expect 0 "1 client per GPU" plan "$tmp/one.csv" --fleet H100-80GB --mps-clients 1
+expect 0 "1 slice per GPU" plan "$tmp/one.csv" --fleet H100-80GB --slices 1
+"$CARVE" plan "$tmp/one.csv" --fleet H100-80GB:1@2.49 --svg "$tmp/one.svg" >/dev/null
+if grep -q '>1 GPU<' "$tmp/one.svg" && grep -q 'carve plan: 1 workload;' "$tmp/one.svg" && ! grep -q '1 GPUs\|1 workloads' "$tmp/one.svg"; then ok "plan --svg: 1 GPU, 1 workload"; else bad "plan --svg: $(grep -o '[0-9]* \(GPUs*\|workloads*\)' "$tmp/one.svg" | sort -u | tr '\n' ' ')"; fi
+# counts are whole numbers as written: 1e3 was taken as 1000
+expect 2 "--gpus \`1e3' is not a whole number (digits only" cost --gpus 1e3
+expect 2 "--tenants \`4.0' is not a whole number (digits only" cost --tenants 4.0
+expect 2 "--gpus \`99999999999999999999' is too large (at most 10000000)" cost --gpus 99999999999999999999
+expect 0 "1000 GPUs (A100)" cost --gpus 1000
 expect 2 "--price \`cheap' is not a number" cost --price cheap
 expect 2 "--mechanism \`vgpu' is not one of" cost --mechanism vgpu
 # --json must be JSON: a model name that is not UTF-8 was dropped, leaving an empty line and exit 0
@@ -184,6 +227,9 @@ usage_text=$(printf '%s\n' "$out" | sed -n '/--from-metrics \[SOCKET/,/^$/p')
 if [[ $usage_text == *"[--json]"* ]]; then ok "cost --help: --from-metrics takes --json"; else bad "cost --help: --from-metrics form lacks [--json]: $usage_text"; fi
 expect 0 "3 tenants, 1.50 per GPU in use" cost --from-metrics tests/unit/fixtures/carved-state.json --price 2.49
 expect 1 "$tmp/nothing.json: No such file" cost --from-metrics "$tmp/nothing.json"
+# a GPU carved measures and carve does not know is not refused: MIG is not available, and why
+jq '.gpus[].name = "NVIDIA H20"' tests/unit/fixtures/carved-state.json >"$tmp/h20.json"
+expect 0 "mig           not available: carve does not know whether NVIDIA H20 has MIG" cost --from-metrics "$tmp/h20.json"
 expect 2 "give only --price and --mechanism" cost --from-metrics tests/unit/fixtures/carved-state.json --tenants 3
 
 export CARVE_SOCKET="$tmp/carved.sock"

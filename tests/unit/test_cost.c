@@ -1,6 +1,7 @@
 /* test_cost.c - the GPU economics calculator: the seed article's worked example to the cent
  * (10 A100 at $3.50/h, 4 tenants at 25%, time-slicing: $0.95, $3.50, -73%, 180 GPU-hours a
- * day, suitable), each mechanism's limits, the hardware gate, oversubscription, bad input,
+ * day, suitable), each mechanism's limits, the hardware gate and the GPU models it knows,
+ * oversubscription, bad input,
  * and a set-up measured from a carved snapshot (tests/unit/fixtures/carved-state.json). */
 #include <errno.h>
 #include <setjmp.h>
@@ -85,8 +86,24 @@ static void test_gate_and_oversubscription(void **state)
     cost_compute(&t4, COST_MIG, &r);
     assert_false(r.suitable);
     assert_non_null(strstr(r.verdict, "not available on Tesla T4"));
+    /* and no figures: a saving on a GPU without MIG would read as one it could have. The
+       JSON keeps the keys (null) and says why */
+    json_t *j = cost_result_json(&r);
+    assert_non_null(j);
+    assert_true(json_is_false(json_object_get(j, "available")));
+    assert_true(json_is_null(json_object_get(j, "savings_pct")));
+    assert_true(json_is_null(json_object_get(j, "cost_per_workload_hour")));
+    assert_true(json_is_null(json_object_get(j, "tenants_hosted")));
+    assert_true(json_is_null(json_object_get(j, "gpu_hours_recovered_per_day")));
+    const char *why = json_string_value(json_object_get(j, "unavailable_reason"));
+    if (!why || !strstr(why, "Tesla T4 has no MIG"))
+        fail_msg("unavailable_reason: %s", why ? why : "(none)");
+    json_decref(j);
     cost_compute(&t4, COST_TIMESLICE, &r);
     assert_true(r.suitable);
+    j = cost_result_json(&r);
+    assert_true(json_is_true(json_object_get(j, "available")));
+    json_decref(j);
     struct cost_input busy = article;
     busy.utilisation = 0.40; /* 4 x 40% = 160% of a GPU */
     cost_compute(&busy, COST_TIMESLICE, &r);
@@ -94,6 +111,43 @@ static void test_gate_and_oversubscription(void **state)
     assert_non_null(strstr(r.verdict, "ask for 160% of one GPU"));
     /* recovered cannot pass what was idle: 10 x 24 x 60% */
     assert_shown(r.recovered_gpu_hours_day, "%.0f", "144");
+}
+
+/* The model decides MIG's gate only; carve knows it by family, board or NVML's name, and
+   refuses a name it does not know rather than take it for a GPU without MIG. */
+static void test_gpu_models(void **state)
+{
+    static const struct {
+        const char *name;
+        int mig; /* cost_gpu_mig: 1, 0, -1 unknown */
+    } cases[] = {
+        {"A100", 1}, {"h100", 1}, {"H100-80GB", 1}, {"NVIDIA H100 80GB HBM3", 1},
+        {"NVIDIA A100-SXM4-80GB", 1}, {"NVIDIA H100 NVL", 1}, {"B200", 1}, {"H200", 1},
+        {"L4", 0}, {"Tesla T4", 0}, {"NVIDIA L40S", 0}, {"V100-32GB", 0}, {"A10", 0},
+        /* names that only contain a family: not that GPU */
+        {"foo", -1}, {"H20", -1}, {"NVIDIA H20", -1}, {"RTX A1000", -1}, {"GH200", -1},
+        {"A1000", -1}, {"", -1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char err[512] = "";
+        if (cost_gpu_mig(cases[i].name) != cases[i].mig)
+            fail_msg("%s: MIG %d, want %d", cases[i].name, cost_gpu_mig(cases[i].name),
+                     cases[i].mig);
+        assert_int_equal(cost_gpu_check(cases[i].name, err, sizeof(err)),
+                         cases[i].mig < 0 ? -EINVAL : 0);
+        if (cases[i].mig < 0 && !strstr(err, "is not one carve knows: T4, V100, A10, L4, L40S, "
+                                              "A100, H100, H200, B200"))
+            fail_msg("%s: %s", cases[i].name, err);
+    }
+    /* a model carved measured and carve does not know: MIG unavailable, and why */
+    struct cost_input h20 = article;
+    h20.gpu = "NVIDIA H20";
+    struct cost_result r;
+    cost_compute(&h20, COST_MIG, &r);
+    assert_false(r.available);
+    assert_non_null(strstr(r.unavailable_reason, "carve does not know whether NVIDIA H20 has MIG"));
+    cost_compute(&h20, COST_MPS, &r);
+    assert_true(r.available);
 }
 
 static void test_rejected(void **state)
@@ -174,6 +228,7 @@ int main(void)
         cmocka_unit_test(test_article_example),
         cmocka_unit_test(test_mechanisms),
         cmocka_unit_test(test_gate_and_oversubscription),
+        cmocka_unit_test(test_gpu_models),
         cmocka_unit_test(test_rejected),
         cmocka_unit_test(test_from_snapshot),
     };

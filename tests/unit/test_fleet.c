@@ -22,7 +22,7 @@ static void test_spec_accepted(void **state)
 {
     struct fleet f;
     char err[256] = "";
-    if (fleet_parse_spec("H100-80GB:100@2.49,l4:40@$0.80,mygpu/48GiB:8@1.10,H200", &f, err,
+    if (fleet_parse_spec("H100-80GB:100@2.49,l4:40@$0.80,mygpu/48GiB:8@1.10,H200@0", &f, err,
                          sizeof(err)))
         fail_msg("rejected: %s", err);
     assert_int_equal(f.npools, 4);
@@ -40,6 +40,10 @@ static void test_spec_accepted(void **state)
     assert_string_equal(f.pools[3].name, "H200-141GB");
     assert_int_equal(f.pools[3].count, FLEET_UNLIMITED);
     assert_true(f.pools[3].price == 0);
+    /* no prices at all: a fleet planned without costs */
+    if (fleet_parse_spec("H200,L4:3", &f, err, sizeof(err)))
+        fail_msg("rejected: %s", err);
+    assert_true(f.pools[0].price == 0 && f.pools[1].price == 0);
 }
 
 static void test_spec_rejected(void **state)
@@ -61,6 +65,12 @@ static void test_spec_rejected(void **state)
         {"H100-80GB,h100-80gb", "names H100-80GB twice"},
         {"H100-80GB,,L4", "empty pool"},
         {"H100-80GB, L4", "contains a space"},
+        /* a pool without a price beside priced ones was planned as free */
+        {"T4:5@0.35,L4:3", "pool L4-24GB has no price while T4-16GB has one ($0.35/h): it "
+                           "would be planned as free. Give it its price per GPU-hour "
+                           "(L4-24GB:3@PRICE; @0"},
+        {"H200,L4@0.80", "pool H200-141GB has no price while L4-24GB has one ($0.80/h)"},
+        {"mygpu/48GiB:2,T4@0", "pool mygpu has no price while T4-16GB has one ($0.00/h)"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct fleet f;

@@ -242,10 +242,50 @@ static void test_media_once(void **state)
     struct mig_plan p;
     plan_texts("H100-80GB", r, 2, NULL, 0, &p);
     assert_int_equal(p.nplaced, 1);
+    /* the refusal names the real reason, the media engines, not a start slot (the second
+       1g.10gb+me has free slots aplenty) */
+    if (!strstr(p.refused[0].why, "1g.10gb+me: one instance per GPU has the media engines "
+                                  "(+me), and 1g.10gb+me has them already (1g.10gb is the same "
+                                  "without)") || strstr(p.refused[0].why, "start slot"))
+        fail_msg("%s", p.refused[0].why);
+    /* also beside a kept +me instance, on an A100 */
+    const struct mig_model *a = model("A100-80GB");
+    struct mig_instance media[] = {{mig_profile_find(a, "1g.10gb+me"), 0}};
+    const char *one[] = {"1g.10gb+me"};
+    plan_texts("A100-80GB", one, 1, media, 1, &p);
+    assert_int_equal(p.nrefused, 1);
+    assert_non_null(strstr(p.refused[0].why, "has them already"));
     /* and never given to a request that did not ask for it */
     const char *s[] = {"1GiB"};
     plan_texts("H100-80GB", s, 1, NULL, 0, &p);
     assert_false(placed_for(&p, 0)->inst.profile->media);
+}
+
+/* a profile at its limit per GPU: the limit is the reason (4g.40gb: one per GPU) */
+static void test_profile_limit(void **state)
+{
+    const char *r[] = {"4g.40gb", "4g.40gb"};
+    struct mig_plan p;
+    plan_texts("H100-80GB", r, 2, NULL, 0, &p);
+    assert_int_equal(p.nplaced, 1);
+    assert_int_equal(p.nrefused, 1);
+    if (!strstr(p.refused[0].why, "4g.40gb: at most 1 per GPU, and the layout has 1 already") ||
+        strstr(p.refused[0].why, "start slot"))
+        fail_msg("%s", p.refused[0].why);
+    /* a request several profiles could hold: each one's reason (3g.40gb at its limit of 2,
+       the larger ones short of compute slices) */
+    const char *q[] = {"3g.40gb", "3g.40gb", "30GiB"};
+    plan_texts("H100-80GB", q, 3, NULL, 0, &p);
+    assert_int_equal(p.nrefused, 1);
+    if (!strstr(p.refused[0].why, "3g.40gb: at most 2 per GPU, and the layout has 2 already") ||
+        !strstr(p.refused[0].why, "4g.40gb: needs 4 compute slices, 1 of 7 free"))
+        fail_msg("%s", p.refused[0].why);
+    /* and when slots are what is missing, it still says so */
+    const char *t[] = {"1g.20gb", "1g.20gb", "1g.20gb", "1g.20gb", "1g.10gb"};
+    plan_texts("H100-80GB", t, 5, NULL, 0, &p);
+    assert_int_equal(p.nrefused, 1);
+    assert_non_null(strstr(p.refused[0].why, "no free start slot for 1g.10gb (memory slices "
+                                             "taken: 8 of 8"));
 }
 
 static void test_beside_existing(void **state)
@@ -470,7 +510,8 @@ int main(void)
         cmocka_unit_test(test_no_stranding_start), cmocka_unit_test(test_seven_small),
         cmocka_unit_test(test_four_quarters),     cmocka_unit_test(test_least_stranded_profile),
         cmocka_unit_test(test_compute_limit),     cmocka_unit_test(test_impossible_reported),
-        cmocka_unit_test(test_media_once),        cmocka_unit_test(test_beside_existing),
+        cmocka_unit_test(test_media_once),        cmocka_unit_test(test_profile_limit),
+        cmocka_unit_test(test_beside_existing),
         cmocka_unit_test(test_prefer_existing),   cmocka_unit_test(test_layout_valid),
         cmocka_unit_test(test_brute_force),
         cmocka_unit_test(test_many_requests),
