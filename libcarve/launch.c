@@ -1,10 +1,10 @@
 /* launch.c - every launch entry point the runtime resolves: kernels (plain, extended,
  * cooperative, per-thread default stream) and graphs; and the deprecated ones the driver
- * still exports (multi-device cooperative, and the launch API before CUDA 4.0). When no slice on this process has
- * compute settings, a launch goes straight to the driver: one atomic load (init), two
- * relaxed loads (the slice's "ran" flag, stored only when carved has cleared it), one
- * relaxed load (pacing), one indirect call, no lock, no syscall. Otherwise pace.c charges
- * and, when the slice is ahead of its share, holds it. */
+ * still has (multi-device cooperative, and the launch API before CUDA 4.0). When no slice
+ * on this process has compute settings, a launch goes straight to the driver: one atomic
+ * load (init), two relaxed loads (the slice's "ran" flag, stored only when carved has
+ * cleared it), one relaxed load (pacing), one indirect call, no lock, no syscall. Otherwise
+ * pace.c charges and, when the slice is ahead of its share, holds it. */
 #include "libcarve.h"
 
 /* A kernel's key for its cost estimate: the function and the shape of its grid. */

@@ -106,16 +106,32 @@ size_t carve__nvml_v3_stride(void)
                                 R.nvmlDeviceGetRunningProcessDetailList != NULL);
 }
 
-/* Real process list, then only the slice's pids, with NVML's size protocol; entries of
- * stride bytes, as the driver writes them and its callers read them (nvml_procs.h). */
-static nvmlReturn_t slice_processes(nvmlDevice_t device, unsigned int *count, void *infos,
-                                    size_t stride,
-                                    __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) real)
+/* Where a process list comes from: a call with a count (_v3, _v2), or the detail list of
+ * R550 on, which carries its count and array in a struct of the caller's. */
+typedef __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) proc_list_call;
+struct proc_source {
+    proc_list_call by_count;
+    nvmlProcessDetailList_t detail;
+};
+
+static nvmlReturn_t fetch_procs(nvmlDevice_t device, struct proc_source *src, unsigned int *n,
+                                void *buf)
 {
-    if (!real)
-        return NVML_ERROR_UNINITIALIZED;
-    if (!count || carve__sdev_of_nvml(device) < 0)
-        return real(device, count, infos);
+    if (src->by_count)
+        return src->by_count(device, n, buf);
+    src->detail.procArray = buf;
+    src->detail.numProcArrayEntries = *n;
+    nvmlReturn_t r = R.nvmlDeviceGetRunningProcessDetailList(device, &src->detail);
+    *n = src->detail.numProcArrayEntries;
+    return r;
+}
+
+/* The real list, then only the slice's pids, with NVML's size protocol (*count in: room in
+ * out; out: the number kept); entries of stride bytes, as the driver writes them and its
+ * callers read them, the pid first in every layout (nvml_procs.h). */
+static nvmlReturn_t slice_processes(nvmlDevice_t device, struct proc_source *src, size_t stride,
+                                    unsigned int *count, void *out)
+{
     unsigned int n = 0;
     unsigned char *all = NULL;
     nvmlReturn_t r = NVML_ERROR_UNKNOWN;
@@ -127,7 +143,7 @@ static nvmlReturn_t slice_processes(nvmlDevice_t device, unsigned int *count, vo
             return NVML_ERROR_UNKNOWN;
         }
         all = grown;
-        r = real(device, &n, (nvmlProcessInfo_t *)(void *)all);
+        r = fetch_procs(device, src, &n, all);
         if (r != NVML_ERROR_INSUFFICIENT_SIZE)
             break;
     }
@@ -138,16 +154,25 @@ static nvmlReturn_t slice_processes(nvmlDevice_t device, unsigned int *count, vo
     unsigned int pids[1024];
     int np = carve__pids(pids, 1024);
     unsigned int kept = carve_nvml_keep_procs(all, stride, n, pids, np);
-    if (*count < kept || (!infos && kept)) {
-        *count = kept;
+    if (*count < kept || (!out && kept)) {
         r = NVML_ERROR_INSUFFICIENT_SIZE;
-    } else {
-        if (kept)
-            memcpy(infos, all, kept * stride);
-        *count = kept;
+    } else if (kept) {
+        memcpy(out, all, kept * stride);
     }
+    *count = kept;
     free(all);
     return r;
+}
+
+static nvmlReturn_t slice_processes_by_count(nvmlDevice_t device, unsigned int *count,
+                                             void *infos, size_t stride, proc_list_call real)
+{
+    if (!real)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!count || carve__sdev_of_nvml(device) < 0)
+        return real(device, count, infos);
+    struct proc_source src = {.by_count = real};
+    return slice_processes(device, &src, stride, count, infos);
 }
 
 CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
@@ -155,8 +180,8 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d
                                                                   nvmlProcessInfo_t *infos)
 {
     carve__init();
-    return slice_processes(device, infoCount, infos, carve__nvml_v3_stride(),
-                           R.nvmlDeviceGetComputeRunningProcesses_v3);
+    return slice_processes_by_count(device, infoCount, infos, carve__nvml_v3_stride(),
+                                    R.nvmlDeviceGetComputeRunningProcesses_v3);
 }
 
 CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
@@ -164,12 +189,11 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d
                                                                   nvmlProcessInfo_t *infos)
 {
     carve__init();
-    return slice_processes(device, infoCount, infos, sizeof(nvmlProcessInfo_t),
-                           R.nvmlDeviceGetComputeRunningProcesses_v2);
+    return slice_processes_by_count(device, infoCount, infos, sizeof(nvmlProcessInfo_t),
+                                    R.nvmlDeviceGetComputeRunningProcesses_v2);
 }
 
-/* The list of R550 on (which a newer nvidia-smi or monitor may read instead): the same
- * filter, on entries of its own layout (pid first, as in the others). */
+/* The list of R550 on, which a newer nvidia-smi or monitor may read instead: the same filter. */
 CARVE_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device,
                                                                 nvmlProcessDetailList_t *plist)
 {
@@ -179,38 +203,10 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t dev
     if (!plist || plist->version != nvmlProcessDetailList_v1 ||
         carve__sdev_of_nvml(device) < 0)
         return R.nvmlDeviceGetRunningProcessDetailList(device, plist);
-    nvmlProcessDetailList_t mine = *plist;
-    nvmlProcessDetail_v1_t *all = NULL;
-    nvmlReturn_t r = NVML_ERROR_UNKNOWN;
-    unsigned int n = 0;
-    for (int tries = 0; tries < 4; tries++) { /* the list may grow between the two calls */
-        n = (mine.numProcArrayEntries > n ? mine.numProcArrayEntries : n) + 16;
-        nvmlProcessDetail_v1_t *grown = realloc(all, n * sizeof(*all));
-        if (!grown) {
-            free(all);
-            return NVML_ERROR_UNKNOWN;
-        }
-        all = grown;
-        mine.procArray = all;
-        mine.numProcArrayEntries = n;
-        r = R.nvmlDeviceGetRunningProcessDetailList(device, &mine);
-        if (r != NVML_ERROR_INSUFFICIENT_SIZE)
-            break;
-    }
-    if (r != NVML_SUCCESS) {
-        free(all);
-        return r;
-    }
-    unsigned int pids[1024];
-    int np = carve__pids(pids, 1024);
-    unsigned int kept = carve_nvml_keep_procs(all, sizeof(*all), mine.numProcArrayEntries, pids,
-                                              np);
-    if (plist->numProcArrayEntries < kept || (!plist->procArray && kept)) {
-        r = NVML_ERROR_INSUFFICIENT_SIZE;
-    } else if (kept) {
-        memcpy(plist->procArray, all, kept * sizeof(*all));
-    }
-    plist->numProcArrayEntries = kept;
-    free(all);
+    struct proc_source src = {.detail = *plist};
+    unsigned int count = plist->procArray ? plist->numProcArrayEntries : 0;
+    nvmlReturn_t r = slice_processes(device, &src, sizeof(nvmlProcessDetail_v1_t), &count,
+                                     plist->procArray);
+    plist->numProcArrayEntries = count;
     return r;
 }

@@ -20,7 +20,8 @@ struct CUfunc_st {
     _Alignas(8) unsigned char params[64];
     unsigned param_size;
 };
-static struct CUfunc_st kernel_sleep = {.kind = KERNEL_SLEEP}, kernel_empty = {.kind = KERNEL_EMPTY};
+static struct CUfunc_st kernel_sleep = {.kind = KERNEL_SLEEP};
+static struct CUfunc_st kernel_empty = {.kind = KERNEL_EMPTY};
 
 static bool image_ok(const void *image)
 {

@@ -9,8 +9,9 @@
 # allocator, expandable_segments and cudaMallocAsync), CuPy, JAX, and nvidia-smi. A case
 # passes when it sees the slice (total 4096 MiB; JAX: an allocator limit of at most 4096
 # MiB), fits 3 GiB and gets the framework's own out-of-memory error on 2 GiB more;
-# nvidia-smi must show 4096 MiB. A framework that is not importable gets a "not installed"
-# row. Writes docs/results/<date>-memcap-<gpu>.md and exits nonzero when a case failed.
+# nvidia-smi must show 4096 MiB; NVML's process lists (_v3, _v2 and the detail list) in the
+# slice must name its tenant and not a process outside it. A framework that is not importable
+# gets a "not installed" row. Writes docs/results/<date>-memcap-<gpu>.md and exits nonzero when a case failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -123,6 +124,33 @@ smi_total=$("$CARVE" run --memory "$CAP" -- nvidia-smi --query-gpu=memory.total 
 if [ "$smi_total" = 4096 ]; then smi=PASS; passed=$((passed + 1)); else smi=FAIL; failed=$((failed + 1)); fi
 echo "   memory.total in the slice: $smi_total MiB ($smi)"
 rows+=("| nvidia-smi | \`carve run --memory $CAP -- nvidia-smi --query-gpu=memory.total\` | $smi | $smi_total | - | - | - | want 4096 |")
+
+# NVML's process lists in a slice name the slice's tenant and not a process outside it: the
+# _v3 and _v2 lists, and the detail list of R550 on (tests/e2e/nvml_list).
+echo "== NVML's process lists in the slice"
+memhog=$BUILD/bench/memhog
+"$memhog" --label outsider --max 256 --hold 8 >"$LOGS/outsider.log" 2>&1 &
+outsider=$!
+sleep 2
+lists=$("$CARVE" run --memory "$CAP" -- sh -c '"$0" --label insider --max 256 --hold 4 \
+    >/dev/null 2>&1 & sleep 2; echo "insider $!"
+    for api in v3 v2 detail; do echo "$api $("$1" $api 2>&1 | tr "\n" " ")"; done; wait' \
+    "$memhog" "$BUILD/tests/e2e/nvml_list")
+wait "$outsider"
+insider=$(echo "$lists" | sed -n 's/^insider //p')
+for api in v3 v2 detail; do
+    listed=$(echo "$lists" | sed -n "s/^$api //p")
+    if [ -n "$insider" ] && echo "$listed" | grep -qw "$insider" &&
+        ! echo "$listed" | grep -qw "$outsider"; then
+        verdict=PASS; passed=$((passed + 1))
+    elif ! echo "$listed" | grep -qw "${insider:-none}"; then
+        verdict=INFO # NVML names pids of another PID namespace: nothing to match here
+    else
+        verdict=FAIL; failed=$((failed + 1))
+    fi
+    echo "   $api: $listed(tenant $insider, outsider $outsider): $verdict"
+    rows+=("| nvml-$api | \`nvml_list $api\` in the slice, beside a process outside it | $verdict | - | - | - | - | listed: $listed; tenant $insider, outside $outsider |")
+done
 
 {
     echo "# carve memcap on $gpu, $date"
