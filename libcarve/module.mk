@@ -25,13 +25,13 @@ TEST_TARGETS += $(TEST_HOOKS)
 endif
 
 # End-to-end programs (run by tests/e2e/mem_slice.sh, as is nvml_list; mem_forge by carved.sh,
-# mem_claim by carved_reclaim.sh). mem_direct links the simulated libcuda; the others find the driver at
+# mem_claim by carved_reclaim.sh, launch_multi by compute_share.sh). mem_direct links the simulated libcuda; the others find the driver at
 # run time.
 MEM_E2E_DIR  := $(TESTDIR)/e2e
 MEM_E2E_LIB  := $(OBJ)/tests/e2e/mem_common.o
 MEM_E2E_PROG := mem_direct mem_dlsym mem_gpa mem_stress mem_kill mem_forge mem_claim mem_pooldev \
                 mem_graph \
-                mem_slots nvml_list
+                mem_slots nvml_list launch_multi
 MEM_E2E_BIN  := $(MEM_E2E_PROG:%=$(MEM_E2E_DIR)/%)
 
 $(MEM_E2E_DIR)/mem_direct: $(OBJ)/tests/e2e/mem_direct.o $(MEM_E2E_LIB) | $(SIMDIR)/libcuda.so
@@ -42,7 +42,7 @@ $(MEM_E2E_DIR)/mem_kill $(MEM_E2E_DIR)/mem_forge $(MEM_E2E_DIR)/mem_claim \
 $(MEM_E2E_DIR)/mem_pooldev $(MEM_E2E_DIR)/mem_slots: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
-$(MEM_E2E_DIR)/nvml_list: $(OBJ)/tests/e2e/nvml_list.o
+$(MEM_E2E_DIR)/nvml_list $(MEM_E2E_DIR)/launch_multi: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl
 $(MEM_E2E_DIR)/mem_graph: $(OBJ)/tests/e2e/mem_graph.o $(MEM_E2E_LIB) $(COMMON_LIB)

@@ -157,6 +157,17 @@ LAUNCH_APIS=(kernel-ptsz ex ex-ptsz coop coop-ptsz multi-device launch grid grid
 shares small 10% 10% 10% 10% 10% 10% 10% 10% 10%
 LAUNCH_APIS=()
 
+# A multi-device launch is charged on each of its GPUs, in each stream's own context, and the
+# caller's current context is left as it was: 1 ms kernels on two simulated GPUs at once in a
+# 25% slice (tests/e2e/launch_multi; before libcarve wrapped the call, each GPU ran at 100%).
+uuid2=$(python3 -c 'import uuid; print(uuid.uuid4())')
+if out=$(CARVE_SIM_DEVICES=2 CARVE_SIM_UUIDS="GPU-$sim_uuid,GPU-$uuid2" timeout -k 5 60 \
+    "$CARVE" run --simulate --quiet --compute 25% -- "$BUILD/tests/e2e/launch_multi" 25 2>&1); then
+    ok "a multi-device launch on two GPUs in a 25% slice: $out"
+else
+    bad "a multi-device launch on two GPUs in a 25% slice: $out"
+fi
+
 # a tenant that forges a far queue end for every slice on the board (the activity object is
 # every tenant's to write) holds no one: a hand-over past a window's end is not waited for
 forge_queue_ends() { # for 5 s: every entry's queue end (the second word of its 64 bytes) 2^62
