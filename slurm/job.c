@@ -28,7 +28,7 @@
 #include "size.h"
 #include "uuid.h"
 
-#define RECORD_MAX 8192
+#define RECORD_MAX 16384 /* CARVE_JOB_MAX_STEPS step lines of 40 bytes, and the rest */
 
 int carve_job_check_option(const char *option, const char *value, char *err, size_t errlen)
 {
@@ -636,7 +636,16 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
     bool listed = false;
     for (int i = 0; i < rec.nsteps; i++)
         listed |= rec.steps[i].pid == req->step_pid;
-    if (!listed && rec.nsteps < CARVE_JOB_MAX_STEPS) {
+    if (!listed && rec.nsteps >= CARVE_JOB_MAX_STEPS) {
+        /* an unlisted step does not keep the slice: the listed ones' ends would remove it
+           while this one still runs in it */
+        snprintf(err, errlen, "%d steps of job %" PRIu32 " run on this node already, as many "
+                 "as carve's record of a job lists: run fewer steps of the job at once "
+                 "(srun ... &)", rec.nsteps, req->job_id);
+        r = -EMFILE;
+        goto out;
+    }
+    if (!listed) {
         rec.steps[rec.nsteps].pid = req->step_pid;
         rec.steps[rec.nsteps++].start = carve_proc_start_time(req->step_pid);
     }

@@ -208,7 +208,7 @@ static void test_two_steps_share_one_slice(void **state)
 
 static void read_record(const struct world *w, uint32_t job, struct carve_job_record *rec)
 {
-    char path[PATH_MAX], text[8192];
+    char path[PATH_MAX], text[16384];
     snprintf(path, sizeof(path), "%s/job-%u", w->conf.state_dir, job);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
@@ -243,6 +243,46 @@ static void test_dead_steps_pruned(void **state)
     end_step(s3);
     assert_false(shm_exists(shm));
     assert_false(record_exists(w, 46));
+}
+
+/* A job with more steps alive on the node than the record can list: a step past them is
+ * refused, saying why, rather than run in a slice that the listed steps' ends remove
+ * while it still runs. */
+static void test_many_steps(void **state)
+{
+    struct world *w = *state;
+    enum { STEPS = CARVE_JOB_MAX_STEPS + 2 };
+    static pid_t steps[STEPS];
+    static bool in[STEPS];
+    char shm[128], err[1024];
+    struct carve_job_request req = {.job_id = 48, .uid = getuid(), .gid = getgid(),
+                                    .memory = "1G"};
+    int last_in = -1;
+    for (int i = 0; i < STEPS; i++) {
+        steps[i] = fake_step();
+        req.step_pid = steps[i];
+        int r = carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err));
+        in[i] = r == 1;
+        if (in[i])
+            last_in = i;
+        else {
+            assert_int_equal(r, -EMFILE);
+            assert_non_null(strstr(err, "steps of job 48 run on this node"));
+            end_step(steps[i]); /* its tasks fail: nothing of it stays */
+        }
+    }
+    /* every step in the slice but the last to come in ends; that one still runs in it */
+    for (int i = 0; i < STEPS; i++)
+        if (in[i] && i != last_in) {
+            assert_int_equal(carve_job_leave(&w->conf, 48, steps[i], err, sizeof(err)), 0);
+            end_step(steps[i]);
+        }
+    assert_true(shm_exists(shm));
+    assert_int_equal(last_in, CARVE_JOB_MAX_STEPS - 1);
+    assert_int_equal(carve_job_leave(&w->conf, 48, steps[last_in], err, sizeof(err)), 0);
+    end_step(steps[last_in]);
+    assert_false(shm_exists(shm));
+    assert_false(record_exists(w, 48));
 }
 
 static void test_nothing_asked(void **state)
@@ -359,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_two_steps_share_one_slice),
         cmocka_unit_test(test_dead_steps_pruned),
+        cmocka_unit_test(test_many_steps),
         cmocka_unit_test(test_nothing_asked),
         cmocka_unit_test(test_refused_values),
         cmocka_unit_test(test_guarantee_within_allocation),
