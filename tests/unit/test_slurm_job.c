@@ -285,6 +285,85 @@ static void test_many_steps(void **state)
     assert_false(record_exists(w, 48));
 }
 
+/* Through carved on a node of two GPUs whose gres.conf has 8 shards (4 a GPU): a job's 2
+ * shards give half a GPU, as they do standalone, and a guarantee of half is within them. */
+static void test_carved_shard_share(void **state)
+{
+    struct world *w = *state;
+    char path[PATH_MAX], exe[PATH_MAX], sock[PATH_MAX], shm[128], err[1024];
+    /* GPUs of this test's own: a guarantee joins the board of its GPU's UUID in /dev/shm */
+    snprintf(path, sizeof(path), "%s/carved-sim", w->dir);
+    setenv("CARVE_SIM_STATE", path, 1);
+    setenv("CARVE_SIM_DEVICES", "2", 1);
+    char uuids[128];
+    snprintf(uuids, sizeof(uuids), "GPU-5a1e0c4a-1000-4e3d-9a7b-%012x,GPU-5a1e0c4a-1000-4e3d-9a7b-%012x",
+             (unsigned)getpid() * 2u, (unsigned)getpid() * 2u + 1u);
+    setenv("CARVE_SIM_UUIDS", uuids, 1);
+    snprintf(sock, sizeof(sock), "%s/carved.sock", w->dir);
+    setenv("CARVE_SOCKET", sock, 1);
+    char gres[256];
+    snprintf(gres, sizeof(gres), "%s/gres.conf", w->dir);
+    FILE *f = fopen(gres, "w");
+    assert_non_null(f);
+    fputs("Name=gpu File=/dev/nvidia[0-1]\nName=shard Count=8 File=/dev/nvidia[0-1]\n", f);
+    fclose(f);
+    struct carve_job_conf conf = w->conf;
+    conf.shards_per_gpu = 0;
+    memcpy(conf.gres_conf, gres, sizeof(gres));
+
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    char carved[PATH_MAX + 32], state_dir[PATH_MAX];
+    snprintf(carved, sizeof(carved), "%s/../../bin/carved", dirname(exe));
+    snprintf(state_dir, sizeof(state_dir), "%s/carved-state", w->dir);
+    pid_t daemon = fork();
+    if (daemon == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        freopen("/dev/null", "w", stderr);
+        execl(carved, carved, "--simulate", "--socket", sock, "--state-dir", state_dir,
+              "--listen", "off", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 100 && access(sock, F_OK) < 0; i++)
+        usleep(50000);
+    assert_int_equal(access(sock, F_OK), 0);
+
+    pid_t step = fake_step();
+    struct carve_job_request req = {.job_id = 49, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = step, .job_shards = 2, .gpus = "0"};
+    int r = carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err));
+    struct carve_compute c = {0};
+    struct carve_slice *s;
+    if (r == 1 && carve_slice_open(shm, &s, err, sizeof(err)) == 0) {
+        c = carve_slice_compute(s, 0);
+        carve_slice_close(s);
+    }
+    carve_job_leave(&conf, 49, step, err, sizeof(err));
+    end_step(step);
+    req.compute = "50%+"; /* the 2 shards' half: not more than they give */
+    req.step_pid = step = fake_step();
+    int r2 = carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err));
+    char err2[1024];
+    snprintf(err2, sizeof(err2), "%s", r2 < 0 ? err : "");
+    carve_job_leave(&conf, 49, step, err, sizeof(err));
+    end_step(step);
+    kill(daemon, SIGTERM);
+    waitpid(daemon, NULL, 0);
+    snprintf(path, sizeof(path), "%s/sim-state", w->dir);
+    setenv("CARVE_SIM_STATE", path, 1);
+    unsetenv("CARVE_SIM_DEVICES");
+    unsetenv("CARVE_SIM_UUIDS");
+    snprintf(path, sizeof(path), "%s/no-carved.sock", w->dir);
+    setenv("CARVE_SOCKET", path, 1);
+
+    assert_int_equal(r, 1);
+    assert_int_equal(c.share_bp, 5000); /* 2 of the GPU's 4 shards, not of the node's 8 */
+    assert_int_equal(c.mode, CARVE_COMPUTE_GUARANTEE);
+    assert_string_equal(err2, "");
+    assert_int_equal(r2, 1);
+}
+
 static void test_nothing_asked(void **state)
 {
     struct world *w = *state;
@@ -400,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_two_steps_share_one_slice),
         cmocka_unit_test(test_dead_steps_pruned),
         cmocka_unit_test(test_many_steps),
+        cmocka_unit_test(test_carved_shard_share),
         cmocka_unit_test(test_nothing_asked),
         cmocka_unit_test(test_refused_values),
         cmocka_unit_test(test_guarantee_within_allocation),
