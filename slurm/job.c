@@ -28,7 +28,7 @@
 #include "size.h"
 #include "uuid.h"
 
-#define RECORD_MAX 8192
+#define RECORD_MAX 16384 /* CARVE_JOB_MAX_STEPS step lines of 40 bytes, and the rest */
 
 int carve_job_check_option(const char *option, const char *value, char *err, size_t errlen)
 {
@@ -355,11 +355,18 @@ static int keep_job_gpus(struct carve_gpu_info *gpus, int n, const char *list)
 }
 
 /* The GPU's shard count for the default share: plugstack.conf's shards_per_gpu, else
- * gres.conf's shard lines for this host; 0 when neither says. */
-static unsigned gpu_shards(const struct carve_job_conf *conf, int ngpu)
+ * gres.conf's shard lines for this host over the node's GPUs (NVML's count, whether the
+ * slice is made standalone or through carved); 0 when neither says. */
+static unsigned gpu_shards(const struct carve_job_conf *conf)
 {
     if (conf->shards_per_gpu || !conf->gres_conf[0])
         return conf->shards_per_gpu;
+    struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
+    char nvml[PATH_MAX + 64], why[512];
+    carve_nvml_path(conf->simulate, conf->libdir, nvml, sizeof(nvml));
+    int ngpu = carve_gpus_list(nvml, conf->simulate, gpus, CARVE_SLICE_MAX_DEVICES, why, sizeof(why));
+    if (ngpu <= 0)
+        return 0;
     FILE *f = fopen(conf->gres_conf, "re");
     char text[16384];
     size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
@@ -377,11 +384,11 @@ static unsigned gpu_shards(const struct carve_job_conf *conf, int ngpu)
  * it is given only within what Slurm gave the job: no more than its shards' share, and not
  * at all to a job that Slurm gave no GPU and no shard on this node. */
 static int job_compute(const struct carve_job_conf *conf, const struct carve_job_request *req,
-                       int ngpu, struct carve_compute *c, char *err, size_t errlen)
+                       struct carve_compute *c, char *err, size_t errlen)
 {
     char why[256];
     memset(c, 0, sizeof(*c));
-    unsigned per_gpu = req->job_shards ? gpu_shards(conf, ngpu) : 0;
+    unsigned per_gpu = req->job_shards ? gpu_shards(conf) : 0;
     if (!req->compute) {
         carve_job_shard_share(req->job_shards, per_gpu, c);
         return 0;
@@ -472,7 +479,7 @@ static int make_standalone(const struct carve_job_conf *conf, const struct carve
     char name[CARVE_SLICE_NAME_MAX];
     snprintf(name, sizeof(name), "slurm-%" PRIu32, req->job_id);
     char why[512];
-    int r = job_compute(conf, req, all, &c, err, errlen);
+    int r = job_compute(conf, req, &c, err, errlen);
     if (r < 0)
         return r;
     if ((r = carve_spec_build(&spec, name, req->memory, &c, gpus, ngpu, why, sizeof(why))) < 0) {
@@ -536,7 +543,7 @@ static int make_through_carved(int fd, const struct carve_job_conf *conf,
 {
     struct carve_compute c;
     char compute[32] = "", memory[CARVE_JOB_OPT_MAX * 4], why[1024];
-    int r = job_compute(conf, req, 1, &c, err, errlen);
+    int r = job_compute(conf, req, &c, err, errlen);
     if (r < 0) {
         close(fd);
         return r;
@@ -636,7 +643,16 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
     bool listed = false;
     for (int i = 0; i < rec.nsteps; i++)
         listed |= rec.steps[i].pid == req->step_pid;
-    if (!listed && rec.nsteps < CARVE_JOB_MAX_STEPS) {
+    if (!listed && rec.nsteps >= CARVE_JOB_MAX_STEPS) {
+        /* an unlisted step does not keep the slice: the listed ones' ends would remove it
+           while this one still runs in it */
+        snprintf(err, errlen, "%d steps of job %" PRIu32 " run on this node already, as many "
+                 "as carve's record of a job lists: run fewer steps of the job at once "
+                 "(srun ... &)", rec.nsteps, req->job_id);
+        r = -EMFILE;
+        goto out;
+    }
+    if (!listed) {
         rec.steps[rec.nsteps].pid = req->step_pid;
         rec.steps[rec.nsteps++].start = carve_proc_start_time(req->step_pid);
     }

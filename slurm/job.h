@@ -27,7 +27,9 @@
 #include "slice.h"
 
 #define CARVE_JOB_STATE_DIR "/run/carve/slurm"
-#define CARVE_JOB_MAX_STEPS 64
+/* steps of one job alive on a node at once (srun ... & in a loop, one per core of a big
+ * node): each is listed, since an unlisted one would not keep the slice */
+#define CARVE_JOB_MAX_STEPS 256
 #define CARVE_JOB_OPT_MAX 128
 
 /* What plugstack.conf's arguments set (spank.c parses them). */

@@ -149,13 +149,38 @@ static void job_env(spank_t sp, const char *name, char *buf, int len)
         buf[0] = '\0';
 }
 
-/* Prepends value to the ':'-list in the job's variable name. */
+/* The job's variable name, whatever its length (spank_getenv truncates to the buffer):
+ * "" when unset, NULL (after saying why) past 1 MiB or out of memory. The caller frees it. */
+static char *job_env_dup(spank_t sp, const char *name)
+{
+    for (int len = 4096; len <= (1 << 20); len *= 4) {
+        char *buf = malloc((size_t)len);
+        if (!buf)
+            break;
+        spank_err_t e = spank_getenv(sp, name, buf, len);
+        if (e == ESPANK_SUCCESS)
+            return buf;
+        free(buf);
+        if (e != ESPANK_NOSPACE)
+            return strdup("");
+    }
+    slurm_error("carve: cannot read the job's %s (longer than 1 MiB, or out of memory)", name);
+    return NULL;
+}
+
+/* Prepends value to the ':'-list in the job's variable name, keeping all of what it had
+ * (an LD_LIBRARY_PATH of site modules runs past 4 KiB). */
 static int prepend_env(spank_t sp, const char *name, const char *value)
 {
-    char old[4096], joined[8192];
-    job_env(sp, name, old, sizeof(old));
-    snprintf(joined, sizeof(joined), "%s%s%s", value, old[0] ? ":" : "", old);
-    return spank_setenv(sp, name, joined, 1) == ESPANK_SUCCESS ? 0 : -1;
+    char *old = job_env_dup(sp, name), *joined = NULL;
+    if (!old || asprintf(&joined, "%s%s%s", value, old[0] ? ":" : "", old) < 0) {
+        free(old);
+        return -1;
+    }
+    int r = spank_setenv(sp, name, joined, 1) == ESPANK_SUCCESS ? 0 : -1;
+    free(old);
+    free(joined);
+    return r;
 }
 
 /* The task's environment for the slice: what `carve run` sets (cli/run.c). */

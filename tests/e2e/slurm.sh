@@ -304,6 +304,13 @@ check "job $j: the batch step and its srun step are in one slice ($batch, $step)
     "$([ -n "$batch" ] && [ "$batch" = "$step" ]; echo $?)"
 check "job $j's slice is gone" "$(slice_gone "$j"; echo $?)"
 
+# 4a. The plugin prepends to the job's own lists and keeps all of them, also one longer than
+#     4 KiB (an LD_LIBRARY_PATH of site modules; the simulated GPU's lib dir goes first).
+long=/nonexistent/$(printf 'm%.0s' $(seq 1 5000))
+out=$(LD_LIBRARY_PATH="$long:/keep/this" srun --gpu-memory=1G sh -c 'echo "${#LD_LIBRARY_PATH} ${LD_LIBRARY_PATH##*:}"' 2>&1)
+check "a 5 KiB LD_LIBRARY_PATH reaches the task whole, after carve's entry ($out)" \
+    "$(echo "$out" | grep -q ' /keep/this$'; echo $?)"
+
 # 4b. salloc's options reach the steps run in the allocation.
 out=$(salloc --gpu-memory=1G srun "$MEMHOG" --label S --max 2048 --hold 0 2>&1)
 check "salloc --gpu-memory=1G, then srun: the step sees a 1024 MiB GPU and is capped" \

@@ -208,7 +208,7 @@ static void test_two_steps_share_one_slice(void **state)
 
 static void read_record(const struct world *w, uint32_t job, struct carve_job_record *rec)
 {
-    char path[PATH_MAX], text[8192];
+    char path[PATH_MAX], text[16384];
     snprintf(path, sizeof(path), "%s/job-%u", w->conf.state_dir, job);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
@@ -243,6 +243,125 @@ static void test_dead_steps_pruned(void **state)
     end_step(s3);
     assert_false(shm_exists(shm));
     assert_false(record_exists(w, 46));
+}
+
+/* A job with more steps alive on the node than the record can list: a step past them is
+ * refused, saying why, rather than run in a slice that the listed steps' ends remove
+ * while it still runs. */
+static void test_many_steps(void **state)
+{
+    struct world *w = *state;
+    enum { STEPS = CARVE_JOB_MAX_STEPS + 2 };
+    static pid_t steps[STEPS];
+    static bool in[STEPS];
+    char shm[128], err[1024];
+    struct carve_job_request req = {.job_id = 48, .uid = getuid(), .gid = getgid(),
+                                    .memory = "1G"};
+    int last_in = -1;
+    for (int i = 0; i < STEPS; i++) {
+        steps[i] = fake_step();
+        req.step_pid = steps[i];
+        int r = carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err));
+        in[i] = r == 1;
+        if (in[i])
+            last_in = i;
+        else {
+            assert_int_equal(r, -EMFILE);
+            assert_non_null(strstr(err, "steps of job 48 run on this node"));
+            end_step(steps[i]); /* its tasks fail: nothing of it stays */
+        }
+    }
+    /* every step in the slice but the last to come in ends; that one still runs in it */
+    for (int i = 0; i < STEPS; i++)
+        if (in[i] && i != last_in) {
+            assert_int_equal(carve_job_leave(&w->conf, 48, steps[i], err, sizeof(err)), 0);
+            end_step(steps[i]);
+        }
+    assert_true(shm_exists(shm));
+    assert_int_equal(last_in, CARVE_JOB_MAX_STEPS - 1);
+    assert_int_equal(carve_job_leave(&w->conf, 48, steps[last_in], err, sizeof(err)), 0);
+    end_step(steps[last_in]);
+    assert_false(shm_exists(shm));
+    assert_false(record_exists(w, 48));
+}
+
+/* Through carved on a node of two GPUs whose gres.conf has 8 shards (4 a GPU): a job's 2
+ * shards give half a GPU, as they do standalone, and a guarantee of half is within them. */
+static void test_carved_shard_share(void **state)
+{
+    struct world *w = *state;
+    char path[PATH_MAX], exe[PATH_MAX], sock[PATH_MAX], shm[128], err[1024];
+    /* GPUs of this test's own: a guarantee joins the board of its GPU's UUID in /dev/shm */
+    snprintf(path, sizeof(path), "%s/carved-sim", w->dir);
+    setenv("CARVE_SIM_STATE", path, 1);
+    setenv("CARVE_SIM_DEVICES", "2", 1);
+    char uuids[128];
+    snprintf(uuids, sizeof(uuids), "GPU-5a1e0c4a-1000-4e3d-9a7b-%012x,GPU-5a1e0c4a-1000-4e3d-9a7b-%012x",
+             (unsigned)getpid() * 2u, (unsigned)getpid() * 2u + 1u);
+    setenv("CARVE_SIM_UUIDS", uuids, 1);
+    snprintf(sock, sizeof(sock), "%s/carved.sock", w->dir);
+    setenv("CARVE_SOCKET", sock, 1);
+    char gres[256];
+    snprintf(gres, sizeof(gres), "%s/gres.conf", w->dir);
+    FILE *f = fopen(gres, "w");
+    assert_non_null(f);
+    fputs("Name=gpu File=/dev/nvidia[0-1]\nName=shard Count=8 File=/dev/nvidia[0-1]\n", f);
+    fclose(f);
+    struct carve_job_conf conf = w->conf;
+    conf.shards_per_gpu = 0;
+    memcpy(conf.gres_conf, gres, sizeof(gres));
+
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    char carved[PATH_MAX + 32], state_dir[PATH_MAX];
+    snprintf(carved, sizeof(carved), "%s/../../bin/carved", dirname(exe));
+    snprintf(state_dir, sizeof(state_dir), "%s/carved-state", w->dir);
+    pid_t daemon = fork();
+    if (daemon == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        freopen("/dev/null", "w", stderr);
+        execl(carved, carved, "--simulate", "--socket", sock, "--state-dir", state_dir,
+              "--listen", "off", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 100 && access(sock, F_OK) < 0; i++)
+        usleep(50000);
+    assert_int_equal(access(sock, F_OK), 0);
+
+    pid_t step = fake_step();
+    struct carve_job_request req = {.job_id = 49, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = step, .job_shards = 2, .gpus = "0"};
+    int r = carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err));
+    struct carve_compute c = {0};
+    struct carve_slice *s;
+    if (r == 1 && carve_slice_open(shm, &s, err, sizeof(err)) == 0) {
+        c = carve_slice_compute(s, 0);
+        carve_slice_close(s);
+    }
+    carve_job_leave(&conf, 49, step, err, sizeof(err));
+    end_step(step);
+    req.compute = "50%+"; /* the 2 shards' half: not more than they give */
+    req.step_pid = step = fake_step();
+    int r2 = carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err));
+    char err2[1024];
+    snprintf(err2, sizeof(err2), "%s", r2 < 0 ? err : "");
+    carve_job_leave(&conf, 49, step, err, sizeof(err));
+    end_step(step);
+    kill(daemon, SIGTERM);
+    waitpid(daemon, NULL, 0);
+    snprintf(path, sizeof(path), "%s/sim-state", w->dir);
+    setenv("CARVE_SIM_STATE", path, 1);
+    unsetenv("CARVE_SIM_DEVICES");
+    unsetenv("CARVE_SIM_UUIDS");
+    snprintf(path, sizeof(path), "%s/no-carved.sock", w->dir);
+    setenv("CARVE_SOCKET", path, 1);
+
+    assert_int_equal(r, 1);
+    assert_int_equal(c.share_bp, 5000); /* 2 of the GPU's 4 shards, not of the node's 8 */
+    assert_int_equal(c.mode, CARVE_COMPUTE_GUARANTEE);
+    assert_string_equal(err2, "");
+    assert_int_equal(r2, 1);
 }
 
 static void test_nothing_asked(void **state)
@@ -359,6 +478,8 @@ int main(void)
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_two_steps_share_one_slice),
         cmocka_unit_test(test_dead_steps_pruned),
+        cmocka_unit_test(test_many_steps),
+        cmocka_unit_test(test_carved_shard_share),
         cmocka_unit_test(test_nothing_asked),
         cmocka_unit_test(test_refused_values),
         cmocka_unit_test(test_guarantee_within_allocation),
