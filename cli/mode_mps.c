@@ -612,6 +612,14 @@ int carve_mode_mps_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
         fprintf(stderr, "carve run: warning: PR_SET_CHILD_SUBREAPER: %s; processes the "
                         "command leaves running may lose their MPS daemon\n", strerror(errno));
+    /* a user who pointed CUDA at the node's own MPS daemon would otherwise not learn that
+       the command runs under carve's */
+    const char *theirs = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    if (theirs && *theirs && strcmp(theirs, st->pipe) != 0 && !o->quiet)
+        fprintf(stderr, "carve run: note: CUDA_MPS_PIPE_DIRECTORY=%s is replaced by %s: "
+                        "--mode mps runs the command under carve's own MPS daemon for the "
+                        "GPU; to use the daemon of %s, run without --mode mps\n",
+                theirs, st->pipe, theirs);
     const char *priority = o->priority_arg ? client_priority(o->compute.priority) : NULL;
     if (set_client_env(st, pct, cap, priority) < 0) {
         fprintf(stderr, "carve run: cannot set the MPS client's environment\n");

@@ -314,6 +314,12 @@ check "timeslice without --memory caps nothing (memhog got its 3072 MiB)" $?
 check "timeslice starts no MPS daemon" "$([ "$(events start)" -eq "$starts" ]; echo $?)"
 "$CARVE" run --simulate --mode carve --compute 50% -- true
 check "--mode carve (the default) takes --compute as before (status $?)" $?
+# a CUDA_MPS_PIPE_DIRECTORY of the user's (the node's own daemon) is replaced, and said so
+err=$(CUDA_MPS_PIPE_DIRECTORY=/tmp/their-mps-pipe "$CARVE" run --simulate --mode mps -- \
+      sh -c 'echo "pipe=$CUDA_MPS_PIPE_DIRECTORY"' 2>&1)
+echo "$err" | grep -q 'note: CUDA_MPS_PIPE_DIRECTORY=/tmp/their-mps-pipe is replaced by' &&
+    echo "$err" | grep -q "^pipe=$rundir/pipe\$"
+check "a user's CUDA_MPS_PIPE_DIRECTORY is replaced by carve's, with a note ($(echo "$err" | tr '\n' ' ' | cut -c1-160))" $?
 grep -q '^  mps  *NVIDIA MPS' <<<"$("$CARVE" run --help)"
 check "carve run --help lists the modes" $?
 
