@@ -354,6 +354,18 @@ static unsigned proc_sm_util(unsigned pid)
     return k ? (unsigned)((sum + k / 2) / k) : 0;
 }
 
+/* What this poll did to pid on a GPU listed before (its action), or NULL: a process using
+ * several GPUs is an escape on each of them. */
+static const char *escape_action_this_poll(const json_t *escapes, unsigned pid)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(escapes, i, e)
+        if (json_integer_value(json_object_get(e, "pid")) == (json_int_t)pid)
+            return json_string_value(json_object_get(e, "action"));
+    return NULL;
+}
+
 /* Per GPU: its processes into gpu["processes"], escapes into escapes (processes in no slice,
  * and those of a slice that NVML sees over its cap); sm util per pid summed into the slices'
  * busy flags. */
@@ -421,7 +433,12 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
             /* only a pid that is a CUDA process here: NVML may name processes by pids of
              * another PID namespace (carved in a container), which here are anyone's */
             bool kill_it = d->conf.escape_policy == CARVED_POLICY_KILL;
-            if (kill_it && carve_proc_uses_cuda((pid_t)infos[i].pid) != 1)
+            /* a process on several GPUs is listed on each: it is killed (and counted and
+             * logged) once, on the first; the others say what became of it */
+            const char *earlier = escape_action_this_poll(escapes, infos[i].pid);
+            if (earlier && strcmp(earlier, "killed") == 0)
+                action = earlier;
+            else if (kill_it && carve_proc_uses_cuda((pid_t)infos[i].pid) != 1)
                 action = "not_killed";
             else if (kill_it && kill((pid_t)infos[i].pid, SIGKILL) == 0) {
                 action = "killed";
@@ -577,7 +594,10 @@ static void count_new_escapes(struct carved *d, const json_t *escapes)
     const json_t *e;
     json_array_foreach(escapes, i, e) {
         unsigned pid = (unsigned)json_integer_value(json_object_get(e, "pid"));
+        /* one process on several GPUs is one escape: it is listed once per GPU */
         bool old = false;
+        for (size_t j = 0; j < n && !old; j++)
+            old = now_seen[j] == pid;
         for (int k = 0; k < 2 && !old; k++)
             for (size_t j = 0; j < nseen[k] && !old; j++)
                 old = seen[k][j] == pid;
