@@ -122,6 +122,13 @@ for bad_opt in "--memory 8XB:unknown unit" "--memory 8:a number without a unit i
         '[ $rc -eq 2 ] && [[ $err == *"${bad_opt#*:}"* ]]'
 done
 check "and no slice badval was made" '! "$CARVE" slice list | grep -q "^badval "'
+# a bad name too (carved refused it: status 1)
+for bad_name in 'a"b' 'a\b' .. "$(printf 'n%.0s' $(seq 64))"; do
+    err=$("$CARVE" slice create "$bad_name" --memory 1GiB 2>&1)
+    rc=$?
+    check "slice create with the name \`${bad_name:0:12}' -> $rc (want 2): $(head -n1 <<<"$err" | cut -c1-80)" \
+        '[ $rc -eq 2 ] && [[ $err == *"is not 1-63 of"* ]]'
+done
 
 # 2. a tenant in the config's slice is capped at 1 GiB
 out=$("$CARVE" run --simulate --slice shared -- "$MEMHOG" --label t1 --step 128 --hold 0 2>&1)
