@@ -166,7 +166,7 @@ assert any(e[\"pid\"]==int(sys.argv[2]) for e in s[\"escapes\"]), s[\"escapes\"]
 ' \"\$ps_json\" $escape"
 metrics=$(python3 -c "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())" "http://127.0.0.1:$port/metrics" 2>&1)
 check "/metrics has the slice's cap" '[[ $metrics == *carve_slice_memory_cap_bytes*slice=\"shared\"*1073741824* ]]'
-check "/metrics counts the escape" 'grep -q "^carve_escapes{.*} 1" <<<"$metrics"'
+check "/metrics counts the escape" 'grep -q "^carve_gpu_escapes{.*} 1" <<<"$metrics"'
 check "an honest tenant's slice is within its cap by NVML too" "python3 -c '
 import json,sys; s=json.loads(sys.argv[1])
 d=[x for x in s[\"slices\"] if x[\"name\"]==\"shared\"][0][\"devices\"][0]
