@@ -44,6 +44,7 @@ static struct {
 } nv;
 
 static double last_poll;
+static double clock_seconds(clockid_t clock);
 
 /* A slice's tenants must write its table, so any of them can truncate it, and reading a
  * mapping past its end raises SIGBUS. The poll, where carved reads the tables, comes back
@@ -668,7 +669,7 @@ static void poll_once(struct carved *d, double now)
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     json_t *snap = json_pack("{s:i,s:s,s:f,s:b,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I}}",
-        "version", CARVED_SNAPSHOT_VERSION, "node", host, "time", now, "simulated", d->simulate,
+        "version", CARVED_SNAPSHOT_VERSION, "node", host, "time", clock_seconds(CLOCK_REALTIME), "simulated", d->simulate,
         "gpus", gpus, "slices", slices, "escapes", escapes, "totals",
         "escapes", (json_int_t)d->escapes_total, "escapes_killed", (json_int_t)d->escapes_killed,
         "idle_reclaims", (json_int_t)d->idle_reclaims, "oom_denials", (json_int_t)denials);
@@ -690,9 +691,14 @@ void monitor_poll(struct carved *d, double now)
     in_poll = 0;
 }
 
-double monitor_now(void)
+static double clock_seconds(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double monitor_now(void)
+{
+    return clock_seconds(CLOCK_MONOTONIC);
 }
