@@ -147,6 +147,49 @@ static void user_name(uid_t uid, char *out, size_t len)
     }
 }
 
+/* The length of the UTF-8 sequence at s (1-4), or 0 when it is not one: the checks jansson
+ * makes (no overlong forms, no surrogates, nothing past U+10FFFF). */
+static int utf8_sequence(const unsigned char *s)
+{
+    unsigned char lo = 0x80, hi = 0xbf;
+    int n;
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        n = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        n = 3, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        n = 4, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+/* A process's name as the snapshot can carry it: each byte that is not part of a UTF-8
+ * character, and each control character, becomes '?'. The name is the process's to choose
+ * (and the kernel cuts it at 15 bytes, maybe inside a character): one that was not UTF-8
+ * made the snapshot's entry fail to build, and the process was missing from every listing,
+ * an escape too (not shown, not counted); a control character reached the operator's
+ * terminal in carve ps. */
+static void printable_utf8(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = utf8_sequence(p);
+        if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f))) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+}
+
 static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen)
 {
     char path[64];
@@ -157,6 +200,7 @@ static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen
         if (fgets(cmd, (int)clen, f))
             cmd[strcspn(cmd, "\n")] = '\0';
         fclose(f);
+        printable_utf8(cmd);
     }
     uid_t uid; /* the process's own: its /proc entry is root's once it is not dumpable */
     gid_t gid;
