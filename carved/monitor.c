@@ -681,6 +681,22 @@ static void end_orphan_runs(struct carved *d)
     }
 }
 
+/* The node's counters go into slices.json when they change, not only at a change of a slice
+ * and at stop: a carved that died (SIGKILL, a crash, the OOM killer) lost every escape and
+ * reclaim counted since, and carve_escapes_total went back in Prometheus. Escapes and
+ * reclaims are rare; a write each is cheap. */
+static void save_node_counters(struct carved *d)
+{
+    static unsigned long long saved[3];
+    unsigned long long now[3] = {d->escapes_total, d->escapes_killed, d->idle_reclaims};
+    char err[512];
+    if (memcmp(now, saved, sizeof(now)) == 0)
+        return;
+    if (registry_save(d, err, sizeof(err)) < 0)
+        carved_log("%s", err);
+    memcpy(saved, now, sizeof(saved)); /* a failed write is logged once, not every poll */
+}
+
 static void poll_once(struct carved *d, double now)
 {
     double dt = last_poll > 0 ? now - last_poll : 0;
@@ -721,6 +737,7 @@ static void poll_once(struct carved *d, double now)
         json_decref(d->snapshot);
         d->snapshot = snap;
     }
+    save_node_counters(d);
 }
 
 void monitor_poll(struct carved *d, double now)

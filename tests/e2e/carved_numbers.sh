@@ -156,6 +156,13 @@ read -r seen killed < <(totals)
 check "a process on both GPUs is listed as an escape on each ($listed) and counted once ($seen)" \
     '[ "$listed" = "[0, 1]" ] && [ "$seen" = 1 ]'
 wait "$both"
+# a carved that dies (SIGKILL, a crash) keeps what it counted: the node's counters were
+# written only at a change of a slice and at stop, and carve_escapes_total went back to 0
+kill -KILL "$daemon"
+wait "$daemon" 2>/dev/null
+start_carved 200ms off
+read -r seen killed < <(totals)
+check "the escape is still counted after carved was SIGKILLed and started again ($seen)" '[ "$seen" = 1 ]'
 stop_carved
 start_carved 200ms off $'escape_policy = kill\n'
 on_both 10 2>/dev/null &
