@@ -92,8 +92,14 @@ static json_t *copy_field(json_t *req, const char *key, char *out, size_t len)
     out[0] = '\0';
     if (!v || json_is_null(v))
         return NULL;
-    if (!json_is_string(v) || strlen(json_string_value(v)) >= len)
-        return fail("`%s' must be a short string", key);
+    if (!json_is_string(v))
+        return fail("`%s' must be a string", key);
+    if (strlen(json_string_value(v)) >= len) { /* "a short string" did not say how short */
+        char why[96];
+        snprintf(why, sizeof(why), "`%s' is %zu bytes long; give at most %zu", key,
+                 strlen(json_string_value(v)), len - 1);
+        return fail("%s", why);
+    }
     snprintf(out, len, "%s", json_string_value(v));
     return NULL;
 }

@@ -87,9 +87,12 @@ const char *registry_origin_name(int origin);
 /* monitor.c */
 int monitor_open(struct carved *d, char *err, size_t errlen);
 /* One poll: reads NVML and the slices, applies the escape and idle policies, and rebuilds
- * d->snapshot. */
+ * d->snapshot. now is monitor_now()'s. */
 void monitor_poll(struct carved *d, double now);
-/* The wall clock, in seconds, as the snapshot's times are. */
+/* Seconds on a clock that only goes forward (CLOCK_MONOTONIC), for every interval carved
+ * times: polls, idle stretches, clients' time limits. The wall clock steps (NTP, a resumed
+ * VM, date -s): an hour forward made every slice holding memory idle at once, and reclaimed
+ * it; an hour back stopped the polls for an hour. Only the snapshot's "time" is wall clock. */
 double monitor_now(void);
 void monitor_close(void);
 

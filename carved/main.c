@@ -2,6 +2,7 @@
  * serves its socket API, polls the GPUs and publishes snapshots for the HTTP side, until
  * SIGTERM or SIGINT. Slices outlive carved: a restart adopts them (registry.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -77,6 +79,36 @@ static void on_stop(int sig)
     stopping = 1;
 }
 
+/* SIGHUP, the classic "reload": with no handler it ended carved on the spot (no counters
+ * saved, its socket left behind), while the man page said it did nothing. carved reads its
+ * config only at start; it says so, and whether the file as it is now would load. */
+static volatile sig_atomic_t hangup;
+static const char *config_path; /* the file carved read, or NULL: the built-in defaults */
+
+static void on_hangup(int sig)
+{
+    hangup = 1;
+}
+
+static void note_hangup(void)
+{
+    static struct carved_config now; /* static: a config holds its 256 slices */
+    char err[1024];
+    if (!config_path) {
+        carved_log("SIGHUP: carved runs on its built-in defaults (no config file) and reads a "
+                   "config only at start; nothing to reload");
+        return;
+    }
+    if (carved_config_load(config_path, &now, err, sizeof(err)) < 0)
+        carved_log("SIGHUP: carved reads its config only at start and goes on with the one "
+                   "it read; %s would not load now: %s (fix it before restarting carved)",
+                   config_path, err);
+    else
+        carved_log("SIGHUP: carved reads its config only at start and goes on with the one "
+                   "it read; %s loads as it is now: restart carved (systemctl restart carved) "
+                   "to apply it", config_path);
+}
+
 struct opts {
     const char *config, *socket, *state_dir, *listen;
     bool simulate, check;
@@ -127,6 +159,7 @@ static int load_config(struct carved *d, const struct opts *o)
         fprintf(stderr, "carved: %s\n", err);
         return 2;
     }
+    config_path = path;
     /* checked as the config's lines are: --check-config said "config ok" to --listen foo,
      * which carved then could not start with, and --state-dir was cut to fit silently */
     const struct {
@@ -149,6 +182,41 @@ static int make_dir(const char *path, mode_t mode)
         return 0;
     carved_log("cannot make %s: %s", path, strerror(errno));
     return -1;
+}
+
+/* Holds STATE_DIR/carved.lock for as long as this carved lives (the kernel lets go of it
+ * however carved ends), or says which carved holds it: -1. A second carved started beside a
+ * running one (a slip, two unit files) adopted the slices, made its config's slices in
+ * /dev/shm and rewrote slices.json before it found the socket taken; the running one then
+ * dropped those slices at its next save and left their objects in /dev/shm. */
+static int lock_state_dir(const char *dir)
+{
+    char path[PATH_MAX + 16];
+    if ((size_t)snprintf(path, sizeof(path), "%s/carved.lock", dir) >= sizeof(path)) {
+        carved_log("state dir %s: its path is too long", dir);
+        return -1;
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        carved_log("cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        char pid[24] = "";
+        ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+        pid[n > 0 ? strcspn(pid, "\n") : 0] = '\0';
+        carved_log("another carved (pid %s) runs with state dir %s: stop it first (systemctl "
+                   "stop carved, or kill -TERM %s and wait for it to exit), or give this one "
+                   "a --state-dir and --socket of its own", *pid ? pid : "?", dir,
+                   *pid ? pid : "PID");
+        close(fd);
+        return -1;
+    }
+    char pid[24];
+    int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)len, 0) != len)
+        carved_log("cannot write its pid into %s: %s (carved runs on)", path, strerror(errno));
+    return fd;
 }
 
 /* Listens on the API socket, world-connectable: who may do what is decided per request from
@@ -372,6 +440,10 @@ static void loop(struct carved *d, int lfd)
 {
     double next = 0;
     while (!stopping) {
+        if (hangup) {
+            hangup = 0;
+            note_hangup();
+        }
         struct pollfd p[MAX_CLIENTS + 1];
         int map[MAX_CLIENTS + 1], n = 0;
         p[n] = (struct pollfd){.fd = lfd, .events = POLLIN};
@@ -437,17 +509,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "carved: %s\n", d->libdir[0] ? err : "cannot find carve's libraries; set CARVE_LIBDIR");
         return 1;
     }
-    if (make_dir(d->conf.state_dir, 0700) < 0)
+    if (make_dir(d->conf.state_dir, 0700) < 0 || lock_state_dir(d->conf.state_dir) < 0)
         return 1;
     for (int i = 0; i < MAX_CLIENTS; i++)
         clients[i].fd = -1;
-    if (registry_load(d, err, sizeof(err)) < 0) {
-        fprintf(stderr, "carved: %s\n", err);
-        return 2;
-    }
+    /* the socket before the slices: a carved that cannot have it must not touch them */
     int lfd = listen_socket(d->conf.socket_path);
     if (lfd < 0)
         return 1;
+    if (registry_load(d, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carved: %s\n", err);
+        close(lfd);
+        unlink(d->conf.socket_path);
+        return 2;
+    }
     if (carved_http_start(d->conf.listen, err, sizeof(err)) < 0) {
         fprintf(stderr, "carved: %s\n", err);
         close(lfd);
@@ -457,6 +532,8 @@ int main(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_stop};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    struct sigaction hup = {.sa_handler = on_hangup};
+    sigaction(SIGHUP, &hup, NULL);
     signal(SIGPIPE, SIG_IGN);
     int held = 0; /* the config's and those kept from before (it counted only the config's) */
     for (int i = 0; i < CARVED_MAX_SLICES; i++)

@@ -242,6 +242,16 @@ static bool get_target(const struct family *f, const json_t *obj, const json_t *
     return true;
 }
 
+/* an hours field in seconds, the base unit Prometheus names metrics in */
+static bool get_hours_as_seconds(const struct family *f, const json_t *obj, const json_t *snap,
+                                 struct sample *out)
+{
+    if (!number_field(obj, f->field, out))
+        return false;
+    *out = (struct sample){.derived = true, .d = sample_double(out) * 3600.0};
+    return true;
+}
+
 static bool get_bool(const struct family *f, const json_t *obj, const json_t *snap,
                      struct sample *out)
 {
@@ -299,7 +309,9 @@ static const struct family families[] = {
      SCOPE_DCGM, get_number, "utilization"},
     {"carve_gpu_processes", "gauge", "Processes using the GPU, in slices or not.",
      SCOPE_GPU, get_count, "processes"},
-    {"carve_escapes", "gauge",
+    /* not carve_escapes: beside the counter carve_escapes_total, an OpenMetrics reader
+     * takes that name for the counter's family too */
+    {"carve_gpu_escapes", "gauge",
      "Processes using the GPU outside any slice now (escapes), per GPU.",
      SCOPE_GPU, get_gpu_escapes, NULL},
     {"carve_slice_memory_cap_bytes", "gauge",
@@ -332,9 +344,10 @@ static const struct family families[] = {
      SCOPE_SLICE, get_number, "idle_seconds"},
     {"carve_slice_idle", "gauge", "1 if the slice is flagged idle, else 0.",
      SCOPE_SLICE, get_bool, "idle"},
-    {"carve_slice_idle_gpu_hours_total", "counter",
-     "GPU-hours the slice has held memory idle: stretches of idle_after or more, from their start, on each GPU.",
-     SCOPE_SLICE, get_number, "idle_gpu_hours"},
+    {"carve_slice_idle_gpu_seconds_total", "counter",
+     "GPU-seconds the slice has held memory idle: stretches of idle_after or more, from their "
+     "start, on each GPU (divide by 3600 for GPU-hours).",
+     SCOPE_SLICE, get_hours_as_seconds, "idle_gpu_hours"},
     {"carve_slice_processes", "gauge", "Processes running in the slice.",
      SCOPE_SLICE, get_count, "processes"},
     {"carve_slices", "gauge", "Slices on the node.", SCOPE_NODE, get_count, "slices"},

@@ -44,6 +44,7 @@ static struct {
 } nv;
 
 static double last_poll;
+static double clock_seconds(clockid_t clock);
 
 /* A slice's tenants must write its table, so any of them can truncate it, and reading a
  * mapping past its end raises SIGBUS. The poll, where carved reads the tables, comes back
@@ -146,6 +147,49 @@ static void user_name(uid_t uid, char *out, size_t len)
     }
 }
 
+/* The length of the UTF-8 sequence at s (1-4), or 0 when it is not one: the checks jansson
+ * makes (no overlong forms, no surrogates, nothing past U+10FFFF). */
+static int utf8_sequence(const unsigned char *s)
+{
+    unsigned char lo = 0x80, hi = 0xbf;
+    int n;
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        n = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        n = 3, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        n = 4, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+/* A process's name as the snapshot can carry it: each byte that is not part of a UTF-8
+ * character, and each control character, becomes '?'. The name is the process's to choose
+ * (and the kernel cuts it at 15 bytes, maybe inside a character): one that was not UTF-8
+ * made the snapshot's entry fail to build, and the process was missing from every listing,
+ * an escape too (not shown, not counted); a control character reached the operator's
+ * terminal in carve ps. */
+static void printable_utf8(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = utf8_sequence(p);
+        if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f))) {
+            *p++ = '?';
+            continue;
+        }
+        p += n;
+    }
+}
+
 static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen)
 {
     char path[64];
@@ -156,6 +200,7 @@ static void proc_user(pid_t pid, char *user, size_t ulen, char *cmd, size_t clen
         if (fgets(cmd, (int)clen, f))
             cmd[strcspn(cmd, "\n")] = '\0';
         fclose(f);
+        printable_utf8(cmd);
     }
     uid_t uid; /* the process's own: its /proc entry is root's once it is not dumpable */
     gid_t gid;
@@ -354,6 +399,18 @@ static unsigned proc_sm_util(unsigned pid)
     return k ? (unsigned)((sum + k / 2) / k) : 0;
 }
 
+/* What this poll did to pid on a GPU listed before (its action), or NULL: a process using
+ * several GPUs is an escape on each of them. */
+static const char *escape_action_this_poll(const json_t *escapes, unsigned pid)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(escapes, i, e)
+        if (json_integer_value(json_object_get(e, "pid")) == (json_int_t)pid)
+            return json_string_value(json_object_get(e, "action"));
+    return NULL;
+}
+
 /* Per GPU: its processes into gpu["processes"], escapes into escapes (processes in no slice,
  * and those of a slice that NVML sees over its cap); sm util per pid summed into the slices'
  * busy flags. */
@@ -421,7 +478,12 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
             /* only a pid that is a CUDA process here: NVML may name processes by pids of
              * another PID namespace (carved in a container), which here are anyone's */
             bool kill_it = d->conf.escape_policy == CARVED_POLICY_KILL;
-            if (kill_it && carve_proc_uses_cuda((pid_t)infos[i].pid) != 1)
+            /* a process on several GPUs is listed on each: it is killed (and counted and
+             * logged) once, on the first; the others say what became of it */
+            const char *earlier = escape_action_this_poll(escapes, infos[i].pid);
+            if (earlier && strcmp(earlier, "killed") == 0)
+                action = earlier;
+            else if (kill_it && carve_proc_uses_cuda((pid_t)infos[i].pid) != 1)
                 action = "not_killed";
             else if (kill_it && kill((pid_t)infos[i].pid, SIGKILL) == 0) {
                 action = "killed";
@@ -577,7 +639,10 @@ static void count_new_escapes(struct carved *d, const json_t *escapes)
     const json_t *e;
     json_array_foreach(escapes, i, e) {
         unsigned pid = (unsigned)json_integer_value(json_object_get(e, "pid"));
+        /* one process on several GPUs is one escape: it is listed once per GPU */
         bool old = false;
+        for (size_t j = 0; j < n && !old; j++)
+            old = now_seen[j] == pid;
         for (int k = 0; k < 2 && !old; k++)
             for (size_t j = 0; j < nseen[k] && !old; j++)
                 old = seen[k][j] == pid;
@@ -616,6 +681,22 @@ static void end_orphan_runs(struct carved *d)
     }
 }
 
+/* The node's counters go into slices.json when they change, not only at a change of a slice
+ * and at stop: a carved that died (SIGKILL, a crash, the OOM killer) lost every escape and
+ * reclaim counted since, and carve_escapes_total went back in Prometheus. Escapes and
+ * reclaims are rare; a write each is cheap. */
+static void save_node_counters(struct carved *d)
+{
+    static unsigned long long saved[3];
+    unsigned long long now[3] = {d->escapes_total, d->escapes_killed, d->idle_reclaims};
+    char err[512];
+    if (memcmp(now, saved, sizeof(now)) == 0)
+        return;
+    if (registry_save(d, err, sizeof(err)) < 0)
+        carved_log("%s", err);
+    memcpy(saved, now, sizeof(saved)); /* a failed write is logged once, not every poll */
+}
+
 static void poll_once(struct carved *d, double now)
 {
     double dt = last_poll > 0 ? now - last_poll : 0;
@@ -648,7 +729,7 @@ static void poll_once(struct carved *d, double now)
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     json_t *snap = json_pack("{s:i,s:s,s:f,s:b,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I}}",
-        "version", CARVED_SNAPSHOT_VERSION, "node", host, "time", now, "simulated", d->simulate,
+        "version", CARVED_SNAPSHOT_VERSION, "node", host, "time", clock_seconds(CLOCK_REALTIME), "simulated", d->simulate,
         "gpus", gpus, "slices", slices, "escapes", escapes, "totals",
         "escapes", (json_int_t)d->escapes_total, "escapes_killed", (json_int_t)d->escapes_killed,
         "idle_reclaims", (json_int_t)d->idle_reclaims, "oom_denials", (json_int_t)denials);
@@ -656,6 +737,7 @@ static void poll_once(struct carved *d, double now)
         json_decref(d->snapshot);
         d->snapshot = snap;
     }
+    save_node_counters(d);
 }
 
 void monitor_poll(struct carved *d, double now)
@@ -670,9 +752,14 @@ void monitor_poll(struct carved *d, double now)
     in_poll = 0;
 }
 
-double monitor_now(void)
+static double clock_seconds(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double monitor_now(void)
+{
+    return clock_seconds(CLOCK_MONOTONIC);
 }

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "compute.h"
 #include "size.h"
+#include "slice.h"
 
 const char *carve_socket_path(void)
 {
@@ -218,6 +219,14 @@ static int slice_create(int argc, char **argv)
     if (optind != argc - 1) {
         json_decref(req);
         return usage_error("slice create", "give one NAME%s", "");
+    }
+    /* a bad name is bad input, status 2 as carve-slice(1) says (carved refused it: 1) */
+    if (!carve_slice_name_ok(argv[optind])) {
+        char why[160];
+        snprintf(why, sizeof(why), "slice name `%.80s' is not 1-%d of A-Z a-z 0-9 . _ - "
+                 "(nor . or ..)", argv[optind], CARVE_SLICE_NAME_MAX - 1);
+        json_decref(req);
+        return usage_error("slice create", "%s", why);
     }
     json_object_set_new(req, "name", json_string(argv[optind]));
     json_t *r = call("slice create", req);

@@ -50,3 +50,9 @@ $(TESTDIR)/e2e/noreap: $(OBJ)/tests/e2e/noreap.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS)
 ALL_TARGETS += $(TESTDIR)/e2e/noreap
+
+# tests/e2e/clock_step.so: a preload that steps a process's wall clock (carved_reclaim.sh)
+$(TESTDIR)/e2e/clock_step.so: $(OBJ)/tests/e2e/clock_step.o
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ $(LDFLAGS) -ldl
+ALL_TARGETS += $(TESTDIR)/e2e/clock_step.so

@@ -186,9 +186,9 @@ wait_for 5 is_escape "$escape"
 rc=$?
 row "a process outside every slice is an escape in carve ps" "pid $escape" "$(verdict $rc)"
 m=$(metrics)
-grep -q '^carve_escapes{.*} [1-9]' <<<"$m"
+grep -q '^carve_gpu_escapes{.*} [1-9]' <<<"$m"
 rc=$?
-row "/metrics counts it (carve_escapes)" "$(grep '^carve_escapes{' <<<"$m" | head -n1)" "$(verdict $rc)"
+row "/metrics counts it (carve_gpu_escapes)" "$(grep '^carve_gpu_escapes{' <<<"$m" | head -n1)" "$(verdict $rc)"
 fb=$(grep -E '^DCGM_FI_DEV_FB_USED\{' <<<"$m" | head -n1)
 [ -n "$fb" ] && [ "$(awk '{print $NF}' <<<"$fb" | cut -d. -f1)" -gt 0 ]
 rc=$?

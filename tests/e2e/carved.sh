@@ -122,6 +122,13 @@ for bad_opt in "--memory 8XB:unknown unit" "--memory 8:a number without a unit i
         '[ $rc -eq 2 ] && [[ $err == *"${bad_opt#*:}"* ]]'
 done
 check "and no slice badval was made" '! "$CARVE" slice list | grep -q "^badval "'
+# a bad name too (carved refused it: status 1)
+for bad_name in 'a"b' 'a\b' .. "$(printf 'n%.0s' $(seq 64))"; do
+    err=$("$CARVE" slice create "$bad_name" --memory 1GiB 2>&1)
+    rc=$?
+    check "slice create with the name \`${bad_name:0:12}' -> $rc (want 2): $(head -n1 <<<"$err" | cut -c1-80)" \
+        '[ $rc -eq 2 ] && [[ $err == *"is not 1-63 of"* ]]'
+done
 
 # 2. a tenant in the config's slice is capped at 1 GiB
 out=$("$CARVE" run --simulate --slice shared -- "$MEMHOG" --label t1 --step 128 --hold 0 2>&1)
@@ -159,7 +166,7 @@ assert any(e[\"pid\"]==int(sys.argv[2]) for e in s[\"escapes\"]), s[\"escapes\"]
 ' \"\$ps_json\" $escape"
 metrics=$(python3 -c "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())" "http://127.0.0.1:$port/metrics" 2>&1)
 check "/metrics has the slice's cap" '[[ $metrics == *carve_slice_memory_cap_bytes*slice=\"shared\"*1073741824* ]]'
-check "/metrics counts the escape" 'grep -q "^carve_escapes{.*} 1" <<<"$metrics"'
+check "/metrics counts the escape" 'grep -q "^carve_gpu_escapes{.*} 1" <<<"$metrics"'
 check "an honest tenant's slice is within its cap by NVML too" "python3 -c '
 import json,sys; s=json.loads(sys.argv[1])
 d=[x for x in s[\"slices\"] if x[\"name\"]==\"shared\"][0][\"devices\"][0]
@@ -218,6 +225,36 @@ wait "$held"
 check "the tenant kept running through the restart" 'grep -q "holding 256 MiB" "$work/held.log"'
 out=$("$CARVE" run --simulate --slice mine -- "$MEMHOG" --label t2 --step 128 --hold 0 2>&1)
 check "a slice made before the restart still caps (768 MiB)" '[[ $out == *"got 768 MiB"* ]]'
+
+# 4a. a second carved started beside the running one (a slip, or two unit files) must change
+# nothing: it adopted the slices, made its config's slices in /dev/shm and rewrote
+# slices.json, and only then found the socket taken (exit 1). The running carved, at its next
+# save, dropped the new slice from slices.json, and its objects were left in /dev/shm.
+printf 'poll_interval = 1s\n[slice second]\nmemory = 128MiB\n' >"$work/second.conf"
+saved_before=$(cat "$work/state/slices.json")
+err=$(timeout 10 "$CARVED" --simulate --config "$work/second.conf" --socket "$CARVE_SOCKET" \
+    --state-dir "$work/state" --listen off 2>&1)
+rc=$?
+check "a second carved on the same state dir refuses to start, exit 1 ($rc: $(tail -n1 <<<"$err"))" \
+    '[ $rc -eq 1 ] && [[ $err == *"another carved"* ]]'
+check "and changes nothing: slices.json as it was, no slice \`second' in /dev/shm" \
+    '[ "$(cat "$work/state/slices.json")" = "$saved_before" ] && ! ls /dev/shm | grep -q "^carve\.d\.second\."'
+
+# 4c. SIGHUP, the classic reload: it ended carved on the spot (no handler; the man page said
+# it did nothing), counters unsaved and its socket left. carved reads its config only at
+# start: it runs on, and says whether the file as it is now would load.
+kill -HUP "$daemon"
+sleep 0.5
+check "SIGHUP: carved runs on and says the config is read only at start" \
+    '"$CARVE" slice list >/dev/null && grep -q "SIGHUP: carved reads its config only at start.*loads as it is now: restart carved" "$work/carved.log"'
+cp -p "$work/carved.conf" "$work/carved.conf.good"
+echo 'poll_interval = 5ms' >>"$work/carved.conf"
+touch -r "$work/carved.conf.good" "$work/carved.conf" # the clean-up's -newer test reads it
+kill -HUP "$daemon"
+sleep 0.5
+check "SIGHUP with a broken config: carved runs on and names the bad line" \
+    '"$CARVE" slice list >/dev/null && grep -q "SIGHUP: .*carved.conf would not load now: .*carved.conf:[0-9]*: .poll_interval" "$work/carved.log"'
+cp -p "$work/carved.conf.good" "$work/carved.conf"
 
 # 4b. a tenant that rewrites its slice's usage counters gets past libcarve, not past carved:
 #     NVML shows the slice over its cap, and its process is an escape

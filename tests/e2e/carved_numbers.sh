@@ -4,7 +4,8 @@
 # unpaced and capped at 30%), in the snapshot and in carve ps, and from the limiter's books
 # when NVML's utilisation samples name pids its process list does not; allocations refused at a cap,
 # counted by the slices, across a restart of carved; carve ps of a slice on two GPUs; idle
-# GPU-hours of a slice on two GPUs, across a restart
+# GPU-hours of a slice on two GPUs, across a restart; an escape on two GPUs, counted and
+# killed once; an escape whose name is not UTF-8 listed
 #
 #   BUILD=build bash tests/e2e/carved_numbers.sh
 set -uo pipefail
@@ -125,6 +126,72 @@ after=$(field idle2 's["idle_gpu_hours"]')
 check "idle GPU-hours across a restart of carved: $hours before, $after after" \
     'python3 -c "import sys; sys.exit(not $after >= $hours > 0)"'
 kill "${tenants[@]}" 2>/dev/null
+
+# 5. an escape on both GPUs is one escaped process: NVML lists it on each, and carved counted
+# it once per GPU (carve_escapes_total 2), and under escape_policy = kill killed it "twice"
+# (escapes_killed 2, two log lines)
+# on_both SECONDS: a process with 64 MiB on each simulated GPU, outside carve, held SECONDS
+on_both() {
+    LD_LIBRARY_PATH=$BUILD/lib/carve/sim python3 -c '
+import ctypes, sys, time
+cu = ctypes.CDLL("libcuda.so")
+assert cu.cuInit(0) == 0
+for i in range(2):
+    dev, ctx, p = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+    assert cu.cuDeviceGet(ctypes.byref(dev), i) == 0
+    assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+    assert cu.cuCtxSetCurrent(ctx) == 0
+    assert cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(64 << 20)) == 0
+time.sleep(float(sys.argv[1]))' "$1"
+}
+totals() { "$CARVE" ps --json | python3 -c 'import json, sys; t = json.load(sys.stdin)["totals"]; print(t["escapes"], t["escapes_killed"])'; }
+stop_carved
+rm -rf "$work/state"
+start_carved 200ms off
+on_both 2 &
+both=$!
+sleep 1
+listed=$("$CARVE" ps --json | python3 -c 'import json, sys; print(sorted(e["gpu"] for e in json.load(sys.stdin)["escapes"]))')
+read -r seen killed < <(totals)
+check "a process on both GPUs is listed as an escape on each ($listed) and counted once ($seen)" \
+    '[ "$listed" = "[0, 1]" ] && [ "$seen" = 1 ]'
+wait "$both"
+# a carved that dies (SIGKILL, a crash) keeps what it counted: the node's counters were
+# written only at a change of a slice and at stop, and carve_escapes_total went back to 0
+kill -KILL "$daemon"
+wait "$daemon" 2>/dev/null
+start_carved 200ms off
+read -r seen killed < <(totals)
+check "the escape is still counted after carved was SIGKILLed and started again ($seen)" '[ "$seen" = 1 ]'
+stop_carved
+start_carved 200ms off $'escape_policy = kill\n'
+on_both 10 2>/dev/null &
+both=$!
+wait "$both" 2>/dev/null
+rc=$?
+sleep 0.5
+read -r seen killed < <(totals)
+lines=$(grep -c "escape: pid [0-9]* (python3, .*: killed" "$work/carved.log")
+check "escape_policy = kill: the process on both GPUs killed once (status $rc, $killed killed, $lines log lines, $seen escapes in all)" \
+    '[ $rc -eq 137 ] && [ "$killed" = 1 ] && [ "$lines" = 1 ] && [ "$seen" = 2 ]'
+
+# 6. a process names itself: an escape whose name was not UTF-8 (or was cut inside a
+# character at the kernel's 15 bytes) was missing from the snapshot, so never listed nor
+# counted; a control character in it reached the operator's terminal through carve ps
+stop_carved
+start_carved 200ms off
+odd="$work/$(printf 'hog\xff\x1b[2J')"
+cp "$BUILD/bench/memhog" "$odd"
+LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$odd" --label odd --max 64 --hold 4 >"$work/odd.log" 2>&1 &
+oddpid=$!
+for _ in $(seq 50); do grep -q holding "$work/odd.log" && break; sleep 0.1; done
+sleep 0.5
+listed=$("$CARVE" ps --json | python3 -c 'import json, sys
+print([e["command"] for e in json.load(sys.stdin)["escapes"] if e["pid"] == int(sys.argv[1])])' "$oddpid")
+ps_text=$("$CARVE" ps)
+check "an escape named with a byte that is not UTF-8 and an escape character is listed ($listed), and carve ps prints no control character" \
+    '[ "$listed" = "['"'"'hog??[2J'"'"']" ] && ! grep -q $'"'"'\x1b'"'"' <<<"$ps_text"'
+wait "$oddpid" 2>/dev/null
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -176,8 +176,9 @@ def exchange(case):
           q.close()
       return "%s in %s s; slow reader: %d of 300" % (got, "under 1" if took < 1 else "%.1f" % took, good)
   elif case == "wrong-types":
-      s.sendall(b'{"op":"create","name":7,"memory":[1]}\n{"op":5}\n{"op":"create","name":"y","users":"root"}\n')
-      return lines(3)
+      s.sendall(b'{"op":"create","name":7,"memory":[1]}\n{"op":5}\n{"op":"create","name":"y","users":"root"}\n'
+                b'{"op":"create","name":"' + b"n" * 64 + b'"}\n')
+      return lines(4)
 for case in sys.argv[2:]:
     print(case + "\t" + exchange(case).replace("\n", " | "), flush=True)
 EOF
@@ -206,7 +207,7 @@ expect just-64k "a line of 64 KiB exactly, its newline included: answered" '"ok"
 expect partial "cut off without a newline: told so" '"ok":false' 'without a newline'
 expect many-in-one "three requests in one write: three replies in order" '"ok":true' 'unknown op `nope' 'has no `op'
 expect one-in-many "one request in 28 writes: one answer" '"ok":true' '"shm":'
-expect wrong-types "fields of the wrong type: each refused with its field" '`name'"'"' must be a short string' 'has no `op' '`users'"'"' must be a list'
+expect wrong-types "fields of the wrong type: each refused with its field; a name too long with the limit" '`name'"'"' must be a string' 'has no `op' '`users'"'"' must be a list' '`name'"'"' is 64 bytes long; give at most 63'
 expect big-ids "a uid or gid past 4294967294: refused, not cut to 32 bits" 'uid 4294967296 is out of range' 'gid 4294967295 is out of range'
 send no-reader >"$work/noread"
 if grep -q '{"ok":true.* in under 1 s; slow reader: 300 of 300' "$work/noread"; then

@@ -9,7 +9,8 @@
 # escape_policy = kill: a tenant of another slice planted in a small slice's table is not
 # taken for that slice's process over its cap, and killed (it was); a process in no slice is
 # killed; and a pid that NVML names but that is no CUDA process here (NVML's pids of another
-# PID namespace, CARVE_SIM_NVML_PID_OFFSET) is not.
+# PID namespace, CARVE_SIM_NVML_PID_OFFSET) is not. A step of the wall clock, forward or
+# back, neither makes a slice idle nor stops the polls.
 #
 #   BUILD=build bash tests/e2e/carved_reclaim.sh
 # shellcheck disable=SC2034  # the checks read their variables inside eval strings
@@ -108,5 +109,39 @@ check "the log says why, once" '[ "$(grep -c "escape: pid $victim, which NVML li
 check "carve ps says so" '"$CARVE" ps | grep -q "pid $victim user .* command sleep: not killed (no CUDA process has this pid here"'
 kill "$escape" 2>/dev/null
 wait "$escape" 2>/dev/null
+
+# The wall clock stepped (NTP at boot, a VM resumed, `date -s`): carved timed its polls and
+# idle stretches by it. An hour forward made every slice holding memory idle for an hour at
+# once, and idle_policy = reclaim ended its tenants; an hour back stopped the polls for an
+# hour (no snapshot, no escape killed, no slice reclaimed). clock_step.so steps carved's wall
+# clock alone, by the seconds in $work/step.
+stop_carved
+step() { echo "$1" >"$work/step"; }
+state_time() { python3 -c 'import json, sys, urllib.request
+print(json.load(urllib.request.urlopen(sys.argv[1]))["time"])' "http://127.0.0.1:$http_port/api/state"; }
+step 0
+http_port=$((20000 + RANDOM % 20000))
+CLOCK_STEP_FILE=$work/step LD_PRELOAD=$PWD/$BUILD/tests/e2e/clock_step.so \
+    start_carved 200ms "127.0.0.1:$http_port" $'idle_after = 10s\nidle_policy = reclaim\n'
+"$CARVE" slice create stepped --memory 1GiB >/dev/null
+"$CARVE" run --slice stepped -- "$BUILD/tests/e2e/mem_claim" hold 256 30 >"$work/stepped.log" 2>&1 &
+tenant=$!
+for _ in $(seq 50); do grep -q holding "$work/stepped.log" && break; sleep 0.1; done
+sleep 1
+step 3600
+sleep 1.5
+idle_s=$("$CARVE" ps --json | python3 -c 'import json, sys
+print([s for s in json.load(sys.stdin)["slices"] if s["name"] == "stepped"][0]["idle_seconds"])')
+check "the wall clock an hour forward: a tenant that held memory 3 s is not idle ($idle_s s) nor ended" \
+    'kill -0 "$tenant" 2>/dev/null && python3 -c "import sys; sys.exit(not $idle_s < 10)"'
+step -3600
+sleep 0.5
+t1=$(state_time)
+sleep 1.5
+t2=$(state_time)
+check "the wall clock two hours back: carved polls on (snapshots at $t1, then $t2)" \
+    'python3 -c "import sys; sys.exit(not 1 <= $t2 - $t1 <= 3)"'
+kill "$tenant" 2>/dev/null
+wait "$tenant" 2>/dev/null
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -75,7 +75,7 @@ assert len(sl[\"processes\"])==1 and any(e[\"pid\"]==int(sys.argv[2]) for e in s
 ' \"\$ps_json\" $escape"
 check "carve ps (text) and carve top --once" '"$CARVE" ps >/dev/null && "$CARVE" top --once >/dev/null'
 metrics=$(curl -s --max-time 30 "http://127.0.0.1:$port/metrics")
-check "/metrics has the slices and the escape" '[[ $metrics == *"carve_slice_memory_cap_bytes{slice=\"mine\""* ]] && grep -q "^carve_escapes{.*} 1" <<<"$metrics"'
+check "/metrics has the slices and the escape" '[[ $metrics == *"carve_slice_memory_cap_bytes{slice=\"mine\""* ]] && grep -q "^carve_gpu_escapes{.*} 1" <<<"$metrics"'
 check "/api/state is the snapshot" 'curl -s --max-time 30 "http://127.0.0.1:$port/api/state" | python3 -c "import json,sys; assert json.load(sys.stdin)[\"version\"] == 1"'
 # whole replies first, then the match: `curl | grep -q' under pipefail fails whenever grep has
 # its line and exits while curl (slow under valgrind) still writes the rest

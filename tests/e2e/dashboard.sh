@@ -202,9 +202,9 @@ for line in \
     "carve_slice_oom_denials_total{slice=\"train\",$G0,$H} 2" \
     "carve_slice_idle{slice=\"notebook\",$H} 1" \
     "carve_slice_idle{slice=\"train\",$H} 0" \
-    "carve_slice_idle_gpu_hours_total{slice=\"notebook\",$H} 1.5" \
-    "carve_escapes{$G1,$H} 1" \
-    "carve_escapes{$G0,$H} 0" \
+    "carve_slice_idle_gpu_seconds_total{slice=\"notebook\",$H} 5400" \
+    "carve_gpu_escapes{$G1,$H} 1" \
+    "carve_gpu_escapes{$G0,$H} 0" \
     "carve_gpu_processes{$G1,$H} 2" \
     "carve_escapes_total{$H} 3" \
     "carve_slices{$H} 3"; do
@@ -219,6 +219,58 @@ if [ -z "$dups" ]; then
     ok "/metrics: one TYPE line per family ($(grep -c '^# TYPE ' "$dir/metrics") families)"
 else
     bad "/metrics: TYPE repeated: $dups"
+fi
+
+# Prometheus' naming rules, which a linter (promtool check metrics) or an OpenMetrics reader
+# applies: HELP then TYPE once per family, before its samples; _total on counters and only
+# on them; base units (seconds, not hours: carve_slice_idle_gpu_hours_total); no gauge named
+# as a counter's family (carve_escapes beside carve_escapes_total: an OpenMetrics reader
+# takes the counter's family as carve_escapes, and finds two); one label set per carve_
+# family (the DCGM_FI_ ones follow dcgm-exporter, which leaves out an unknown pci_bus_id)
+lint=$(python3 - "$dir/metrics" <<'LINT'
+import re, sys
+families, labels, problems = {}, {}, []
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    m = re.match(r"# (HELP|TYPE) (\S+) (.*)", line)
+    if m:
+        kind, name, rest = m.groups()
+        f = families.setdefault(name, {})
+        if kind in f:
+            problems.append("%s: a second %s line" % (name, kind))
+        if kind == "TYPE" and "HELP" not in f:
+            problems.append("%s: TYPE before HELP" % name)
+        if kind == "TYPE" and "samples" in f:
+            problems.append("%s: TYPE after its samples" % name)
+        f[kind] = rest
+        continue
+    m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? \S+$", line)
+    if not m:
+        problems.append("not a sample line: %r" % line)
+        continue
+    name = m.group(1)
+    if name not in families:
+        problems.append("%s: a sample before its HELP and TYPE" % name)
+    families.setdefault(name, {})["samples"] = True
+    keys = tuple(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"', m.group(3) or ""))
+    if name.startswith("carve_") and labels.setdefault(name, keys) != keys:
+        problems.append("%s: label sets %s and %s" % (name, labels[name], keys))
+for name, f in families.items():
+    typ = f.get("TYPE")
+    if (typ == "counter") != name.endswith("_total"):
+        problems.append("%s: a %s %s _total" % (name, typ, "without" if typ == "counter" else "with"))
+    for unit in ("hours", "minutes", "days", "milliseconds", "microseconds", "percent"):
+        if re.search(r"(^|_)%s(_|$)" % unit, name):
+            problems.append("%s: in %s, not the base unit" % (name, unit))
+    if typ == "counter" and families.get(name[:-len("_total")], {}).get("TYPE") not in (None, "counter"):
+        problems.append("%s: a %s named as the counter %s's family" % (name[:-len("_total")], families[name[:-len("_total")]]["TYPE"], name))
+print("; ".join(problems))
+LINT
+)
+if [ -z "$lint" ]; then
+    ok "/metrics follows Prometheus' naming rules (HELP, TYPE, _total, base units, label sets)"
+else
+    bad "/metrics breaks Prometheus' naming rules: $lint"
 fi
 
 fetch GET /api/state

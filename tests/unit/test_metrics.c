@@ -239,9 +239,9 @@ static void test_dcgm_gpu_lines(void **state)
                    "device=\"nvidia3\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-node-1\"} 37");
     expect_line(t, "carve_gpu_processes{gpu=\"0\",UUID=\"GPU-aaaa\",Hostname=\"gpu-node-1\"} 3");
     expect_line(t, "carve_gpu_processes{gpu=\"1\",UUID=\"GPU-bbbb\",Hostname=\"gpu-node-1\"} 0");
-    expect_line(t, "# TYPE carve_escapes gauge");
-    expect_line(t, "carve_escapes{gpu=\"0\",UUID=\"GPU-aaaa\",Hostname=\"gpu-node-1\"} 1");
-    expect_line(t, "carve_escapes{gpu=\"1\",UUID=\"GPU-bbbb\",Hostname=\"gpu-node-1\"} 0");
+    expect_line(t, "# TYPE carve_gpu_escapes gauge");
+    expect_line(t, "carve_gpu_escapes{gpu=\"0\",UUID=\"GPU-aaaa\",Hostname=\"gpu-node-1\"} 1");
+    expect_line(t, "carve_gpu_escapes{gpu=\"1\",UUID=\"GPU-bbbb\",Hostname=\"gpu-node-1\"} 0");
     free(t);
 }
 
@@ -289,8 +289,8 @@ static void test_slice_lines(void **state)
     expect_line(t, "carve_slice_idle_seconds{slice=\"both\",Hostname=\"gpu-node-1\"} 3600.25");
     expect_line(t, "carve_slice_idle{slice=\"train\",Hostname=\"gpu-node-1\"} 0");
     expect_line(t, "carve_slice_idle{slice=\"both\",Hostname=\"gpu-node-1\"} 1");
-    expect_line(t, "# TYPE carve_slice_idle_gpu_hours_total counter");
-    expect_line(t, "carve_slice_idle_gpu_hours_total{slice=\"both\",Hostname=\"gpu-node-1\"} 1.5");
+    expect_line(t, "# TYPE carve_slice_idle_gpu_seconds_total counter");
+    expect_line(t, "carve_slice_idle_gpu_seconds_total{slice=\"both\",Hostname=\"gpu-node-1\"} 5400");
     expect_line(t, "carve_slice_processes{slice=\"train\",Hostname=\"gpu-node-1\"} 2");
     expect_line(t, "carve_slice_processes{slice=\"both\",Hostname=\"gpu-node-1\"} 0");
     free(t);
@@ -398,7 +398,7 @@ static void test_malformed(void **state)
     }
     char *t = render_text(bad[6]);
     /* GPU 2 is kept (an integer index), its mistyped fields dropped */
-    expect_line(t, "carve_escapes{gpu=\"2\",UUID=\"\",Hostname=\"\"} 0");
+    expect_line(t, "carve_gpu_escapes{gpu=\"2\",UUID=\"\",Hostname=\"\"} 0");
     expect_no_prefix(t, "DCGM_FI_DEV_FB_USED{");
     expect_no_prefix(t, "DCGM_FI_DEV_FB_FREE{");
     expect_no_prefix(t, "DCGM_FI_DEV_GPU_UTIL{");
