@@ -486,25 +486,28 @@ CARVE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph gra
 }
 
 /* What the runtimes of CUDA 10 and 11 call (cudaGraphInstantiate), which programs built with
- * them still reach on today's driver. */
+ * them still reach on today's driver; both have one signature. */
+static CUresult instantiate_logged(__typeof__(&cuGraphInstantiate_v2) real, CUgraphExec *exec,
+                                   CUgraph graph, CUgraphNode *err_node, char *log,
+                                   size_t log_size)
+{
+    if (!real)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return instantiated(real(exec, graph, err_node, log, log_size), exec, graph);
+}
+
 CARVE_EXPORT CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *err_node,
                                          char *log, size_t log_size)
 {
     carve__init();
-    if (!R.cuGraphInstantiate)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    return instantiated(R.cuGraphInstantiate(exec, graph, err_node, log, log_size), exec,
-                        graph);
+    return instantiate_logged(R.cuGraphInstantiate, exec, graph, err_node, log, log_size);
 }
 
 CARVE_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph,
                                             CUgraphNode *err_node, char *log, size_t log_size)
 {
     carve__init();
-    if (!R.cuGraphInstantiate_v2)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    return instantiated(R.cuGraphInstantiate_v2(exec, graph, err_node, log, log_size), exec,
-                        graph);
+    return instantiate_logged(R.cuGraphInstantiate_v2, exec, graph, err_node, log, log_size);
 }
 
 /* With CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD the driver would upload inside the call, before
@@ -514,7 +517,6 @@ static CUresult instantiate_with_params(CUgraphExec *exec, CUgraph graph,
                                         __typeof__(&cuGraphInstantiateWithParams) real,
                                         carve_graph_call upload)
 {
-    carve__init();
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!params || !exec || !carve__active())
@@ -541,6 +543,7 @@ static CUresult instantiate_with_params(CUgraphExec *exec, CUgraph graph,
 CARVE_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
                                                    CUDA_GRAPH_INSTANTIATE_PARAMS *params)
 {
+    carve__init(); /* before the real pointers are read */
     return instantiate_with_params(exec, graph, params, R.cuGraphInstantiateWithParams,
                                    R.cuGraphUpload);
 }
@@ -548,6 +551,7 @@ CARVE_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph gr
 CARVE_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgraph graph,
                                                         CUDA_GRAPH_INSTANTIATE_PARAMS *params)
 {
+    carve__init();
     return instantiate_with_params(exec, graph, params, R.cuGraphInstantiateWithParams_ptsz,
                                    R.cuGraphUpload_ptsz);
 }

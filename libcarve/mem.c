@@ -52,6 +52,7 @@ CARVE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 
 CARVE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
+    carve__init(); /* before the real pointer is read */
     if (flags > INT32_MAX) /* no valid flag is that large: let the driver refuse it */
         return R.cuMemAllocManaged ? R.cuMemAllocManaged(dptr, bytesize, flags)
                                    : CUDA_ERROR_NOT_INITIALIZED;

@@ -5,7 +5,7 @@
 #
 # A suite is one process: each executable in BUILDDIR/tests/unit/ (cmocka, timeout 120 s),
 # then each tests/e2e/*.sh run with BUILD=BUILDDIR (timeout 300 s). Pass or fail is the exit
-# status. For a sanitizer build (ASan in its binaries) the e2e scripts are skipped unless
+# status; a suite that leaves carve's objects in /dev/shm fails too. For a sanitizer build (ASan in its binaries) the e2e scripts are skipped unless
 # their first lines carry `# san: yes`: an ASan libcarve cannot be LD_PRELOADed into
 # arbitrary programs. Logs go to BUILDDIR/test-logs/, and failed.txt there lists the
 # logs of the suites that failed. The last line is `N passed, N failed`.
@@ -49,14 +49,30 @@ is_san_build() {
     return 1
 }
 
-# run_suite NAME LOG TIMEOUT CMD...: run one suite, print its result line, count it.
+# carve's shared-memory objects: slices (carve.UID.PID.RAND, carved's carve.d.NAME.RAND) and
+# compute boards; not the simulated GPU's own state (carve-sim.*), which lasts like a device.
+carve_shm() { find /dev/shm -maxdepth 1 -name 'carve*' ! -name 'carve-sim.*' -printf '%f\n' 2>/dev/null | sort; }
+
+# run_suite NAME LOG TIMEOUT CMD...: run one suite, print its result line, count it. A suite
+# that passes but leaves objects of carve's in /dev/shm fails: they outlive every process
+# (carved_numbers.sh left six slices a run until 2026-11-25).
 run_suite() {
-    local name=$1 log=$2 limit=$3 rc start secs
+    local name=$1 log=$2 limit=$3 rc start secs before left
     shift 3
     start=$(date +%s)
+    before=$(carve_shm)
     timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1 </dev/null
     rc=$?
     secs=$(( $(date +%s) - start ))
+    left=$(comm -13 <(echo "$before") <(carve_shm) | tr '\n' ' ')
+    if [ "$rc" -eq 0 ] && [ -n "$left" ]; then
+        echo "left in /dev/shm: $left" >>"$log"
+        printf '  %-40s FAIL  (passed, but left in /dev/shm: %s)\n' "$name" "$left"
+        failed=$((failed + 1))
+        failures+=("$name")
+        echo "$log" >>"$failed_list"
+        return
+    fi
     if [ "$rc" -eq 0 ]; then
         printf '  %-40s PASS  (%ds)\n' "$name" "$secs"
         passed=$((passed + 1))

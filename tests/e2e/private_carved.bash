@@ -16,6 +16,8 @@
 #                               MORE), starts carved (HTTP on LISTEN, default off) into $daemon,
 #                               waits for its socket
 #   stop_carved                 SIGTERM to $daemon, and waits for it
+#   forget_state                with carved stopped: removes the slices its state dir kept
+#                               and the state dir, so that the next carved starts empty
 # At exit the slices this run's carved kept (its state dir says which) and this run's board
 # are removed.
 BUILD=${BUILD:-build}
@@ -46,6 +48,21 @@ stop_carved() {
     kill -TERM "$daemon" && wait "$daemon"
 }
 
+# The slices this run's carved kept, by the names it saved in its state dir.
+remove_kept_slices() {
+    [ -f "$work/state/slices.json" ] || return 0
+    python3 -c 'import json, sys
+for s in json.load(open(sys.argv[1])).get("slices", []): print(s["shm"])' \
+        "$work/state/slices.json" 2>/dev/null | while read -r shm; do
+        case $shm in /carve.d.*) rm -f "/dev/shm$shm" "/dev/shm$shm.terms" ;; esac
+    done
+}
+
+forget_state() {
+    remove_kept_slices
+    rm -rf "$work/state"
+}
+
 ok() { echo "ok - $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
 check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
@@ -58,13 +75,7 @@ cleanup() {
     # this run's slices, by the names its carved saved: every carve.d.* newer than this run's
     # start took the slices of the other carved tests running beside it too (their tenants
     # then ran outside them, and a restarted carved made their slices again, counters at 0)
-    if [ -f "$work/state/slices.json" ]; then
-        python3 -c 'import json, sys
-for s in json.load(open(sys.argv[1])).get("slices", []): print(s["shm"])' \
-            "$work/state/slices.json" 2>/dev/null | while read -r shm; do
-            case $shm in /carve.d.*) rm -f "/dev/shm$shm" "/dev/shm$shm.terms" ;; esac
-        done
-    fi
+    remove_kept_slices
     local u
     for u in $sim_uuids; do
         rm -f "/dev/shm/carve-board-${u//-/}" "/dev/shm/carve-board-${u//-/}.activity"
