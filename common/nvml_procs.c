@@ -29,7 +29,8 @@ unsigned int carve_nvml_keep_procs(void *list, size_t stride, unsigned int n,
     unsigned char *bytes = list;
     unsigned int kept = 0;
     for (unsigned int i = 0; i < n; i++) {
-        unsigned int pid = carve_nvml_proc_at(list, stride, i).pid;
+        unsigned int pid; /* the pid leads every layout, the 16-byte entries of v1 too */
+        memcpy(&pid, bytes + (size_t)i * stride, sizeof(pid));
         for (int j = 0; j < npids; j++)
             if (pid == pids[j]) {
                 if (kept != i)

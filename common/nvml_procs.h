@@ -22,7 +22,8 @@ size_t carve_nvml_v3_stride(bool has_conf_compute_mem_size_info, bool has_detail
 size_t carve_nvml_lib_v3_stride(void *nvml_lib);
 /* Entry i of a list written with stride, as nvmlProcessInfo_t. */
 nvmlProcessInfo_t carve_nvml_proc_at(const void *list, size_t stride, unsigned int i);
-/* Keeps, in place and in order, the entries whose pid is one of pids; returns how many. */
+/* Keeps, in place and in order, the entries whose pid is one of pids; returns how many. Any
+ * stride of at least 4 bytes: only the leading pid is read. */
 unsigned int carve_nvml_keep_procs(void *list, size_t stride, unsigned int n,
                                    const unsigned int *pids, int npids);
 

@@ -1,6 +1,6 @@
 /* view.c - the slice's view of memory: what cuMemGetInfo_v2, cuDeviceTotalMem_v2 and NVML
- * tell a tenant about a capped device (total = the cap, used = the slice's usage), and the
- * process list trimmed to the slice's processes. Uncapped devices pass through. */
+ * tell a tenant about a capped device (total = the cap, used = the slice's usage), and NVML's
+ * process lists trimmed to the slice's processes. Uncapped devices pass through. */
 #include "libcarve.h"
 #include "nvml_procs.h"
 #include "uuid.h"
@@ -175,23 +175,25 @@ static nvmlReturn_t slice_processes_by_count(nvmlDevice_t device, unsigned int *
     return slice_processes(device, &src, stride, count, infos);
 }
 
-CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
-                                                                  unsigned int *infoCount,
-                                                                  nvmlProcessInfo_t *infos)
-{
-    carve__init();
-    return slice_processes_by_count(device, infoCount, infos, carve__nvml_v3_stride(),
-                                    R.nvmlDeviceGetComputeRunningProcesses_v3);
-}
-
-CARVE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
-                                                                  unsigned int *infoCount,
-                                                                  nvmlProcessInfo_t *infos)
-{
-    carve__init();
-    return slice_processes_by_count(device, infoCount, infos, sizeof(nvmlProcessInfo_t),
-                                    R.nvmlDeviceGetComputeRunningProcesses_v2);
-}
+/* Every process list of the count protocol, compute, graphics and MPS alike: a tool in the
+ * slice that reads any of them sees only the slice's processes. Entries are _v3's stride
+ * (24 or 32 bytes, nvml_procs.h), _v2's 24 bytes, or the unversioned 16 of old binaries. */
+#define SLICE_PROCESS_LIST(name, stride)                                                  \
+    CARVE_EXPORT nvmlReturn_t name(nvmlDevice_t device, unsigned int *infoCount,           \
+                                   nvmlProcessInfo_t *infos)                              \
+    {                                                                                     \
+        carve__init();                                                                    \
+        return slice_processes_by_count(device, infoCount, infos, (stride), R.name);     \
+    }
+SLICE_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses_v3, carve__nvml_v3_stride())
+SLICE_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses_v2, sizeof(nvmlProcessInfo_t))
+SLICE_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses, sizeof(nvmlProcessInfo_v1_t))
+SLICE_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses_v3, carve__nvml_v3_stride())
+SLICE_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses_v2, sizeof(nvmlProcessInfo_t))
+SLICE_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses, sizeof(nvmlProcessInfo_v1_t))
+SLICE_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v3, carve__nvml_v3_stride())
+SLICE_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v2, sizeof(nvmlProcessInfo_t))
+SLICE_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses, sizeof(nvmlProcessInfo_v1_t))
 
 /* The list of R550 on, which a newer nvidia-smi or monitor may read instead: the same filter. */
 CARVE_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device,

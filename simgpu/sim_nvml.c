@@ -243,9 +243,10 @@ API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t
 }
 
 /* On a MIG device handle: the processes in that instance. On the whole GPU: all, with the
-   GPU and compute instance they run in (~0 for none), as NVML reports them. */
-static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count,
-                                      nvmlProcessInfo_t *infos)
+   GPU and compute instance they run in (~0 for none), as NVML reports them. Entries of
+   stride bytes: 24 (nvmlProcessInfo_t), or 16 (the unversioned lists, pid and memory). */
+static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count, void *infos,
+                                      size_t stride)
 {
     NEED_DEV_OR_MIG(d);
     if (!count)
@@ -260,27 +261,55 @@ static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count,
         unsigned gi = atomic_load(&s->proc[i].mig_gi[d->index]);
         if (d->gi && gi != d->gi)
             continue;
-        if (n < cap)
-            infos[n] = (nvmlProcessInfo_t){(unsigned)(pid + sim_config()->nvml_pid_offset),
-                                           atomic_load(&s->proc[i].used[d->index]),
-                                           gi ? gi : ~0u, gi ? 0u : ~0u};
+        if (n < cap) {
+            nvmlProcessInfo_t e = {(unsigned)(pid + sim_config()->nvml_pid_offset),
+                                   atomic_load(&s->proc[i].used[d->index]), gi ? gi : ~0u,
+                                   gi ? 0u : ~0u};
+            memcpy((unsigned char *)infos + (size_t)n * stride, &e, stride);
+        }
         n++;
     }
     *count = n;
     return n > cap ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
 }
 
-API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *count,
-                                                         nvmlProcessInfo_t *infos)
+/* The graphics and MPS lists: empty, as on a GPU that only computes and runs no MPS, unless
+   CARVE_SIM_PROC_LISTS=all has every process listed there too. */
+static nvmlReturn_t other_processes(nvmlDevice_t d, unsigned int *count, void *infos,
+                                    size_t stride)
 {
-    return running_processes(d, count, infos);
+    NEED_DEV_OR_MIG(d);
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (sim_config()->all_proc_lists)
+        return running_processes(d, count, infos, stride);
+    *count = 0;
+    return NVML_SUCCESS;
 }
 
-API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *count,
-                                                         nvmlProcessInfo_t *infos)
-{
-    return running_processes(d, count, infos);
-}
+#define SIM_PROCESS_LIST(name, lister, stride)                                             \
+    API nvmlReturn_t name(nvmlDevice_t d, unsigned int *count, nvmlProcessInfo_t *infos) \
+    {                                                                                     \
+        return lister(d, count, infos, stride);                                           \
+    }
+SIM_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses_v3, running_processes,
+                 sizeof(nvmlProcessInfo_t))
+SIM_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses_v2, running_processes,
+                 sizeof(nvmlProcessInfo_t))
+SIM_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses, running_processes,
+                 sizeof(nvmlProcessInfo_v1_t))
+SIM_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses_v3, other_processes,
+                 sizeof(nvmlProcessInfo_t))
+SIM_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses_v2, other_processes,
+                 sizeof(nvmlProcessInfo_t))
+SIM_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses, other_processes,
+                 sizeof(nvmlProcessInfo_v1_t))
+SIM_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v3, other_processes,
+                 sizeof(nvmlProcessInfo_t))
+SIM_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v2, other_processes,
+                 sizeof(nvmlProcessInfo_t))
+SIM_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses, other_processes,
+                 sizeof(nvmlProcessInfo_v1_t))
 
 /* A driver of R535 on has both (so _v3's entries are 24 bytes, common/nvml_procs.h); the
  * simulated GPU has no confidential computing to report. */
@@ -292,8 +321,8 @@ API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t d,
     return NVML_ERROR_NOT_SUPPORTED;
 }
 
-/* The compute processes again, in the list of R550 on; no graphics, and MPS clients are
- * compute processes here too. */
+/* The lists above again, in the one of R550 on: the compute processes, or the graphics or MPS
+ * ones (other_processes). */
 API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t d,
                                                        nvmlProcessDetailList_t *plist)
 {
@@ -304,9 +333,9 @@ API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t d,
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     nvmlProcessInfo_t all[SIM_MAX_PROCS];
     unsigned int n = SIM_MAX_PROCS;
-    if (plist->mode == NVML_PROCESS_MODE_GRAPHICS)
-        n = 0;
-    else if (running_processes(d, &n, all) != NVML_SUCCESS)
+    __typeof__(&running_processes) lister =
+        plist->mode == NVML_PROCESS_MODE_COMPUTE ? running_processes : other_processes;
+    if (lister(d, &n, all, sizeof(all[0])) != NVML_SUCCESS)
         return NVML_ERROR_UNKNOWN;
     unsigned int cap = plist->procArray ? plist->numProcArrayEntries : 0;
     plist->numProcArrayEntries = n;

@@ -113,6 +113,8 @@ static void read_config(void)
     config.nvml_pid_offset = v ? atoi(v) : 0;
     v = getenv("CARVE_SIM_NVML_UTIL_PID_OFFSET");
     config.nvml_util_pid_offset = v ? atoi(v) : 0;
+    v = getenv("CARVE_SIM_PROC_LISTS");
+    config.all_proc_lists = v && strcmp(v, "all") == 0;
     config.ctx_memory = env_size("CARVE_SIM_CTX_MEMORY", 500ULL << 20);
     config.module_memory = env_size("CARVE_SIM_MODULE_MEMORY", 2ULL << 20);
     v = getenv("CARVE_SIM_STATE");

@@ -32,6 +32,9 @@ struct sim_config {
      * drivers that translate the process list's pids into a container's namespace and not
      * the samples' */
     int nvml_util_pid_offset;
+    /* the graphics and MPS process lists name every process, as the compute list does
+     * (CARVE_SIM_PROC_LISTS=all); else they are empty, as on a GPU that only computes */
+    bool all_proc_lists;
     uint64_t ctx_memory;
     uint64_t module_memory;
     char state_path[256];

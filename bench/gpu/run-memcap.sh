@@ -126,7 +126,10 @@ echo "   memory.total in the slice: $smi_total MiB ($smi)"
 rows+=("| nvidia-smi | \`carve run --memory $CAP -- nvidia-smi --query-gpu=memory.total\` | $smi | $smi_total | - | - | - | want 4096 |")
 
 # NVML's process lists in a slice name the slice's tenant and not a process outside it: the
-# _v3 and _v2 lists, and the detail list of R550 on (tests/e2e/nvml_list).
+# compute, graphics and MPS lists in their _v3, _v2 and unversioned forms, and the detail
+# list of R550 on in each mode (tests/e2e/nvml_list). A compute tenant is in no graphics or
+# MPS list on a real GPU, so those rows are INFO unless the outsider shows up (FAIL).
+NVML_LISTS="v3 v2 v1 graphics-v3 graphics-v2 graphics-v1 mps-v3 mps-v2 mps-v1 detail detail-graphics detail-mps"
 echo "== NVML's process lists in the slice"
 memhog=$BUILD/bench/memhog
 "$memhog" --label outsider --max 256 --hold 8 >"$LOGS/outsider.log" 2>&1 &
@@ -134,19 +137,18 @@ outsider=$!
 sleep 2
 lists=$("$CARVE" run --memory "$CAP" -- sh -c '"$0" --label insider --max 256 --hold 4 \
     >/dev/null 2>&1 & sleep 2; echo "insider $!"
-    for api in v3 v2 detail; do echo "$api $("$1" $api 2>&1 | tr "\n" " ")"; done; wait' \
-    "$memhog" "$BUILD/tests/e2e/nvml_list")
+    for api in $2; do echo "$api $("$1" $api 2>&1 | tr "\n" " ")"; done; wait' \
+    "$memhog" "$BUILD/tests/e2e/nvml_list" "$NVML_LISTS")
 wait "$outsider"
 insider=$(echo "$lists" | sed -n 's/^insider //p')
-for api in v3 v2 detail; do
+for api in $NVML_LISTS; do
     listed=$(echo "$lists" | sed -n "s/^$api //p")
-    if [ -n "$insider" ] && echo "$listed" | grep -qw "$insider" &&
-        ! echo "$listed" | grep -qw "$outsider"; then
-        verdict=PASS; passed=$((passed + 1))
-    elif ! echo "$listed" | grep -qw "${insider:-none}"; then
-        verdict=INFO # NVML names pids of another PID namespace: nothing to match here
-    else
+    if echo "$listed" | grep -qw "$outsider"; then
         verdict=FAIL; failed=$((failed + 1))
+    elif [ -n "$insider" ] && echo "$listed" | grep -qw "$insider"; then
+        verdict=PASS; passed=$((passed + 1))
+    else
+        verdict=INFO # not listed there (a graphics or MPS list), or pids of another namespace
     fi
     echo "   $api: $listed(tenant $insider, outsider $outsider): $verdict"
     rows+=("| nvml-$api | \`nvml_list $api\` in the slice, beside a process outside it | $verdict | - | - | - | - | listed: $listed; tenant $insider, outside $outsider |")

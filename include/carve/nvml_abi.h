@@ -95,6 +95,32 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
                                                      unsigned int *infoCount,
                                                      nvmlProcessInfo_t *infos);
+/* The other process lists of the same protocol. The unversioned ones (what binaries built
+ * before R470 call) fill nvmlProcessInfo_v1_t entries: they are declared here with the same
+ * pointer type as the rest, a buffer of entries whose size the version decides. */
+typedef struct nvmlProcessInfo_v1_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+                                                  nvmlProcessInfo_t *infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device,
+                                                      unsigned int *infoCount,
+                                                      nvmlProcessInfo_t *infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device,
+                                                      unsigned int *infoCount,
+                                                      nvmlProcessInfo_t *infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+                                                   nvmlProcessInfo_t *infos);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                        unsigned int *infoCount,
+                                                        nvmlProcessInfo_t *infos);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                        unsigned int *infoCount,
+                                                        nvmlProcessInfo_t *infos);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device,
+                                                     unsigned int *infoCount,
+                                                     nvmlProcessInfo_t *infos);
 /* Which of these two a library has tells the layout of _v3's entries (nvml_procs.h); the
  * first is only looked up. */
 typedef struct nvmlConfComputeMemSizeInfo_st nvmlConfComputeMemSizeInfo_t;

@@ -76,33 +76,42 @@ out=$(in_slice 4GiB nvidia-smi --query-gpu=memory.total --format=csv,noheader,no
 check "nvidia-smi inside a 4 GiB slice reports memory.total 4096 (got '$out')" "$([ "$out" = 4096 ]; echo $?)"
 
 # nvidia-smi inside a slice lists the slice's processes and no one else's: a tenant of
-# another slice holds memory meanwhile, and nvidia-smi outside sees both
+# another slice holds memory meanwhile, and nvidia-smi outside sees both. Every process list
+# of NVML is checked: compute, graphics and MPS, each in its _v3, _v2 and unversioned form,
+# and the detail list of R550 on in each mode; the simulated GPU lists every process in all
+# of them (CARVE_SIM_PROC_LISTS=all). Only the compute _v3/_v2 lists were filtered until
+# 2026-11-25 (the detail list), and the graphics, MPS and unversioned ones until 2026-11-26.
+NVML_LISTS="v3 v2 v1 graphics-v3 graphics-v2 graphics-v1 mps-v3 mps-v2 mps-v1 detail detail-graphics detail-mps"
+export CARVE_SIM_PROC_LISTS=all
 MEMHOG=$BUILD/bench/memhog
 in_slice 1GiB "$MEMHOG" --label outsider --max 256 --hold 4 >"$state_dir/outsider" 2>&1 &
 outsider=$!
 out=$(in_slice 2GiB sh -c '"$0" --label insider --max 256 --hold 4 >/dev/null 2>&1 & sleep 1.5
-      echo "insider $!"; for api in v3 v2 detail; do echo "$api $("$1" $api | tr "\n" " ")"; done
+      echo "insider $!"; for api in $2; do echo "$api $("$1" $api | tr "\n" " ")"; done
       nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader' "$MEMHOG" \
-      "$E2E/nvml_list")
+      "$E2E/nvml_list" "$NVML_LISTS")
 all=$(LD_LIBRARY_PATH="$SIM" "$SIM/bin/nvidia-smi" --query-compute-apps=pid --format=csv,noheader)
-all_detail=$(LD_LIBRARY_PATH="$SIM" "$E2E/nvml_list" detail | tr '\n' ' ')
+outside=$(for api in $NVML_LISTS; do echo "$api $(LD_LIBRARY_PATH="$SIM" "$E2E/nvml_list" "$api" | tr '\n' ' ')"; done)
 wait "$outsider"
 insider=$(echo "$out" | sed -n 's/^insider //p')
 outsider_pid=$(sed -n 's/.*pid \([0-9]*\).*/\1/p' "$state_dir/outsider" | head -n1)
-listed=$(echo "$out" | grep -v '^insider\|^v3 \|^v2 \|^detail ' | cut -d, -f1 | tr '\n' ' ')
+listed=$(echo "$out" | grep -v '^insider \|^[a-z0-9-]* [0-9 ]*$' | cut -d, -f1 | tr '\n' ' ')
 [ -n "$insider" ] && echo "$listed" | grep -qw "$insider" && ! echo "$listed" | grep -qw "${outsider_pid:-none}"
 rc=$?
 check "nvidia-smi in a slice lists its tenant $insider and not $outsider_pid (listed: $listed)" $rc
-# each of NVML's process lists, the one of R550 on (nvmlDeviceGetRunningProcessDetailList)
-# included: it listed every process on the GPU until libcarve filtered it (2026-11-25)
-for api in v3 v2 detail; do
+for api in $NVML_LISTS; do
     listed=$(echo "$out" | sed -n "s/^$api //p")
     [ -n "$insider" ] && echo "$listed" | grep -qw "$insider" &&
         ! echo "$listed" | grep -qw "${outsider_pid:-none}"
     check "NVML's $api list in a slice names $insider and not $outsider_pid (listed: $listed)" $?
 done
-echo "$all_detail" | grep -qw "${outsider_pid:-none}" && echo "$all_detail" | grep -qw "${insider:-none}"
-check "NVML's detail list outside names both tenants ($all_detail)" $?
+# outside any slice nothing is filtered: every list names both (so the checks above can fail)
+for api in $NVML_LISTS; do
+    listed=$(echo "$outside" | sed -n "s/^$api //p")
+    echo "$listed" | grep -qw "${outsider_pid:-none}" && echo "$listed" | grep -qw "${insider:-none}"
+    check "NVML's $api list outside names both tenants ($listed)" $?
+done
+unset CARVE_SIM_PROC_LISTS
 echo "$all" | grep -qw "${outsider_pid:-none}" && echo "$all" | grep -qw "${insider:-none}"
 rc=$?
 check "nvidia-smi outside lists both tenants ($(echo "$all" | tr '\n' ' '))" $rc

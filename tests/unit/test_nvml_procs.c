@@ -1,10 +1,11 @@
-/* test_nvml_procs.c - a running-process list read in either layout: 24-byte entries, and
- * the 32-byte ones of the R525/R530 drivers' _v3, told apart by which symbols the library
- * has; filtering keeps whole entries in order. */
+/* test_nvml_procs.c - a running-process list read in any layout: 24-byte entries, the
+ * 32-byte ones of the R525/R530 drivers' _v3, told apart by which symbols the library has,
+ * and the unversioned lists' 16; filtering keeps whole entries in order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -66,12 +67,33 @@ static void test_narrow_entries(void **state)
     assert_int_equal(carve_nvml_keep_procs(list, sizeof(list[0]), 2, keep, 0), 0);
 }
 
+/* The unversioned lists' 16-byte entries, in a buffer exactly as long as the list (on the heap,
+ * so that the sanitizer build sees a read past its end). */
+static void test_v1_entries(void **state)
+{
+    (void)state;
+    assert_int_equal(sizeof(nvmlProcessInfo_v1_t), 16);
+    nvmlProcessInfo_v1_t *list = malloc(3 * sizeof(*list));
+    assert_non_null(list);
+    list[0] = (nvmlProcessInfo_v1_t){41, 410};
+    list[1] = (nvmlProcessInfo_v1_t){42, 420};
+    list[2] = (nvmlProcessInfo_v1_t){43, 430};
+    unsigned int keep[] = {43, 41};
+    assert_int_equal(carve_nvml_keep_procs(list, sizeof(list[0]), 3, keep, 2), 2);
+    assert_int_equal(list[0].pid, 41);
+    assert_int_equal(list[0].usedGpuMemory, 410);
+    assert_int_equal(list[1].pid, 43);
+    assert_int_equal(list[1].usedGpuMemory, 430);
+    free(list);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stride_rule),
         cmocka_unit_test(test_wide_entries),
         cmocka_unit_test(test_narrow_entries),
+        cmocka_unit_test(test_v1_entries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
