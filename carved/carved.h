@@ -97,7 +97,9 @@ char *carved_metrics_render(const json_t *snap);
  *       "pci_bus_id": "00000000:18:00.0" ("" when NVML does not say), "device": "nvidia0",
  *       "memory_total": N, "memory_used": N, "utilization": 37,
  *       "processes": [ { "pid": 123, "used_memory": N, "sm_util": 12,
- *                        "slice": "train" or null, "user": "alice", "command": "python" } ]
+ *                        "slice": "train" or null, "user": "alice", "command": "python",
+ *                        "mps_server": false (true: NVIDIA's MPS server, in no slice and no
+ *                          escape; its clients are listed themselves) } ]
  *   } ],
  *   "slices": [ {
  *       "name": "train", "owner": "alice", "uid": 1000, "created": 1763900000,

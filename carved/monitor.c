@@ -461,17 +461,21 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
             char user[64], cmd[64];
             proc_user((pid_t)infos[i].pid, user, sizeof(user), cmd, sizeof(cmd));
             struct dslice *s = slice_of_pid(infos[i].pid);
+            /* NVIDIA's MPS server runs the work of MPS clients (carve run --mode mps starts
+             * one per user and GPU); the clients are listed themselves, in their slices or
+             * as escapes, and killing the server would end every client it serves */
+            bool mps_server = !s && carve_proc_is_mps_server((pid_t)infos[i].pid, geteuid()) == 1;
             if (s && sm > 0)
                 busy_slices[s - d->slices] = true;
             int k = s ? slice_dev_on(s, gi->index) : -1;
             if (k >= 0)
                 s->nvml_sm[k] += sm;
-            json_array_append_new(procs, json_pack("{s:I,s:I,s:I,s:o,s:s,s:s}",
+            json_array_append_new(procs, json_pack("{s:I,s:I,s:I,s:o,s:s,s:s,s:b}",
                 "pid", (json_int_t)infos[i].pid, "used_memory", (json_int_t)infos[i].usedGpuMemory,
                 "sm_util", (json_int_t)sm, "slice", s ? json_string(s->name) : json_null(),
-                "user", user, "command", cmd));
+                "user", user, "command", cmd, "mps_server", mps_server));
             bool over = k >= 0 && s->over_cap[k];
-            if ((s && !over) || infos[i].pid == (unsigned)getpid())
+            if ((s && !over) || mps_server || infos[i].pid == (unsigned)getpid())
                 continue;
             struct dslice *barred = s ? NULL : slice_of(infos[i].pid, true), *in = s ? s : barred;
             const char *action = "reported";

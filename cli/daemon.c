@@ -318,12 +318,38 @@ int carve_cmd_slice(int argc, char **argv)
     return usage_error("slice", "unknown action `%s' (create, list, delete)", argv[1]);
 }
 
+/* NVIDIA's MPS servers on the GPUs, when there are any: in no slice, yet not escapes. */
+static void print_mps_servers(json_t *snap)
+{
+    size_t i, j;
+    json_t *g, *p;
+    bool header = false;
+    json_array_foreach(json_object_get(snap, "gpus"), i, g)
+        json_array_foreach(json_object_get(g, "processes"), j, p) {
+            if (!json_is_true(json_object_get(p, "mps_server")))
+                continue;
+            if (!header)
+                printf("\nMPS servers (they run the work of MPS clients, which are listed "
+                       "above; not escapes):\n");
+            header = true;
+            char used[32];
+            carve_format_size((uint64_t)json_integer_value(json_object_get(p, "used_memory")),
+                              used, sizeof(used));
+            printf("  GPU %lld pid %lld user %s command %s memory %s\n",
+                   (long long)json_integer_value(json_object_get(g, "index")),
+                   (long long)json_integer_value(json_object_get(p, "pid")),
+                   json_string_value(json_object_get(p, "user")),
+                   json_string_value(json_object_get(p, "command")), used);
+        }
+}
+
 static const char ps_help[] =
     "usage: carve ps [--json|-j]\n"
     "\n"
     "What carved sees: each slice with its processes (pid, user, command, memory), memory\n"
     "used and cap, achieved compute share and idle time; then every GPU process that is in\n"
-    "no slice (an escape: a static binary, or one that dropped LD_PRELOAD).\n"
+    "no slice (an escape: a static binary, or one that dropped LD_PRELOAD), and NVIDIA's\n"
+    "MPS servers, which are in no slice but not escapes.\n"
     "--json (-j) prints carved's whole snapshot (the schema is in carved/carved.h).\n";
 
 int carve_cmd_ps(int argc, char **argv)
@@ -382,6 +408,7 @@ int carve_cmd_ps(int argc, char **argv)
                    ? "not killed (no CUDA process has this pid here: see carved's log)"
                    : action);
     }
+    print_mps_servers(snap);
     json_decref(r);
     return 0;
 }

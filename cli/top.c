@@ -273,10 +273,13 @@ static void render(struct frame *f, const json_t *snap, const char *note)
             char m[32];
             size_text(num(p, "used_memory"), m, sizeof(m));
             const char *slice = str(p, "slice", NULL);
-            line(f, slice ? EM_NONE : EM_ALERT, "  %3lld %8lld %-*.*s %-*.*s %10s %4.0f  %s",
+            bool mps_server = json_is_true(json_object_get(p, "mps_server"));
+            line(f, slice || mps_server ? EM_NONE : EM_ALERT,
+                 "  %3lld %8lld %-*.*s %-*.*s %10s %4.0f  %s",
                  (long long)json_integer_value(json_object_get(g, "index")),
                  (long long)json_integer_value(json_object_get(p, "pid")), OWNER_W, OWNER_W,
-                 str(p, "user", "?"), NAME_W, NAME_W, slice ? slice : "(escape)", m,
+                 str(p, "user", "?"), NAME_W, NAME_W,
+                 slice ? slice : mps_server ? "(mps server)" : "(escape)", m,
                  num(p, "sm_util"), str(p, "command", "?"));
         }
     line(f, EM_NONE, "%s", "");

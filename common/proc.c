@@ -113,6 +113,28 @@ int carve_proc_uses_cuda(pid_t pid)
     return cuda;
 }
 
+int carve_proc_is_mps_server(pid_t pid, uid_t trusted_owner)
+{
+    char link[64], exe[4096];
+    if (pid <= 0)
+        return -1;
+    snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    if (strcmp(base, CARVE_MPS_SERVER_NAME) != 0)
+        return 0; /* a replaced or deleted file reads "... (deleted)": not it either */
+    /* the file the process runs, not the path that now names it */
+    struct stat st;
+    if (stat(link, &st) != 0)
+        return -1;
+    return S_ISREG(st.st_mode) && (st.st_uid == 0 || st.st_uid == trusted_owner) &&
+           !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
 /* The kernel numbers the initial PID namespace's inode so (PROC_PID_INIT_INO). */
 #define HOST_PID_NAMESPACE_INO 0xEFFFFFFCu
 

@@ -24,6 +24,12 @@ int carve_proc_ids(pid_t pid, uid_t *uid, gid_t *gid);
  * NVIDIA device file, as every process that NVML sees on a GPU does; 0 when it maps
  * neither; -1 when its maps cannot be read (gone, or not ours to read). */
 int carve_proc_uses_cuda(pid_t pid);
+/* 1 when pid runs NVIDIA's MPS server: the file it executes is named nvidia-cuda-mps-server,
+ * is owned by root or by trusted_owner (the daemon's own user, who installed it) and is not
+ * writable by group or others, so that a user's own program renamed so is not taken for
+ * it; 0 when not; -1 when its executable cannot be read (gone, or not ours to look at). */
+#define CARVE_MPS_SERVER_NAME "nvidia-cuda-mps-server"
+int carve_proc_is_mps_server(pid_t pid, uid_t trusted_owner);
 /* 1 when this process runs in the host's (the initial) PID namespace, 0 when in another. */
 int carve_proc_host_pid_namespace(void);
 

@@ -5,7 +5,7 @@
 # when NVML's utilisation samples name pids its process list does not; allocations refused at a cap,
 # counted by the slices, across a restart of carved; carve ps of a slice on two GPUs; idle
 # GPU-hours of a slice on two GPUs, across a restart; an escape on two GPUs, counted and
-# killed once; an escape whose name is not UTF-8 listed
+# killed once; an escape whose name is not UTF-8 listed; NVIDIA's MPS server no escape
 #
 #   BUILD=build bash tests/e2e/carved_numbers.sh
 set -uo pipefail
@@ -192,6 +192,41 @@ ps_text=$("$CARVE" ps)
 check "an escape named with a byte that is not UTF-8 and an escape character is listed ($listed), and carve ps prints no control character" \
     '[ "$listed" = "['"'"'hog??[2J'"'"']" ] && ! grep -q $'"'"'\x1b'"'"' <<<"$ps_text"'
 wait "$oddpid" 2>/dev/null
+
+# 7. NVIDIA's MPS server (carve run --mode mps starts one per user and GPU) is a GPU process
+# in no slice: carved counted it as an escape, and under escape_policy = kill killed it,
+# ending every MPS client it served. It is told by the file it runs (named
+# nvidia-cuda-mps-server, owned by root or carved's user, writable by no group or other):
+# a stand-in holding GPU memory under that name stays; the same program made group-writable
+# (anyone of the group could have put their own there) is still an escape, and killed
+stop_carved
+start_carved 200ms off $'escape_policy = kill\n'
+mkdir -p "$work/mps-ok" "$work/mps-gw"
+for d in mps-ok mps-gw; do cp "$BUILD/bench/memhog" "$work/$d/nvidia-cuda-mps-server"; done
+chmod 0755 "$work/mps-ok/nvidia-cuda-mps-server"
+chmod 0775 "$work/mps-gw/nvidia-cuda-mps-server"
+LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$work/mps-ok/nvidia-cuda-mps-server" --label server \
+    --max 64 --hold 3 >"$work/mps-ok.log" 2>&1 &
+server=$!
+LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$work/mps-gw/nvidia-cuda-mps-server" --label impostor \
+    --max 64 --hold 10 >"$work/mps-gw.log" 2>&1 &
+impostor=$!
+for _ in $(seq 50); do grep -q holding "$work/mps-ok.log" && break; sleep 0.1; done
+sleep 0.6
+seen=$("$CARVE" ps --json | python3 -c 'import json, sys
+snap = json.load(sys.stdin)
+procs = {p["pid"]: p["mps_server"] for g in snap["gpus"] for p in g["processes"]}
+escapes = [e["pid"] for e in snap["escapes"]]
+print(procs.get(int(sys.argv[1])), int(sys.argv[1]) in escapes)' "$server")
+ps_text=$("$CARVE" ps)
+wait "$server"
+server_rc=$?
+wait "$impostor" 2>/dev/null
+impostor_rc=$?
+check "the MPS server is listed as one and is no escape ($seen), and carve ps says so" \
+    '[ "$seen" = "True False" ] && grep -q "^  GPU 0 pid $server user .* command nvidia-cuda-mps" <<<"$ps_text"'
+check "escape_policy = kill: the MPS server runs to its end (status $server_rc), a group-writable program of that name is killed (status $impostor_rc)" \
+    '[ "$server_rc" -eq 0 ] && [ "$impostor_rc" -eq 137 ]'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -48,7 +48,8 @@ cat >"$work/snap.json" <<EOF
    "memory_used": $((14 * GiB)), "utilization": 63,
    "processes": [
     {"pid": 2001, "used_memory": $((12 * GiB)), "sm_util": 55, "slice": "infer", "user": "bob", "command": "vllm"},
-    {"pid": 4242, "used_memory": $((2 * GiB)), "sm_util": 8, "slice": null, "user": "mallory", "command": "rogue.py"}]}],
+    {"pid": 4242, "used_memory": $((2 * GiB)), "sm_util": 8, "slice": null, "user": "mallory", "command": "rogue.py"},
+    {"pid": 4343, "used_memory": $((32 * 1048576)), "sm_util": 0, "slice": null, "user": "bob", "command": "nvidia-cuda-mps", "mps_server": true}]}],
  "slices": [
   {"name": "train", "owner": "alice", "uid": 1000, "created": 1, "origin": "config",
    "devices": [{"index": 0, "uuid": "GPU-0", "memory_cap": $((8 * GiB)), "memory_used": $((4 * GiB)),
@@ -77,11 +78,12 @@ echo "$frame" >"$work/frame.txt"
 # at width 120 a slice's bar has 18 cells: 4/8 GiB is 9, 3/4 and 12/16 GiB are 13.5 -> 14
 bar() { printf '[%s%s]' "$(printf "%${1}s" '' | tr ' ' '#')" "$(printf "%$((18 - $1))s" '' | tr ' ' '.')"; }
 check "title names the node, the simulated GPU and the sort key" 'grep -q "^carve top - sim-node-1 (simulated GPU) - .* - sort: name$" "$work/frame.txt"'
-check "counts: 2 GPUs, 3 slices, 4 processes, 1 escape" 'grep -qx "2 GPUs, 3 slices, 4 processes, 1 escape" "$work/frame.txt"'
-check "GPU 1's line: utilisation 63%, 14 GiB of 80 GiB" 'grep -q "^GPU 1  NVIDIA H100 80GB HBM3 *util  63%  \[.*\] 14 GiB / 80 GiB  2 procs$" "$work/frame.txt"'
+check "counts: 2 GPUs, 3 slices, 5 processes (an MPS server among them), 1 escape" 'grep -qx "2 GPUs, 3 slices, 5 processes, 1 escape" "$work/frame.txt"'
+check "GPU 1's line: utilisation 63%, 14 GiB of 80 GiB" 'grep -q "^GPU 1  NVIDIA H100 80GB HBM3 *util  63%  \[.*\] 14 GiB / 80 GiB  3 procs$" "$work/frame.txt"'
 check "train: half-full bar, 4 GiB / 8 GiB, share 28.5% of 30%" 'grep -qF "  train            alice          1  $(bar 9) 4 GiB / 8 GiB" "$work/frame.txt" && grep -q "^  train .* 28.5%     30%  0s$" "$work/frame.txt"'
 check "notebook: 3/4 bar and IDLE for 2h01m" 'grep -qF "  notebook         carol          1  $(bar 14) 3 GiB / 4 GiB" "$work/frame.txt" && grep -q "^  notebook .*IDLE 2h01m$" "$work/frame.txt"'
 check "infer under GPU 1 with a 12/16 bar and 52.0% of 40%+" 'sed -n "/^GPU 1/,/^$/p" "$work/frame.txt" | grep -qF "  infer            bob            1  $(bar 14) 12 GiB / 16 GiB" && grep -q "^  infer .* 52.0%    40%+  0s$" "$work/frame.txt"'
+check "an MPS server: listed as one, not as an escape" 'grep -q "^    1     4343 bob        (mps server) .* nvidia-cuda-mps$" "$work/frame.txt" && ! grep -q "pid 4343" "$work/frame.txt"'
 check "the escape: listed as a process with no slice, and under ESCAPES" 'grep -q "^    1     4242 mallory    (escape) .* rogue.py$" "$work/frame.txt" && grep -qx "ESCAPES (GPU processes in no slice, or past their slice'"'"'s cap): 1" "$work/frame.txt" && grep -qx "  GPU 1 pid 4242 user mallory command rogue.py memory 2 GiB: reported" "$work/frame.txt"'
 sed 's/"action": "reported"}/"action": "reported", "reason": "over_cap"}/' "$work/snap.json" >"$work/over.json"
 check "an escape past its slice's cap says so" \
@@ -122,7 +124,13 @@ done
 held=$!
 LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$MEMHOG" --label escape --max 128 --hold 4 >"$work/escape.log" 2>&1 &
 escape=$!
-sleep 1.5
+# both hold their memory, then carved polls once more (a fixed 1.5 s was short on a loaded
+# machine: the slice showed no process yet)
+for _ in $(seq 100); do
+    grep -q holding "$work/held.log" && grep -q holding "$work/escape.log" && break
+    sleep 0.1
+done
+sleep 0.5
 "$CARVE" top --once --width 120 >"$work/live.txt" 2>&1
 check "live --once: slice shared with 1 process and a 1 GiB cap" 'grep -q "^  shared .* 1  \[.*\] .* / 1 GiB" "$work/live.txt"'
 check "live --once: slice mine, 768 MiB, target 30%" 'grep -q "^  mine .* 0 / 768 MiB .*30%" "$work/live.txt"'

@@ -2,7 +2,8 @@
  * parentheses does not shift the fields, an exited but unreaped child is not running, and a
  * pid that is not there reads as nothing; whose a process is comes from /proc/PID/status,
  * also once it is not dumpable (its /proc entry is root's then); a process uses CUDA when it
- * maps a libcuda.so (carved kills only such a pid that NVML names). */
+ * maps a libcuda.so (carved kills only such a pid that NVML names); NVIDIA's MPS server is
+ * told by the file it runs, not by a name anyone can give a program. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,6 +138,73 @@ static void test_uses_cuda(void **state)
     assert_int_equal(carve_proc_uses_cuda(p), -1); /* gone */
 }
 
+/* A copy of sleep(1) under the MPS server's name, started; its pid. */
+static pid_t start_copy(const char *dir, const char *name, mode_t mode, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s", dir, name);
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "cp /bin/sleep '%s'", path);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(chmod(path, mode), 0);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        execl(path, name, "30", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 200; i++) { /* until the exec has happened */
+        char exe[4096], link[64];
+        snprintf(link, sizeof(link), "/proc/%d/exe", (int)p);
+        ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+        if (n > 0 && (size_t)n == strlen(path) && memcmp(exe, path, (size_t)n) == 0)
+            break;
+        usleep(10000);
+    }
+    return p;
+}
+
+static void stop(pid_t p)
+{
+    kill(p, SIGKILL);
+    waitpid(p, NULL, 0);
+}
+
+static void test_mps_server(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/carve-test-mps.XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(chmod(dir, 0755), 0);
+    uid_t me = geteuid();
+    pid_t p = start_copy(dir, CARVE_MPS_SERVER_NAME, 0755, path, sizeof(path));
+    int ours = carve_proc_is_mps_server(p, me);
+    /* writable by its group: anyone of the group could have put their program there */
+    assert_int_equal(chmod(path, 0775), 0);
+    int group_writable = carve_proc_is_mps_server(p, me);
+    assert_int_equal(chmod(path, 0755), 0);
+    /* owned by someone who is neither root nor the daemon's user */
+    int foreign;
+    if (me == 0) {
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        foreign = carve_proc_is_mps_server(p, 0);
+    } else {
+        foreign = carve_proc_is_mps_server(p, me + 1);
+    }
+    stop(p);
+    unlink(path);
+    assert_int_equal(ours, 1);
+    assert_int_equal(group_writable, 0);
+    assert_int_equal(foreign, 0);
+    p = start_copy(dir, "nvidia-cuda-mps-serverx", 0755, path, sizeof(path));
+    assert_int_equal(carve_proc_is_mps_server(p, me), 0);
+    stop(p);
+    unlink(path);
+    rmdir(dir);
+    assert_int_equal(carve_proc_is_mps_server(getpid(), me), 0);
+    assert_int_equal(carve_proc_is_mps_server(0, me), -1);
+    assert_int_equal(carve_proc_is_mps_server(p, me), -1); /* reaped */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_missing),
         cmocka_unit_test(test_ids),
         cmocka_unit_test(test_uses_cuda),
+        cmocka_unit_test(test_mps_server),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
