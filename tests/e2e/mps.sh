@@ -322,6 +322,27 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     rc=$?
     check "root's client ends (status $rc) and stops root's daemon ($(alive "$d0" && echo alive || echo gone))" \
         "$([ "$rc" -eq 0 ] && ! alive "$d0"; echo $?)"
+    # a dead daemon's pid file naming another user's live daemon (a reused pid): that daemon,
+    # with the same name, is not ours to reuse or to send a quit
+    mkdir -m 777 "$tmp/nbs"
+    as_nobody CARVE_MPS_DIR="$shared" "$NB/bin/carve" run --simulate --mode mps -- sh -c '
+        touch "$0/nb.up"; i=0; while [ ! -e "$0/nb.stop" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done' "$tmp/nbs" &
+    nbholder=$!
+    wait_for "$tmp/nbs/nb.up"
+    dn=$(last_daemon)
+    starts=$(events start)
+    printf '%s\n' "$dn" >"$rundir/pipe/nvidia-cuda-mps-control.pid"
+    [ -p "$rundir/pipe/control" ] || mkfifo "$rundir/pipe/control"
+    "$CARVE" run --simulate --mode mps -- "$MEMHOG" --max 256 --hold 0 >/dev/null 2>&1
+    rc=$?
+    d=$(last_daemon)
+    check "root's stale pid file naming nobody's live daemon (pid $dn): root starts its own (status $rc, $(( $(events start) - starts )) start, its client under pid $d), stops it, and leaves nobody's running ($(alive "$dn" && echo alive || echo gone))" \
+        "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && [ "$d" != "$dn" ] && grep -q "^client pid=[0-9]* daemon=$d " "$REC" && ! alive "$d" && alive "$dn"; echo $?)"
+    touch "$tmp/nbs/nb.stop"
+    wait "$nbholder"
+    rc=$?
+    check "... nobody's client then ends (status $rc) and stops its daemon ($(alive "$dn" && echo alive || echo gone))" \
+        "$([ "$rc" -eq 0 ] && ! alive "$dn"; echo $?)"
     # root's own private base: nobody cannot make a directory there, and is told whose it is
     mkdir -m 700 "$tmp/private"
     starts=$(events start)
