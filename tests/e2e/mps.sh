@@ -395,8 +395,15 @@ err=$(CUDA_MPS_PIPE_DIRECTORY=/tmp/their-mps-pipe "$CARVE" run --simulate --mode
 echo "$err" | grep -q 'note: CUDA_MPS_PIPE_DIRECTORY=/tmp/their-mps-pipe is replaced by' &&
     echo "$err" | grep -q "^pipe=$rundir/pipe\$"
 check "a user's CUDA_MPS_PIPE_DIRECTORY is replaced by carve's, with a note ($(echo "$err" | tr '\n' ' ' | cut -c1-160))" $?
-grep -q '^  mps  *NVIDIA MPS' <<<"$("$CARVE" run --help)"
+help=$("$CARVE" run --help)
+grep -q '^  mps  *NVIDIA MPS' <<<"$help"
 check "carve run --help lists the modes" $?
+# wrapped to the help's width, continued under the description's column
+modes=$(sed -n '/^MODES/,$p' <<<"$help")
+widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w }' <<<"$modes")
+grep -q '^             its pinned memory, --priority its client priority; one GPU$' <<<"$modes"
+check "carve run --help's MODES fit 84 columns (widest $widest), the mps line continued" \
+    "$([ $? -eq 0 ] && [ "$widest" -le 84 ]; echo $?)"
 
 # new objects whose carve run is gone (other tests running meanwhile have live ones)
 left=$(comm -13 <(echo "$shm_before") <(shm_list) | while IFS=. read -r _ _ pid _; do
