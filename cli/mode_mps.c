@@ -227,8 +227,8 @@ static int control_run(const struct mps_state *st, const char *arg, const char *
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* The daemon's pid from its pid file when that process runs and looks like it (pids are
- * reused), else 0. */
+/* The daemon's pid from its pid file when that process runs, is this user's and looks like
+ * it (pids are reused), else 0. */
 static pid_t daemon_pid(const struct mps_state *st)
 {
     char path[PATH_MAX + 64], buf[64] = "";
@@ -240,6 +240,12 @@ static pid_t daemon_pid(const struct mps_state *st)
     close(fd);
     long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
     if (pid <= 0 || pid > INT_MAX || !carve_proc_running((pid_t)pid))
+        return 0;
+    /* a daemon of ours runs as us: a reused pid may now be another user's daemon, with the
+     * same name (their own, in their directory), which is neither reused nor sent a quit */
+    uid_t uid;
+    gid_t gid;
+    if (carve_proc_ids((pid_t)pid, &uid, &gid) == 0 && uid != geteuid())
         return 0;
     char comm[32] = "";
     snprintf(path, sizeof(path), "/proc/%ld/comm", pid);

@@ -41,11 +41,34 @@ void carve_run_modes_list(char *buf, size_t len)
     }
 }
 
+#define HELP_WIDTH 84 /* the width of the rest of carve run --help */
+#define HELP_INDENT 13 /* "  " NAME padded to 10, " " */
+
+/* The table's descriptions are one line each; --help wraps them under the mode's column,
+ * at spaces, so that a terminal of the help's width shows them whole. */
 void carve_run_modes_help(FILE *f)
 {
     fprintf(f, "\nMODES (--mode; docs/mps.md, docs/mig.md)\n");
-    for (const struct run_mode *m = carve_run_modes; m->name; m++)
-        fprintf(f, "  %-10s %s\n", m->name, m->description);
+    for (const struct run_mode *m = carve_run_modes; m->name; m++) {
+        fprintf(f, "  %-10s ", m->name);
+        const char *p = m->description;
+        while (*p) {
+            size_t room = HELP_WIDTH - HELP_INDENT, n = strlen(p);
+            if (n > room) {
+                n = room;
+                while (n > 0 && p[n] != ' ')
+                    n--;
+                if (n == 0) /* one word longer than the line: left whole */
+                    n = strcspn(p, " ");
+            }
+            fprintf(f, "%.*s\n", (int)n, p);
+            p += n;
+            while (*p == ' ')
+                p++;
+            if (*p)
+                fprintf(f, "%*s", HELP_INDENT, "");
+        }
+    }
 }
 
 int carve_mode_timeslice_prepare(struct run_opts *o, struct run_mode_ctx *ctx)

@@ -122,10 +122,36 @@ void carve_mps_mem_limit(uint64_t cap, char *buf, size_t len)
 
 /* ---------- the run directory ---------- */
 
+/* "alice (uid 1000)", or "uid 1000" for a uid /etc/passwd does not name, for messages. Read
+ * by hand: bin/carve may be linked statically, where getpwuid's NSS modules cannot load. */
+static void user_name(uid_t uid, char *out, size_t len)
+{
+    snprintf(out, len, "uid %u", (unsigned)uid);
+    FILE *f = fopen("/etc/passwd", "re");
+    if (!f)
+        return;
+    char line[1024];
+    while (fgets(line, sizeof(line), f)) {
+        char *name = line, *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2 || c1 == line)
+            continue;
+        char *end;
+        errno = 0;
+        unsigned long u = strtoul(c2 + 1, &end, 10);
+        if (errno || end == c2 + 1 || *end != ':' || u != (unsigned long)uid)
+            continue;
+        *c1 = '\0';
+        snprintf(out, len, "%.64s (uid %u)", name, (unsigned)uid);
+        break;
+    }
+    fclose(f);
+}
+
 /* Makes path (mode 0700) unless it exists; either way it must be a directory of ours that
  * no one else may write. */
 static int own_dir(const char *path, char *err, size_t errlen)
 {
+    char who[128], me[128];
     if (mkdir(path, 0700) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot make %s: %s", path, strerror(errno));
         return -errno;
@@ -135,11 +161,26 @@ static int own_dir(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
         return -errno;
     }
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
-        snprintf(err, errlen, "%s is not a directory of yours that only you can write "
-                              "(owner %u, mode %03o): remove it, or set CARVE_MPS_DIR to "
-                              "another place", path, (unsigned)st.st_uid,
-                 (unsigned)(st.st_mode & 0777));
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s is not a directory (a symbolic link or a file): carve keeps "
+                              "the MPS daemon's pipes there; remove it, or set CARVE_MPS_DIR to "
+                              "another place", path);
+        return -EPERM;
+    }
+    if (st.st_uid != geteuid()) {
+        /* another user's daemon lives there: its pipes and client list are not ours to use
+         * or stop, and "remove it" is not advice they can take */
+        user_name(st.st_uid, who, sizeof(who));
+        user_name(geteuid(), me, sizeof(me));
+        snprintf(err, errlen, "%s belongs to %s, not to you, %s: each user's MPS daemon has "
+                              "a directory of its own; set CARVE_MPS_DIR to a directory of "
+                              "yours", path, who, me);
+        return -EPERM;
+    }
+    if (st.st_mode & 022) {
+        snprintf(err, errlen, "%s may be written by others (mode %03o): others could replace "
+                              "the MPS daemon's pipes; chmod 700 it, or set CARVE_MPS_DIR to "
+                              "another place", path, (unsigned)(st.st_mode & 0777));
         return -EPERM;
     }
     return 0;
@@ -158,9 +199,59 @@ static int run_base(char *out, size_t len)
     return snprintf(out, len, "/tmp/carve-%u", (unsigned)geteuid());
 }
 
+/* The directory of this user's run directories in base: base itself when it is ours and no
+ * one else may write it, else base/UID, so that users who share a base (CARVE_MPS_DIR=/tmp/mps
+ * for a group, /run/carve) each get their own daemons and never reach or stop another's.
+ * The choice depends on base only, not on who came first, so a user's runs always meet in
+ * the same place. */
+static int user_dir(const char *base, char *out, size_t len, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(base, &st) < 0) {
+        if (errno != ENOENT) {
+            snprintf(err, errlen, "cannot read %s: %s", base, strerror(errno));
+            return -errno;
+        }
+        snprintf(out, len, "%s", base);
+        return own_dir(base, err, errlen);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "CARVE_MPS_DIR: %s is not a directory", base);
+        return -ENOTDIR;
+    }
+    if (st.st_uid == geteuid() && !(st.st_mode & 022)) {
+        snprintf(out, len, "%s", base);
+        return 0;
+    }
+    /* others may write it: only its sticky bit (as /tmp has) keeps them from swapping our
+     * entry for theirs */
+    if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
+        snprintf(err, errlen, "%s may be written by others (mode %03o, no sticky bit), who "
+                              "could replace your MPS daemon's directory: to share it, chmod "
+                              "+t it (as /tmp is); else set CARVE_MPS_DIR to a directory of "
+                              "yours", base, (unsigned)(st.st_mode & 07777));
+        return -EPERM;
+    }
+    if (snprintf(out, len, "%s/%u", base, (unsigned)geteuid()) >= (int)len) {
+        snprintf(err, errlen, "the MPS run directory's path is too long: %s/%u", base,
+                 (unsigned)geteuid());
+        return -ENAMETOOLONG;
+    }
+    if (mkdir(out, 0700) < 0 && (errno == EACCES || errno == EROFS)) {
+        char who[128];
+        user_name(st.st_uid, who, sizeof(who));
+        snprintf(err, errlen, "%s belongs to %s, mode %03o, and you cannot make your directory "
+                              "%s in it: set CARVE_MPS_DIR to a directory of yours, or have it "
+                              "made shared (chmod 1777, or group-writable with the sticky bit)",
+                 base, who, (unsigned)(st.st_mode & 07777), out);
+        return -EPERM;
+    }
+    return own_dir(out, err, errlen);
+}
+
 int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen)
 {
-    char base[PATH_MAX];
+    char base[PATH_MAX], mine[PATH_MAX];
     if (run_base(base, sizeof(base)) >= (int)sizeof(base)) {
         snprintf(err, errlen, "the MPS run directory's path is too long: %.100s...", base);
         return -ENAMETOOLONG;
@@ -171,23 +262,12 @@ int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t
                      uuid);
             return -EINVAL;
         }
-    if (snprintf(out, len, "%s/mps-%s", base, uuid) >= (int)len) {
-        snprintf(err, errlen, "the MPS run directory's path is too long: %s/mps-%s", base, uuid);
+    int r = user_dir(base, mine, sizeof(mine), err, errlen);
+    if (r < 0)
+        return r;
+    if (snprintf(out, len, "%s/mps-%s", mine, uuid) >= (int)len) {
+        snprintf(err, errlen, "the MPS run directory's path is too long: %s/mps-%s", mine, uuid);
         return -ENAMETOOLONG;
-    }
-    /* the base may be shared (/run/carve, carved's) or ours; its mps-UUID entry is ours, and
-     * others must not be able to swap it for theirs: no base others may write to, unless
-     * its sticky bit keeps them off our entries (as /tmp's does) */
-    struct stat st;
-    if (stat(base, &st) < 0) {
-        int r = own_dir(base, err, errlen);
-        if (r < 0)
-            return r;
-    } else if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
-        snprintf(err, errlen, "%s may be written by others (mode %03o, no sticky bit): set "
-                              "CARVE_MPS_DIR to a directory of yours", base,
-                 (unsigned)(st.st_mode & 0777));
-        return -EPERM;
     }
     return own_dir(out, err, errlen);
 }

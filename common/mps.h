@@ -39,8 +39,10 @@ int carve_mps_thread_percentage(const struct carve_compute *c, char *buf, size_t
 void carve_mps_mem_limit(uint64_t cap, char *buf, size_t len);
 
 /* The run directory of one GPU for this user: BASE/mps-UUID with BASE = CARVE_MPS_DIR, else
- * $XDG_RUNTIME_DIR/carve, else /run/carve for root, else /tmp/carve-UID. Creates what is
- * missing (mode 0700) and refuses a directory that is not ours or that others may write. */
+ * $XDG_RUNTIME_DIR/carve, else /run/carve for root, else /tmp/carve-UID; BASE/UID/mps-UUID
+ * when BASE is not this user's alone (another's, or shared with the sticky bit), so that
+ * users who share a BASE never share a daemon. Creates what is missing (mode 0700) and
+ * refuses, naming the owner, a directory that is not ours or that others may write. */
 int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen);
 
 /* One carve run serving a client: its pid and start time (to tell a reused pid apart). */

@@ -44,6 +44,29 @@ int sim_mps_running(pid_t pid)
     return running_as(pid, NULL);
 }
 
+/* 1 when pid's CUDA_MPS_PIPE_DIRECTORY (the default when unset) is ours: the real program
+ * reaches its daemon through PIPE/control, so a daemon of another pipe directory (another
+ * user's, whose pid a stale pid file of ours names) is not found, and one whose environment
+ * we may not read (another user's, to a user) is not ours to reach either. */
+static int serves_our_pipe(pid_t pid)
+{
+    char path[64], env[65536];
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = 0, r;
+    while ((size_t)n < sizeof(env) - 1 && (r = read(fd, env + n, sizeof(env) - 1 - (size_t)n)) > 0)
+        n += r;
+    close(fd);
+    env[n] = '\0';
+    const char *theirs = "/tmp/nvidia-mps", *key = "CUDA_MPS_PIPE_DIRECTORY=";
+    for (const char *e = env; e < env + n; e += strlen(e) + 1)
+        if (strncmp(e, key, strlen(key)) == 0 && e[strlen(key)])
+            theirs = e + strlen(key);
+    return strcmp(theirs, sim_mps_pipe_dir()) == 0;
+}
+
 pid_t sim_mps_daemon(void)
 {
     char path[4096], buf[32] = "";
@@ -57,7 +80,8 @@ pid_t sim_mps_daemon(void)
     /* a pid file left by a dead daemon may name a reused pid: the real program finds its
        daemon through the control socket, so a live stranger is no daemon (and is never sent
        a quit), and neither is an exited daemon that its reaper has not collected yet */
-    if (pid <= 0 || pid > INT_MAX || !running_as((pid_t)pid, "nvidia-cuda-mps-control"))
+    if (pid <= 0 || pid > INT_MAX || !running_as((pid_t)pid, "nvidia-cuda-mps-control") ||
+        !serves_our_pipe((pid_t)pid))
         return 0;
     return (pid_t)pid;
 }

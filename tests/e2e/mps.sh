@@ -8,8 +8,9 @@
 # $CARVE_SIM_STATE.mps. Checks: two concurrent clients share one daemon and each gets its
 # own thread percentage and pinned-memory limit; libcarve's cap still holds; the daemon
 # stops after the last client, also a killed one, and after a carve run that was itself
-# killed; concurrent carve runs never start two daemons; bad input is refused; timeslice
-# caps memory and paces nothing. Each check prints a line; the last is `N passed, N failed`.
+# killed; concurrent carve runs never start two daemons; two users (root and nobody) who set
+# the same CARVE_MPS_DIR each get their own daemon; bad input is refused; timeslice caps
+# memory and paces nothing. Each check prints a line; the last is `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -281,7 +282,81 @@ expect "--priority cannot be given with it" run --simulate --mode timeslice --pr
 mkdir -p "$tmp/open" && chmod 0777 "$tmp/open"
 CARVE_MPS_DIR=$tmp/open expect "may be written by others (mode 777, no sticky bit)" run --simulate --mode mps -- true
 mkdir -p "$tmp/theirs/mps-$uuid0" && chmod 0777 "$tmp/theirs/mps-$uuid0"
-CARVE_MPS_DIR=$tmp/theirs expect "is not a directory of yours that only you can write" run --simulate --mode mps -- true
+CARVE_MPS_DIR=$tmp/theirs expect "mps-$uuid0 may be written by others (mode 777): others could replace the MPS daemon's pipes; chmod 700 it" run --simulate --mode mps -- true
+touch "$tmp/afile"
+CARVE_MPS_DIR=$tmp/afile expect "CARVE_MPS_DIR: $tmp/afile is not a directory" run --simulate --mode mps -- true
+
+# --- two users who set the same CARVE_MPS_DIR (a shared /tmp/mps, a group's directory) -------
+# Each gets a daemon of their own in BASE/UID: a client of one user's daemon would run inside
+# the other's MPS server, and the last client of one would stop the other's daemon. A base
+# they cannot share is refused, naming its owner and what to set instead.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    # shellcheck source=tests/e2e/reachable.bash
+    . tests/e2e/reachable.bash
+    chmod 711 "$tmp"                         # nobody reaches the shared base, no more
+    chmod o+rw "$CARVE_SIM_STATE" "$REC"     # the simulated GPU's device files and record
+    NB=$(reachable_build "$BUILD" "$tmp/nobody-build")
+    as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env -u XDG_RUNTIME_DIR "$@"; }
+    shared=$tmp/shared
+    mkdir -m 1777 "$shared"
+    starts=$(events start)
+    CARVE_MPS_DIR=$shared "$CARVE" run --simulate --mode mps -- sh -c '
+        echo "$CUDA_MPS_PIPE_DIRECTORY" >"$0/u0.pipe"; touch "$0/u0.up"
+        i=0; while [ ! -e "$0/u0.stop" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done' "$tmp" &
+    holder=$!
+    wait_for "$tmp/u0.up"
+    d0=$(last_daemon)
+    # nobody's command says its pipe directory and who runs the daemon behind it
+    out=$(as_nobody CARVE_MPS_DIR="$shared" "$NB/bin/carve" run --simulate --mode mps -- sh -c '
+        echo "$CUDA_MPS_PIPE_DIRECTORY $(stat -c %u "/proc/$(cat "$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid")")"' 2>&1)
+    rc=$?
+    d1=$(last_daemon)
+    check "nobody with root's CARVE_MPS_DIR (mode 1777) while root's client runs: its own daemon (pid $d1, root's $d0), run by uid 65534, in $shared/65534 (status $rc: $out)" \
+        "$([ "$rc" -eq 0 ] && [ "$out" = "$shared/65534/mps-$uuid0/pipe 65534" ] && [ "$(events start)" -eq $((starts + 2)) ] && [ "$d1" != "$d0" ] && grep -q "^start pid=$d1 cwd=/ pipe=$shared/65534/mps-$uuid0/pipe " "$REC"; echo $?)"
+    check "... nobody's last client stopped nobody's daemon ($(alive "$d1" && echo alive || echo gone)) and left root's running ($(alive "$d0" && echo alive || echo gone)), whose client has $(cat "$tmp/u0.pipe")" \
+        "$(! alive "$d1" && alive "$d0" && [ "$(cat "$tmp/u0.pipe")" = "$shared/0/mps-$uuid0/pipe" ] && grep -q "^start pid=$d0 cwd=/ pipe=$shared/0/mps-$uuid0/pipe " "$REC"; echo $?)"
+    owners=$(stat -c '%n %u %a' "$shared"/* | sed "s|$shared/||" | tr '\n' ' ')
+    check "each user's directory is theirs and private: $owners" "$([ "$owners" = "0 0 700 65534 65534 700 " ]; echo $?)"
+    touch "$tmp/u0.stop"
+    wait "$holder"
+    rc=$?
+    check "root's client ends (status $rc) and stops root's daemon ($(alive "$d0" && echo alive || echo gone))" \
+        "$([ "$rc" -eq 0 ] && ! alive "$d0"; echo $?)"
+    # a dead daemon's pid file naming another user's live daemon (a reused pid): that daemon,
+    # with the same name, is not ours to reuse or to send a quit
+    mkdir -m 777 "$tmp/nbs"
+    as_nobody CARVE_MPS_DIR="$shared" "$NB/bin/carve" run --simulate --mode mps -- sh -c '
+        touch "$0/nb.up"; i=0; while [ ! -e "$0/nb.stop" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done' "$tmp/nbs" &
+    nbholder=$!
+    wait_for "$tmp/nbs/nb.up"
+    dn=$(last_daemon)
+    starts=$(events start)
+    printf '%s\n' "$dn" >"$rundir/pipe/nvidia-cuda-mps-control.pid"
+    [ -p "$rundir/pipe/control" ] || mkfifo "$rundir/pipe/control"
+    "$CARVE" run --simulate --mode mps -- "$MEMHOG" --max 256 --hold 0 >/dev/null 2>&1
+    rc=$?
+    d=$(last_daemon)
+    check "root's stale pid file naming nobody's live daemon (pid $dn): root starts its own (status $rc, $(( $(events start) - starts )) start, its client under pid $d), stops it, and leaves nobody's running ($(alive "$dn" && echo alive || echo gone))" \
+        "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && [ "$d" != "$dn" ] && grep -q "^client pid=[0-9]* daemon=$d " "$REC" && ! alive "$d" && alive "$dn"; echo $?)"
+    touch "$tmp/nbs/nb.stop"
+    wait "$nbholder"
+    rc=$?
+    check "... nobody's client then ends (status $rc) and stops its daemon ($(alive "$dn" && echo alive || echo gone))" \
+        "$([ "$rc" -eq 0 ] && ! alive "$dn"; echo $?)"
+    # root's own private base: nobody cannot make a directory there, and is told whose it is
+    mkdir -m 700 "$tmp/private"
+    starts=$(events start)
+    err=$(as_nobody CARVE_MPS_DIR="$tmp/private" "$NB/bin/carve" run --simulate --mode mps -- true 2>&1)
+    rc=$?
+    check "nobody with root's private CARVE_MPS_DIR (mode 700): refused with status $rc, naming the owner and what to set, no daemon ($err)" \
+        "$([ "$rc" -eq 2 ] && [[ $err == *"$tmp/private belongs to root (uid 0), mode 700, and you cannot make your directory $tmp/private/65534 in it: set CARVE_MPS_DIR to a directory of yours"* ]] && [ "$(events start)" -eq "$starts" ]; echo $?)"
+    # a user's directory in the shared base made first by someone else: refused, not used
+    mkdir -m 1777 "$tmp/squat" && as_nobody mkdir -m 700 "$tmp/squat/0"
+    CARVE_MPS_DIR=$tmp/squat expect "$tmp/squat/0 belongs to nobody (uid 65534), not to you, root (uid 0): each user's MPS daemon has a directory of its own; set CARVE_MPS_DIR to a directory of yours" run --simulate --mode mps -- true
+    chmod 700 "$tmp"
+else
+    echo "ok - # SKIP two users sharing CARVE_MPS_DIR: needs root and setpriv"
+fi
 
 # --- through carved (a private one: its own socket, no HTTP) ----------------------------------
 printf 'poll_interval = 200ms\n' >"$tmp/carved.conf"
@@ -320,8 +395,15 @@ err=$(CUDA_MPS_PIPE_DIRECTORY=/tmp/their-mps-pipe "$CARVE" run --simulate --mode
 echo "$err" | grep -q 'note: CUDA_MPS_PIPE_DIRECTORY=/tmp/their-mps-pipe is replaced by' &&
     echo "$err" | grep -q "^pipe=$rundir/pipe\$"
 check "a user's CUDA_MPS_PIPE_DIRECTORY is replaced by carve's, with a note ($(echo "$err" | tr '\n' ' ' | cut -c1-160))" $?
-grep -q '^  mps  *NVIDIA MPS' <<<"$("$CARVE" run --help)"
+help=$("$CARVE" run --help)
+grep -q '^  mps  *NVIDIA MPS' <<<"$help"
 check "carve run --help lists the modes" $?
+# wrapped to the help's width, continued under the description's column
+modes=$(sed -n '/^MODES/,$p' <<<"$help")
+widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w }' <<<"$modes")
+grep -q '^             its pinned memory, --priority its client priority; one GPU$' <<<"$modes"
+check "carve run --help's MODES fit 84 columns (widest $widest), the mps line continued" \
+    "$([ $? -eq 0 ] && [ "$widest" -le 84 ]; echo $?)"
 
 # new objects whose carve run is gone (other tests running meanwhile have live ones)
 left=$(comm -13 <(echo "$shm_before") <(shm_list) | while IFS=. read -r _ _ pid _; do

@@ -202,23 +202,53 @@ static int remove_tmp(void **state)
 
 static void test_run_dir(void **state)
 {
-    char base[128], dir[256], err[512];
+    char base[128], dir[256], want[256], err[512];
+    const char *uuid = gpus[0].uuid;
     snprintf(base, sizeof(base), "%s/base", tmpdir);
     setenv("CARVE_MPS_DIR", base, 1);
-    assert_int_equal(carve_mps_run_dir(gpus[0].uuid, dir, sizeof(dir), err, sizeof(err)), 0);
+    /* a base of ours alone: the GPU's directory right in it */
+    assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), 0);
     struct stat st;
     assert_int_equal(stat(dir, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0700);
-    assert_non_null(strstr(dir, "/base/mps-GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000"));
+    snprintf(want, sizeof(want), "%s/mps-%s", base, uuid);
+    assert_string_equal(dir, want);
     assert_int_equal(carve_mps_run_dir("GPU-../x", dir, sizeof(dir), err, sizeof(err)), -EINVAL);
     chmod(base, 0777);
-    assert_int_equal(carve_mps_run_dir(gpus[0].uuid, dir, sizeof(dir), err, sizeof(err)), -EPERM);
-    assert_non_null(strstr(err, "may be written by others"));
-    chmod(base, 01777); /* sticky, as /tmp: others cannot touch our entry */
-    assert_int_equal(carve_mps_run_dir(gpus[0].uuid, dir, sizeof(dir), err, sizeof(err)), 0);
+    assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), -EPERM);
+    assert_non_null(strstr(err, "may be written by others (mode 777, no sticky bit)"));
+    assert_non_null(strstr(err, "chmod +t it"));
+    /* shared, sticky as /tmp: each user's directories under base/UID, whoever came first */
+    chmod(base, 01777);
+    assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s/%u/mps-%s", base, (unsigned)geteuid(), uuid);
+    assert_string_equal(dir, want);
+    snprintf(want, sizeof(want), "%s/%u", base, (unsigned)geteuid());
+    assert_int_equal(stat(want, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
     chmod(dir, 0770);
-    assert_int_equal(carve_mps_run_dir(gpus[0].uuid, dir, sizeof(dir), err, sizeof(err)), -EPERM);
-    assert_non_null(strstr(err, "that only you can write"));
+    assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), -EPERM);
+    assert_non_null(strstr(err, "may be written by others (mode 770)"));
+    chmod(dir, 0700);
+    chmod(want, 0775); /* the user directory too: others could swap the GPU's */
+    assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), -EPERM);
+    assert_non_null(strstr(err, "may be written by others (mode 775)"));
+    chmod(want, 0700);
+    if (geteuid() == 0) {
+        /* someone else made our directory in the shared base first: refused, naming them */
+        assert_int_equal(chown(want, 65534, 65534), 0);
+        assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), -EPERM);
+        assert_non_null(strstr(err, "uid 65534"));
+        assert_non_null(strstr(err, "not to you"));
+    }
+    /* a file where the base should be */
+    snprintf(base, sizeof(base), "%s/file", tmpdir);
+    FILE *f = fopen(base, "w");
+    assert_non_null(f);
+    fclose(f);
+    setenv("CARVE_MPS_DIR", base, 1);
+    assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), -ENOTDIR);
+    assert_non_null(strstr(err, "is not a directory"));
     unsetenv("CARVE_MPS_DIR");
 }
 
