@@ -37,6 +37,9 @@ struct dslice {
     struct carve_slice *handle;
     struct carve_slice_spec spec;
     struct carve_board *boards[CARVE_SLICE_MAX_DEVICES];
+    /* an adopted slice's GPU (by the UUID in its terms) that the node no longer has: kept in
+       its terms, its index -1, left out of the snapshot's devices and listed as gone */
+    bool gone[CARVE_SLICE_MAX_DEVICES];
     /* the monitor's books */
     double idle_since;      /* when it last was busy or held no memory */
     double idle_gpu_hours;

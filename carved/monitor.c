@@ -313,7 +313,7 @@ static uint64_t over_cap_tolerance(uint64_t cap)
 static int slice_dev_on(const struct dslice *s, unsigned index)
 {
     for (int k = 0; k < s->spec.ndev; k++)
-        if ((unsigned)s->spec.dev[k].index == index)
+        if (!s->gone[k] && (unsigned)s->spec.dev[k].index == index)
             return k;
     return -1;
 }
@@ -516,8 +516,19 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
 
 static json_t *slice_devices(struct dslice *s, double dt)
 {
-    json_t *devs = json_array();
+    /* in the order of the GPUs' indices: a slice adopted after a renumbering has its own */
+    int order[CARVE_SLICE_MAX_DEVICES], n = 0;
     for (int i = 0; i < s->spec.ndev; i++) {
+        if (s->gone[i]) /* no index, nothing held or run there: in gpus_gone */
+            continue;
+        int j = n++;
+        for (; j > 0 && s->spec.dev[order[j - 1]].index > s->spec.dev[i].index; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    json_t *devs = json_array();
+    for (int o = 0; o < n; o++) {
+        int i = order[o];
         struct carve_pace_stats ps = carve_slice_pace_stats(s->handle, i);
         /* What its processes ran, as NVML measures it on the GPU; the limiter's books only
            where NVML gives no per-process utilisation: libcarve charges a launch only when it
@@ -550,7 +561,7 @@ static int gpus_held(const struct dslice *s)
 {
     int n = 0;
     for (int i = 0; i < s->spec.ndev; i++)
-        n += carve_slice_used(s->handle, i) > 0;
+        n += !s->gone[i] && carve_slice_used(s->handle, i) > 0;
     return n;
 }
 
@@ -621,12 +632,20 @@ static json_t *slice_json(struct carved *d, struct dslice *s, bool busy, double 
                                                "user", user, "command", cmd, "memory_used",
                                                (json_int_t)used));
     }
+    json_t *gone = json_array();
+    for (int i = 0; i < s->spec.ndev; i++)
+        if (s->gone[i]) {
+            char uuid[96];
+            carve_uuid_format(s->spec.dev[i].uuid, uuid, sizeof(uuid));
+            json_array_append_new(gone, json_string(uuid));
+        }
     char owner[32];
     user_name(s->owner, owner, sizeof(owner));
-    return json_pack("{s:s,s:s,s:I,s:I,s:s,s:o,s:o,s:b,s:f,s:f,s:s}", "name", s->name,
+    return json_pack("{s:s,s:s,s:I,s:I,s:s,s:o,s:o,s:o,s:b,s:f,s:f,s:s}", "name", s->name,
                      "owner", owner, "uid", (json_int_t)s->owner,
                      "created", (json_int_t)s->created, "origin", registry_origin_name(s->origin),
-                     "devices", slice_devices(s, dt), "processes", procs, "idle", s->idle,
+                     "devices", slice_devices(s, dt), "gpus_gone", gone, "processes", procs,
+                     "idle", s->idle,
                      "idle_seconds", s->idle_since > 0 ? now - s->idle_since : 0.0,
                      "idle_gpu_hours", s->idle_gpu_hours, "policy_idle",
                      policy_name(policy_of(d, s)));

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "uuid.h"
 
 static const char *origin_names[] = {"config", "api", "run"};
 
@@ -104,7 +105,7 @@ static int join_boards(struct dslice *s, char *err, size_t errlen)
 {
     for (int i = 0; i < s->spec.ndev; i++) {
         const struct carve_compute *c = &s->spec.dev[i].compute;
-        if (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL)
+        if (s->gone[i] || (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL))
             continue;
         char why[512];
         if (carve_board_join(s->spec.dev[i].uuid, CARVE_BOARD_MODE_DAEMON, c, s->name,
@@ -147,9 +148,9 @@ static void compute_words(const char *in, char *out, size_t len)
         snprintf(out, len, "%s", in);
 }
 
-/* Fills s from the request: parsed and checked, the slice spec built; no object made. */
-static int prepare(struct carved *d, struct dslice *s, const struct carved_slice_conf *req,
-                   char *err, size_t errlen)
+/* Fills s's fields from the request, its compute settings parsed and checked into out. */
+static int prepare_fields(struct dslice *s, const struct carved_slice_conf *req,
+                          struct carve_compute *out, char *err, size_t errlen)
 {
     struct carve_compute c = {0, 0, 0};
     char why[256];
@@ -173,6 +174,19 @@ static int prepare(struct carved *d, struct dslice *s, const struct carved_slice
     memcpy(s->groups, req->groups, sizeof(s->groups));
     s->ngroups = req->ngroups;
     s->idle_policy = req->idle_policy;
+    *out = c;
+    return 0;
+}
+
+/* Fills s from the request: parsed and checked, the slice spec built for the node's GPUs as
+ * they are now; no object made. */
+static int prepare(struct carved *d, struct dslice *s, const struct carved_slice_conf *req,
+                   char *err, size_t errlen)
+{
+    struct carve_compute c;
+    int r = prepare_fields(s, req, &c, err, errlen);
+    if (r < 0)
+        return r;
     return carve_spec_build(&s->spec, s->name, req->memory[0] ? req->memory : NULL, &c, d->gpus,
                             d->ngpu, err, errlen);
 }
@@ -314,6 +328,63 @@ static bool objects_ours(const struct carve_slice *h, char *why, size_t len)
     return false;
 }
 
+/* The node's GPU whose UUID is uuid (an index into d->gpus), or -1. */
+static int gpu_of_uuid(const struct carved *d, const uint8_t uuid[16])
+{
+    for (int g = 0; g < d->ngpu; g++) {
+        uint8_t u[16];
+        if (carve_uuid_parse(d->gpus[g].uuid, u) == 0 && memcmp(u, uuid, 16) == 0)
+            return g;
+    }
+    return -1;
+}
+
+/* carved's books of an adopted slice's GPUs come from its terms, which its running tenants
+ * enforce by GPU UUID, each GPU at the index the node gives its UUID now. They were built
+ * from the saved request against the GPUs by position: after a GPU was removed or the GPUs
+ * renumbered, GPU 0's cap and usage were shown (and checked against NVML, and under
+ * escape_policy = kill acted on) as another GPU's, and a request naming an index the node
+ * no longer had dropped the slice (its tenants then escapes, its objects left in /dev/shm).
+ * A GPU of the terms that the node no longer has stays in them (the terms cannot change
+ * under running tenants, and the GPU may come back), marked gone; a GPU the terms lack is
+ * not the slice's. The log says each. */
+static void follow_terms(struct carved *d, struct dslice *s)
+{
+    char uuid[64];
+    s->spec.ndev = carve_slice_ndev(s->handle);
+    for (int k = 0; k < s->spec.ndev; k++) {
+        struct carve_slice_dev_spec *dv = &s->spec.dev[k];
+        int made_as = carve_slice_dev_index(s->handle, k);
+        carve_slice_dev_uuid(s->handle, k, dv->uuid);
+        dv->cap = carve_slice_cap(s->handle, k);
+        dv->compute = carve_slice_compute(s->handle, k);
+        dv->board_entry = carve_slice_board_entry(s->handle, k); /* its tenants know it */
+        int g = gpu_of_uuid(d, dv->uuid);
+        s->gone[k] = g < 0;
+        dv->index = g < 0 ? -1 : (int)d->gpus[g].index;
+        carve_uuid_format(dv->uuid, uuid, sizeof(uuid));
+        if (g < 0)
+            carved_log("slice %s: its GPU %s (GPU %d when the slice was made) is not on this "
+                       "node now: the slice keeps it, listed as gone, and caps and counts "
+                       "nothing there; `carve slice delete %s' (and a restart of carved, for a "
+                       "slice of the config) makes it for the GPUs here", s->name, uuid,
+                       made_as, s->name);
+        else if (dv->index != made_as)
+            carved_log("slice %s: its GPU %s was GPU %d when the slice was made and is GPU %d "
+                       "now: its cap and share there follow the GPU", s->name, uuid, made_as,
+                       dv->index);
+    }
+    for (int g = 0; g < d->ngpu; g++) {
+        uint8_t u[16];
+        if (carve_uuid_parse(d->gpus[g].uuid, u) < 0 || carve_slice_find_uuid(s->handle, u) >= 0)
+            continue;
+        carved_log("slice %s: GPU %u (%s) came after the slice was made: the slice has no cap "
+                   "nor share there; `carve slice delete %s' (and a restart of carved, for a "
+                   "slice of the config) makes it for the GPUs here", s->name, d->gpus[g].index,
+                   d->gpus[g].uuid, s->name);
+    }
+}
+
 /* Takes one saved slice back: its objects still exist (tenants may be running in them), or
  * they are made again from the saved request. */
 static void adopt(struct carved *d, json_t *o)
@@ -354,8 +425,11 @@ static void adopt(struct carved *d, json_t *o)
         h = NULL;
         opened = false;
     }
-    if (opened && prepare(d, s, &req, err, sizeof(err)) == 0) {
+    struct carve_compute unused;
+    if (opened && prepare_fields(s, &req, &unused, err, sizeof(err)) == 0) {
         s->handle = h;
+        snprintf(s->spec.name, sizeof(s->spec.name), "%s", name);
+        follow_terms(d, s);
         snprintf(s->shm, sizeof(s->shm), "%s", shm);
         s->origin = origin_of(origin);
         s->owner = (uid_t)owner;
@@ -363,8 +437,6 @@ static void adopt(struct carved *d, json_t *o)
         s->created = created;
         s->idle_gpu_hours = idle_gpu_hours > 0 ? idle_gpu_hours : 0; /* NaN too */
         s->used = true;
-        for (int i = 0; i < s->spec.ndev; i++) /* the place its running tenants know */
-            s->spec.dev[i].board_entry = carve_slice_board_entry(h, i);
         if (join_boards(s, err, sizeof(err)) < 0)
             carved_log("slice %s: its compute share is not on the board again: %s", name, err);
         for (int i = 0; i < s->spec.ndev; i++)

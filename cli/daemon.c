@@ -237,8 +237,22 @@ static int slice_create(int argc, char **argv)
     return 0;
 }
 
+/* The slice's own columns, on its first row; blanks on the others. */
+static void print_slice_columns(json_t *s, size_t row)
+{
+    if (row == 0)
+        printf("%-20s %-10s %-7s %5zu ", json_string_value(json_object_get(s, "name")),
+               json_string_value(json_object_get(s, "owner")),
+               json_string_value(json_object_get(s, "origin")),
+               json_array_size(json_object_get(s, "processes")));
+    else
+        printf("%-20s %-10s %-7s %5s ", "", "", "", "");
+}
+
 /* One row per slice and GPU it spans (the slice's own columns on its first): memory used
- * and cap, the share it achieved over carved's last poll and the one it asked for. */
+ * and cap, the share it achieved over carved's last poll and the one it asked for; then one
+ * per GPU of the slice that the node no longer has (by its UUID). A slice on no GPU here
+ * still has its row: it was left out of the listing. */
 static void print_slices(json_t *snap)
 {
     printf("%-20s %-10s %-7s %5s %3s %-22s %6s %-8s %s\n", "SLICE", "OWNER", "ORIGIN", "PROCS",
@@ -246,6 +260,7 @@ static void print_slices(json_t *snap)
     size_t i, k;
     json_t *s, *dev;
     json_array_foreach(json_object_get(snap, "slices"), i, s) {
+        size_t rows = 0;
         char idle[32];
         snprintf(idle, sizeof(idle), "%s%.0fs", json_is_true(json_object_get(s, "idle")) ? "IDLE " : "",
                  json_number_value(json_object_get(s, "idle_seconds")));
@@ -258,15 +273,17 @@ static void print_slices(json_t *snap)
             snprintf(mem, sizeof(mem), "%s / %s", used, cap);
             snprintf(share, sizeof(share), "%.1f%%", json_number_value(json_object_get(dev, "compute_share")));
             const char *compute = json_string_value(json_object_get(dev, "compute"));
-            if (k == 0)
-                printf("%-20s %-10s %-7s %5zu ", json_string_value(json_object_get(s, "name")),
-                       json_string_value(json_object_get(s, "owner")),
-                       json_string_value(json_object_get(s, "origin")),
-                       json_array_size(json_object_get(s, "processes")));
-            else
-                printf("%-20s %-10s %-7s %5s ", "", "", "", "");
+            print_slice_columns(s, rows++);
             printf("%3lld %-22s %6s %-8s %s\n", (long long)json_integer_value(json_object_get(dev, "index")),
                    mem, share, compute && *compute ? compute : "-", k == 0 ? idle : "");
+        }
+        json_array_foreach(json_object_get(s, "gpus_gone"), k, dev) {
+            print_slice_columns(s, rows++);
+            printf("%3s gone: %s (not on this node now)\n", "-", json_string_value(dev));
+        }
+        if (rows == 0) {
+            print_slice_columns(s, rows++);
+            printf("%3s %-22s %6s %-8s %s\n", "-", "-", "-", "-", idle);
         }
     }
 }
