@@ -104,6 +104,16 @@ servers=$(echo get_server_list | control 2>&1 | tr '\n' ' ')
 server=$(echo "$servers" | awk '{print $1}')
 clients=$( [ -n "$server" ] && echo "get_client_list $server" | control 2>&1 | tr '\n' ' ')
 daemons=$(find "$CARVE_MPS_DIR" -name nvidia-cuda-mps-control.pid | wc -l)
+# where NVML lists the MPS server and its clients (carved takes the server, by its file, for
+# no escape; docs/carved.md): pid:command of each list, from outside any slice
+nvml_names() { # nvml_names LIST
+    local pid
+    for pid in $("$BUILD/tests/e2e/nvml_list" "$1" 2>/dev/null); do
+        printf '%s:%s ' "$pid" "$(ps -o comm= -p "$pid" 2>/dev/null || echo '?')"
+    done
+}
+nvml_compute=$(nvml_names v3)
+nvml_mps=$(nvml_names mps-v3)
 wait "$p30"; r30=$?
 wait "$p70"; r70=$?
 row "two clients end well" "status $r30 and $r70" "$([ "$r30" -eq 0 ] && [ "$r70" -eq 0 ] && echo PASS || echo FAIL)"
@@ -115,6 +125,7 @@ s70=$(share "$LOGS/c70.log")
 verdict=$(python3 -c "import sys; s,a,b=map(float,sys.argv[1:]); print('PASS' if abs(100*a/s-30)<=10 and abs(100*b/s-70)<=10 else 'MISS')" "$solo" "$s30" "$s70" 2>/dev/null || echo MISS)
 row "shares of the solo rate at 30%/70% together" "$(python3 -c "import sys; s,a,b=map(float,sys.argv[1:]); print(f'{100*a/s:.1f} / {100*b/s:.1f} (solo raw {s})')" "$solo" "$s30" "$s70" 2>/dev/null || echo "$s30 / $s70 of $solo")" "$verdict"
 row "daemon stopped after the last client" "pid file: $(daemon_pid || true)" "$(daemon_gone && echo PASS || echo FAIL)"
+row "NVML's lists while the two clients ran (pid:command)" "compute: ${nvml_compute:-none}; MPS: ${nvml_mps:-none}; server ${server:-?}" INFO
 
 # 4. 30% alone
 echo "== 4. 30% alone"
