@@ -39,6 +39,7 @@ static struct {
     __typeof__(&nvmlDeviceGetMemoryInfo) memory;
     __typeof__(&nvmlDeviceGetUtilizationRates) util;
     __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) procs;
+    __typeof__(&nvmlDeviceGetGraphicsRunningProcesses_v3) graphics_procs; /* NULL: none */
     __typeof__(&nvmlDeviceGetProcessUtilization) proc_util;
     size_t procs_stride; /* bytes between the entries procs writes (nvml_procs.h) */
 } nv;
@@ -96,6 +97,8 @@ int monitor_open(struct carved *d, char *err, size_t errlen)
     nv.memory = (__typeof__(nv.memory))dlsym(nv.handle, "nvmlDeviceGetMemoryInfo");
     nv.util = (__typeof__(nv.util))dlsym(nv.handle, "nvmlDeviceGetUtilizationRates");
     nv.procs = (__typeof__(nv.procs))dlsym(nv.handle, "nvmlDeviceGetComputeRunningProcesses_v3");
+    nv.graphics_procs = (__typeof__(nv.graphics_procs))dlsym(
+        nv.handle, "nvmlDeviceGetGraphicsRunningProcesses_v3");
     nv.proc_util = (__typeof__(nv.proc_util))dlsym(nv.handle, "nvmlDeviceGetProcessUtilization");
     nv.procs_stride = carve_nvml_lib_v3_stride(nv.handle);
     nv.pci = (__typeof__(nv.pci))dlsym(nv.handle, "nvmlDeviceGetPciInfo_v3");
@@ -411,6 +414,29 @@ static const char *escape_action_this_poll(const json_t *escapes, unsigned pid)
     return NULL;
 }
 
+/* The GPU's processes, each pid once: NVML's compute list, then its graphics list, where a
+ * process that only draws (Vulkan, OpenGL) is named and no CUDA hook counts its memory. */
+static unsigned gpu_processes(nvmlDevice_t dev, nvmlProcessInfo_t *infos)
+{
+    static _Alignas(nvmlProcessInfo_t) unsigned char raw[MAX_PROCS * CARVE_NVML_PROC_STRIDE_MAX];
+    __typeof__(nv.procs) lists[] = {nv.procs, nv.graphics_procs};
+    unsigned total = 0;
+    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+        unsigned n = MAX_PROCS;
+        if (!lists[l] || lists[l](dev, &n, (void *)raw) != NVML_SUCCESS)
+            continue;
+        for (unsigned i = 0; i < n && total < MAX_PROCS; i++) {
+            nvmlProcessInfo_t p = carve_nvml_proc_at(raw, nv.procs_stride, i);
+            unsigned j = 0;
+            while (j < total && infos[j].pid != p.pid)
+                j++;
+            if (j == total) /* a process that computes and draws is in both: once */
+                infos[total++] = p;
+        }
+    }
+    return total;
+}
+
 /* Per GPU: its processes into gpu["processes"], escapes into escapes (processes in no slice,
  * and those of a slice that NVML sees over its cap); sm util per pid summed into the slices'
  * busy flags. */
@@ -434,12 +460,7 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
         if (nv.util)
             nv.util(dev, &util);
         static nvmlProcessInfo_t infos[MAX_PROCS];
-        static _Alignas(nvmlProcessInfo_t) unsigned char raw[MAX_PROCS * CARVE_NVML_PROC_STRIDE_MAX];
-        unsigned n = MAX_PROCS;
-        if (nv.procs(dev, &n, (void *)raw) != NVML_SUCCESS)
-            n = 0;
-        for (unsigned i = 0; i < n; i++)
-            infos[i] = carve_nvml_proc_at(raw, nv.procs_stride, i);
+        unsigned n = gpu_processes(dev, infos);
         bool util_ok = read_proc_util(g, dev);
         /* samples that name none of the listed processes, poll after poll (a process that
          * just started or ended can do it once): the samples' pids are another namespace's,

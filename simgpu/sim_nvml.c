@@ -242,11 +242,12 @@ API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t
     return NVML_SUCCESS;
 }
 
-/* On a MIG device handle: the processes in that instance. On the whole GPU: all, with the
-   GPU and compute instance they run in (~0 for none), as NVML reports them. Entries of
-   stride bytes: 24 (nvmlProcessInfo_t), or 16 (the unversioned lists, pid and memory). */
+/* The processes NVML's list of kind `list' (SIM_LIST_*) names: on a MIG device handle, those
+   in that instance; on the whole GPU, all, with the GPU and compute instance they run in (~0
+   for none), as NVML reports them. Entries of stride bytes: 24 (nvmlProcessInfo_t), or 16
+   (the unversioned lists, pid and memory). */
 static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count, void *infos,
-                                      size_t stride)
+                                      size_t stride, uint32_t list)
 {
     NEED_DEV_OR_MIG(d);
     if (!count)
@@ -256,7 +257,8 @@ static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count, void 
     unsigned int n = 0, cap = infos ? *count : 0;
     for (int i = 0; i < SIM_MAX_PROCS; i++) {
         int32_t pid = atomic_load(&s->proc[i].pid);
-        if (pid <= 0 || atomic_load(&s->proc[i].contexts[d->index]) == 0)
+        if (pid <= 0 || atomic_load(&s->proc[i].contexts[d->index]) == 0 ||
+            !(atomic_load(&s->proc[i].lists) & list))
             continue;
         unsigned gi = atomic_load(&s->proc[i].mig_gi[d->index]);
         if (d->gi && gi != d->gi)
@@ -273,42 +275,28 @@ static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count, void 
     return n > cap ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
 }
 
-/* The graphics and MPS lists: empty, as on a GPU that only computes and runs no MPS, unless
-   CARVE_SIM_PROC_LISTS=all has every process listed there too. */
-static nvmlReturn_t other_processes(nvmlDevice_t d, unsigned int *count, void *infos,
-                                    size_t stride)
-{
-    NEED_DEV_OR_MIG(d);
-    if (!count)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    if (sim_config()->all_proc_lists)
-        return running_processes(d, count, infos, stride);
-    *count = 0;
-    return NVML_SUCCESS;
-}
-
-#define SIM_PROCESS_LIST(name, lister, stride)                                             \
+#define SIM_PROCESS_LIST(name, list, stride)                                               \
     API nvmlReturn_t name(nvmlDevice_t d, unsigned int *count, nvmlProcessInfo_t *infos) \
     {                                                                                     \
-        return lister(d, count, infos, stride);                                           \
+        return running_processes(d, count, infos, stride, list);                         \
     }
-SIM_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses_v3, running_processes,
+SIM_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses_v3, SIM_LIST_COMPUTE,
                  sizeof(nvmlProcessInfo_t))
-SIM_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses_v2, running_processes,
+SIM_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses_v2, SIM_LIST_COMPUTE,
                  sizeof(nvmlProcessInfo_t))
-SIM_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses, running_processes,
+SIM_PROCESS_LIST(nvmlDeviceGetComputeRunningProcesses, SIM_LIST_COMPUTE,
                  sizeof(nvmlProcessInfo_v1_t))
-SIM_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses_v3, other_processes,
+SIM_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses_v3, SIM_LIST_GRAPHICS,
                  sizeof(nvmlProcessInfo_t))
-SIM_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses_v2, other_processes,
+SIM_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses_v2, SIM_LIST_GRAPHICS,
                  sizeof(nvmlProcessInfo_t))
-SIM_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses, other_processes,
+SIM_PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses, SIM_LIST_GRAPHICS,
                  sizeof(nvmlProcessInfo_v1_t))
-SIM_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v3, other_processes,
+SIM_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v3, SIM_LIST_MPS,
                  sizeof(nvmlProcessInfo_t))
-SIM_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v2, other_processes,
+SIM_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v2, SIM_LIST_MPS,
                  sizeof(nvmlProcessInfo_t))
-SIM_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses, other_processes,
+SIM_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses, SIM_LIST_MPS,
                  sizeof(nvmlProcessInfo_v1_t))
 
 /* A driver of R535 on has both (so _v3's entries are 24 bytes, common/nvml_procs.h); the
@@ -321,8 +309,7 @@ API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t d,
     return NVML_ERROR_NOT_SUPPORTED;
 }
 
-/* The lists above again, in the one of R550 on: the compute processes, or the graphics or MPS
- * ones (other_processes). */
+/* The lists above again, in the one of R550 on: the compute, graphics or MPS processes. */
 API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t d,
                                                        nvmlProcessDetailList_t *plist)
 {
@@ -333,9 +320,10 @@ API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t d,
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     nvmlProcessInfo_t all[SIM_MAX_PROCS];
     unsigned int n = SIM_MAX_PROCS;
-    __typeof__(&running_processes) lister =
-        plist->mode == NVML_PROCESS_MODE_COMPUTE ? running_processes : other_processes;
-    if (lister(d, &n, all, sizeof(all[0])) != NVML_SUCCESS)
+    uint32_t list = plist->mode == NVML_PROCESS_MODE_GRAPHICS ? SIM_LIST_GRAPHICS
+                    : plist->mode == NVML_PROCESS_MODE_MPS    ? SIM_LIST_MPS
+                                                              : SIM_LIST_COMPUTE;
+    if (running_processes(d, &n, all, sizeof(all[0]), list) != NVML_SUCCESS)
         return NVML_ERROR_UNKNOWN;
     unsigned int cap = plist->procArray ? plist->numProcArrayEntries : 0;
     plist->numProcArrayEntries = n;

@@ -83,6 +83,26 @@ static void read_uuids(void)
     }
 }
 
+/* CARVE_SIM_PROC_LISTS: compute, graphics, mps (comma-separated) or all; unknown words are
+ * ignored, and nothing known means compute. */
+static uint32_t read_proc_lists(const char *v)
+{
+    uint32_t lists = 0;
+    char buf[128], *save = NULL;
+    snprintf(buf, sizeof(buf), "%s", v ? v : "");
+    for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        if (strcmp(w, "compute") == 0)
+            lists |= SIM_LIST_COMPUTE;
+        else if (strcmp(w, "graphics") == 0)
+            lists |= SIM_LIST_GRAPHICS;
+        else if (strcmp(w, "mps") == 0)
+            lists |= SIM_LIST_MPS;
+        else if (strcmp(w, "all") == 0)
+            lists |= SIM_LIST_COMPUTE | SIM_LIST_GRAPHICS | SIM_LIST_MPS;
+    }
+    return lists ? lists : SIM_LIST_COMPUTE;
+}
+
 static void read_config(void)
 {
     const char *v = getenv("CARVE_SIM_DEVICES");
@@ -113,8 +133,7 @@ static void read_config(void)
     config.nvml_pid_offset = v ? atoi(v) : 0;
     v = getenv("CARVE_SIM_NVML_UTIL_PID_OFFSET");
     config.nvml_util_pid_offset = v ? atoi(v) : 0;
-    v = getenv("CARVE_SIM_PROC_LISTS");
-    config.all_proc_lists = v && strcmp(v, "all") == 0;
+    config.proc_lists = read_proc_lists(getenv("CARVE_SIM_PROC_LISTS"));
     config.ctx_memory = env_size("CARVE_SIM_CTX_MEMORY", 500ULL << 20);
     config.module_memory = env_size("CARVE_SIM_MODULE_MEMORY", 2ULL << 20);
     v = getenv("CARVE_SIM_STATE");
@@ -260,6 +279,7 @@ static struct sim_proc *claim_self(struct sim_shared *s, pid_t pid)
             if (atomic_compare_exchange_strong(&s->proc[i].pid, &expect, (int32_t)pid)) {
                 proc_clear(&s->proc[i]);
                 atomic_store(&s->proc[i].start_time, carve_proc_start_time(pid));
+                atomic_store(&s->proc[i].lists, sim_config()->proc_lists);
                 return &s->proc[i];
             }
         }

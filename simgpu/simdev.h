@@ -32,9 +32,10 @@ struct sim_config {
      * drivers that translate the process list's pids into a container's namespace and not
      * the samples' */
     int nvml_util_pid_offset;
-    /* the graphics and MPS process lists name every process, as the compute list does
-     * (CARVE_SIM_PROC_LISTS=all); else they are empty, as on a GPU that only computes */
-    bool all_proc_lists;
+    /* the NVML process lists that name this process (SIM_LIST_* bits, from
+     * CARVE_SIM_PROC_LISTS: compute, graphics, mps, comma-separated, or all; default
+     * compute): a process that draws, or an MPS client, as the driver lists them */
+    uint32_t proc_lists;
     uint64_t ctx_memory;
     uint64_t module_memory;
     char state_path[256];
@@ -45,8 +46,11 @@ struct sim_interval {
     _Atomic int32_t pid;
 };
 
+enum { SIM_LIST_COMPUTE = 1, SIM_LIST_GRAPHICS = 2, SIM_LIST_MPS = 4 };
+
 struct sim_proc {
     _Atomic int32_t pid;
+    _Atomic uint32_t lists; /* SIM_LIST_*: the NVML process lists that name it */
     _Atomic uint64_t start_time;
     _Atomic uint64_t used[SIM_MAX_DEVICES];
     _Atomic uint32_t contexts[SIM_MAX_DEVICES];

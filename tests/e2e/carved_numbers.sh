@@ -5,7 +5,8 @@
 # when NVML's utilisation samples name pids its process list does not; allocations refused at a cap,
 # counted by the slices, across a restart of carved; carve ps of a slice on two GPUs; idle
 # GPU-hours of a slice on two GPUs, across a restart; an escape on two GPUs, counted and
-# killed once; an escape whose name is not UTF-8 listed; NVIDIA's MPS server no escape
+# killed once; an escape whose name is not UTF-8 listed; NVIDIA's MPS server no escape; a
+# process that only draws (NVML's graphics list) an escape
 #
 #   BUILD=build bash tests/e2e/carved_numbers.sh
 set -uo pipefail
@@ -227,6 +228,32 @@ check "the MPS server is listed as one and is no escape ($seen), and carve ps sa
     '[ "$seen" = "True False" ] && grep -q "^  GPU 0 pid $server user .* command nvidia-cuda-mps" <<<"$ps_text"'
 check "escape_policy = kill: the MPS server runs to its end (status $server_rc), a group-writable program of that name is killed (status $impostor_rc)" \
     '[ "$server_rc" -eq 0 ] && [ "$impostor_rc" -eq 137 ]'
+
+# 8. a process that only draws (Vulkan, OpenGL) is in NVML's graphics list and not its compute
+# one: carved read only the compute list, so such a process outside every slice held GPU
+# memory unseen, in no escape and not in carve ps. One that computes and draws is in both
+# lists and is one process.
+stop_carved
+start_carved 200ms off
+CARVE_SIM_PROC_LISTS=graphics LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$BUILD/bench/memhog" \
+    --label drawer --max 64 --hold 3 >"$work/drawer.log" 2>&1 &
+drawer=$!
+CARVE_SIM_PROC_LISTS=compute,graphics LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$BUILD/bench/memhog" \
+    --label both --max 64 --hold 3 >"$work/both.log" 2>&1 &
+both=$!
+for _ in $(seq 50); do
+    grep -q holding "$work/drawer.log" && grep -q holding "$work/both.log" && break
+    sleep 0.1
+done
+sleep 0.5
+seen=$("$CARVE" ps --json | python3 -c 'import json, sys
+snap = json.load(sys.stdin)
+procs = [p["pid"] for g in snap["gpus"] for p in g["processes"]]
+escapes = [e["pid"] for e in snap["escapes"]]
+print(*(f"{procs.count(int(a))}/{escapes.count(int(a))}" for a in sys.argv[1:]))' "$drawer" "$both")
+wait "$drawer" "$both"
+check "a graphics-only process and a compute+graphics one outside every slice: each listed once and an escape once (listed/escapes: $seen)" \
+    '[ "$seen" = "1/1 1/1" ]'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
