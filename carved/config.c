@@ -749,7 +749,9 @@ int carved_config_load(const char *path, struct carved_config *c, char *err, siz
     goto out;
 failed:
     if (err && errlen)
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(-ret));
+        /* a path of 100 KB filled err and cut off why: it is quoted up to 200 bytes */
+        snprintf(err, errlen, "%.200s%s: cannot read: %s", path, strlen(path) > 200 ? "..." : "",
+                 strerror(-ret));
 out:
     if (fd >= 0)
         close(fd);

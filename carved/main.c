@@ -136,9 +136,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case ':':
             fprintf(stderr, "carved: option `%s' needs a value (see carved --help)\n", argv[optind - 1]);
             return 2;
-        default:
-            fprintf(stderr, "carved: unknown option `%s' (see carved --help)\n", argv[optind - 1]);
+        default: {
+            /* a short option inside a word (-nZ) leaves optind on that word, and argv[optind
+             * - 1] named the word before it (carved itself, for `carved -Zx') */
+            char opt[3] = {'-', (char)optopt, '\0'};
+            fprintf(stderr, "carved: unknown option `%s' (see carved --help)\n",
+                    optopt ? opt : argv[optind - 1]);
             return 2;
+        }
         }
     }
     if (optind < argc) {

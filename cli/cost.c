@@ -71,9 +71,10 @@ static int parse_number(const char *opt, const char *s, double *out, bool percen
     char *end;
     errno = 0;
     double v = strtod(s, &end);
+    bool digits = end != s; /* a lone `%' is no number, not 0% */
     if (percent && *end == '%')
         end++;
-    if (!*s || *end || errno || strpbrk(s, "xXnN") || !(v == v)) {
+    if (!digits || *end || errno || strpbrk(s, "xXnN") || !(v == v)) {
         fprintf(stderr, "carve cost: %s `%s' is not a number%s\n(see carve cost --help)\n", opt,
                 s, percent ? " (a percentage such as 25%)" : "");
         return CARVE_EXIT_USAGE;
@@ -126,9 +127,14 @@ static json_t *load_snapshot(const char *src, char *err, size_t errlen)
         return root;
     }
     struct stat st;
-    if (stat(src, &st) < 0) {
-        snprintf(err, errlen, "%s: %s (give carved's socket, a snapshot file or -)",
-                 src, strerror(errno));
+    if (stat(src, &st) < 0) { /* a path of 100 KB is quoted in part, so that why still shows */
+        snprintf(err, errlen, "%.200s%s: %s (give carved's socket, a snapshot file or -)",
+                 src, strlen(src) > 200 ? "..." : "", strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) { /* jansson reads a directory as an empty file */
+        snprintf(err, errlen, "%s is a directory (give carved's socket, a snapshot file or -)",
+                 src);
         return NULL;
     }
     if (S_ISSOCK(st.st_mode)) {
@@ -233,9 +239,9 @@ int carve_cmd_cost(int argc, char **argv)
             set_shape = true;
             in.gpu = optarg;
             json_t *text = json_string(optarg); /* NULL: not UTF-8, which JSON cannot carry */
+            json_decref(text);
             if (!text || !*optarg)
                 return cost_error("--gpu `%s' is not a GPU model name (e.g. A100, H100)", optarg);
-            json_decref(text);
             /* an unknown model would silently count as one without MIG */
             char gpu_err[400];
             if (cost_gpu_check(optarg, gpu_err, sizeof(gpu_err)))

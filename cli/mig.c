@@ -2,6 +2,7 @@
  * through NVML (a dry run unless --yes; an instance with processes is never destroyed); and
  * choosing a MIG instance for `carve run --mode mig`. The tables and the planner live in
  * planner/ (mig.h, mig_plan.h), the NVML calls in planner/mig_nvml.c. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -130,8 +131,10 @@ static int parse_opts(const char *sub, int argc, char **argv, const char *allowe
             char *end;
             errno = 0;
             long v = strtol(optarg, &end, 10);
-            if (*end || errno || v < 0 || v >= MIG_NVML_MAX_GPUS)
-                return usage_error(sub, "--index %s: a GPU index from 0 to 15", optarg);
+            /* digits only: strtol takes `' as 0 (GPU 0 for an empty --index) and skips spaces */
+            if (!isdigit((unsigned char)*optarg) || *end || errno || v < 0 ||
+                v >= MIG_NVML_MAX_GPUS)
+                return usage_error(sub, "--index `%s' is not a GPU index from 0 to 15", optarg);
             o->index = (unsigned)v;
             o->index_given = true;
             break;

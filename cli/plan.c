@@ -2,6 +2,7 @@
  * sharing mechanism and show GPUs, stranded memory and cost side by side (planner/fleet*.c). */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,7 @@ static const char plan_help[] =
     "  trust     trusted (one team, default) or untrusted (tenants that must be isolated)\n"
     "  count     this many identical workloads (default 1)\n"
     "  JSON: [{\"name\": \"a\", \"memory\": \"8GiB\", \"compute\": 30, ...}] or\n"
-    "  {\"workloads\": [...]}.\n"
+    "  {\"workloads\": [...]}. At most 256 MiB.\n"
     "\n"
     "RULES per mechanism: untrusted workloads get a GPU of their own except under MIG;\n"
     "time-slicing also gives strict-latency workloads their own GPU (context-switch\n"
@@ -188,6 +189,11 @@ static int list_models(bool json)
     return 0;
 }
 
+/* The most a workload file may hold: 2,000,000 workloads (the parser's limit) of about 100
+ * bytes a line fit with room to spare; /dev/zero or an endless pipe would otherwise be read
+ * until memory ran out (carve plan /dev/zero ran for minutes). */
+#define PLAN_MAX_FILE (256u << 20)
+
 /* The whole file (or stdin for "-"), NUL-terminated; NULL with a message. */
 static char *read_all(const char *path, size_t *len)
 {
@@ -197,10 +203,16 @@ static char *read_all(const char *path, size_t *len)
         return NULL;
     }
     size_t cap = 1 << 16, n = 0;
+    bool too_large = false;
     char *buf = malloc(cap);
     while (buf) {
         if (n + 1 >= cap) {
-            char *bigger = realloc(buf, cap *= 2);
+            if (cap > PLAN_MAX_FILE) { /* holds PLAN_MAX_FILE + 1 bytes: one too many */
+                too_large = true;
+                break;
+            }
+            cap = cap * 2 > PLAN_MAX_FILE + 2 ? PLAN_MAX_FILE + 2 : cap * 2;
+            char *bigger = realloc(buf, cap);
             if (!bigger) {
                 free(buf);
                 buf = NULL;
@@ -213,7 +225,13 @@ static char *read_all(const char *path, size_t *len)
         if (got == 0)
             break;
     }
-    if (buf && ferror(f)) {
+    if (too_large) {
+        fprintf(stderr, "carve plan: %s is larger than %u MiB; give a workload list (CSV or "
+                        "JSON) of at most that size\n",
+                f == stdin ? "standard input" : path, PLAN_MAX_FILE >> 20);
+        free(buf);
+        buf = NULL;
+    } else if (buf && ferror(f)) {
         fprintf(stderr, "carve plan: cannot read %s: %s\n", path, strerror(errno));
         free(buf);
         buf = NULL;

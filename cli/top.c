@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -315,6 +316,17 @@ static void render(struct frame *f, const json_t *snap, const char *note)
 static json_t *load_file(const char *path, char *err, size_t errlen)
 {
     json_error_t je;
+    struct stat st;
+    if (stat(path, &st) < 0) { /* jansson's 160-byte message cut a long path's reason off */
+        snprintf(err, errlen, "unable to open %.200s%s: %s (carve ps --json > FILE saves a "
+                 "snapshot)", path, strlen(path) > 200 ? "..." : "", strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) { /* jansson reads it as an empty file */
+        snprintf(err, errlen, "%s is a directory (carve ps --json > FILE saves a snapshot)",
+                 path);
+        return NULL;
+    }
     json_t *snap = json_load_file(path, 0, &je);
     if (!snap && je.line < 1) /* not opened or not read: jansson has no line to name */
         snprintf(err, errlen, "%s (carve ps --json > FILE saves a snapshot)", je.text);

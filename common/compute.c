@@ -5,11 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A value is quoted in a message up to 64 bytes, then `...': a 100 KB one filled the caller's
+ * buffer and cut off what was wrong with it and what is accepted. */
+#define QUOTED(s) (s), strlen(s) > 64 ? "..." : ""
+
 static int bad_compute(const char *s, const char *why, char *err, size_t errlen)
 {
     if (err && errlen)
-        snprintf(err, errlen, "`%s' %s; give a percentage in (0, 100]: `30%%' for at most "
-                 "30%% of the GPU, `30%%+' for at least 30%% (plus idle time)", s, why);
+        snprintf(err, errlen, "`%.64s%s' %s; give a percentage in (0, 100]: `30%%' for at most "
+                 "30%% of the GPU, `30%%+' for at least 30%% (plus idle time)", QUOTED(s), why);
     return -EINVAL;
 }
 
@@ -80,7 +84,8 @@ int carve_parse_priority(const char *s, uint8_t *out, char *err, size_t errlen)
             return 0;
         }
     if (err && errlen)
-        snprintf(err, errlen, "unknown priority `%s'; use latency, batch or normal", s ? s : "");
+        snprintf(err, errlen, "unknown priority `%.64s%s'; use latency, batch or normal",
+                 QUOTED(s ? s : ""));
     return -EINVAL;
 }
 

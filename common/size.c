@@ -27,10 +27,15 @@ static const struct unit units[] = {
     {"t", 1ULL << 40},   {"tib", 1ULL << 40}, {"tb", 1000000000000ULL},
 };
 
+/* A value is quoted in a message up to 64 bytes, then `...': a 100 KB one filled the caller's
+ * buffer and cut off what was wrong with it and the forms that are accepted. */
+#define QUOTED(s) (s), strlen(s) > 64 ? "..." : ""
+
 static int size_error(char *err, size_t errlen, int code, const char *s, const char *why)
 {
     if (err && errlen)
-        snprintf(err, errlen, "invalid size `%s': %s; expected %s", s, why, SIZE_FORMS);
+        snprintf(err, errlen, "invalid size `%.64s%s': %s; expected %s", QUOTED(s), why,
+                 SIZE_FORMS);
     return code;
 }
 
@@ -106,12 +111,14 @@ int carve_parse_cap(const char *s, uint64_t *out, char *err, size_t errlen)
         /* a bare small number is the likely slip (8 meant as 8 GiB): suggest it with a unit */
         bool bare = strspn(s, "0123456789") == strlen(s) && bytes < 1024;
         if (err && errlen && bare)
-            snprintf(err, errlen, "invalid size `%s': %llu byte%s, less than 1 MiB (a number "
-                     "without a unit is bytes); give a unit, e.g. %sGiB or %sMiB", s,
-                     (unsigned long long)bytes, bytes == 1 ? "" : "s", s, s);
+            snprintf(err, errlen, "invalid size `%.64s%s': %llu byte%s, less than 1 MiB (a "
+                     "number without a unit is bytes); give a unit, e.g. %lluGiB or %lluMiB",
+                     QUOTED(s), (unsigned long long)bytes, bytes == 1 ? "" : "s",
+                     (unsigned long long)bytes, (unsigned long long)bytes);
         else if (err && errlen)
-            snprintf(err, errlen, "invalid size `%s': %llu bytes, less than 1 MiB, the least "
-                     "GPU memory carve takes; e.g. 512MiB, 8GiB", s, (unsigned long long)bytes);
+            snprintf(err, errlen, "invalid size `%.64s%s': %llu bytes, less than 1 MiB, the "
+                     "least GPU memory carve takes; e.g. 512MiB, 8GiB", QUOTED(s),
+                     (unsigned long long)bytes);
         return -EDOM;
     }
     *out = bytes;
@@ -138,9 +145,9 @@ void carve_format_size(uint64_t bytes, char *buf, size_t len)
 static int spec_error(char *err, size_t errlen, const char *s, const char *why)
 {
     if (err && errlen)
-        snprintf(err, errlen, "invalid memory spec `%s': %s; expected SIZE (every GPU) or "
-                 "IDX=SIZE[,IDX=SIZE...] with IDX 0-%d, e.g. 8GiB or 0=8GiB,1=4GiB", s, why,
-                 CARVE_SPEC_MAX_DEVICES - 1);
+        snprintf(err, errlen, "invalid memory spec `%.64s%s': %s; expected SIZE (every GPU) or "
+                 "IDX=SIZE[,IDX=SIZE...] with IDX 0-%d, e.g. 8GiB or 0=8GiB,1=4GiB", QUOTED(s),
+                 why, CARVE_SPEC_MAX_DEVICES - 1);
     return -EINVAL;
 }
 

@@ -83,6 +83,11 @@ for opt in "--listen foo" "--listen :9477" "--socket ''" "--state-dir relative";
     rc=$?
     check "carved --check-config $opt: refused, exit 2 ($rc: $err)" '[ $rc -eq 2 ] && [[ $err == "carved: ${opt%% *}: "* ]]'
 done
+# an unknown short option inside a word was named as the word before it: `carved -Zx' said
+# "unknown option `build/bin/carved'"
+err=$("$CARVED" -Zx 2>&1)
+rc=$?
+check "carved -Zx: exit 2, names -Z ($rc: $err)" '[ $rc -eq 2 ] && [[ $err == "carved: unknown option \`-Z"* ]]'
 
 cat >"$work/carved.conf" <<CONF
 poll_interval = 200ms

@@ -70,6 +70,8 @@ expect 2 "carve run: unknown option \`-Z'" run --simulate -Z10 -- true
 expect 2 "carve slice create: unknown option \`-Z'" slice create x -Zq
 expect 2 "carve top: unknown option \`-Z'" top -Zx
 expect 2 "carve top: unknown option \`--nope'" top --nope
+# a byte past ASCII inside a word came as a negative optopt: `--simulate' was named instead
+expect 2 "carve run: unknown option \`-"$'\xff'"'" run --simulate $'-\xff\xfe' -- true
 expect 2 "unknown command" frobnicate
 expect 127 "cannot run" run --simulate --memory 1GiB -- /nonexistent/command
 expect 7 "" run --simulate --memory 1GiB -- sh -c 'exit 7'

@@ -68,6 +68,9 @@ expect 2 "at most 100%" mig plan --gpu H100-80GB 120%
 expect 2 "no REQUEST given" mig plan --gpu H100-80GB
 # a request that looks like an option: the message named the word before it (`H100-80GB')
 expect 2 "unknown option \`-5'" mig plan --gpu H100-80GB -5GiB
+# strtol took an empty --index as GPU 0, and ` 0' too
+expect 2 "--index \`' is not a GPU index from 0 to 15" mig list --simulate --index ""
+expect 2 "--index \` 0' is not a GPU index from 0 to 15" mig list --simulate --index " 0"
 out=$("$CARVE" mig plan --gpu H100-80GB --json 4g.40gb 3g.40gb)
 check "plan --json: 4g at 0, 3g at 4, nothing stranded" test \
     "$(echo "$out" | json_eval "[(p['profile'],p['start']) for p in j['placed']], j['stranded_mib']")" \

@@ -132,6 +132,11 @@ expect 2 "unknown option" plan "$tmp/w.csv" --fleet H100-80GB --bogus
 expect 2 "unknown option \`-Z'" plan "$tmp/w.csv" --fleet H100-80GB -Zx
 expect 2 "unknown option \`-Z'" cost -Z10
 expect 2 "unknown option \`-Z'" advise -jZ --gpu H100 --workload batch
+# /dev/zero (or an endless pipe) was read until memory ran out: carve plan ran for minutes.
+# 300 MiB of NULs stand for it here, so that a carve without the limit ends too.
+out=$(head -c 300M /dev/zero | timeout 60 "$CARVE" plan - --fleet H100-80GB 2>&1)
+rc=$?
+if [ "$rc" -eq 2 ] && [[ $out == *"standard input is larger than 256 MiB"* ]]; then ok "plan - of 300 MiB -> 2: $out"; else bad "plan - of 300 MiB -> $rc (want 2, larger than 256 MiB): ${out:0:300}"; fi
 # names are text: UTF-8 is a name (it was refused as a `control character'), Latin-1 and
 # control bytes are not, and a count's NAME#N does not cut a character in two
 printf 'name,memory,count\nmod\303\250le,8GiB,1\n%s\303\251,1GiB,2\n' \
@@ -219,6 +224,12 @@ expect 2 "--price \`cheap' is not a number" cost --price cheap
 expect 2 "--mechanism \`vgpu' is not one of" cost --mechanism vgpu
 # --json must be JSON: a model name that is not UTF-8 was dropped, leaving an empty line and exit 0
 expect 2 "is not a GPU model name" cost --gpu $'\xff' --json
+# an empty model leaked its JSON string (LeakSanitizer: exit 1 in an ASan build)
+expect 2 "--gpu \`' is not a GPU model name" cost --gpu ""
+# a lone % was 0%: "utilisation 0% is not above 0%", a value the user never gave
+expect 2 "--utilisation \`%' is not a number" cost --utilisation %
+# a directory read as an empty file: "not JSON: '[' or '{' expected near end of file"
+expect 1 "$tmp is a directory (give carved's socket, a snapshot file or -)" cost --from-metrics "$tmp"
 
 # --- carve cost --from-metrics: a saved snapshot, then a live carved ---
 # the usage names --json on both forms, as carve-cost(1) does

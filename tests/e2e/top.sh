@@ -110,6 +110,12 @@ rc=$?
 check "a missing file: exit 1, its name and why, no line number ($err)" \
     '[ $rc -eq 1 ] && [[ $err == "carve top: unable to open $work/missing.json: No such file or directory"* ]]'
 
+# a directory read as an empty file: "'[' or '{' expected near end of file"
+err=$("$CARVE" top --once --input "$work" 2>&1)
+rc=$?
+check "a directory: exit 1, it is a directory ($err)" \
+    '[ $rc -eq 1 ] && [[ $err == "carve top: $work is a directory"* ]]'
+
 # 3. against carved --simulate
 printf 'poll_interval = 200ms\nidle_after = 10s\n[slice shared]\nmemory = 1GiB\n' >"$work/carved.conf"
 "$CARVED" --simulate --config "$work/carved.conf" --socket "$CARVE_SOCKET" --state-dir "$work/state" \
