@@ -80,7 +80,7 @@ check "nvidia-smi inside a 4 GiB slice reports memory.total 4096 (got '$out')" "
 # of NVML is checked: compute, graphics and MPS, each in its _v3, _v2 and unversioned form,
 # and the detail list of R550 on in each mode; the simulated GPU lists every process in all
 # of them (CARVE_SIM_PROC_LISTS=all). Only the compute _v3/_v2 lists were filtered until
-# 2026-11-25 (the detail list), and the graphics, MPS and unversioned ones until 2026-11-26.
+# 2026-11-25 (the detail list), and the graphics, MPS and unversioned ones until later that day.
 NVML_LISTS="v3 v2 v1 graphics-v3 graphics-v2 graphics-v1 mps-v3 mps-v2 mps-v1 detail detail-graphics detail-mps"
 export CARVE_SIM_PROC_LISTS=all
 MEMHOG=$BUILD/bench/memhog
