@@ -67,8 +67,10 @@ bool carve_job_shard_share(unsigned job_shards, unsigned gpu_shards, struct carv
 unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu);
 
 /* Puts the step in the job's slice, making the slice when the job has none on this node.
- * Returns 1 with the slice's shared-memory name in shm; 0 when the job asked for nothing
- * and has no slice (nothing to do); or a negative errno with the reason in err. */
+ * Returns 1 with the slice's shared-memory name in shm, and in err "" or a note for the
+ * step's user (its first task's call only): which of its options the slice, made by an
+ * earlier step of the job, does not hold, with the values it holds; 0 when the job asked
+ * for nothing and has no slice (nothing to do); or a negative errno with the reason in err. */
 int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_request *req,
                     char *shm, size_t shmlen, char *err, size_t errlen);
 /* Takes the step off the record; the last step out removes the slice. */

@@ -237,6 +237,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
     }
     if (r == 0)
         return 0;
+    if (err[0])
+        slurm_spank_log("carve: job %u: %s", req.job_id, err); /* error level, unprefixed: the job's stderr and the log */
     slurm_verbose("carve: job %u step pid %d in slice %s", req.job_id, (int)req.step_pid, shm);
     return task_env(sp, &conf, shm);
 }
