@@ -892,17 +892,31 @@ int carve_job_sweep(const struct carve_job_conf *conf, bool dry_run,
         unsigned long job = strtoul(de->d_name + 4, &end, 10);
         if (*end || job > UINT32_MAX)
             continue;
-        char why[512];
-        int fd = record_lock(conf, (uint32_t)job, false, why, sizeof(why));
-        if (fd < 0)
-            continue;
+        char why[512], path[PATH_MAX];
+        struct carve_job_status st = {.job_id = (uint32_t)job, .memory = "?", .compute = "?"};
         struct carve_job_record rec;
-        if (record_read(fd, &rec, why, sizeof(why)) < 0) {
-            close(fd);
+        int fd = record_lock(conf, (uint32_t)job, false, why, sizeof(why)), r = 0;
+        if (fd == -ENOENT)
+            continue; /* removed since readdir: its job ended */
+        if (fd >= 0 && (r = record_read(fd, &rec, why, sizeof(why))) == -EINVAL) {
+            /* not the text record_read puts in why: the listing is one line a record */
+            record_path(conf, (uint32_t)job, path, sizeof(path));
+            snprintf(why, sizeof(why), "%.300s is damaged (a write cut short?): its slice "
+                     "stays; remove the slice it names (/dev/shm/carve.slurm.%lu.*, or "
+                     "carved's slurm-%lu) and the file by hand", path, job, job);
+        }
+        if (fd < 0 || r < 0) {
+            /* listed, not skipped: an admin's look must not say "no slice" over it */
+            if (fd >= 0)
+                close(fd);
+            snprintf(st.error, sizeof(st.error), "%s", why);
+            if (count < max)
+                out[count] = st;
+            count++;
             continue;
         }
-        struct carve_job_status st = {.job_id = (uint32_t)job, .steps = rec.nsteps,
-                                      .live_steps = live_steps(&rec)};
+        st.steps = rec.nsteps;
+        st.live_steps = live_steps(&rec);
         snprintf(st.shm, sizeof(st.shm), "%s", rec.shm);
         describe(&rec, &st);
         snprintf(st.carved, sizeof(st.carved), "%s", rec.carved);

@@ -91,9 +91,13 @@ struct carve_job_status {
      * cap), "50%+" or "-" (no share); "?" when the slice cannot be opened */
     char memory[32];
     char compute[32];
+    /* "" or why the record cannot be read (cannot be opened, damaged): such a record and
+     * its slice stay, and the other fields say nothing */
+    char error[512];
 };
 /* Removes the slices of jobs none of whose steps is alive (unless dry_run); fills out (at
- * most max) with every record seen and returns how many there were, or -errno. */
+ * most max) with every record seen, those it cannot read among them, and returns how many
+ * there were, or -errno. */
 int carve_job_sweep(const struct carve_job_conf *conf, bool dry_run,
                     struct carve_job_status *out, int max, char *err, size_t errlen);
 

@@ -116,7 +116,10 @@ static void sweep(const struct carve_job_conf *conf)
     if (n < 0)
         slurm_error("carve: sweep of %s: %s", conf->state_dir, err);
     for (int i = 0; i < n && i < 64; i++)
-        if (st[i].removed)
+        if (st[i].error[0])
+            slurm_error("carve: sweep of %s: job %u: %s", conf->state_dir, st[i].job_id,
+                        st[i].error);
+        else if (st[i].removed)
             slurm_info("carve: removed the slice of job %u (its steps are gone)", st[i].job_id);
 }
 

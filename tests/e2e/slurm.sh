@@ -415,6 +415,15 @@ wait_for 50 slice_gone "$d"
 listed=$(carved_slices)
 check "job $d's slice left carved when the job ended (carved lists: '${listed}')" \
     "$(slice_gone "$d" && ! echo "$listed" | grep -q "slurm-$d="; echo $?)"
+# 8. A record the sweep cannot read (a write cut short) is listed, not skipped: an admin's
+#    carve-slurm-cleanup must not say the node has no slice; exit status 1.
+printf 'carve-slurm 1\nshm /carve.slurm.999.00000001\ncarved -\nstep 12' >"$T/carve/job-999"
+out=$("$CLEANUP" --state-dir "$T/carve" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "carve-slurm-cleanup lists a damaged record with why and exits 1 (rc $rc)" \
+    "$([ "$rc" -eq 1 ] && echo "$out" | grep -q "^job 999 .*record cannot be read: $T/carve/job-999 is damaged" && [ -e "$T/carve/job-999" ]; echo $?)"
+rm -f "$T/carve/job-999"
 if [ "$failed" -ne 0 ]; then
     echo "    --- slurmd.log (carve lines)"
     grep -i carve "$T/log/slurmd.log" | tail -20 | sed 's/^/    /'

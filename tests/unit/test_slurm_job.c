@@ -558,6 +558,32 @@ static void test_sweep(void **state)
     assert_int_equal(carve_job_sweep(&w->conf, false, st, 8, err, sizeof(err)), 0);
 }
 
+/* A record the sweep cannot read (a write cut short) is listed with why, and neither it
+ * nor its slice is removed: skipping it would tell an admin the node has no slice. */
+static void test_sweep_damaged(void **state)
+{
+    struct world *w = *state;
+    char path[PATH_MAX], err[1024];
+    snprintf(path, sizeof(path), "%s/job-60", w->conf.state_dir);
+    mkdir(w->conf.state_dir, 0755);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("carve-slurm 1\nshm /carve.slurm.60.00000001\ncarved -\nstep 12", f); /* cut short */
+    fclose(f);
+    struct carve_job_status st[8];
+    for (int dry = 1; dry >= 0; dry--) {
+        assert_int_equal(carve_job_sweep(&w->conf, dry, st, 8, err, sizeof(err)), 1);
+        assert_int_equal(st[0].job_id, 60);
+        assert_false(st[0].removed);
+        assert_non_null(strstr(st[0].error, "job-60 is damaged"));
+        assert_non_null(strstr(st[0].error, "/dev/shm/carve.slurm.60.*"));
+        assert_null(strchr(st[0].error, '\n')); /* one line a record in the listing */
+        assert_true(record_exists(w, 60));
+    }
+    unlink(path);
+    assert_int_equal(carve_job_sweep(&w->conf, false, st, 8, err, sizeof(err)), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -574,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_refused_values),
         cmocka_unit_test(test_guarantee_within_allocation),
         cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_sweep_damaged),
     };
     return cmocka_run_group_tests(tests, world_setup, world_teardown);
 }
