@@ -25,14 +25,19 @@ static const char help[] =
     "  -n, --dry-run        list, remove nothing\n"
     "  -j, --json           one JSON object: {\"jobs\":[{\"job\":N,\"shm\":S,\"carved\":S|null,\n"
     "                       \"memory\":S,\"compute\":S,\"steps\":N,\"live_steps\":N,\n"
-    "                       \"removed\":B}]}; memory and compute are the slice's on its\n"
-    "                       first GPU (\"-\": none, \"?\": the slice cannot be read)\n"
+    "                       \"removed\":B,\"error\":S|null}]}; memory and compute are the\n"
+    "                       slice's on its first GPU (\"-\": none, \"?\": the slice cannot\n"
+    "                       be read); error: why the job's record cannot be read\n"
     "  -h, --help           this text\n"
     "\n"
     "Slices that carved holds are deleted through its socket (CARVE_SOCKET, default\n"
     "/run/carve/carved.sock); when carved is not running they stay for a later run.\n"
     "\n"
-    "exit status: 0; 1 when the state directory cannot be read; 2 for bad options.\n";
+    "A record that cannot be read (not root, a damaged file) is listed with why, and\n"
+    "neither it nor its slice is removed.\n"
+    "\n"
+    "exit status: 0; 1 when the state directory or a record in it cannot be read; 2 for\n"
+    "bad options.\n";
 
 int main(int argc, char **argv)
 {
@@ -80,27 +85,34 @@ int main(int argc, char **argv)
     }
     if (n > MAX_JOBS)
         n = MAX_JOBS;
+    int status = 0;
+    for (int i = 0; i < n; i++)
+        if (st[i].error[0])
+            status = 1;
     if (json) {
         json_t *jobs = json_array();
         for (int i = 0; i < n; i++)
-            json_array_append_new(jobs, json_pack("{s:I,s:s,s:s?,s:s,s:s,s:i,s:i,s:b}", "job",
-                (json_int_t)st[i].job_id, "shm", st[i].shm, "carved",
+            json_array_append_new(jobs, json_pack("{s:I,s:s,s:s?,s:s,s:s,s:i,s:i,s:b,s:s?}",
+                "job", (json_int_t)st[i].job_id, "shm", st[i].shm, "carved",
                 st[i].carved[0] ? st[i].carved : NULL, "memory", st[i].memory, "compute",
                 st[i].compute, "steps", st[i].steps, "live_steps", st[i].live_steps,
-                "removed", st[i].removed));
+                "removed", st[i].removed, "error", st[i].error[0] ? st[i].error : NULL));
         json_t *root = json_pack("{s:o}", "jobs", jobs);
         json_dumpf(root, stdout, JSON_INDENT(2));
         putchar('\n');
         json_decref(root);
-        return 0;
+        return status;
     }
     if (n == 0)
         printf("no Slurm job has a carve slice here (%s)\n", conf.state_dir);
     for (int i = 0; i < n; i++)
-        printf("job %-8u %-32s memory %-9s compute %-7s %d/%d steps alive  %s\n",
-               st[i].job_id, st[i].carved[0] ? st[i].carved : st[i].shm, st[i].memory,
-               st[i].compute, st[i].live_steps, st[i].steps,
-               st[i].removed ? "removed" : st[i].live_steps ? "running" :
-               dry ? "would be removed" : "kept (carved is not running)");
-    return 0;
+        if (st[i].error[0])
+            printf("job %-8u record cannot be read: %s\n", st[i].job_id, st[i].error);
+        else
+            printf("job %-8u %-32s memory %-9s compute %-7s %d/%d steps alive  %s\n",
+                   st[i].job_id, st[i].carved[0] ? st[i].carved : st[i].shm, st[i].memory,
+                   st[i].compute, st[i].live_steps, st[i].steps,
+                   st[i].removed ? "removed" : st[i].live_steps ? "running" :
+                   dry ? "would be removed" : "kept (carved is not running)");
+    return status;
 }

@@ -335,48 +335,101 @@ static int record_write(int fd, const struct carve_job_record *rec, char *err, s
 
 /* ---- making and removing the slice ---- */
 
-/* Keeps the GPUs whose index is in list ("0,2"); all of them when list is empty or not
- * a list of indices (UUIDs, say). Returns the new count. */
-static int keep_job_gpus(struct carve_gpu_info *gpus, int n, const char *list)
+/* Whether GPU index is in list ("0,2"); every GPU is when list is empty or not a list of
+ * indices (UUIDs, say). */
+static bool job_gpu(const char *list, unsigned index)
 {
     if (!list || !*list || strspn(list, "0123456789,") != strlen(list))
-        return n;
+        return true;
+    char *copy = strdup(list), *save = NULL;
+    bool in = false;
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !in; t = strtok_r(NULL, ",", &save))
+        in = strtoul(t, NULL, 10) == index;
+    free(copy);
+    return in;
+}
+
+/* Keeps the GPUs that job_gpu finds in list. Returns the new count. */
+static int keep_job_gpus(struct carve_gpu_info *gpus, int n, const char *list)
+{
     int kept = 0;
-    for (int i = 0; i < n; i++) {
-        char *copy = strdup(list), *save = NULL;
-        bool in = false;
-        for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !in; t = strtok_r(NULL, ",", &save))
-            in = strtoul(t, NULL, 10) == gpus[i].index;
-        free(copy);
-        if (in)
+    for (int i = 0; i < n; i++)
+        if (job_gpu(list, gpus[i].index))
             gpus[kept++] = gpus[i];
-    }
     return kept;
 }
 
-/* The GPU's shard count for the default share: plugstack.conf's shards_per_gpu, else
- * gres.conf's shard lines for this host over the node's GPUs (NVML's count, whether the
- * slice is made standalone or through carved); 0 when neither says. */
-static unsigned gpu_shards(const struct carve_job_conf *conf)
+/* The whole of a text file, at most 1 MiB (a cluster's gres.conf lists every node): a
+ * buffer the caller frees, or NULL with the errno text or why in err. */
+static char *read_text(const char *path, char *err, size_t errlen)
 {
-    if (conf->shards_per_gpu || !conf->gres_conf[0])
-        return conf->shards_per_gpu;
+    enum { TEXT_MAX = 1 << 20 };
+    FILE *f = fopen(path, "re");
+    char *text = f ? malloc(TEXT_MAX + 1) : NULL;
+    size_t n = text ? fread(text, 1, TEXT_MAX + 1, f) : 0;
+    int e = !f ? errno : !text ? ENOMEM : ferror(f) ? (errno ? errno : EIO) : 0;
+    if (f)
+        fclose(f);
+    if (!e && n > TEXT_MAX) {
+        snprintf(err, errlen, "longer than %d bytes", TEXT_MAX);
+        free(text);
+        return NULL;
+    }
+    if (e) {
+        snprintf(err, errlen, "%s", strerror(e));
+        free(text);
+        return NULL;
+    }
+    text[n] = '\0';
+    return text;
+}
+
+/* The GPU's shard count for a job on job_shards shards: plugstack.conf's shards_per_gpu,
+ * else gres.conf's shard lines for this host over the node's GPUs (NVML's count, whether
+ * the slice is made standalone or through carved). A count that cannot be had is an error
+ * naming the file and why: the job would otherwise run with none of the share its shards
+ * stand for, and a guarantee it gives would go unchecked against them. */
+static int gpu_shards(const struct carve_job_conf *conf, unsigned job_shards, unsigned *out,
+                      char *err, size_t errlen)
+{
+    *out = conf->shards_per_gpu;
+    if (conf->shards_per_gpu)
+        return 0;
+    const char *fix = "point plugstack.conf's gres_conf= at the node's gres.conf, or give "
+                      "shards_per_gpu=N there (the shard count of one GPU)";
     struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
     char nvml[PATH_MAX + 64], why[512];
     carve_nvml_path(conf->simulate, conf->libdir, nvml, sizeof(nvml));
     int ngpu = carve_gpus_list(nvml, conf->simulate, gpus, CARVE_SLICE_MAX_DEVICES, why, sizeof(why));
-    if (ngpu <= 0)
-        return 0;
-    FILE *f = fopen(conf->gres_conf, "re");
-    char text[16384];
-    size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
-    text[n] = '\0';
-    if (f)
-        fclose(f);
+    if (ngpu <= 0) {
+        snprintf(err, errlen, "the job's %u shard%s give%s it a share of a GPU, but the "
+                 "node's GPUs cannot be counted to divide gres.conf's shards among them (%s); "
+                 "give shards_per_gpu=N in plugstack.conf", job_shards, job_shards == 1 ? "" : "s",
+                 job_shards == 1 ? "s" : "", ngpu < 0 ? why : "NVML lists none");
+        return -ENODEV;
+    }
+    char *text = read_text(conf->gres_conf, why, sizeof(why));
+    if (!text) {
+        snprintf(err, errlen, "cannot read %s (plugstack.conf's gres_conf=) for the shard "
+                 "count of a GPU: %s; without it the job's %u shard%s give%s no compute "
+                 "share, so its tasks are not started: %s", conf->gres_conf, why, job_shards,
+                 job_shards == 1 ? "" : "s", job_shards == 1 ? "s" : "", fix);
+        return -EIO;
+    }
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     host[strcspn(host, ".")] = '\0';
-    return carve_job_gres_shards(text, host, ngpu);
+    *out = carve_job_gres_shards(text, host, ngpu);
+    free(text);
+    if (*out == 0) {
+        snprintf(err, errlen, "%s (plugstack.conf's gres_conf=) has no Name=shard line with "
+                 "a Count= of at least one shard a GPU for this node (%s, %d GPU%s); without "
+                 "it the job's %u shard%s give%s no compute share, so its tasks are not "
+                 "started: %s", conf->gres_conf, host, ngpu, ngpu == 1 ? "" : "s", job_shards,
+                 job_shards == 1 ? "" : "s", job_shards == 1 ? "s" : "", fix);
+        return -EINVAL;
+    }
+    return 0;
 }
 
 /* The compute settings: the job's --gpu-compute, else its share of the GPU's shards. A
@@ -387,9 +440,12 @@ static int job_compute(const struct carve_job_conf *conf, const struct carve_job
                        struct carve_compute *c, char *err, size_t errlen)
 {
     char why[256];
+    unsigned per_gpu = 0;
+    int r;
     memset(c, 0, sizeof(*c));
-    unsigned per_gpu = req->job_shards ? gpu_shards(conf) : 0;
     if (!req->compute) {
+        if (req->job_shards && (r = gpu_shards(conf, req->job_shards, &per_gpu, err, errlen)) < 0)
+            return r;
         carve_job_shard_share(req->job_shards, per_gpu, c);
         return 0;
     }
@@ -398,7 +454,9 @@ static int job_compute(const struct carve_job_conf *conf, const struct carve_job
         return -EINVAL;
     }
     if (c->mode != CARVE_COMPUTE_GUARANTEE)
-        return 0;
+        return 0; /* a cap holds no room: the shards need not be counted */
+    if (req->job_shards && (r = gpu_shards(conf, req->job_shards, &per_gpu, err, errlen)) < 0)
+        return r;
     struct carve_compute shards, cap = *c;
     char given[32], as_cap[32];
     cap.mode = CARVE_COMPUTE_CAP;
@@ -609,9 +667,80 @@ static bool slice_exists(const struct carve_job_record *rec)
     return rec->shm[0] && access(path, F_OK) == 0;
 }
 
+/* "GPU 0: memory cap 2 GiB, compute 25%+" for each of the slice's GPUs that are the job's. */
+static void describe_terms(struct carve_slice *s, const char *gpus, char *out, size_t len)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (int d = 0; d < carve_slice_ndev(s) && at < len; d++) {
+        int index = carve_slice_dev_index(s, d);
+        if (!job_gpu(gpus, (unsigned)index))
+            continue;
+        char mem[32] = "no memory cap", cmp[32] = "no compute share";
+        struct carve_compute c = carve_slice_compute(s, d);
+        if (carve_slice_cap(s, d)) {
+            memcpy(mem, "memory cap ", 11);
+            carve_format_size(carve_slice_cap(s, d), mem + 11, sizeof(mem) - 11);
+        }
+        if (c.share_bp) {
+            memcpy(cmp, "compute ", 8);
+            carve_format_compute(&c, cmp + 8, sizeof(cmp) - 8);
+        }
+        at += (size_t)snprintf(out + at, len - at, "%sGPU %d: %s, %s", at ? "; " : "", index,
+                               mem, cmp);
+    }
+}
+
+/* Which of a step's options the job's slice, made by an earlier step with its own, does
+ * not hold: the slice is the job's on the node, its terms fixed while steps run in it, so
+ * the step runs under them; note says so to the step's user ("" when the slice holds
+ * what the step asked, or the step asked nothing). */
+static void ignored_options(const struct carve_job_record *rec,
+                            const struct carve_job_request *req, char *note, size_t len)
+{
+    struct carve_memory_spec m = {0};
+    struct carve_compute want = {0};
+    struct carve_slice *s;
+    char why[256], terms[512];
+    note[0] = '\0';
+    bool memory = req->memory && carve_parse_memory_spec(req->memory, &m, why, sizeof(why)) == 0;
+    bool compute = req->compute && carve_parse_compute(req->compute, &want, why, sizeof(why)) == 0;
+    if ((!memory && !compute) || carve_slice_open(rec->shm, &s, why, sizeof(why)) < 0)
+        return;
+    bool memory_differs = false, compute_differs = false, named[CARVE_SPEC_MAX_DEVICES] = {0};
+    for (int d = 0; d < carve_slice_ndev(s); d++) {
+        int index = carve_slice_dev_index(s, d);
+        if (!job_gpu(req->gpus, (unsigned)index))
+            continue;
+        bool in_spec = index >= 0 && index < CARVE_SPEC_MAX_DEVICES;
+        uint64_t cap = m.all ? m.all : in_spec ? m.per_index[index] : 0;
+        if (in_spec)
+            named[index] = true;
+        struct carve_compute c = carve_slice_compute(s, d);
+        memory_differs |= memory && cap != carve_slice_cap(s, d);
+        compute_differs |= compute && (c.share_bp != want.share_bp || c.mode != want.mode);
+    }
+    for (int i = 0; i < CARVE_SPEC_MAX_DEVICES; i++)
+        memory_differs |= memory && m.per_index[i] && !named[i]; /* a GPU the slice lacks */
+    if (memory_differs || compute_differs) {
+        describe_terms(s, req->gpus, terms, sizeof(terms));
+        snprintf(note, len, "this step's %s%s%s%s%s %s not applied: the job's slice %s on "
+                 "this node was made by an earlier step of the job and holds %s; every step "
+                 "of the job on the node runs in it, under the terms it was made with, until "
+                 "the last one ends (give the options to sbatch or salloc, or to the job's "
+                 "first step)", memory_differs ? "--gpu-memory=" : "",
+                 memory_differs ? req->memory : "", memory_differs && compute_differs ? " and " : "",
+                 compute_differs ? "--gpu-compute=" : "", compute_differs ? req->compute : "",
+                 memory_differs && compute_differs ? "are" : "is", carve_slice_name(s),
+                 terms[0] ? terms : "none of the job's GPUs");
+    }
+    carve_slice_close(s);
+}
+
 int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_request *req,
                     char *shm, size_t shmlen, char *err, size_t errlen)
 {
+    err[0] = '\0';
     int fd = record_lock(conf, req->job_id, true, err, errlen);
     if (fd < 0)
         return fd;
@@ -621,8 +750,9 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
     int r = record_read(fd, &rec, err, errlen);
     if (r < 0)
         goto out;
-    bool asked = req->memory || req->compute || req->job_shards;
+    bool asked = req->memory || req->compute || req->job_shards, made = false;
     if (!slice_exists(&rec)) {
+        made = true;
         if (!asked && rec.nsteps == 0) {
             unlink(path);
             r = 0;
@@ -652,11 +782,13 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
         r = -EMFILE;
         goto out;
     }
+    if (!listed && !made)
+        ignored_options(&rec, req, err, errlen); /* once a step: its first task says it */
     if (!listed) {
         rec.steps[rec.nsteps].pid = req->step_pid;
         rec.steps[rec.nsteps++].start = carve_proc_start_time(req->step_pid);
     }
-    if ((r = record_write(fd, &rec, err, errlen)) == 0) {
+    if ((r = record_write(fd, &rec, err, errlen)) == 0) { /* err keeps the note */
         snprintf(shm, shmlen, "%s", rec.shm);
         r = 1;
     }
@@ -760,17 +892,31 @@ int carve_job_sweep(const struct carve_job_conf *conf, bool dry_run,
         unsigned long job = strtoul(de->d_name + 4, &end, 10);
         if (*end || job > UINT32_MAX)
             continue;
-        char why[512];
-        int fd = record_lock(conf, (uint32_t)job, false, why, sizeof(why));
-        if (fd < 0)
-            continue;
+        char why[512], path[PATH_MAX];
+        struct carve_job_status st = {.job_id = (uint32_t)job, .memory = "?", .compute = "?"};
         struct carve_job_record rec;
-        if (record_read(fd, &rec, why, sizeof(why)) < 0) {
-            close(fd);
+        int fd = record_lock(conf, (uint32_t)job, false, why, sizeof(why)), r = 0;
+        if (fd == -ENOENT)
+            continue; /* removed since readdir: its job ended */
+        if (fd >= 0 && (r = record_read(fd, &rec, why, sizeof(why))) == -EINVAL) {
+            /* not the text record_read puts in why: the listing is one line a record */
+            record_path(conf, (uint32_t)job, path, sizeof(path));
+            snprintf(why, sizeof(why), "%.300s is damaged (a write cut short?): its slice "
+                     "stays; remove the slice it names (/dev/shm/carve.slurm.%lu.*, or "
+                     "carved's slurm-%lu) and the file by hand", path, job, job);
+        }
+        if (fd < 0 || r < 0) {
+            /* listed, not skipped: an admin's look must not say "no slice" over it */
+            if (fd >= 0)
+                close(fd);
+            snprintf(st.error, sizeof(st.error), "%s", why);
+            if (count < max)
+                out[count] = st;
+            count++;
             continue;
         }
-        struct carve_job_status st = {.job_id = (uint32_t)job, .steps = rec.nsteps,
-                                      .live_steps = live_steps(&rec)};
+        st.steps = rec.nsteps;
+        st.live_steps = live_steps(&rec);
         snprintf(st.shm, sizeof(st.shm), "%s", rec.shm);
         describe(&rec, &st);
         snprintf(st.carved, sizeof(st.carved), "%s", rec.carved);

@@ -67,8 +67,10 @@ bool carve_job_shard_share(unsigned job_shards, unsigned gpu_shards, struct carv
 unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu);
 
 /* Puts the step in the job's slice, making the slice when the job has none on this node.
- * Returns 1 with the slice's shared-memory name in shm; 0 when the job asked for nothing
- * and has no slice (nothing to do); or a negative errno with the reason in err. */
+ * Returns 1 with the slice's shared-memory name in shm, and in err "" or a note for the
+ * step's user (its first task's call only): which of its options the slice, made by an
+ * earlier step of the job, does not hold, with the values it holds; 0 when the job asked
+ * for nothing and has no slice (nothing to do); or a negative errno with the reason in err. */
 int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_request *req,
                     char *shm, size_t shmlen, char *err, size_t errlen);
 /* Takes the step off the record; the last step out removes the slice. */
@@ -89,9 +91,13 @@ struct carve_job_status {
      * cap), "50%+" or "-" (no share); "?" when the slice cannot be opened */
     char memory[32];
     char compute[32];
+    /* "" or why the record cannot be read (cannot be opened, damaged): such a record and
+     * its slice stay, and the other fields say nothing */
+    char error[512];
 };
 /* Removes the slices of jobs none of whose steps is alive (unless dry_run); fills out (at
- * most max) with every record seen and returns how many there were, or -errno. */
+ * most max) with every record seen, those it cannot read among them, and returns how many
+ * there were, or -errno. */
 int carve_job_sweep(const struct carve_job_conf *conf, bool dry_run,
                     struct carve_job_status *out, int max, char *err, size_t errlen);
 

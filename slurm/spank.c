@@ -116,7 +116,10 @@ static void sweep(const struct carve_job_conf *conf)
     if (n < 0)
         slurm_error("carve: sweep of %s: %s", conf->state_dir, err);
     for (int i = 0; i < n && i < 64; i++)
-        if (st[i].removed)
+        if (st[i].error[0])
+            slurm_error("carve: sweep of %s: job %u: %s", conf->state_dir, st[i].job_id,
+                        st[i].error);
+        else if (st[i].removed)
             slurm_info("carve: removed the slice of job %u (its steps are gone)", st[i].job_id);
 }
 
@@ -237,6 +240,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
     }
     if (r == 0)
         return 0;
+    if (err[0])
+        slurm_spank_log("carve: job %u: %s", req.job_id, err); /* error level, unprefixed: the job's stderr and the log */
     slurm_verbose("carve: job %u step pid %d in slice %s", req.job_id, (int)req.step_pid, shm);
     return task_env(sp, &conf, shm);
 }

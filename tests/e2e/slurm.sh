@@ -8,8 +8,10 @@
 # Checks: bad values are refused by srun and sbatch before anything is queued; two jobs of
 # 2 shards each share the GPU at the same time, each in its own capped slice (one
 # allocates past its cap and gets the OOM while the other is unaffected), with the compute
-# share taken from the shards; the slices are gone when the jobs end, also after scancel;
-# a slice whose steps were killed is swept when slurmd restarts.
+# share taken from the shards; a shard job is refused, saying why, when gres.conf cannot be
+# read; a later step asking for other values than the job's slice holds is told so; the
+# slices are gone when the jobs end, also after scancel; a slice whose steps were killed is
+# swept when slurmd restarts.
 #
 # Needs root and Debian's slurmd, slurmctld, slurm-client and munge (scripts/install-deps.sh
 # installs them; then this really runs). Where they are missing and cannot be installed
@@ -287,6 +289,21 @@ for var in SLURM_STEP_GPUS=0 SLURM_SHARDS_ON_NODE=4 SLURM_JOB_GPUS=0; do
     check "$var srun --gpu-compute=30%+ (exported by the user): no guarantee (rc $rc)" \
         "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "no GPU and no shard on this node"; echo $?)"
 done
+# gres.conf (the GPU's shard count) unreadable: a shard job's step is refused, naming the
+# file, the errno text and the share it would have lost, in its stderr and slurmd's log; a
+# cap needs no count. plugstack.conf is read again by each step's slurmstepd.
+cp "$T/etc/plugstack.conf" "$T/etc/plugstack.conf.good"
+echo "required $PLUGIN simulate state_dir=$T/carve gres_conf=$T/etc/missing.conf" >"$T/etc/plugstack.conf"
+out=$(srun --gres=shard:1 true 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+why="cannot read $T/etc/missing.conf (plugstack.conf's gres_conf=) for the shard count of a GPU: No such file or directory; without it the job's 1 shard gives no compute share, so its tasks are not started"
+check "gres_conf= unreadable: srun --gres=shard:1 fails (rc $rc), naming the file and errno" \
+    "$([ "$rc" -ne 0 ] && echo "$out" | grep -qF "$why" && grep -qF "$why" "$T/log/slurmd.log"; echo $?)"
+out=$(srun --gres=shard:1 --gpu-compute=10% "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
+check "gres_conf= unreadable: srun --gres=shard:1 --gpu-compute=10% (a cap) still runs capped" \
+    "$(echo "$out" | grep -Eq 'compute 10% +1/1 steps alive'; echo $?)"
+mv "$T/etc/plugstack.conf.good" "$T/etc/plugstack.conf"
 g=$(submit --gres=gpu:1 --gpu-compute=100%+ -o G.out --wrap 'echo "batch $CARVE_SLICE"')
 wait_for 300 gone "$g"
 sed 's/^/    G: /' G.out
@@ -303,6 +320,18 @@ batch=$(sed -n 's/^batch //p' J.out) step=$(sed -n 's/^step //p' J.out)
 check "job $j: the batch step and its srun step are in one slice ($batch, $step)" \
     "$([ -n "$batch" ] && [ "$batch" = "$step" ]; echo $?)"
 check "job $j's slice is gone" "$(slice_gone "$j"; echo $?)"
+
+# 4b'. A later step's options that the job's slice does not hold: the step runs in the
+#      slice as it is, and its stderr and slurmd's log say which options were not applied
+#      and what the slice holds.
+l=$(submit --gpu-memory=1G -o L.out --wrap "srun --gpu-memory=2G $MEMHOG --label L --max 4096 --hold 0; srun --gpu-memory=1024M true")
+wait_for 300 gone "$l"
+sed 's/^/    L: /' L.out
+note="carve: job $l: this step's --gpu-memory=2G is not applied: the job's slice slurm-$l on this node was made by an earlier step of the job and holds GPU 0: memory cap 1 GiB, no compute share"
+check "job $l's srun --gpu-memory=2G in a 1 GiB slice: told on its stderr, once, with both values" \
+    "$([ "$(grep -cF "$note" L.out)" -eq 1 ] && grep -q '^\[L\] cuMemGetInfo at start: total 1024 MiB' L.out; echo $?)"
+check "job $l: the note is in slurmd's log too; the step asking 1024M (the slice's 1 GiB) is told nothing" \
+    "$(grep -qF "$note" "$T/log/slurmd.log" && [ "$(grep -c 'not applied' L.out)" -eq 1 ]; echo $?)"
 
 # 4a. The plugin prepends to the job's own lists and keeps all of them, also one longer than
 #     4 KiB (an LD_LIBRARY_PATH of site modules; the simulated GPU's lib dir goes first).
@@ -386,6 +415,15 @@ wait_for 50 slice_gone "$d"
 listed=$(carved_slices)
 check "job $d's slice left carved when the job ended (carved lists: '${listed}')" \
     "$(slice_gone "$d" && ! echo "$listed" | grep -q "slurm-$d="; echo $?)"
+# 8. A record the sweep cannot read (a write cut short) is listed, not skipped: an admin's
+#    carve-slurm-cleanup must not say the node has no slice; exit status 1.
+printf 'carve-slurm 1\nshm /carve.slurm.999.00000001\ncarved -\nstep 12' >"$T/carve/job-999"
+out=$("$CLEANUP" --state-dir "$T/carve" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "carve-slurm-cleanup lists a damaged record with why and exits 1 (rc $rc)" \
+    "$([ "$rc" -eq 1 ] && echo "$out" | grep -q "^job 999 .*record cannot be read: $T/carve/job-999 is damaged" && [ -e "$T/carve/job-999" ]; echo $?)"
+rm -f "$T/carve/job-999"
 if [ "$failed" -ne 0 ]; then
     echo "    --- slurmd.log (carve lines)"
     grep -i carve "$T/log/slurmd.log" | tail -20 | sed 's/^/    /'

@@ -1,6 +1,8 @@
 /* test_slurm_job.c - the Slurm plugin's logic (slurm/job.c) without Slurm: option checks,
- * the shard default, gres.conf reading, the job's record, and a job's slice made, shared by
- * two steps, left, removed and swept, with dead steps pruned, on the simulated GPU. */
+ * the shard default, gres.conf reading (and a gres.conf that cannot be read), the job's
+ * record, and a job's slice made, shared by two steps (a later one told which of its
+ * options the slice does not hold), left, removed and swept, with dead steps pruned, on
+ * the simulated GPU. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -180,6 +182,7 @@ static void test_two_steps_share_one_slice(void **state)
     struct carve_job_request req = {.job_id = 41, .uid = getuid(), .gid = getgid(),
                                     .step_pid = s1, .memory = "2G", .job_shards = 1};
     assert_int_equal(carve_job_enter(&w->conf, &req, shm1, sizeof(shm1), err, sizeof(err)), 1);
+    assert_string_equal(err, ""); /* the step that made it has nothing to be told */
     assert_true(shm_exists(shm1));
     struct carve_slice *s;
     assert_int_equal(carve_slice_open(shm1, &s, err, sizeof(err)), 0);
@@ -191,9 +194,40 @@ static void test_two_steps_share_one_slice(void **state)
     carve_slice_close(s);
 
     req.step_pid = s2;
-    req.memory = "9G"; /* a later step joins what the first made */
+    req.memory = "9G"; /* a later step joins what the first made, and is told so */
+    req.compute = "30%";
     assert_int_equal(carve_job_enter(&w->conf, &req, shm2, sizeof(shm2), err, sizeof(err)), 1);
     assert_string_equal(shm1, shm2);
+    assert_non_null(strstr(err, "this step's --gpu-memory=9G and --gpu-compute=30% are not "
+                                "applied: the job's slice slurm-41 on this node was made by an "
+                                "earlier step of the job and holds GPU 0: memory cap 2 GiB, "
+                                "compute 25%+;"));
+    /* the step's next task: told once a step */
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm2, sizeof(shm2), err, sizeof(err)), 1);
+    assert_string_equal(err, "");
+    pid_t s3 = fake_step();
+    req.step_pid = s3; /* the values the slice holds, written otherwise: nothing ignored */
+    req.memory = "2048MiB";
+    req.compute = NULL;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm2, sizeof(shm2), err, sizeof(err)), 1);
+    assert_string_equal(err, "");
+    assert_int_equal(carve_job_leave(&w->conf, 41, s3, err, sizeof(err)), 0);
+    end_step(s3);
+    s3 = fake_step();
+    req.step_pid = s3;
+    req.memory = NULL;
+    req.compute = "25%+"; /* the shards' share, asked for: nothing ignored */
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm2, sizeof(shm2), err, sizeof(err)), 1);
+    assert_string_equal(err, "");
+    req.compute = "25%"; /* a cap where the slice holds a guarantee */
+    req.memory = "0=2G,3=1G"; /* and a GPU the slice does not have */
+    end_step(s3);
+    s3 = fake_step();
+    req.step_pid = s3;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm2, sizeof(shm2), err, sizeof(err)), 1);
+    assert_non_null(strstr(err, "this step's --gpu-memory=0=2G,3=1G and --gpu-compute=25% are"));
+    assert_int_equal(carve_job_leave(&w->conf, 41, s3, err, sizeof(err)), 0);
+    end_step(s3);
 
     /* a slurmstepd leaves in its exit hook, just before it ends */
     assert_int_equal(carve_job_leave(&w->conf, 41, s1, err, sizeof(err)), 0);
@@ -364,6 +398,61 @@ static void test_carved_shard_share(void **state)
     assert_int_equal(r2, 1);
 }
 
+/* The shard share when the GPU's shard count comes from gres.conf: a file past 16 KiB is
+ * read whole (its shard line last), and one that cannot be read, or that has no shard line
+ * for the node, refuses the job's step naming the file, why, and what the job would have
+ * lost, rather than running it with no share; a cap needs no count and is given. */
+static void test_gres_conf_unreadable(void **state)
+{
+    struct world *w = *state;
+    char shm[128], err[1024];
+    struct carve_job_conf conf = w->conf;
+    conf.shards_per_gpu = 0;
+    snprintf(conf.gres_conf, sizeof(conf.gres_conf), "%s/gres.conf", w->dir);
+    FILE *f = fopen(conf.gres_conf, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 400; i++) /* 20 KiB of other nodes' lines before this one's */
+        fprintf(f, "NodeName=other%03d Name=gpu File=/dev/nvidia0 # a comment of some length\n", i);
+    fputs("Name=shard Count=4 File=/dev/nvidia0\n", f);
+    fclose(f);
+    struct carve_job_request req = {.job_id = 52, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = getpid(), .job_shards = 1};
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    struct carve_slice *s;
+    assert_int_equal(carve_slice_open(shm, &s, err, sizeof(err)), 0);
+    assert_int_equal(carve_slice_compute(s, 0).share_bp, 2500); /* 1 of 4 shards */
+    carve_slice_close(s);
+    assert_int_equal(carve_job_remove(&conf, 52, err, sizeof(err)), 0);
+
+    snprintf(conf.gres_conf, sizeof(conf.gres_conf), "%s/missing/gres.conf", w->dir);
+    req.job_id = 53;
+    err[0] = '\0';
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), -EIO);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof(want), "cannot read %s/missing/gres.conf (plugstack.conf's "
+             "gres_conf=) for the shard count of a GPU: No such file or directory", w->dir);
+    assert_non_null(strstr(err, want));
+    assert_non_null(strstr(err, "the job's 1 shard gives no compute share, so its tasks are not started"));
+    assert_non_null(strstr(err, "shards_per_gpu=N"));
+    assert_false(record_exists(w, 53));
+    req.compute = "20%+"; /* a guarantee is checked against the shards: refused alike */
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), -EIO);
+    req.compute = "20%"; /* a cap holds no room: no count needed */
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_int_equal(carve_job_remove(&conf, 53, err, sizeof(err)), 0);
+
+    snprintf(conf.gres_conf, sizeof(conf.gres_conf), "%s/gres-noshard.conf", w->dir);
+    f = fopen(conf.gres_conf, "w");
+    assert_non_null(f);
+    fputs("NodeName=node[1-4] Name=shard Count=4\n", f); /* a hostlist carve does not expand */
+    fclose(f);
+    req.compute = NULL;
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "gres-noshard.conf (plugstack.conf's gres_conf=) has no "
+                                "Name=shard line"));
+    assert_false(record_exists(w, 53));
+}
+
 static void test_nothing_asked(void **state)
 {
     struct world *w = *state;
@@ -469,6 +558,32 @@ static void test_sweep(void **state)
     assert_int_equal(carve_job_sweep(&w->conf, false, st, 8, err, sizeof(err)), 0);
 }
 
+/* A record the sweep cannot read (a write cut short) is listed with why, and neither it
+ * nor its slice is removed: skipping it would tell an admin the node has no slice. */
+static void test_sweep_damaged(void **state)
+{
+    struct world *w = *state;
+    char path[PATH_MAX], err[1024];
+    snprintf(path, sizeof(path), "%s/job-60", w->conf.state_dir);
+    mkdir(w->conf.state_dir, 0755);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("carve-slurm 1\nshm /carve.slurm.60.00000001\ncarved -\nstep 12", f); /* cut short */
+    fclose(f);
+    struct carve_job_status st[8];
+    for (int dry = 1; dry >= 0; dry--) {
+        assert_int_equal(carve_job_sweep(&w->conf, dry, st, 8, err, sizeof(err)), 1);
+        assert_int_equal(st[0].job_id, 60);
+        assert_false(st[0].removed);
+        assert_non_null(strstr(st[0].error, "job-60 is damaged"));
+        assert_non_null(strstr(st[0].error, "/dev/shm/carve.slurm.60.*"));
+        assert_null(strchr(st[0].error, '\n')); /* one line a record in the listing */
+        assert_true(record_exists(w, 60));
+    }
+    unlink(path);
+    assert_int_equal(carve_job_sweep(&w->conf, false, st, 8, err, sizeof(err)), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,10 +595,12 @@ int main(void)
         cmocka_unit_test(test_dead_steps_pruned),
         cmocka_unit_test(test_many_steps),
         cmocka_unit_test(test_carved_shard_share),
+        cmocka_unit_test(test_gres_conf_unreadable),
         cmocka_unit_test(test_nothing_asked),
         cmocka_unit_test(test_refused_values),
         cmocka_unit_test(test_guarantee_within_allocation),
         cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_sweep_damaged),
     };
     return cmocka_run_group_tests(tests, world_setup, world_teardown);
 }
