@@ -2,7 +2,8 @@
  * first carve run on a GPU starts an MPS control daemon with its own pipe and log
  * directories (in the GPU's run directory, common/mps.h), later ones reuse it, and the last
  * to end stops it; the count is the run directory's client list, changed only under its
- * lock, of carve run processes (a killed one is noticed by its pid). The command gets its
+ * lock, of carve run processes and their commands' (a killed one is noticed by its pid, and
+ * its command, orphaned, still counts while it runs). The command gets its
  * active-thread percentage from --compute, its pinned-memory limit from --memory and its
  * MPS client priority from --priority; the slice around it is the usual one, so libcarve's
  * accounting, view and cap still apply. */
@@ -372,8 +373,9 @@ static int mps_join(const struct mps_state *st)
     }
     if (!daemon_alive(st) && daemon_start(st) < 0)
         goto out;
-    clients[n].pid = getpid();
-    clients[n].start = carve_proc_start_time(getpid());
+    /* the command's processes come once it runs (mps_command_started) */
+    clients[n] = (struct carve_mps_client){.pid = getpid(),
+                                           .start = carve_proc_start_time(getpid())};
     if (carve_mps_clients_store(st->dir, clients, n + 1, err, sizeof(err)) < 0) {
         fprintf(stderr, "carve run: %s\n", err);
         if (n == 0)
@@ -386,6 +388,48 @@ out:
     return ret;
 }
 
+/* Records processes of the command in this carve run's entry, so that they count as
+ * clients after carve run itself is gone (SIGKILL ends it, not its command): the command
+ * as soon as it runs, and what it leaves running as it comes to carve run. Under the lock,
+ * as every change of the list. A carve run killed before this ran has nothing recorded,
+ * and its command is not counted (docs/mps.md, limits). */
+static void mps_record(const struct mps_state *st, const pid_t *pids, int npid)
+{
+    char err[512] = "";
+    struct carve_mps_client clients[CARVE_MPS_MAX_CLIENTS];
+    int lock = carve_mps_lock(st->dir, err, sizeof(err));
+    if (lock < 0) {
+        fprintf(stderr, "carve run: %s; the command is not recorded as an MPS client\n", err);
+        return;
+    }
+    int n = carve_mps_clients_load(st->dir, clients, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
+    int me = -1;
+    for (int i = 0; i < n; i++)
+        if (clients[i].pid == getpid())
+            me = i;
+    int full = 0;
+    for (int k = 0; me >= 0 && k < npid; k++) {
+        /* a start time of 0 (unreadable) still records the pid: a live pid counts */
+        uint64_t start = carve_proc_start_time(pids[k]);
+        full |= carve_mps_client_add_proc(&clients[me], pids[k], start) < 0;
+    }
+    if (me < 0)
+        fprintf(stderr, "carve run: warning: %s/clients lost this carve run's entry; its "
+                        "command is not recorded as an MPS client\n", st->dir);
+    else if (carve_mps_clients_store(st->dir, clients, n, err, sizeof(err)) < 0)
+        fprintf(stderr, "carve run: %s\n", err);
+    else if (full && !st->quiet)
+        fprintf(stderr, "carve run: note: the command left more than %d processes running; "
+                        "the MPS client list records %d of them\n", CARVE_MPS_CLIENT_PROCS,
+                CARVE_MPS_CLIENT_PROCS);
+    carve_mps_unlock(lock);
+}
+
+static void mps_command_started(struct run_mode_ctx *ctx, pid_t pid)
+{
+    mps_record(ctx->state, &pid, 1);
+}
+
 static volatile sig_atomic_t leftover_signal;
 
 static void note_signal(int sig)
@@ -393,25 +437,55 @@ static void note_signal(int sig)
     leftover_signal = sig;
 }
 
-/* Passes sig on to carve run's children: once the command has ended, the processes it left
- * running (orphans come to carve run, a child subreaper). */
-static void signal_children(int sig)
+/* carve run's children: once the command has ended, the processes it left running (orphans
+ * come to carve run, a child subreaper). Their count, at most max. */
+static int list_children(pid_t *out, int max)
 {
     char path[64], buf[4096];
     snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return;
+        return 0;
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     buf[n > 0 ? n : 0] = '\0';
-    for (char *p = buf, *end; *p; p = end) {
+    int count = 0;
+    for (char *p = buf, *end; *p && count < max; p = end) {
         long pid = strtol(p, &end, 10);
         if (end == p)
             break;
         if (pid > 0 && pid <= INT_MAX)
-            kill((pid_t)pid, sig);
+            out[count++] = (pid_t)pid;
     }
+    return count;
+}
+
+/* Passes sig on to the processes the command left running. */
+static void signal_children(int sig)
+{
+    pid_t kids[1024]; /* a 4 KiB children file holds fewer */
+    int n = list_children(kids, 1024);
+    for (int i = 0; i < n; i++)
+        kill(kids[i], sig);
+}
+
+/* Records the command's leftovers that carve run has not recorded yet (seen: those that
+ * were, *nseen of them). */
+static void record_leftovers(const struct mps_state *st, pid_t *seen, int *nseen)
+{
+    pid_t kids[CARVE_MPS_CLIENT_PROCS], fresh[CARVE_MPS_CLIENT_PROCS];
+    int n = list_children(kids, CARVE_MPS_CLIENT_PROCS), nfresh = 0;
+    for (int i = 0; i < n; i++) {
+        int known = 0;
+        for (int k = 0; k < *nseen; k++)
+            known |= seen[k] == kids[i];
+        if (!known && *nseen < CARVE_MPS_CLIENT_PROCS * 4) {
+            seen[(*nseen)++] = kids[i];
+            fresh[nfresh++] = kids[i];
+        }
+    }
+    if (nfresh)
+        mps_record(st, fresh, nfresh);
 }
 
 /* Waits for the processes the command left running (`cmd &'): they are MPS clients of the
@@ -427,10 +501,14 @@ static void wait_leftovers(const struct mps_state *st)
         if (sigaction(passed[i], NULL, &was[i]) == 0 && was[i].sa_handler != SIG_IGN)
             set[i] = sigaction(passed[i], &sa, NULL) == 0;
     leftover_signal = 0;
+    pid_t seen[CARVE_MPS_CLIENT_PROCS * 4];
+    int nseen = 0;
     for (int said = 0;;) {
         pid_t r = waitpid(-1, NULL, WNOHANG);
         if (r < 0 && errno != EINTR)
             break; /* ECHILD: none left */
+        if (r == 0) /* so that they stay clients if carve run is killed while it waits */
+            record_leftovers(st, seen, &nseen);
         if (r == 0 && !said && !st->quiet)
             fprintf(stderr, "carve run: the command ended and left processes running, MPS "
                             "clients of %s's daemon: waiting for them to end before leaving "
@@ -453,7 +531,10 @@ static void mps_command_ended(struct run_mode_ctx *ctx)
     wait_leftovers(ctx->state);
 }
 
-/* Takes this carve run off the GPU's clients; the last one stops the daemon. */
+/* Takes this carve run off the GPU's clients; the last one stops the daemon. The others
+ * are the entries whose carve run or recorded command processes still run (the load
+ * drops the rest), so the orphaned command of a carve run killed with SIGKILL keeps the
+ * daemon, and once it has ended, the next carve run to end here stops it. */
 static void mps_finish(struct run_mode_ctx *ctx)
 {
     struct mps_state *st = ctx->state;
@@ -610,6 +691,7 @@ int carve_mode_mps_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
     if (find_control(o, ctx->libdir, st) < 0 || make_dirs(st) < 0 || mps_join(st) < 0)
         goto fail;
     ctx->finish = mps_finish;
+    ctx->command_started = mps_command_started;
     ctx->command_ended = mps_command_ended;
     ctx->state = st;
     st->quiet = o->quiet;

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "compute.h"
 
@@ -36,6 +37,8 @@ struct run_opts {
  * the command has ended, or could not be started, with the state prepare left. */
 struct run_mode_ctx {
     const char *libdir; /* lib/carve: libcarve.so, sim/ */
+    /* called once the command has been started, with its pid (not yet waited for) */
+    void (*command_started)(struct run_mode_ctx *ctx, pid_t pid);
     /* called when the command has ended, while its slice still exists (processes it left
      * running keep their cap while this waits for them) */
     void (*command_ended)(struct run_mode_ctx *ctx);

@@ -263,7 +263,7 @@ static void forward_signal(int sig, siginfo_t *info, void *ctx)
  * child; the command gets them back at their defaults. posix_spawnp, not fork: it shares
  * carve's memory until the exec instead of copying its page tables, a fifth of a start-up
  * (bench/carved-bench.sh). */
-static int run_and_wait(char **command)
+static int run_and_wait(char **command, struct run_mode_ctx *mode)
 {
     static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
     struct sigaction sa = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO};
@@ -309,6 +309,8 @@ static int run_and_wait(char **command)
         fprintf(stderr, "carve run: cannot run `%s': %s\n", command[0], strerror(e));
         return e == ENOENT ? CARVE_EXIT_NOTFOUND : CARVE_EXIT_NOEXEC;
     }
+    if (mode && mode->command_started)
+        mode->command_started(mode, pid);
     /* wait without reaping: until the command is reaped its pid cannot be reused, so no
        signal forwarded meanwhile reaches another process; forwarding stops before the reap */
     siginfo_t info;
@@ -426,7 +428,7 @@ static int run_through_carved(const struct run_opts *o, const char *libdir, int 
     else if (o->slice && o->may_replace)
         return replace_with(o->command);
     else
-        ret = run_and_wait(o->command);
+        ret = run_and_wait(o->command, o->mode_ctx);
     command_ended(o);
     if (!o->slice && (fd = carve_daemon_connect()) >= 0) {
         r = carve_daemon_call(fd, json_pack("{s:s,s:s}", "op", "delete", "name", name), err,
@@ -478,7 +480,7 @@ static int run_in_slice(struct run_opts o, const char *libdir)
     ret = CARVE_EXIT_USAGE;
     if (setup_env(&o, libdir, shm_name) < 0)
         goto out;
-    ret = run_and_wait(o.command);
+    ret = run_and_wait(o.command, o.mode_ctx);
     command_ended(&o);
 out:
     carve_slice_close(slice);
@@ -509,7 +511,7 @@ int carve_cmd_run(int argc, char **argv)
     o.may_replace = !mode.finish;
     o.mode_ctx = &mode;
     /* a mode the hardware isolates (mig) runs the command as it is, without libcarve */
-    ret = o.mode->no_slice ? run_and_wait(o.command) : run_in_slice(o, libdir);
+    ret = o.mode->no_slice ? run_and_wait(o.command, &mode) : run_in_slice(o, libdir);
     if (mode.finish)
         mode.finish(&mode);
     return ret;

@@ -274,23 +274,51 @@ int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t
 
 /* ---------- the client list ---------- */
 
-static int parse_line(const char *line, struct carve_mps_client *c)
+/* "PID START" at s: 0 with *p filled and *s past it, or -1. */
+static int parse_pair(const char **s, struct carve_mps_proc *p)
 {
     char *end;
     errno = 0;
-    long pid = strtol(line, &end, 10);
-    if (errno || end == line || *end != ' ' || pid <= 0 || pid > INT_MAX)
+    long pid = strtol(*s, &end, 10);
+    if (errno || end == *s || **s < '0' || **s > '9' || *end != ' ' || pid <= 0 ||
+        pid > INT_MAX)
         return -1;
-    const char *s = end + 1;
-    if (*s < '0' || *s > '9')
+    const char *t = end + 1;
+    if (*t < '0' || *t > '9')
         return -1;
-    unsigned long long start = strtoull(s, &end, 10);
-    if (errno || *end)
+    unsigned long long start = strtoull(t, &end, 10);
+    if (errno)
         return -1;
-    c->pid = (pid_t)pid;
-    c->start = start;
+    p->pid = (pid_t)pid;
+    p->start = start;
+    *s = end;
     return 0;
 }
+
+/* carve run's pair, then up to CARVE_MPS_CLIENT_PROCS pairs of its command's processes, one
+ * space apart. */
+static int parse_line(const char *line, struct carve_mps_client *c)
+{
+    struct carve_mps_proc p;
+    const char *s = line;
+    if (parse_pair(&s, &p) < 0)
+        return -1;
+    c->pid = p.pid;
+    c->start = p.start;
+    c->nproc = 0;
+    while (*s) {
+        if (*s != ' ' || c->nproc == CARVE_MPS_CLIENT_PROCS)
+            return -1;
+        s++;
+        if (parse_pair(&s, &c->proc[c->nproc]) < 0)
+            return -1;
+        c->nproc++;
+    }
+    return 0;
+}
+
+/* the longest line: 1 + CARVE_MPS_CLIENT_PROCS pairs of 10 + 1 + 20 digits and a space */
+#define LINE_MAX_CHARS ((1 + CARVE_MPS_CLIENT_PROCS) * 33)
 
 int carve_mps_clients_parse(const char *text, struct carve_mps_client *out, int max, char *err,
                             size_t errlen)
@@ -300,7 +328,7 @@ int carve_mps_clients_parse(const char *text, struct carve_mps_client *out, int 
     while (*p) {
         const char *nl = strchr(p, '\n');
         size_t l = nl ? (size_t)(nl - p) : strlen(p);
-        char line[64];
+        char line[LINE_MAX_CHARS + 1];
         lineno++;
         if (l >= sizeof(line)) {
             snprintf(err, errlen, "line %d: longer than a client entry (%zu characters)", lineno,
@@ -317,7 +345,8 @@ int carve_mps_clients_parse(const char *text, struct carve_mps_client *out, int 
             return -EINVAL;
         }
         if (parse_line(line, &out[n]) < 0) {
-            snprintf(err, errlen, "line %d: `%s' is not `PID START-TIME'", lineno, line);
+            snprintf(err, errlen, "line %d: `%.80s' is not `PID START-TIME' followed by at most "
+                                  "%d `CMD-PID START-TIME'", lineno, line, CARVE_MPS_CLIENT_PROCS);
             return -EINVAL;
         }
         n++;
@@ -328,36 +357,83 @@ int carve_mps_clients_parse(const char *text, struct carve_mps_client *out, int 
 int carve_mps_clients_format(const struct carve_mps_client *c, int n, char *buf, size_t len)
 {
     size_t off = 0;
-    int w = snprintf(buf, len, "# carve run --mode mps clients of this GPU: PID START-TIME\n");
+    int w = snprintf(buf, len, "# carve run --mode mps clients of this GPU: PID START-TIME, "
+                               "then its command's processes: PID START-TIME ...\n");
     if (w < 0 || (size_t)w >= len)
         return -ENOSPC;
     off = (size_t)w;
     for (int i = 0; i < n; i++) {
-        w = snprintf(buf + off, len - off, "%d %llu\n", (int)c[i].pid,
+        w = snprintf(buf + off, len - off, "%d %llu", (int)c[i].pid,
                      (unsigned long long)c[i].start);
         if (w < 0 || (size_t)w >= len - off)
             return -ENOSPC;
         off += (size_t)w;
+        for (int k = 0; k < c[i].nproc && k < CARVE_MPS_CLIENT_PROCS; k++) {
+            w = snprintf(buf + off, len - off, " %d %llu", (int)c[i].proc[k].pid,
+                         (unsigned long long)c[i].proc[k].start);
+            if (w < 0 || (size_t)w >= len - off)
+                return -ENOSPC;
+            off += (size_t)w;
+        }
+        if (len - off < 2)
+            return -ENOSPC;
+        buf[off++] = '\n';
+        buf[off] = '\0';
     }
     return (int)off;
 }
 
+int carve_mps_proc_alive(pid_t pid, uint64_t start)
+{
+    if (!carve_proc_running(pid))
+        return 0;
+    uint64_t now = carve_proc_start_time(pid);
+    /* an unreadable /proc entry proves nothing: a live pid counts */
+    return !(start && now && start != now);
+}
 
 int carve_mps_client_alive(const struct carve_mps_client *c)
 {
-    if (!carve_proc_running(c->pid))
-        return 0;
-    uint64_t now = carve_proc_start_time(c->pid);
-    /* an unreadable /proc entry proves nothing: a live pid counts */
-    return !(c->start && now && c->start != now);
+    if (carve_mps_proc_alive(c->pid, c->start))
+        return 1;
+    for (int k = 0; k < c->nproc && k < CARVE_MPS_CLIENT_PROCS; k++)
+        if (carve_mps_proc_alive(c->proc[k].pid, c->proc[k].start))
+            return 1;
+    return 0;
+}
+
+int carve_mps_client_add_proc(struct carve_mps_client *c, pid_t pid, uint64_t start)
+{
+    for (int k = 0; k < c->nproc; k++)
+        if (c->proc[k].pid == pid && c->proc[k].start == start)
+            return 0;
+    int at = c->nproc;
+    if (at == CARVE_MPS_CLIENT_PROCS) {
+        for (at = 0; at < c->nproc; at++)
+            if (!carve_mps_proc_alive(c->proc[at].pid, c->proc[at].start))
+                break;
+        if (at == c->nproc)
+            return -ENOSPC;
+    } else {
+        c->nproc++;
+    }
+    c->proc[at] = (struct carve_mps_proc){pid, start};
+    return 0;
 }
 
 int carve_mps_clients_prune(struct carve_mps_client *c, int n)
 {
     int kept = 0;
-    for (int i = 0; i < n; i++)
-        if (carve_mps_client_alive(&c[i]))
-            c[kept++] = c[i];
+    for (int i = 0; i < n; i++) {
+        if (!carve_mps_client_alive(&c[i]))
+            continue;
+        int live = 0;
+        for (int k = 0; k < c[i].nproc && k < CARVE_MPS_CLIENT_PROCS; k++)
+            if (carve_mps_proc_alive(c[i].proc[k].pid, c[i].proc[k].start))
+                c[i].proc[live++] = c[i].proc[k];
+        c[i].nproc = live;
+        c[kept++] = c[i];
+    }
     return kept;
 }
 
@@ -390,7 +466,7 @@ void carve_mps_unlock(int fd)
 int carve_mps_clients_load(const char *dir, struct carve_mps_client *out, int max, char *err,
                            size_t errlen)
 {
-    char path[PATH_MAX], text[CARVE_MPS_MAX_CLIENTS * 48 + 128];
+    char path[PATH_MAX], text[CARVE_MPS_MAX_CLIENTS * (LINE_MAX_CHARS + 1) + 256];
     snprintf(path, sizeof(path), "%s/clients", dir);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
@@ -423,7 +499,8 @@ int carve_mps_clients_load(const char *dir, struct carve_mps_client *out, int ma
 int carve_mps_clients_store(const char *dir, const struct carve_mps_client *c, int n, char *err,
                             size_t errlen)
 {
-    char path[PATH_MAX], tmp[PATH_MAX + 16], text[CARVE_MPS_MAX_CLIENTS * 48 + 128];
+    char path[PATH_MAX], tmp[PATH_MAX + 16];
+    char text[CARVE_MPS_MAX_CLIENTS * (LINE_MAX_CHARS + 1) + 256];
     int len = carve_mps_clients_format(c, n, text, sizeof(text));
     if (len < 0) {
         snprintf(err, errlen, "%d clients do not fit the client list", n);

@@ -45,21 +45,46 @@ void carve_mps_mem_limit(uint64_t cap, char *buf, size_t len);
  * refuses, naming the owner, a directory that is not ours or that others may write. */
 int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen);
 
-/* One carve run serving a client: its pid and start time (to tell a reused pid apart). */
-struct carve_mps_client {
+/* A process by its pid and start time (/proc/PID/stat field 22), to tell a reused pid apart;
+ * start 0: unknown, the live pid counts. */
+struct carve_mps_proc {
     pid_t pid;
     uint64_t start;
 };
 
-/* The client list's text: "# comment" lines and "PID START" lines. Returns the count, or
- * -EINVAL naming the line number and what is wrong (more than max entries included). */
+/* The processes of one client's command that carve run records: the command itself, then
+ * what it leaves running that comes to carve run (a subreaper). Past this many, more are
+ * not recorded: one live process keeps the entry, so the first few are what count. */
+#define CARVE_MPS_CLIENT_PROCS 8
+
+/* One carve run serving a client: its own pid and start time, and its command's processes.
+ * The entry counts while carve run or any of them runs: a carve run killed with SIGKILL
+ * leaves its command running as an orphan that still uses the daemon. */
+struct carve_mps_client {
+    pid_t pid;
+    uint64_t start;
+    int nproc;
+    struct carve_mps_proc proc[CARVE_MPS_CLIENT_PROCS];
+};
+
+/* The client list's text: "# comment" lines and "PID START[ CPID CSTART]..." lines (carve
+ * run, then its command's processes; a line of an older carve has the first pair only).
+ * Returns the count, or -EINVAL naming the line number and what is wrong (more than max
+ * entries included). */
 int carve_mps_clients_parse(const char *text, struct carve_mps_client *out, int max, char *err,
                             size_t errlen);
 /* Writes the list in the form parse reads; the length, or -ENOSPC. */
 int carve_mps_clients_format(const struct carve_mps_client *c, int n, char *buf, size_t len);
-/* Still running, and the same process (its start time, when both are known). */
+/* The process runs (a zombie does not), and is the same one (its start time, when both are
+ * known). */
+int carve_mps_proc_alive(pid_t pid, uint64_t start);
+/* carve run or one of its command's recorded processes still runs. */
 int carve_mps_client_alive(const struct carve_mps_client *c);
-/* Drops the entries of processes that are gone; the new count. */
+/* Adds a process to c's command processes unless it is there already; a gone one's place is
+ * reused when c is full. 0, or -ENOSPC when all CARVE_MPS_CLIENT_PROCS still run. */
+int carve_mps_client_add_proc(struct carve_mps_client *c, pid_t pid, uint64_t start);
+/* Drops the entries whose carve run and command processes are all gone, and the gone
+ * command processes of those kept; the new count. */
 int carve_mps_clients_prune(struct carve_mps_client *c, int n);
 
 /* Takes the run directory's lock (dir/lock, flock, blocking): the fd to pass to unlock. */

@@ -8,7 +8,7 @@
 # $CARVE_SIM_STATE.mps. Checks: two concurrent clients share one daemon and each gets its
 # own thread percentage and pinned-memory limit; libcarve's cap still holds; the daemon
 # stops after the last client, also a killed one, and after a carve run that was itself
-# killed; concurrent carve runs never start two daemons; two users (root and nobody) who set
+# killed, but not under the still running command of such a carve run; concurrent carve runs never start two daemons; two users (root and nobody) who set
 # the same CARVE_MPS_DIR each get their own daemon; bad input is refused; timeslice caps
 # memory and paces nothing. Each check prints a line; the last is `N passed, N failed`.
 set -uo pipefail
@@ -127,6 +127,46 @@ check "a SIGKILLed carve run leaves its daemon (pid $d) running" "$(alive "$d"; 
 rc=$?
 check "the next carve run reuses it (status $rc, $(( $(events start) - starts )) new start) and, as the last live client, stops it" \
     "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && ! alive "$d" && [ "$(live_clients)" -eq 0 ]; echo $?)"
+
+# --- the command of a SIGKILLed carve run, orphaned, is still a client -----------------------
+# SIGKILL ends carve run, not its command, which goes on using the daemon: carve run records
+# the command's pid (and start time) in its entry, and what the command leaves running as it
+# comes to carve run, and the entry counts while any of them runs. Two ways to be orphaned:
+# the command itself (exec sleep), and a process a shell left before it exited (sleep &).
+# recorded PID: the client list has PID among a carve run's processes (up to 10 s)
+recorded() { local i; for i in $(seq 100); do grep -Eq "^[0-9]+ [0-9]+( [0-9]+ [0-9]+)* $1 [0-9]+( |\$)" "$rundir/clients" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+gone_within() { local i; for i in $(seq 100); do alive "$1" || return 0; sleep 0.1; done; return 1; }
+for how in command leftover; do
+    starts=$(events start)
+    rm -f "$tmp/orphan.pid"
+    if [ "$how" = command ]; then
+        "$CARVE" run --simulate --mode mps -- sh -c 'echo $$ >"$0/orphan.pid"; exec sleep 60' "$tmp" 2>/dev/null &
+    else
+        "$CARVE" run --simulate --mode mps -q -- sh -c 'sleep 60 & echo $! >"$0/orphan.pid"' "$tmp" 2>/dev/null &
+    fi
+    oc=$!
+    wait_for "$tmp/orphan.pid"
+    orphan=$(cat "$tmp/orphan.pid")
+    recorded "$orphan"
+    rec=$?
+    { kill -KILL "$oc"; wait "$oc"; } 2>/dev/null
+    rm -f /dev/shm/carve.*."$oc".* # its slice table: a SIGKILLed carve run cannot remove it
+    d=$(last_daemon)
+    "$CARVE" run --simulate --mode mps -- "$MEMHOG" --max 256 --hold 0 >/dev/null 2>&1
+    rc=$?
+    check "SIGKILLed carve run, its $how (pid $orphan, recorded: $rec) still running: the next client (status $rc) ran under the same daemon (pid $d, $(( $(events start) - starts )) new start) and, ending, left it running ($(alive "$d" && echo alive || echo stopped)) for the orphan ($(alive "$orphan" && echo alive || echo gone))" \
+        "$([ "$rec" -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && grep -q "^client pid=[0-9]* daemon=$d " "$REC" && alive "$d" && alive "$orphan"; echo $?)"
+    kill "$orphan" 2>/dev/null
+    gone_within "$orphan"
+    # nothing watches the orphan: its daemon, now without clients, waits for the next carve
+    # run on the GPU, which takes it over as it starts and stops it as it ends (last client)
+    check "... the orphan ended: its daemon still runs, with no client ($(alive "$d" && echo alive || echo stopped))" "$(alive "$d"; echo $?)"
+    "$CARVE" run --simulate --mode mps -- true
+    rc=$?
+    check "... the next carve run (status $rc) reuses it ($(( $(events start) - starts )) start) and, last to end, stops it ($(alive "$d" && echo alive || echo stopped), $(live_clients) entries left)" \
+        "$([ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && ! alive "$d" && [ "$(live_clients)" -eq 0 ]; echo $?)"
+    kill "$orphan" 2>/dev/null
+done
 
 # --- a dead daemon's pid file naming a live stranger (a reused pid) -------------------------
 starts=$(events start)

@@ -30,7 +30,7 @@ static void check_pick(const char *s)
 static void check_clients(const char *s)
 {
     struct carve_mps_client c[8], back[8];
-    char err[256] = "", text[8 * 48 + 128];
+    char err[256] = "", text[8 * (1 + CARVE_MPS_CLIENT_PROCS) * 33 + 256];
     int n = carve_mps_clients_parse(s, c, 8, err, sizeof(err));
     if (n < 0) {
         if (!err[0])
@@ -41,9 +41,15 @@ static void check_clients(const char *s)
         abort();
     if (carve_mps_clients_parse(text, back, 8, err, sizeof(err)) != n)
         abort();
-    for (int i = 0; i < n; i++)
-        if (back[i].pid != c[i].pid || back[i].start != c[i].start || c[i].pid <= 0)
+    for (int i = 0; i < n; i++) {
+        if (back[i].pid != c[i].pid || back[i].start != c[i].start || c[i].pid <= 0 ||
+            back[i].nproc != c[i].nproc || c[i].nproc < 0 || c[i].nproc > CARVE_MPS_CLIENT_PROCS)
             abort();
+        for (int k = 0; k < c[i].nproc; k++)
+            if (back[i].proc[k].pid != c[i].proc[k].pid ||
+                back[i].proc[k].start != c[i].proc[k].start || c[i].proc[k].pid <= 0)
+                abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)

@@ -107,16 +107,32 @@ static void test_mem_limit(void **state)
 
 static void test_clients_text(void **state)
 {
-    struct carve_mps_client in[3] = {{10, 111}, {20, 0}, {INT_MAX, UINT64_MAX}};
+    struct carve_mps_client in[3] = {
+        {.pid = 10, .start = 111},
+        {.pid = 20, .start = 0, .nproc = 1, .proc = {{21, 7}}},
+        {.pid = INT_MAX, .start = UINT64_MAX, .nproc = CARVE_MPS_CLIENT_PROCS},
+    };
+    for (int k = 0; k < CARVE_MPS_CLIENT_PROCS; k++)
+        in[2].proc[k] = (struct carve_mps_proc){INT_MAX - k, UINT64_MAX - (uint64_t)k};
     struct carve_mps_client out[4];
-    char text[512], err[256];
+    char text[1024], err[256];
     int len = carve_mps_clients_format(in, 3, text, sizeof(text));
     assert_true(len > 0);
     assert_int_equal(carve_mps_clients_parse(text, out, 4, err, sizeof(err)), 3);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(out[i].pid, in[i].pid);
         assert_true(out[i].start == in[i].start);
+        assert_int_equal(out[i].nproc, in[i].nproc);
+        for (int k = 0; k < in[i].nproc; k++) {
+            assert_int_equal(out[i].proc[k].pid, in[i].proc[k].pid);
+            assert_true(out[i].proc[k].start == in[i].proc[k].start);
+        }
     }
+    /* a line of an older carve (carve run's pair only) still reads */
+    assert_int_equal(carve_mps_clients_parse("7 8\n9 10 11 12\n", out, 4, err, sizeof(err)), 2);
+    assert_int_equal(out[0].nproc, 0);
+    assert_int_equal(out[1].nproc, 1);
+    assert_int_equal(out[1].proc[0].pid, 11);
     assert_int_equal(carve_mps_clients_format(in, 3, text, 40), -ENOSPC);
     assert_int_equal(carve_mps_clients_parse("", out, 4, err, sizeof(err)), 0);
     assert_int_equal(carve_mps_clients_parse("# only\n\n5 6", out, 4, err, sizeof(err)), 1);
@@ -124,7 +140,9 @@ static void test_clients_text(void **state)
                      -EINVAL);
     assert_non_null(strstr(err, "line 3: more than 2 clients"));
     static const char *const bad[] = {"x 1", "1", "1 ", "0 5", "-3 5", "1 2 3", "1  2",
-                                      "1 -2", "99999999999 1", "1 99999999999999999999999"};
+                                      "1 -2", "99999999999 1", "1 99999999999999999999999",
+                                      "1 2 3 4 ", "1 2  3 4", "1 2 0 4", "1 2 3 x",
+                                      "1 2 1 2 1 2 1 2 1 2 1 2 1 2 1 2 1 2 1 2" /* 9 procs */};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(text, sizeof(text), "# header\n%s\n", bad[i]);
         err[0] = '\0';
@@ -148,10 +166,10 @@ static void test_alive_and_prune(void **state)
 {
     pid_t me = getpid();
     struct carve_mps_client c[4] = {
-        {me, carve_proc_start_time(me)}, /* alive */
-        {dead_pid(), 1},                 /* gone */
-        {me, carve_proc_start_time(me) + 1}, /* the pid, reused by another process */
-        {me, 0},                          /* start time unknown: the live pid counts */
+        {.pid = me, .start = carve_proc_start_time(me)},     /* alive */
+        {.pid = dead_pid(), .start = 1},                     /* gone */
+        {.pid = me, .start = carve_proc_start_time(me) + 1}, /* the pid, reused since */
+        {.pid = me, .start = 0}, /* start time unknown: the live pid counts */
     };
     assert_true(carve_mps_client_alive(&c[0]));
     assert_false(carve_mps_client_alive(&c[1]));
@@ -162,6 +180,41 @@ static void test_alive_and_prune(void **state)
     assert_int_equal(c[1].start, 0);
 }
 
+/* A carve run killed with SIGKILL leaves its command running: the entry counts while a
+ * recorded process of the command runs, the same process (a reused pid does not). */
+static void test_command_procs(void **state)
+{
+    pid_t me = getpid();
+    uint64_t now = carve_proc_start_time(me);
+    struct carve_mps_client c[3] = {
+        {.pid = dead_pid(), .start = 1, .nproc = 2, .proc = {{dead_pid(), 2}, {me, now}}},
+        {.pid = dead_pid(), .start = 1, .nproc = 1, .proc = {{me, now + 1}}}, /* reused */
+        {.pid = dead_pid(), .start = 1},                                       /* none */
+    };
+    assert_true(carve_mps_proc_alive(me, now));
+    assert_false(carve_mps_proc_alive(me, now + 1));
+    assert_true(carve_mps_client_alive(&c[0]));
+    assert_false(carve_mps_client_alive(&c[1]));
+    assert_false(carve_mps_client_alive(&c[2]));
+    /* the kept entry loses its gone process */
+    assert_int_equal(carve_mps_clients_prune(c, 3), 1);
+    assert_int_equal(c[0].nproc, 1);
+    assert_int_equal(c[0].proc[0].pid, me);
+    /* add: once each; when full, a gone one's place is reused, else -ENOSPC */
+    struct carve_mps_client e = {.pid = me, .start = now};
+    assert_int_equal(carve_mps_client_add_proc(&e, me, now), 0);
+    assert_int_equal(carve_mps_client_add_proc(&e, me, now), 0);
+    assert_int_equal(e.nproc, 1);
+    e.nproc = CARVE_MPS_CLIENT_PROCS; /* full: all live but one */
+    for (int k = 0; k < CARVE_MPS_CLIENT_PROCS; k++)
+        e.proc[k] = (struct carve_mps_proc){me, now};
+    e.proc[3] = (struct carve_mps_proc){dead_pid(), 9};
+    assert_int_equal(carve_mps_client_add_proc(&e, 1, 0), 0); /* pid 1 runs: takes its place */
+    assert_int_equal(e.proc[3].pid, 1);
+    assert_int_equal(e.nproc, CARVE_MPS_CLIENT_PROCS);
+    assert_int_equal(carve_mps_client_add_proc(&e, getppid(), 0), -ENOSPC);
+}
+
 /* An exited process its parent has not reaped (a zombie) is gone: kill(pid, 0) still finds
  * it, and under a PID 1 that reaps late or never (a container's) it stays found. */
 static void test_zombie_is_gone(void **state)
@@ -169,7 +222,7 @@ static void test_zombie_is_gone(void **state)
     pid_t p = unreaped_child();
     assert_true(p > 0);
     assert_int_equal(kill(p, 0), 0); /* still there for kill */
-    struct carve_mps_client c = {p, carve_proc_start_time(p)};
+    struct carve_mps_client c = {.pid = p, .start = carve_proc_start_time(p)};
     int running = carve_proc_running(p), alive = carve_mps_client_alive(&c);
     waitpid(p, NULL, 0);
     assert_int_equal(running, 0);
@@ -257,8 +310,9 @@ static void test_load_store(void **state)
     char err[512] = "";
     struct carve_mps_client c[CARVE_MPS_MAX_CLIENTS];
     assert_int_equal(carve_mps_clients_load(tmpdir, c, CARVE_MPS_MAX_CLIENTS, err, sizeof(err)), 0);
-    c[0] = (struct carve_mps_client){getpid(), carve_proc_start_time(getpid())};
-    c[1] = (struct carve_mps_client){dead_pid(), 5};
+    c[0] = (struct carve_mps_client){.pid = getpid(),
+                                      .start = carve_proc_start_time(getpid())};
+    c[1] = (struct carve_mps_client){.pid = dead_pid(), .start = 5};
     assert_int_equal(carve_mps_clients_store(tmpdir, c, 2, err, sizeof(err)), 0);
     memset(c, 0, sizeof(c));
     assert_int_equal(carve_mps_clients_load(tmpdir, c, CARVE_MPS_MAX_CLIENTS, err, sizeof(err)), 1);
@@ -284,7 +338,8 @@ static void member(bool leave)
     if (fd < 0)
         _exit(2);
     int n = carve_mps_clients_load(tmpdir, c, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
-    c[n] = (struct carve_mps_client){getpid(), carve_proc_start_time(getpid())};
+    c[n] = (struct carve_mps_client){.pid = getpid(),
+                                      .start = carve_proc_start_time(getpid())};
     if (carve_mps_clients_store(tmpdir, c, n + 1, err, sizeof(err)) < 0)
         _exit(3);
     carve_mps_unlock(fd);
@@ -362,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_thread_percentage),
         cmocka_unit_test(test_mem_limit),
         cmocka_unit_test(test_clients_text),
+        cmocka_unit_test(test_command_procs),
         cmocka_unit_test(test_alive_and_prune),
         cmocka_unit_test(test_zombie_is_gone),
         cmocka_unit_test_setup_teardown(test_run_dir, make_tmp, remove_tmp),
