@@ -45,6 +45,14 @@ $(SIM_MPS_CONTROL): $(OBJ)/simgpu/mps_control.o $(OBJ)/simgpu/sim_mps.o $(OBJ)/c
 	$(CC) -o $@ $^ $(LDFLAGS)
 ALL_TARGETS += $(SIM_MPS_CONTROL)
 
+# nvidia-cuda-mps-server: the MPS server's stand-in, started by the control daemon's
+SIM_MPS_SERVER := $(SIMDIR)/bin/nvidia-cuda-mps-server
+$(SIM_MPS_SERVER): $(OBJ)/simgpu/mps_server.o $(SIM_CUDA)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(OBJ)/simgpu/mps_server.o $(LDFLAGS) -L$(SIMDIR) -lcuda \
+		-Wl,-rpath,'$$ORIGIN/..'
+ALL_TARGETS += $(SIM_MPS_SERVER)
+
 # tests/e2e/noreap: a parent that reaps only its command, as a container's PID 1 may (mps.sh)
 $(TESTDIR)/e2e/noreap: $(OBJ)/tests/e2e/noreap.o
 	@mkdir -p $(dir $@)

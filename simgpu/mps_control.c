@@ -5,9 +5,11 @@
  *   nvidia-cuda-mps-control -d     starts a background daemon for CUDA_MPS_PIPE_DIRECTORY
  *                                  (default /tmp/nvidia-mps): writes the pid file and a
  *                                  `control' fifo there and a control.log in
- *                                  CUDA_MPS_LOG_DIRECTORY; refuses when one already runs
+ *                                  CUDA_MPS_LOG_DIRECTORY, and starts the server's stand-in
+ *                                  (mps_server.c); refuses when one already runs
  *   nvidia-cuda-mps-control        reads commands on stdin for that daemon: quit,
- *                                  get_server_list, set_default_active_thread_percentage N;
+ *                                  get_server_list (the server's pid),
+ *                                  set_default_active_thread_percentage N;
  *                                  exits 1 when no daemon runs there
  *
  * Record: one line per event (start, refused, fail, quit, exit, command) appended to
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +45,42 @@ static void log_line(const char *msg)
         fprintf(f, "[simulated control %d] %s\n", (int)getpid(), msg);
         fclose(f);
     }
+}
+
+/* The server, started beside this program (its stand-in, mps_server.c), with the pid in
+ * SIM_MPS_SERVER_PID_FILE for get_server_list; 0 when it cannot be started. The real daemon
+ * starts its server at the first client's connection; starting it with the daemon keeps the
+ * stand-in simple and lists it in NVML for as long as any client may run. */
+static pid_t start_server(void)
+{
+    char self[2048], path[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return 0;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    snprintf(path, sizeof(path), "%s/nvidia-cuda-mps-server", self);
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execl(path, "nvidia-cuda-mps-server", (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0)
+        return 0;
+    sim_mps_pipe_path(path, sizeof(path), SIM_MPS_SERVER_PID_FILE);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%d\n", (int)pid);
+        fclose(f);
+    }
+    sim_mps_record("server pid=%d", (int)pid);
+    return pid;
 }
 
 /* The daemon: announces itself, then waits for SIGTERM (what `quit' sends) and cleans up. */
@@ -66,11 +105,19 @@ static void daemon_main(int ready_fd)
     snprintf(pid, sizeof(pid), "%d", (int)getpid());
     sim_mps_record("start pid=%s cwd=%s", pid, getcwd(cwd, sizeof(cwd)) ? cwd : "?");
     log_line("Starting control daemon (simulated)");
+    pid_t server = start_server();
     if (write(ready_fd, "1", 1) < 0)
         _exit(1);
     close(ready_fd);
     int sig;
     sigwait(&set, &sig);
+    if (server > 0) {
+        kill(server, SIGTERM);
+        waitpid(server, NULL, 0);
+        char spath[4096];
+        sim_mps_pipe_path(spath, sizeof(spath), SIM_MPS_SERVER_PID_FILE);
+        unlink(spath);
+    }
     unlink(path);
     sim_mps_pipe_path(path, sizeof(path), "control");
     unlink(path);
@@ -141,8 +188,16 @@ static int commands(void)
         line[strcspn(line, "\r\n")] = '\0';
         if (strcmp(line, "quit") == 0)
             return quit_daemon(pid);
-        if (strcmp(line, "get_server_list") == 0)
-            continue; /* no server: the simulated GPU has no MPS server process */
+        if (strcmp(line, "get_server_list") == 0) {
+            char path[4096], server[32];
+            sim_mps_pipe_path(path, sizeof(path), SIM_MPS_SERVER_PID_FILE);
+            FILE *f = fopen(path, "r");
+            if (f && fgets(server, sizeof(server), f))
+                fputs(server, stdout);
+            if (f)
+                fclose(f);
+            continue;
+        }
         if (strncmp(line, "set_default_active_thread_percentage ", 37) == 0) {
             sim_mps_record("command %s", line);
             printf("%s\n", line + 37);

@@ -9,6 +9,8 @@
 #include <sys/types.h>
 
 #define SIM_MPS_PID_FILE "nvidia-cuda-mps-control.pid"
+/* the stand-in server's pid, for get_server_list (the real daemon answers from memory) */
+#define SIM_MPS_SERVER_PID_FILE "nvidia-cuda-mps-server.pid"
 
 /* CUDA_MPS_PIPE_DIRECTORY, or the driver's default /tmp/nvidia-mps. */
 const char *sim_mps_pipe_dir(void);

@@ -414,6 +414,21 @@ check "with carved: its slice caps at 1 GiB and paces nothing, MPS gets threads=
     "$([ $? -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(events start)" -eq $((starts + 1)) ] && ! alive "$(last_daemon)"; echo $?)"
 grep -q "removed" "$tmp/carved.log"
 check "with carved: the run's slice is removed after the command" $?
+# the daemon's MPS server (the stand-in holds a context, as the real one does) is a GPU process
+# in no slice: carved lists it as the MPS server, not as an escape, and the client in its slice
+CARVE_SOCKET=$tmp/carved.sock "$CARVE" run --simulate --mode mps --memory 1GiB -- \
+    "$MEMHOG" --max 256 --hold 3 >"$tmp/held.log" 2>&1 &
+held=$!
+for _ in $(seq 100); do grep -q holding "$tmp/held.log" && break; sleep 0.1; done
+sleep 0.6
+seen=$(CARVE_SOCKET=$tmp/carved.sock "$CARVE" ps --json | python3 -c 'import json, sys
+snap = json.load(sys.stdin)
+procs = [p for g in snap["gpus"] for p in g["processes"]]
+print(len([p for p in procs if p["mps_server"]]), len([p for p in procs if p["slice"]]),
+      len(snap["escapes"]))')
+wait "$held"
+check "with carved: the MPS server listed as such, the client in its slice, no escape (servers, tenants, escapes: $seen)" \
+    "$([ "$seen" = "1 1 0" ]; echo $?)"
 kill "$carved_pid"; wait "$carved_pid" 2>/dev/null; carved_pid=
 
 # --- timeslice and carve ------------------------------------------------------------------------
