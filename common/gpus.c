@@ -167,7 +167,10 @@ int carve_spec_build(struct carve_slice_spec *spec, const char *name, const char
     snprintf(spec->name, sizeof(spec->name), "%s", name);
     spec->ndev = ngpu < CARVE_SLICE_MAX_DEVICES ? ngpu : CARVE_SLICE_MAX_DEVICES;
     for (int i = 0; i < spec->ndev; i++) {
-        uint64_t cap = mem.all ? mem.all : mem.per_index[gpus[i].index];
+        /* IDX=SIZE names indexes below CARVE_SPEC_MAX_DEVICES only */
+        uint64_t cap = mem.all                                   ? mem.all
+                       : gpus[i].index < CARVE_SPEC_MAX_DEVICES ? mem.per_index[gpus[i].index]
+                                                                : 0;
         if (cap > gpus[i].total)
             return cap_error(&mem, memory, gpus[i].index, cap, gpus[i].total, err, errlen);
         if (carve_uuid_parse(gpus[i].uuid, spec->dev[i].uuid) < 0) {

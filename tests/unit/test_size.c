@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "compute.h"
+#include "gpus.h"
 #include "size.h"
 
 #define GiB (1ULL << 30)
@@ -134,6 +136,29 @@ static void test_memory_spec(void **state)
     }
 }
 
+/* A slice's spec from --memory and the GPUs listed: IDX=SIZE caps the GPU of that index, and a
+ * GPU whose index no IDX can name (16 and up) gets no cap; its index was read past the end of
+ * the per-index table before. */
+static void test_spec_build(void **state)
+{
+    (void)state;
+    struct carve_gpu_info gpus[2] = {{.index = 0, .uuid = "GPU-00000000-0000-0000-0000-000000000001",
+                                      .total = 80ULL << 30},
+                                     {.index = 20, .uuid = "GPU-00000000-0000-0000-0000-000000000002",
+                                      .total = 80ULL << 30}};
+    struct carve_compute none;
+    memset(&none, 0, sizeof(none));
+    struct carve_slice_spec spec;
+    char err[256] = "";
+    assert_int_equal(carve_spec_build(&spec, "t", "0=1GiB", &none, gpus, 2, err, sizeof(err)), 0);
+    assert_int_equal(spec.ndev, 2);
+    assert_int_equal(spec.dev[0].cap, 1ULL << 30);
+    assert_int_equal(spec.dev[1].index, 20);
+    assert_int_equal(spec.dev[1].cap, 0);
+    assert_int_equal(carve_spec_build(&spec, "t", "2GiB", &none, gpus, 2, err, sizeof(err)), 0);
+    assert_int_equal(spec.dev[1].cap, 2ULL << 30);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -141,6 +166,7 @@ int main(void)
         cmocka_unit_test(test_rejected),
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_memory_spec),
+        cmocka_unit_test(test_spec_build),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
