@@ -51,8 +51,15 @@ static int cmd_help(int argc, char **argv)
         return 0;
     }
     const struct subcommand *s = find(argv[1]);
-    if (!s || s->fn == cmd_help) {
-        fprintf(stderr, "carve help: no command `%s'\n", argv[1]);
+    if (s && s->fn == cmd_help) { /* `carve help help': the help there is, carve's own */
+        usage(stdout);
+        return 0;
+    }
+    if (!s) {
+        fprintf(stderr, "carve help: no command `%s' (commands:", argv[1]);
+        for (size_t i = 0; i < NSUB; i++)
+            fprintf(stderr, " %s", subcommands[i].name);
+        fprintf(stderr, ")\n");
         return CARVE_EXIT_USAGE;
     }
     char *help_argv[] = {argv[1], "--help", NULL};

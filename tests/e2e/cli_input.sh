@@ -39,6 +39,10 @@ carve_objects() {
 }
 shm_before=$(carve_objects)
 
+expect 2 "no command \`nope' (commands: run slice" help nope
+out=$("$CARVE" help help 2>&1)
+rc=$?
+if [ "$rc" -eq 0 ] && [[ $out == "usage: carve <command>"* ]]; then ok "carve help help: carve's own help, status 0"; else bad "carve help help -> $rc: $out"; fi
 expect 2 "unknown unit" run --simulate --memory 8XB -- true
 expect 2 "zero" run --simulate --memory 0 -- true
 expect 2 "negative" run --simulate --memory -1 -- true
