@@ -115,7 +115,8 @@ char *carved_metrics_render(const json_t *snap);
  *                      "held_seconds_total": 1.25,
  *                      "launches_total": N (launches the limiter charged) } ],
  *       "gpus_gone": [ "GPU-..." ] (GPUs it was made for that the node no longer has, by
- *         UUID: kept in the slice, in no entry of its devices; a restart adopted it so),
+ *         UUID: kept in the slice, in no entry of its devices; a restart adopted it so, or
+ *         made it again so from slices.json after a reboot),
  *       "processes": [ { "pid": 123, "user": "alice", "command": "python",
  *                        "memory_used": N } ],
  *       "idle": false, "idle_seconds": 12.0 (memory held and no kernel since),

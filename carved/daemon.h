@@ -38,7 +38,8 @@ struct dslice {
     struct carve_slice_spec spec;
     struct carve_board *boards[CARVE_SLICE_MAX_DEVICES];
     /* an adopted slice's GPU (by the UUID in its terms) that the node no longer has: kept in
-       its terms, its index -1, left out of the snapshot's devices and listed as gone */
+       its terms, its index the one it had when the slice was made, left out of the
+       snapshot's devices and listed as gone */
     bool gone[CARVE_SLICE_MAX_DEVICES];
     /* the monitor's books */
     double idle_since;      /* when it last was busy or held no memory */

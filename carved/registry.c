@@ -194,30 +194,19 @@ static int prepare(struct carved *d, struct dslice *s, const struct carved_slice
 /* Tenants of any user write the table; only carved can write the terms (slice.h). */
 #define TABLE_MODE 0666
 
-int registry_create(struct carved *d, const struct carved_slice_conf *req, int origin,
-                    uid_t owner, pid_t creator, char *err, size_t errlen)
+/* Makes the objects of s, whose fields and spec are filled, and takes it into the registry:
+ * 0, or -errno with a message (s is then left unused). */
+static int make_objects(struct carved *d, struct dslice *s, int origin, uid_t owner,
+                        pid_t creator, char *err, size_t errlen)
 {
-    int r = check_name(req->name, err, errlen);
+    int r = join_boards(s, err, errlen);
     if (r < 0)
-        return r;
-    if (registry_find(d, req->name)) {
-        snprintf(err, errlen, "a slice named `%s' exists already (carve slice list)", req->name);
-        return -EEXIST;
-    }
-    struct dslice *s = free_entry(d);
-    if (!s) {
-        snprintf(err, errlen, "carved holds %d slices, its most; delete some first",
-                 CARVED_MAX_SLICES);
-        return -ENOSPC;
-    }
-    memset(s, 0, sizeof(*s));
-    if ((r = prepare(d, s, req, err, errlen)) < 0 || (r = join_boards(s, err, errlen)) < 0)
         return r;
     unsigned rnd = 0;
     if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
         rnd = (unsigned)time(NULL) ^ (unsigned)getpid();
     char shm[sizeof(s->shm)];
-    snprintf(shm, sizeof(shm), "/carve.d.%s.%08x", req->name, rnd);
+    snprintf(shm, sizeof(shm), "/carve.d.%s.%08x", s->name, rnd);
     memcpy(s->shm, shm, sizeof(shm));
     s->spec.table_mode = TABLE_MODE;
     if ((r = carve_slice_create(s->shm, &s->spec, &s->handle, err, errlen)) < 0) {
@@ -236,6 +225,28 @@ int registry_create(struct carved *d, const struct carved_slice_conf *req, int o
     return registry_save(d, err, errlen);
 }
 
+int registry_create(struct carved *d, const struct carved_slice_conf *req, int origin,
+                    uid_t owner, pid_t creator, char *err, size_t errlen)
+{
+    int r = check_name(req->name, err, errlen);
+    if (r < 0)
+        return r;
+    if (registry_find(d, req->name)) {
+        snprintf(err, errlen, "a slice named `%s' exists already (carve slice list)", req->name);
+        return -EEXIST;
+    }
+    struct dslice *s = free_entry(d);
+    if (!s) {
+        snprintf(err, errlen, "carved holds %d slices, its most; delete some first",
+                 CARVED_MAX_SLICES);
+        return -ENOSPC;
+    }
+    memset(s, 0, sizeof(*s));
+    if ((r = prepare(d, s, req, err, errlen)) < 0)
+        return r;
+    return make_objects(d, s, origin, owner, creator, err, errlen);
+}
+
 int registry_delete(struct carved *d, struct dslice *s, char *err, size_t errlen)
 {
     carved_log("slice %s removed", s->name);
@@ -247,29 +258,28 @@ int registry_delete(struct carved *d, struct dslice *s, char *err, size_t errlen
     return registry_save(d, err, errlen);
 }
 
-int registry_remake(struct carved *d, struct dslice *s, char *err, size_t errlen)
-{
-    struct carved_slice_conf req = {.idle_policy = s->idle_policy};
-    snprintf(req.name, sizeof(req.name), "%s", s->name);
-    snprintf(req.memory, sizeof(req.memory), "%s", s->memory);
-    snprintf(req.compute, sizeof(req.compute), "%s", s->compute);
-    snprintf(req.priority, sizeof(req.priority), "%s", s->priority);
-    memcpy(req.users, s->users, sizeof(req.users));
-    req.nusers = s->nusers;
-    memcpy(req.groups, s->groups, sizeof(req.groups));
-    req.ngroups = s->ngroups;
-    int origin = s->origin;
-    uid_t owner = s->owner;
-    pid_t creator = s->creator;
-    registry_delete(d, s, err, errlen);
-    return registry_create(d, &req, origin, owner, creator, err, errlen);
-}
-
 static json_t *ids_json(const unsigned *ids, int n)
 {
     json_t *a = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(a, json_integer(ids[i]));
+    return a;
+}
+
+/* A slice's GPUs as its objects name them, for slices.json: [{"uuid": "GPU-...", "index": the
+ * GPU's index when the objects were made, "cap": bytes (0: none)}]. Its memory text names
+ * GPUs by index, which a renumbering, a replaced or a removed GPU changes while carved is
+ * down; a slice made again after a reboot (its objects gone) takes its GPUs from these. */
+static json_t *gpus_json(const struct dslice *s)
+{
+    json_t *a = json_array();
+    for (int k = 0; k < s->spec.ndev; k++) {
+        char uuid[64];
+        carve_uuid_format(s->spec.dev[k].uuid, uuid, sizeof(uuid));
+        json_array_append_new(a, json_pack("{s:s,s:i,s:I}", "uuid", uuid, "index",
+                                           carve_slice_dev_index(s->handle, k), "cap",
+                                           (json_int_t)s->spec.dev[k].cap));
+    }
     return a;
 }
 
@@ -280,9 +290,10 @@ int registry_save(const struct carved *d, char *err, size_t errlen)
         const struct dslice *s = &d->slices[i];
         if (!s->used)
             continue;
-        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s:i,s:f}",
+        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:I,s:I,s:I,s:o,s:o,s:i,s:f}",
             "name", s->name, "shm", s->shm, "memory", s->memory, "compute", s->compute,
-            "priority", s->priority, "origin", registry_origin_name(s->origin),
+            "priority", s->priority, "gpus", gpus_json(s),
+            "origin", registry_origin_name(s->origin),
             "owner", (json_int_t)s->owner, "creator", (json_int_t)s->creator,
             "created", (json_int_t)s->created, "users", ids_json(s->users, s->nusers),
             "groups", ids_json(s->groups, s->ngroups), "idle_policy", s->idle_policy,
@@ -339,6 +350,54 @@ static int gpu_of_uuid(const struct carved *d, const uint8_t uuid[16])
     return -1;
 }
 
+/* Slice GPU k of s (its UUID filled) at the index the node gives its UUID now, or gone: it
+ * then keeps made_as, the index it had when the slice was made, which objects made again
+ * for the slice record (for the log when the GPU comes back). */
+static void place_gpu(const struct carved *d, struct dslice *s, int k, int made_as)
+{
+    int g = gpu_of_uuid(d, s->spec.dev[k].uuid);
+    s->gone[k] = g < 0;
+    s->spec.dev[k].index = g < 0 ? made_as : (int)d->gpus[g].index;
+}
+
+/* Slice GPU of s whose UUID is uuid, or -1. */
+static int spec_find_uuid(const struct dslice *s, const uint8_t uuid[16])
+{
+    for (int k = 0; k < s->spec.ndev; k++)
+        if (memcmp(s->spec.dev[k].uuid, uuid, 16) == 0)
+            return k;
+    return -1;
+}
+
+/* Says where slice s's GPUs are now (made_as[k]: slice GPU k's index when the slice was
+ * made): each one gone or moved, and each GPU of the node the slice was not made for. */
+static void log_gpus(const struct carved *d, const struct dslice *s, const int *made_as)
+{
+    char uuid[64];
+    for (int k = 0; k < s->spec.ndev; k++) {
+        carve_uuid_format(s->spec.dev[k].uuid, uuid, sizeof(uuid));
+        if (s->gone[k])
+            carved_log("slice %s: its GPU %s (GPU %d when the slice was made) is not on this "
+                       "node now: the slice keeps it, listed as gone, and caps and counts "
+                       "nothing there; `carve slice delete %s' (and a restart of carved, for a "
+                       "slice of the config) makes it for the GPUs here", s->name, uuid,
+                       made_as[k], s->name);
+        else if (s->spec.dev[k].index != made_as[k])
+            carved_log("slice %s: its GPU %s was GPU %d when the slice was made and is GPU %d "
+                       "now: its cap and share there follow the GPU", s->name, uuid, made_as[k],
+                       s->spec.dev[k].index);
+    }
+    for (int g = 0; g < d->ngpu; g++) {
+        uint8_t u[16];
+        if (carve_uuid_parse(d->gpus[g].uuid, u) < 0 || spec_find_uuid(s, u) >= 0)
+            continue;
+        carved_log("slice %s: GPU %u (%s) came after the slice was made: the slice has no cap "
+                   "nor share there; `carve slice delete %s' (and a restart of carved, for a "
+                   "slice of the config) makes it for the GPUs here", s->name, d->gpus[g].index,
+                   d->gpus[g].uuid, s->name);
+    }
+}
+
 /* carved's books of an adopted slice's GPUs come from its terms, which its running tenants
  * enforce by GPU UUID, each GPU at the index the node gives its UUID now. They were built
  * from the saved request against the GPUs by position: after a GPU was removed or the GPUs
@@ -350,38 +409,175 @@ static int gpu_of_uuid(const struct carved *d, const uint8_t uuid[16])
  * not the slice's. The log says each. */
 static void follow_terms(struct carved *d, struct dslice *s)
 {
-    char uuid[64];
+    int made_as[CARVE_SLICE_MAX_DEVICES];
     s->spec.ndev = carve_slice_ndev(s->handle);
     for (int k = 0; k < s->spec.ndev; k++) {
         struct carve_slice_dev_spec *dv = &s->spec.dev[k];
-        int made_as = carve_slice_dev_index(s->handle, k);
+        made_as[k] = carve_slice_dev_index(s->handle, k);
         carve_slice_dev_uuid(s->handle, k, dv->uuid);
         dv->cap = carve_slice_cap(s->handle, k);
         dv->compute = carve_slice_compute(s->handle, k);
         dv->board_entry = carve_slice_board_entry(s->handle, k); /* its tenants know it */
-        int g = gpu_of_uuid(d, dv->uuid);
-        s->gone[k] = g < 0;
-        dv->index = g < 0 ? -1 : (int)d->gpus[g].index;
-        carve_uuid_format(dv->uuid, uuid, sizeof(uuid));
-        if (g < 0)
-            carved_log("slice %s: its GPU %s (GPU %d when the slice was made) is not on this "
-                       "node now: the slice keeps it, listed as gone, and caps and counts "
-                       "nothing there; `carve slice delete %s' (and a restart of carved, for a "
-                       "slice of the config) makes it for the GPUs here", s->name, uuid,
-                       made_as, s->name);
-        else if (dv->index != made_as)
-            carved_log("slice %s: its GPU %s was GPU %d when the slice was made and is GPU %d "
-                       "now: its cap and share there follow the GPU", s->name, uuid, made_as,
-                       dv->index);
+        place_gpu(d, s, k, made_as[k]);
     }
-    for (int g = 0; g < d->ngpu; g++) {
-        uint8_t u[16];
-        if (carve_uuid_parse(d->gpus[g].uuid, u) < 0 || carve_slice_find_uuid(s->handle, u) >= 0)
-            continue;
-        carved_log("slice %s: GPU %u (%s) came after the slice was made: the slice has no cap "
-                   "nor share there; `carve slice delete %s' (and a restart of carved, for a "
-                   "slice of the config) makes it for the GPUs here", s->name, d->gpus[g].index,
-                   d->gpus[g].uuid, s->name);
+    log_gpus(d, s, made_as);
+}
+
+/* One GPU of a saved slice, as slices.json records it (gpus_json). */
+struct saved_gpu {
+    uint8_t uuid[16];
+    int index; /* when the slice was made */
+    uint64_t cap;
+};
+
+/* A saved slice's "gpus" into out: their count, or -1 with why (no such list: a file of an
+ * older carved; or a malformed one). */
+static int saved_gpus(json_t *a, struct saved_gpu *out, char *why, size_t len)
+{
+    if (!a) {
+        snprintf(why, len, "slices.json records no GPU UUIDs for it (written by an older "
+                 "carved)");
+        return -1;
+    }
+    if (!json_is_array(a) || json_array_size(a) > CARVE_SLICE_MAX_DEVICES) {
+        snprintf(why, len, "its \"gpus\" in slices.json is not a list of at most %d GPUs",
+                 CARVE_SLICE_MAX_DEVICES);
+        return -1;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        const char *uuid = "";
+        int index = 0;
+        json_int_t cap = 0;
+        if (json_unpack(v, "{s:s,s:i,s:I}", "uuid", &uuid, "index", &index, "cap", &cap) < 0 ||
+            carve_uuid_parse(uuid, out[i].uuid) < 0 || cap < 0) {
+            snprintf(why, len, "its GPU %zu in slices.json is not {\"uuid\": \"GPU-...\", "
+                     "\"index\": N, \"cap\": BYTES}", i);
+            return -1;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (memcmp(out[j].uuid, out[i].uuid, 16) == 0) {
+                snprintf(why, len, "slices.json names its GPU %s twice", uuid);
+                return -1;
+            }
+        out[i].index = index;
+        out[i].cap = (uint64_t)cap;
+    }
+    return (int)json_array_size(a);
+}
+
+/* Makes a saved slice whose objects are gone (a reboot empties /dev/shm) again on the GPUs it
+ * was made for, by UUID, with the rules of adoption: each GPU at the index the node gives it
+ * now, one the node no longer has kept and listed as gone, a new one not the slice's. It was
+ * made from its memory text, which names GPUs by index: after a renumbering the cap went on
+ * another GPU, and a removed GPU's index dropped the slice. 0, or -errno with a message. */
+static int remake_on_gpus(struct carved *d, const struct carved_slice_conf *req,
+                          const struct saved_gpu *sg, int n, int origin, uid_t owner,
+                          pid_t creator, char *err, size_t errlen)
+{
+    struct dslice *s = free_entry(d);
+    if (!s) {
+        snprintf(err, errlen, "carved holds %d slices, its most", CARVED_MAX_SLICES);
+        return -ENOSPC;
+    }
+    memset(s, 0, sizeof(*s));
+    struct carve_compute c;
+    int r = prepare_fields(s, req, &c, err, errlen);
+    if (r < 0)
+        return r;
+    int made_as[CARVE_SLICE_MAX_DEVICES];
+    snprintf(s->spec.name, sizeof(s->spec.name), "%s", req->name);
+    s->spec.ndev = n;
+    for (int k = 0; k < n; k++) {
+        struct carve_slice_dev_spec *dv = &s->spec.dev[k];
+        memcpy(dv->uuid, sg[k].uuid, 16);
+        dv->cap = sg[k].cap;
+        dv->compute = c;
+        dv->board_entry = -1;
+        made_as[k] = sg[k].index;
+        place_gpu(d, s, k, made_as[k]);
+    }
+    log_gpus(d, s, made_as);
+    return make_objects(d, s, origin, owner, creator, err, errlen);
+}
+
+/* Makes a saved slice whose objects are gone again: on its recorded GPUs by UUID, or, when
+ * slices.json records none (an older carved's file), from its memory text against the GPUs
+ * as the node numbers them now, as carved did before. */
+static void remake_saved(struct carved *d, const struct carved_slice_conf *req, json_t *gpus,
+                         int origin, uid_t owner, pid_t creator)
+{
+    struct saved_gpu sg[CARVE_SLICE_MAX_DEVICES];
+    char err[512], why[256];
+    int r, n = saved_gpus(gpus, sg, why, sizeof(why));
+    if (n >= 0) {
+        r = remake_on_gpus(d, req, sg, n, origin, owner, creator, err, sizeof(err));
+    } else {
+        carved_log("slice %s: %s: it is made again by GPU index, its memory `%s' read against "
+                   "the GPUs as the node numbers them now", req->name, why,
+                   req->memory[0] ? req->memory : "(none)");
+        r = registry_create(d, req, origin, owner, creator, err, sizeof(err));
+    }
+    if (r < 0)
+        carved_log("state: cannot make slice %s again: %s", req->name, err);
+}
+
+/* The slice is made anew on the GPUs its objects named, by UUID, as a restart makes it
+ * again: from its memory text by index it went on other GPUs when the node's had changed
+ * since the slice was made (its objects adopted by a restart across the change). */
+int registry_remake(struct carved *d, struct dslice *s, char *err, size_t errlen)
+{
+    struct carved_slice_conf req = {.idle_policy = s->idle_policy};
+    snprintf(req.name, sizeof(req.name), "%s", s->name);
+    snprintf(req.memory, sizeof(req.memory), "%s", s->memory);
+    snprintf(req.compute, sizeof(req.compute), "%s", s->compute);
+    snprintf(req.priority, sizeof(req.priority), "%s", s->priority);
+    memcpy(req.users, s->users, sizeof(req.users));
+    req.nusers = s->nusers;
+    memcpy(req.groups, s->groups, sizeof(req.groups));
+    req.ngroups = s->ngroups;
+    struct saved_gpu sg[CARVE_SLICE_MAX_DEVICES];
+    int n = s->spec.ndev;
+    for (int k = 0; k < n; k++) { /* carved's books: its table may be gone under it */
+        memcpy(sg[k].uuid, s->spec.dev[k].uuid, 16);
+        sg[k].index = s->spec.dev[k].index;
+        sg[k].cap = s->spec.dev[k].cap;
+    }
+    int origin = s->origin;
+    uid_t owner = s->owner;
+    pid_t creator = s->creator;
+    registry_delete(d, s, err, errlen);
+    return remake_on_gpus(d, &req, sg, n, origin, owner, creator, err, errlen);
+}
+
+/* An adopted slice's saved compute or priority text that does not parse (slices.json edited
+ * by hand) is replaced with what the slice's objects hold: its running tenants keep to that
+ * whatever the text says, and carved takes its books from the objects. Such a slice was not
+ * adopted, nor could it be made again: its tenants became escapes and its objects stayed in
+ * /dev/shm for good. */
+static void settings_from_terms(const struct carve_slice *h, struct carved_slice_conf *req)
+{
+    struct carve_compute c, t = {0, 0, 0};
+    if (carve_slice_ndev(h) > 0) /* carved gives each GPU of a slice the same settings */
+        t = carve_slice_compute(h, 0);
+    char why[256], now[CARVED_SPEC_MAX];
+    if (req->compute[0] && carve_parse_compute(req->compute, &c, why, sizeof(why)) < 0) {
+        now[0] = '\0';
+        if (t.share_bp)
+            carve_format_compute(&t, now, sizeof(now));
+        carved_log("slice %s: its saved compute `%s' does not parse (%s): adopted with the "
+                   "compute its objects hold, %s, which its tenants keep to", req->name,
+                   req->compute, why, now[0] ? now : "none");
+        snprintf(req->compute, sizeof(req->compute), "%s", now);
+    }
+    uint8_t p;
+    if (req->priority[0] && carve_parse_priority(req->priority, &p, why, sizeof(why)) < 0) {
+        const char *held = t.priority == CARVE_PRIO_NORMAL ? "" : carve_priority_name(t.priority);
+        carved_log("slice %s: its saved priority `%s' does not parse (%s): adopted with the "
+                   "priority its objects hold, %s, which its tenants keep to", req->name,
+                   req->priority, why, carve_priority_name(t.priority));
+        snprintf(req->priority, sizeof(req->priority), "%s", held);
     }
 }
 
@@ -425,6 +621,8 @@ static void adopt(struct carved *d, json_t *o)
         h = NULL;
         opened = false;
     }
+    if (opened)
+        settings_from_terms(h, &req);
     struct carve_compute unused;
     if (opened && prepare_fields(s, &req, &unused, err, sizeof(err)) == 0) {
         s->handle = h;
@@ -449,9 +647,8 @@ static void adopt(struct carved *d, json_t *o)
         return;
     }
     carve_slice_close(h);
-    if (registry_create(d, &req, origin_of(origin), (uid_t)owner, (pid_t)creator, err,
-                        sizeof(err)) < 0)
-        carved_log("state: cannot make slice %s again: %s", name, err);
+    remake_saved(d, &req, json_object_get(o, "gpus"), origin_of(origin), (uid_t)owner,
+                 (pid_t)creator);
 }
 
 /* A config slice kept from before a restart, against its section as the config now has it.

@@ -5,6 +5,10 @@
 # follow its GPUs by UUID, as its tenants enforce them (its terms name GPUs by UUID); a GPU
 # the node no longer has is listed as gone (carve slice list, carve ps --json, /metrics) and
 # logged with its UUID; the slice is kept, with nothing shown for it on the wrong GPU.
+# The same for a slice made again after a reboot (its objects removed: slices.json records
+# its GPUs by UUID; an older file without them is read by index) and for one made anew after
+# its table was truncated. A kept slice whose saved compute and priority text was edited
+# into something unparsable is adopted with the settings its objects hold.
 #
 #   BUILD=build bash tests/e2e/carved_gpuset.sh
 set -uo pipefail
@@ -21,11 +25,17 @@ GIB=1073741824
 # the cleanup removes them by name
 ONE=gpuset-one-$$ # made with --memory 1=1GiB: capped on the GPU that was 1 (U1) only
 ALL=gpuset-all-$$ # made with --memory 2GiB: capped on every GPU it was made for
+# made after the others and removed from /dev/shm (a reboot) before carved starts again
+REB=gpuset-reb-$$   # --memory 1=1GiB: capped on U1 only
+REB2=gpuset-reb2-$$ # --memory 2GiB: on U0 and U1
+OLD=gpuset-old-$$   # --memory 1=1GiB, its record stripped of its GPUs (an older carved's)
+BAD=gpuset-bad-$$   # --compute 30% --priority batch, its saved text then edited unparsable
 tenant=
 cleanup_extra() {
     # shellcheck disable=SC2086 # one pid or two
     [ -z "$tenant" ] || kill $tenant 2>/dev/null
-    rm -f /dev/shm/carve.d."$ONE".* /dev/shm/carve.d."$ALL".*
+    local n
+    for n in "$ONE" "$ALL" "$REB" "$REB2" "$OLD" "$BAD"; do rm -f /dev/shm/carve.d."$n".*; done
 }
 
 # gpus SLICE: its devices in carve ps --json, "index:uuid:cap" each, then "gone:" and the
@@ -158,6 +168,125 @@ got=$(gpus "$ALL")
 check "GPU added: its caps on its GPUs, none shown on the new one ($got)" \
     "[ \"\$got\" = '1:$U0:$((2 * GIB)) 2:$U1:$((2 * GIB)) gone:' ]"
 stop_carved
+
+# edit_state PYTHON: runs PYTHON on carved's state (carved stopped), the slices by name in
+# `by'; the file is written back
+edit_state() {
+    python3 -c 'import json, sys
+f = sys.argv[1]
+st = json.load(open(f))
+by = {s["name"]: s for s in st["slices"]}
+'"$1"'
+json.dump(st, open(f, "w"), indent=2)' "$work/state/slices.json"
+}
+
+# 7. a reboot: the slices' objects are gone, and carved makes them again from slices.json.
+# Their GPUs are recorded by UUID and they are made on those, by the rules of adoption. From
+# the memory text (GPU indices), REB's cap went on the GPU now numbered 1, which is not the
+# one it was made for, REB2 lost the removed GPU and ONE (1=1GiB) was not made at all.
+export CARVE_SIM_DEVICES=2 CARVE_SIM_UUIDS=$U0,$U1
+start_carved 200ms off
+"$CARVE" slice create "$REB" --memory 1=1GiB >/dev/null
+"$CARVE" slice create "$REB2" --memory 2GiB >/dev/null
+"$CARVE" slice create "$OLD" --memory 1=1GiB >/dev/null
+stop_carved
+check "slices.json records each slice's GPUs by UUID" \
+    "edit_state 'g = by[\"$REB\"][\"gpus\"]
+assert [(x[\"uuid\"], x[\"index\"], x[\"cap\"]) for x in g] == [(\"$U0\", 0, 0), (\"$U1\", 1, $GIB)], g'"
+edit_state "del by['$OLD']['gpus']" # as an older carved wrote it
+# shellcheck disable=SC2046 # kept gives two paths
+rm -f $(kept "$REB") $(kept "$REB2") $(kept "$OLD")
+export CARVE_SIM_UUIDS=$U1,$U0 # renumbered: U1 is GPU 0
+start_carved 200ms off
+got=$(gpus "$REB")
+check "made again after a reboot, renumbered: its cap on its GPU ($got)" \
+    "[ \"\$got\" = '0:$U1:$GIB 1:$U0:0 gone:' ]"
+check "made again, renumbered: the log says where the GPU went" \
+    "grep -q \"slice $REB: its GPU $U1 was GPU 1 when the slice was made and is GPU 0 now\" \"\$work/carved.log\""
+check "made again: new objects, the ones carved keeps ($(objects "$REB"))" \
+    "[ -n \"\$(objects \"$REB\")\" ] && [ \"\$(objects \"$REB\")\" = \"\$(kept \"$REB\")\" ]"
+# its tenants cap U1 (GPU 0 now) at 1 GiB: the cap is in the objects, not only in carve ps
+out=$(CUDA_VISIBLE_DEVICES=0 "$CARVE" run --slice "$REB" -- "$BUILD/bench/memhog" --label reb \
+    --step 256 --max 2048 --hold 0 2>&1)
+check "made again: a tenant on GPU 0 (its GPU) is capped at 1 GiB" \
+    "[[ \$out == *'got 1024 MiB'* ]]"
+# shellcheck disable=SC2034 # read by check's eval
+out=$(CUDA_VISIBLE_DEVICES=1 "$CARVE" run --slice "$REB" -- "$BUILD/bench/memhog" --label reb0 \
+    --step 256 --max 2048 --hold 0 2>&1)
+check "made again: a tenant on GPU 1 (not capped) gets 2 GiB" \
+    "[[ \$out == *'got 2048 MiB'* ]]"
+# its table truncated (any tenant can): carved makes it anew on its GPUs by UUID, as a
+# restart does; from its memory text (1=1GiB) the cap went on U0, now GPU 1
+reb_shm=$(kept "$REB")
+truncate -s 0 "${reb_shm%% *}"
+for _ in $(seq 50); do
+    grep -q "slice $REB: its objects .* were truncated" "$work/carved.log" && break
+    sleep 0.1
+done
+sleep 0.4 # two polls
+got=$(gpus "$REB")
+check "made anew after its table was truncated: its cap still on its GPU ($got)" \
+    "grep -q \"slice $REB: its objects .* were truncated\" \"\$work/carved.log\" && [ \"\$(kept \"$REB\")\" != \"$reb_shm\" ] && [ \"\$got\" = '0:$U1:$GIB 1:$U0:0 gone:' ]"
+got=$(gpus "$OLD")
+check "a record without GPUs (an older carved's) is made by index ($got)" \
+    "[ \"\$got\" = '0:$U1:0 1:$U0:$GIB gone:' ]"
+check "the log says so" \
+    "grep -q \"slice $OLD: slices.json records no GPU UUIDs for it (written by an older carved): it is made again by GPU index\" \"\$work/carved.log\""
+stop_carved
+check "slices.json records the GPUs of the slice made again" \
+    "edit_state 'g = by[\"$REB\"][\"gpus\"]
+assert [(x[\"uuid\"], x[\"index\"], x[\"cap\"]) for x in g] == [(\"$U0\", 1, 0), (\"$U1\", 0, $GIB)], g'"
+
+# 8. a reboot, and U0 removed: the slices made again keep it, listed as gone
+# shellcheck disable=SC2046 # kept gives two paths
+rm -f $(kept "$REB") $(kept "$REB2")
+export CARVE_SIM_DEVICES=1 CARVE_SIM_UUIDS=$U1
+start_carved 200ms off
+got=$(gpus "$REB2")
+check "made again, a GPU removed: kept in the slice, listed as gone ($got)" \
+    "[ \"\$got\" = '0:$U1:$((2 * GIB)) gone:$U0' ]"
+got=$(gpus "$REB")
+check "made again, a GPU removed: the slice capped on the other is made ($got)" \
+    "[ \"\$got\" = '0:$U1:$GIB gone:$U0' ]"
+# (its objects of step 7, made with U0 as GPU 1)
+check "made again, a GPU removed: the log names the gone GPU" \
+    "grep -q \"slice $REB2: its GPU $U0 (GPU 1 when the slice was made) is not on this node now\" \"\$work/carved.log\""
+stop_carved
+# shellcheck disable=SC2046 # kept gives two paths
+rm -f $(kept "$REB")
+# U0 back, at 0: it is REB2's again; its objects kept the index U0 had (1), for the log
+export CARVE_SIM_DEVICES=2 CARVE_SIM_UUIDS=$U0,$U1
+start_carved 200ms off
+got=$(gpus "$REB2")
+check "the gone GPU back: the slice is whole again ($got)" \
+    "[ \"\$got\" = '0:$U0:$((2 * GIB)) 1:$U1:$((2 * GIB)) gone:' ]"
+got=$(gpus "$REB")
+check "the gone GPU back, after a reboot: REB as it was made ($got)" \
+    "[ \"\$got\" = '0:$U0:0 1:$U1:$GIB gone:' ]"
+check "the gone GPU back: the log says where it went" \
+    "grep -q \"slice $REB2: its GPU $U0 was GPU 1 when the slice was made and is GPU 0 now\" \"\$work/carved.log\""
+
+# 9. a saved compute or priority that no longer parses (slices.json edited by hand), the
+# slice's objects still there: it is adopted with the settings its objects hold, which its
+# tenants keep to. It was not adopted nor made again, and its objects stayed in /dev/shm.
+"$CARVE" slice create "$BAD" --compute 30% --priority batch >/dev/null
+stop_carved
+shm_before=$(kept "$BAD")
+edit_state "by['$BAD']['compute'] = '30 percent'; by['$BAD']['priority'] = 'urgent'"
+start_carved 200ms off
+check "unparsable settings: adopted from the same objects ($(objects "$BAD"))" \
+    "[ -n \"\$(objects \"$BAD\")\" ] && [ \"\$(objects \"$BAD\")\" = \"$shm_before\" ] && [ \"\$(kept \"$BAD\")\" = \"$shm_before\" ]"
+check "unparsable settings: the log names the slice, the value and what was done" \
+    "grep -q \"slice $BAD: its saved compute \\\`30 percent' does not parse (.*): adopted with the compute its objects hold, 30%\" \"\$work/carved.log\" &&
+     grep -q \"slice $BAD: its saved priority \\\`urgent' does not parse (.*): adopted with the priority its objects hold, batch\" \"\$work/carved.log\""
+got=$("$CARVE" ps --json | python3 -c 'import json, sys
+s = [x for x in json.load(sys.stdin)["slices"] if x["name"] == sys.argv[1]]
+print(" ".join("%s/%s" % (d["compute"], d["priority"]) for d in s[0]["devices"]) if s else "missing")' "$BAD")
+check "unparsable settings: carve ps shows the objects' settings ($got)" \
+    "[ \"\$got\" = '30%/batch 30%/batch' ]"
+stop_carved
+check "unparsable settings: slices.json has the objects' settings again" \
+    "edit_state 'assert (by[\"$BAD\"][\"compute\"], by[\"$BAD\"][\"priority\"]) == (\"30%\", \"batch\"), by[\"$BAD\"]'"
 
 echo "# carved_gpuset: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
