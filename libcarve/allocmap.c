@@ -131,6 +131,25 @@ bool carve_allocmap_remove(struct carve_allocmap *m, uint64_t key, uint64_t *val
     return true;
 }
 
+bool carve_allocmap_remove_pair(struct carve_allocmap *m, uint64_t key, uint64_t value)
+{
+    if (key == KEY_EMPTY || key == KEY_TOMB)
+        return false;
+    for (struct carve_allocmap_table *t = atomic_load(&m->first); t;
+         t = atomic_load(&t->next)) {
+        size_t i = (size_t)mix(key) & t->mask;
+        for (unsigned n = 0; n < PROBE_MAX && n <= t->mask; n++, i = (i + 1) & t->mask) {
+            uint64_t k = atomic_load(&t->slots[i].key);
+            if (k == KEY_EMPTY)
+                break;
+            if (k == key && atomic_load(&t->slots[i].value) == value &&
+                atomic_compare_exchange_strong(&t->slots[i].key, &k, KEY_TOMB))
+                return true;
+        }
+    }
+    return false;
+}
+
 bool carve_allocmap_find(const struct carve_allocmap *m, uint64_t key, uint64_t *value)
 {
     struct slot *s = lookup(m, key);

@@ -27,6 +27,9 @@ struct carve_allocmap {
 int carve_allocmap_insert(struct carve_allocmap *m, uint64_t key, uint64_t value);
 /* Removes key; true and *value set when it was there. */
 bool carve_allocmap_remove(struct carve_allocmap *m, uint64_t key, uint64_t *value);
+/* Removes key only where it holds value (a key inserted twice, one of them about to be
+ * undone: the other stays); true when it was there. */
+bool carve_allocmap_remove_pair(struct carve_allocmap *m, uint64_t key, uint64_t value);
 /* Re-reads key's value without removing it. */
 bool carve_allocmap_find(const struct carve_allocmap *m, uint64_t key, uint64_t *value);
 /* Whether some live key has this value (walks every table). */

@@ -217,16 +217,18 @@ CARVE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     if (!R.cuMemMap)
         return CUDA_ERROR_NOT_INITIALIZED;
     /* noted before the call: a release racing with it must see the mapping */
-    uint64_t v;
     bool noted = carve__active() && size && carve_allocmap_insert(&map_sizes, ptr, size) == 0;
     if (noted && carve_allocmap_insert(&mappings, ptr, handle) != 0) {
-        carve_allocmap_remove(&map_sizes, ptr, &v);
+        carve_allocmap_remove_pair(&map_sizes, ptr, size);
         noted = false;
     }
     CUresult r = R.cuMemMap(ptr, size, offset, handle, flags);
+    /* undo our note and only ours: a map refused because ptr is mapped already has noted
+     * ptr twice, and removing by address alone could take the live mapping's note, after
+     * which its handle's release would be given back while the driver still holds it */
     if (r != CUDA_SUCCESS && noted) {
-        carve_allocmap_remove(&mappings, ptr, &v);
-        carve_allocmap_remove(&map_sizes, ptr, &v);
+        carve_allocmap_remove_pair(&mappings, ptr, handle);
+        carve_allocmap_remove_pair(&map_sizes, ptr, size);
     }
     return r;
 }

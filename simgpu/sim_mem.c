@@ -348,6 +348,11 @@ API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     struct rec *h = recs[rec_bucket(handle)];
     while (h && !(h->key == handle && h->kind == REC_HANDLE))
         h = h->next;
+    /* as on a GPU, a range that is mapped already cannot be mapped again */
+    for (unsigned b = 0; h && b < REC_BUCKETS; b++)
+        for (struct rec *m = recs[b]; h && m; m = m->next)
+            if (m->kind == REC_MAPPING && m->key < ptr + size && ptr < m->key + m->size)
+                h = NULL;
     if (h)
         h->maps++;
     pthread_mutex_unlock(&sim_cuda__lock);

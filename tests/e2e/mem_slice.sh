@@ -135,6 +135,11 @@ for _ in $(seq 100); do [ -s "$late.rc" ] && break; sleep 0.1; done
 check "a process left running after carve run ended gets no GPU context (exit $(cat "$late.rc" 2>/dev/null), $(grep -c 'no GPU context will be created' "$late.out" 2>/dev/null) refusal lines)" \
     "$([ "$(cat "$late.rc" 2>/dev/null)" = 1 ] && grep -q 'no GPU context will be created' "$late.out"; echo $?)"
 
+out=$(CARVE_SIM_CTX_MEMORY=0 CARVE_QUIET=1 in_slice 4GiB "$E2E/mem_edge" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_edge: bad and racing frees, overflowing sizes and a refused map leave usage exact" "$rc"
+
 out=$(CARVE_SIM_CTX_MEMORY=0 in_slice 1GiB "$E2E/mem_graph" 2>&1)
 rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
