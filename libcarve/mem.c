@@ -385,7 +385,7 @@ CARVE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
     /* every level is at most half the one before: twice the base level bounds the chain */
     uint64_t base = array_estimate(desc->Width, desc->Height, desc->Depth, desc->Format,
                                    desc->NumChannels);
-    uint64_t est = numMipmapLevels > 1 ? 2 * base : base;
+    uint64_t est = numMipmapLevels < 2 ? base : base > UINT64_MAX / 2 ? UINT64_MAX / 2 : 2 * base;
     CUresult r = array_admit(&d, est, &counted);
     if (r != CUDA_SUCCESS)
         return r;
