@@ -141,6 +141,11 @@ void carve__vmm_reset(void);
 /* Releases what pools no longer reserve; true when anything was released. */
 bool carve__pools_refresh(void);
 void carve__pools_reset(void);
+/* A pool allocation's note, taken before the driver frees it (the address may be handed out
+ * again at once): false when dptr is none. carve__pool_freed then settles it by the free's
+ * result: put back on failure, else the pool's outstanding bytes go down. */
+bool carve__pool_take(CUdeviceptr dptr, uint64_t *note);
+void carve__pool_freed(uint64_t note, CUresult r, CUdeviceptr dptr);
 
 /* Moves *charged up to reserved (what a pool or a device's graph memory now reserves), paying
  * with `admitted` first and admitting any more; the surplus admission is given back. False

@@ -93,13 +93,15 @@ CARVE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size
 }
 
 /* Removes the record first (the driver may hand the address out again as soon as it is
- * freed), frees, and puts the record back if the free failed. */
-static CUresult free_recorded(enum carve_kind kind, uint64_t key, CUresult (*do_free)(uint64_t))
+ * freed), frees, and puts the record back if the free failed. A key without a record is
+ * freed by free_unrecorded when given, else by do_free. */
+static CUresult free_recorded(enum carve_kind kind, uint64_t key, CUresult (*do_free)(uint64_t),
+                              CUresult (*free_unrecorded)(uint64_t))
 {
     int sdev;
     uint64_t bytes;
     bool had = carve__unrecord(kind, key, &sdev, &bytes);
-    CUresult r = do_free(key);
+    CUresult r = had || !free_unrecorded ? do_free(key) : free_unrecorded(key);
     if (!had)
         return r;
     if (r == CUDA_SUCCESS)
@@ -112,6 +114,19 @@ static CUresult free_recorded(enum carve_kind kind, uint64_t key, CUresult (*do_
 static CUresult real_mem_free(uint64_t key)
 {
     return R.cuMemFree_v2((CUdeviceptr)key);
+}
+
+/* cuMemFree of a stream-ordered allocation: the driver frees it (synchronously), and the
+ * pool's outstanding bytes must go down as at cuMemFreeAsync, or a destroyed pool's charge
+ * would never come back. */
+static CUresult mem_free_unrecorded(uint64_t key)
+{
+    uint64_t note;
+    if (!carve__pool_take((CUdeviceptr)key, &note))
+        return R.cuMemFree_v2((CUdeviceptr)key);
+    CUresult r = R.cuMemFree_v2((CUdeviceptr)key);
+    carve__pool_freed(note, r, (CUdeviceptr)key);
+    return r;
 }
 
 static CUresult real_mem_release(uint64_t key)
@@ -134,7 +149,7 @@ CARVE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     carve__init();
     if (!R.cuMemFree_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
-    return free_recorded(CARVE_KIND_PTR, dptr, real_mem_free);
+    return free_recorded(CARVE_KIND_PTR, dptr, real_mem_free, mem_free_unrecorded);
 }
 
 CARVE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
@@ -409,7 +424,7 @@ CARVE_EXPORT CUresult cuArrayDestroy(CUarray hArray)
     if (!R.cuArrayDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;
     return free_recorded(CARVE_KIND_ARRAY, (uint64_t)(uintptr_t)hArray,
-                         real_array_destroy);
+                         real_array_destroy, NULL);
 }
 
 CARVE_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
@@ -418,5 +433,5 @@ CARVE_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
     if (!R.cuMipmappedArrayDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;
     return free_recorded(CARVE_KIND_MIPMAP, (uint64_t)(uintptr_t)hMipmappedArray,
-                         real_mipmap_destroy);
+                         real_mipmap_destroy, NULL);
 }

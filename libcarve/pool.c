@@ -333,6 +333,19 @@ CARVE_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t byt
                          (void *)R.cuMemAllocFromPoolAsync_ptsz, R.cuMemFreeAsync_ptsz);
 }
 
+bool carve__pool_take(CUdeviceptr dptr, uint64_t *note)
+{
+    return carve__active() && carve_allocmap_remove(&pool_ptrs, dptr, note);
+}
+
+void carve__pool_freed(uint64_t note, CUresult r, CUdeviceptr dptr)
+{
+    if (r != CUDA_SUCCESS)
+        carve_allocmap_insert(&pool_ptrs, dptr, note);
+    else
+        pool_untrack(&pools[note >> CARVE_ALLOCMAP_DEV_SHIFT], note & CARVE_ALLOCMAP_BYTES_MAX);
+}
+
 /* Pool memory stays reserved after a stream-ordered free: nothing to give back, unless the
  * pointer came from cuMemAlloc_v2 and friends (the driver accepts those too). */
 static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAsync) real)
@@ -342,13 +355,10 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAs
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!carve__unrecord(CARVE_KIND_PTR, dptr, &sdev, &bytes)) {
-        if (!carve__active() || !carve_allocmap_remove(&pool_ptrs, dptr, &v))
+        if (!carve__pool_take(dptr, &v))
             return real(dptr, s);
         CUresult r = real(dptr, s);
-        if (r != CUDA_SUCCESS)
-            carve_allocmap_insert(&pool_ptrs, dptr, v);
-        else
-            pool_untrack(&pools[v >> CARVE_ALLOCMAP_DEV_SHIFT], v & CARVE_ALLOCMAP_BYTES_MAX);
+        carve__pool_freed(v, r, dptr);
         return r;
     }
     CUresult r = real(dptr, s);

@@ -136,5 +136,8 @@ CUresult sim_cuda__graph_capture_alloc(struct CUstream_st *s, CUdeviceptr *dptr,
                                        int phys);
 CUresult sim_cuda__graph_capture_free(struct CUstream_st *s, CUdeviceptr dptr);
 CUresult sim_cuda__graph_alloc_free(CUdeviceptr dptr);
+/* cuMemFree of any device allocation, a pool's (stream-ordered) included: the driver accepts
+ * those too, synchronously (sim_pool.c). */
+CUresult sim_cuda__free_now(CUdeviceptr dptr);
 
 #endif

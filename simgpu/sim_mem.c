@@ -156,11 +156,7 @@ API CUresult cuMemFree_v2(CUdeviceptr dptr)
     NEED_INIT();
     if (dptr == 0)
         return CUDA_SUCCESS;
-    struct rec *r = sim_cuda__rec_take(dptr, 1u << REC_MEM | 1u << REC_MANAGED);
-    if (!r)
-        return sim_cuda__graph_alloc_free(dptr);
-    sim_cuda__rec_free(r);
-    return CUDA_SUCCESS;
+    return sim_cuda__free_now(dptr);
 }
 
 API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)

@@ -250,6 +250,11 @@ static CUresult pool_free(CUdeviceptr dptr, CUstream s)
     return CUDA_SUCCESS;
 }
 
+CUresult sim_cuda__free_now(CUdeviceptr dptr)
+{
+    return pool_free(dptr, NULL);
+}
+
 API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
 {
     return pool_free(dptr, s);

@@ -1,6 +1,7 @@
 /* mem_edge.c - frees and sizes a careless or hostile tenant tries, inside a slice with no
  * context memory (CARVE_SIM_CTX_MEMORY=0): a free of the middle of an allocation, a double
- * free, eight threads freeing one pointer at once, frees through the other free call, sizes
+ * free, eight threads freeing one pointer at once, frees through the other free call (a pool's
+ * allocation by cuMemFree, its pool destroyed meanwhile, included), sizes
  * whose arithmetic overflows, a handle mapped at two addresses, and a map refused because
  * its range is mapped already. After each, the tenant's usage (total - free) must be what it
  * holds: never less, or it could take more than its cap, and back to 0 at the end. */
@@ -84,6 +85,23 @@ static void frees(void)
     a.cuMemFree(p);
     a.cuMemFreeAsync(q, NULL);
     expect_used(0, "managed memory freed by cuMemFree, pitched by cuMemFreeAsync");
+
+    /* a stream-ordered allocation freed by cuMemFree (the driver accepts it), its pool
+     * destroyed meanwhile: the pool's charge comes back at that free, as at cuMemFreeAsync */
+    CUmemoryPool pool;
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof(props));
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0; /* ctx's device */
+    a.cuMemPoolCreate(&pool, &props);
+    r = a.cuMemAllocFromPoolAsync(&p, 128 * MiB, pool, NULL);
+    failed += mem_check(r == CUDA_SUCCESS, "cuMemAllocFromPoolAsync 128 MiB: %d", r);
+    a.cuMemPoolDestroy(pool);
+    expect_used(128 * MiB, "its pool destroyed, the allocation still counts");
+    r = a.cuMemFree(p);
+    failed += mem_check(r == CUDA_SUCCESS, "cuMemFree of a pool's allocation: %d", r);
+    expect_used(0, "a destroyed pool's last allocation freed by cuMemFree");
 }
 
 static void sizes(void)
