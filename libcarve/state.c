@@ -438,8 +438,11 @@ void carve__oom_message(const struct carve_dev *d, uint64_t requested)
     carve_format_size(carve__slice_used(d->sdev), used, sizeof(used));
     carve_format_size(requested, req, sizeof(req));
     char line[256];
+    /* sizes whose arithmetic passed 64 bits are admitted as a huge stand-in (mem.c): say so,
+     * not "16384.00 PiB" */
     int n = snprintf(line, sizeof(line), "carve: slice \"%s\" out of memory on GPU %d: cap %s, "
-                     "in use %s, requested %s\n", st.name, d->cu, cap, used, req);
+                     "in use %s, requested %s\n", st.name, d->cu, cap, used,
+                     requested >= UINT64_MAX / 4 ? "a size past 64 bits" : req);
     if (n > 0) /* one write: one line, even with other threads printing */
         (void)!write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }

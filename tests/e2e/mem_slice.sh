@@ -135,10 +135,13 @@ for _ in $(seq 100); do [ -s "$late.rc" ] && break; sleep 0.1; done
 check "a process left running after carve run ended gets no GPU context (exit $(cat "$late.rc" 2>/dev/null), $(grep -c 'no GPU context will be created' "$late.out" 2>/dev/null) refusal lines)" \
     "$([ "$(cat "$late.rc" 2>/dev/null)" = 1 ] && grep -q 'no GPU context will be created' "$late.out"; echo $?)"
 
-out=$(CARVE_SIM_CTX_MEMORY=0 CARVE_QUIET=1 in_slice 4GiB "$E2E/mem_edge" 2>&1)
+out=$(CARVE_SIM_CTX_MEMORY=0 in_slice 4GiB "$E2E/mem_edge" 2>"$state_dir/edge.err")
 rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
 check "mem_edge: bad and racing frees, overflowing sizes and a refused map leave usage exact" "$rc"
+# an overflowing size is named so, not as the stand-in's "16384.00 PiB"
+grep -q 'requested a size past 64 bits$' "$state_dir/edge.err" && ! grep -q 'PiB$' "$state_dir/edge.err"
+check "mem_edge: the OOM line of an overflowing size says it passed 64 bits ($(grep -c 'past 64 bits' "$state_dir/edge.err") lines)" $?
 
 out=$(CARVE_SIM_CTX_MEMORY=0 in_slice 1GiB "$E2E/mem_graph" 2>&1)
 rc=$?
