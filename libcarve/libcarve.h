@@ -137,6 +137,15 @@ void carve__records_reset(void);
 /* mem.c: forgets every mapping and every handle released while mapped (a fork child) */
 void carve__vmm_reset(void);
 
+/* After a free whose record was taken: whether the memory is gone. A free the driver refuses
+ * as CUDA_ERROR_INVALID_VALUE names memory it no longer has: another thread's free of the same
+ * pointer reached the driver first (it found no record, so it gave nothing back), or the
+ * memory went some other way. Putting the record back then would count it for good. */
+static inline bool carve__free_done(CUresult r)
+{
+    return r == CUDA_SUCCESS || r == CUDA_ERROR_INVALID_VALUE;
+}
+
 /* ---- pool.c ---- */
 /* Releases what pools no longer reserve; true when anything was released. */
 bool carve__pools_refresh(void);

@@ -93,8 +93,9 @@ CARVE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size
 }
 
 /* Removes the record first (the driver may hand the address out again as soon as it is
- * freed), frees, and puts the record back if the free failed. A key without a record is
- * freed by free_unrecorded when given, else by do_free. */
+ * freed), frees, and puts the record back if the free failed with the memory still there
+ * (carve__free_done). A key without a record is freed by free_unrecorded when given, else by
+ * do_free. */
 static CUresult free_recorded(enum carve_kind kind, uint64_t key, CUresult (*do_free)(uint64_t),
                               CUresult (*free_unrecorded)(uint64_t))
 {
@@ -104,7 +105,7 @@ static CUresult free_recorded(enum carve_kind kind, uint64_t key, CUresult (*do_
     CUresult r = had || !free_unrecorded ? do_free(key) : free_unrecorded(key);
     if (!had)
         return r;
-    if (r == CUDA_SUCCESS)
+    if (carve__free_done(r))
         carve__release(sdev, bytes);
     else
         carve__record(kind, key, sdev, bytes);

@@ -340,7 +340,7 @@ bool carve__pool_take(CUdeviceptr dptr, uint64_t *note)
 
 void carve__pool_freed(uint64_t note, CUresult r, CUdeviceptr dptr)
 {
-    if (r != CUDA_SUCCESS)
+    if (!carve__free_done(r))
         carve_allocmap_insert(&pool_ptrs, dptr, note);
     else
         pool_untrack(&pools[note >> CARVE_ALLOCMAP_DEV_SHIFT], note & CARVE_ALLOCMAP_BYTES_MAX);
@@ -362,7 +362,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAs
         return r;
     }
     CUresult r = real(dptr, s);
-    if (r == CUDA_SUCCESS)
+    if (carve__free_done(r))
         carve__release(sdev, bytes);
     else
         carve__record(CARVE_KIND_PTR, dptr, sdev, bytes);

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
 
 #include "carve/cuda_abi.h"
@@ -156,6 +157,8 @@ API CUresult cuMemFree_v2(CUdeviceptr dptr)
     NEED_INIT();
     if (dptr == 0)
         return CUDA_SUCCESS;
+    if (sim_config()->free_delay_us)
+        usleep(sim_config()->free_delay_us);
     return sim_cuda__free_now(dptr);
 }
 

@@ -36,6 +36,9 @@ struct sim_config {
      * CARVE_SIM_PROC_LISTS: compute, graphics, mps, comma-separated, or all; default
      * compute): a process that draws, or an MPS client, as the driver lists them */
     uint32_t proc_lists;
+    /* microseconds cuMemFree_v2 waits before it frees (CARVE_SIM_FREE_DELAY_US; 0): widens
+     * the window in which two threads' frees of one pointer race, for the tests of it */
+    unsigned free_delay_us;
     uint64_t ctx_memory;
     uint64_t module_memory;
     char state_path[256];
