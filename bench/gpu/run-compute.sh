@@ -6,11 +6,12 @@
 #
 # 1. Accuracy: bench/compute_load (spin kernels whose solo speed --calibrate measures) in
 #    slices at 30/70 and 4 x 25 (hard caps), for big kernels (10 ms), small ones (20 us) and
-#    graph replays (10 x 20 us), SECS seconds each (default 30, the issue's span). Each
-#    kind first runs alone, uncapped: a slice's share is its completed work over that solo
-#    rate (launch gaps keep 20 us kernels near 80% of the spin loop's calibrated rate even
-#    alone, so the raw fraction would blame the cap for them). Per slice: the mean share and the worst
-#    1-second window; targets +-2 and +-5 points.
+#    graph replays (10 x 20 us), SECS seconds each (default 30, the issue's span); KINDS
+#    (big,small,graph) picks some of them. Each kind first runs alone, uncapped: a slice's
+#    share is its completed work over that solo rate (launch gaps keep 20 us kernels near 80%
+#    of the spin loop's calibrated rate even alone, so the raw fraction would blame the cap
+#    for them). Per slice: the mean share and the worst 1-second window; targets +-2 and +-5
+#    points.
 # 2. Latency: ResNet-50 fp16 batch 8 (2 ms think) next to a bf16 8192^2 matmul loop: each
 #    alone, plain sharing, MPS, MPS with the batch side at 30% active threads, carve with
 #    --priority latency/batch (and with the batch side's rate while it yields at 60% and 90%
@@ -32,6 +33,13 @@ SECS=${SECS:-30}
 PATH_SECS=${PATH_SECS:-5}
 LAT_SECS=${LAT_SECS:-15}
 PARTS=${PARTS:-accuracy,latency,mps,decoder} # which parts run
+KINDS=${KINDS:-big,small,graph}               # which kernels the accuracy part runs
+for kind in ${KINDS//,/ }; do
+    case $kind in
+    big | small | graph) ;;
+    *) echo "run-compute: KINDS: unknown kind \`$kind'; use big, small, graph (comma-separated)" >&2; exit 2 ;;
+    esac
+done
 CARVE="$BUILD/bin/carve"
 LOAD="$BUILD/bench/compute_load"
 LOGS="$BUILD/gpu/compute-logs"
@@ -42,6 +50,7 @@ source bench/gpu/gpu-setup.sh run-compute "$LOGS"
 # 10-minute limit: accuracy, then the rest) do not overwrite each other
 parts_suffix=
 [ "$PARTS" = accuracy,latency,mps,decoder ] || parts_suffix="-${PARTS//,/-}"
+[ "$KINDS" = big,small,graph ] || [[ $PARTS != *accuracy* ]] || parts_suffix+="-${KINDS//,/-}"
 report="docs/results/$date-compute-$slug$parts_suffix.md"
 ipu=$("$LOAD" --calibrate | python3 -c 'import json,sys; print(json.load(sys.stdin)["iters_per_us"])')
 echo "== spin loop: $ipu iterations per us alone"
@@ -98,7 +107,7 @@ accuracy() {
 }
 
 if [[ $PARTS == *accuracy* ]]; then
-    for kind in big small graph; do
+    for kind in ${KINDS//,/ }; do
         solo=$(solo_share "$kind")
         echo "== $kind kernels alone: $solo% of the calibrated rate"
         solo_rows+=("| $kind | $solo |")
@@ -230,7 +239,7 @@ fi
     echo
     echo "- GPU: $gpu"
     echo "- driver: $driver"
-    echo "- command: \`bash bench/gpu/run-compute.sh\` (SECS=$SECS, LAT_SECS=$LAT_SECS, PATH_SECS=$PATH_SECS, PARTS=$PARTS)"
+    echo "- command: \`bash bench/gpu/run-compute.sh\` (SECS=$SECS, LAT_SECS=$LAT_SECS, PATH_SECS=$PATH_SECS, PARTS=$PARTS, KINDS=$KINDS)"
     echo "- spin kernel calibration: $ipu iterations per us alone"
     echo
     if [ "${#acc_rows[@]}" -gt 0 ]; then
