@@ -5,9 +5,12 @@
 #
 # A suite is one process: each executable in BUILDDIR/tests/unit/ (cmocka, timeout 120 s),
 # then each tests/e2e/*.sh run with BUILD=BUILDDIR (timeout 300 s). Pass or fail is the exit
-# status; a suite that leaves carve's objects in /dev/shm fails too. For a sanitizer build (ASan in its binaries) the e2e scripts are skipped unless
-# their first lines carry `# san: yes`: an ASan libcarve cannot be LD_PRELOADed into
-# arbitrary programs. Logs go to BUILDDIR/test-logs/, and failed.txt there lists the
+# status; a suite that leaves carve's objects in /dev/shm fails too. Where it can (as root,
+# with unshare), each suite runs with a /dev/shm of its own (tests/shm-private.sh), so that
+# carve at work elsewhere on the machine (a carved, another build's tests, a benchmark) and
+# the suites cannot see or blame each other's objects. For a sanitizer build (ASan in its
+# binaries) the e2e scripts are skipped unless their first lines carry `# san: yes`: an ASan
+# libcarve cannot be LD_PRELOADed into arbitrary programs. Logs go to BUILDDIR/test-logs/, and failed.txt there lists the
 # logs of the suites that failed. The last line is `N passed, N failed`.
 set -uo pipefail
 
@@ -53,6 +56,16 @@ is_san_build() {
 # compute boards; not the simulated GPU's own state (carve-sim.*), which lasts like a device.
 carve_shm() { find /dev/shm -maxdepth 1 -name 'carve*' ! -name 'carve-sim.*' -printf '%f\n' 2>/dev/null | sort; }
 
+# A /dev/shm of each suite's own, where a mount namespace can be made: else the suites share
+# the machine's, and what a suite left is told by comparing it before and after.
+private_shm=0
+if [ "$(id -u)" -eq 0 ] && [ -z "${CARVE_TEST_SHARED_SHM:-}" ] &&
+    unshare -m --propagation private mount -t tmpfs none /dev/shm 2>/dev/null; then
+    private_shm=1
+fi
+shm_left=$(mktemp)
+trap 'rm -f "$shm_left"' EXIT
+
 # run_suite NAME LOG TIMEOUT CMD...: run one suite, print its result line, count it. A suite
 # that passes but leaves objects of carve's in /dev/shm fails: they outlive every process
 # (carved_numbers.sh left six slices a run until 2026-11-25).
@@ -60,11 +73,19 @@ run_suite() {
     local name=$1 log=$2 limit=$3 rc start secs before left
     shift 3
     start=$(date +%s)
-    before=$(carve_shm)
-    timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1 </dev/null
-    rc=$?
+    if [ "$private_shm" -eq 1 ]; then
+        : >"$shm_left"
+        timeout --kill-after=10 "$limit" unshare -m --propagation private \
+            bash tests/shm-private.sh "$shm_left" "$@" >"$log" 2>&1 </dev/null
+        rc=$?
+        left=$(tr '\n' ' ' <"$shm_left")
+    else
+        before=$(carve_shm)
+        timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1 </dev/null
+        rc=$?
+        left=$(comm -13 <(echo "$before") <(carve_shm) | tr '\n' ' ')
+    fi
     secs=$(( $(date +%s) - start ))
-    left=$(comm -13 <(echo "$before") <(carve_shm) | tr '\n' ' ')
     if [ "$rc" -eq 0 ] && [ -n "$left" ]; then
         echo "left in /dev/shm: $left" >>"$log"
         printf '  %-40s FAIL  (passed, but left in /dev/shm: %s)\n' "$name" "$left"
