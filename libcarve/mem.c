@@ -245,6 +245,9 @@ CARVE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     if (r != CUDA_SUCCESS && noted) {
         carve_allocmap_remove_pair(&mappings, ptr, handle);
         carve_allocmap_remove_pair(&map_sizes, ptr, size);
+        /* a release of handle on another thread meanwhile saw our note and left the give-back
+         * to its last unmap, which never comes for a map that was refused */
+        released_settle(handle);
     }
     return r;
 }

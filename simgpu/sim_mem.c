@@ -343,6 +343,8 @@ API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     NEED_INIT();
     if (!ptr || size == 0 || size % GRANULARITY != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (sim_config()->map_delay_us)
+        usleep(sim_config()->map_delay_us);
     pthread_mutex_lock(&sim_cuda__lock);
     struct rec *h = recs[rec_bucket(handle)];
     while (h && !(h->key == handle && h->kind == REC_HANDLE))

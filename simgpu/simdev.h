@@ -39,6 +39,9 @@ struct sim_config {
     /* microseconds cuMemFree_v2 waits before it frees (CARVE_SIM_FREE_DELAY_US; 0): widens
      * the window in which two threads' frees of one pointer race, for the tests of it */
     unsigned free_delay_us;
+    /* microseconds cuMemMap waits before it maps (CARVE_SIM_MAP_DELAY_US; 0): widens the
+     * window in which a release of its handle races with it, for the tests of it */
+    unsigned map_delay_us;
     uint64_t ctx_memory;
     uint64_t module_memory;
     char state_path[256];

@@ -2,13 +2,14 @@
  * context memory (CARVE_SIM_CTX_MEMORY=0): a free of the middle of an allocation, a double
  * free, eight threads freeing one pointer at once, frees through the other free call (a pool's
  * allocation by cuMemFree, its pool destroyed meanwhile, included), sizes
- * whose arithmetic overflows, a handle mapped at two addresses, and a map refused because
- * its range is mapped already. After each, the tenant's usage (total - free) must be what it
+ * whose arithmetic overflows, a handle mapped at two addresses, a map refused because its
+ * range is mapped already, and such a map whose handle another thread releases meanwhile. After each, the tenant's usage (total - free) must be what it
  * holds: never less, or it could take more than its cap, and back to 0 at the end. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mem_common.h"
 
@@ -132,6 +133,44 @@ static void sizes(void)
     expect_used(0, "after the refused sizes");
 }
 
+/* A handle released on another thread while its map is being refused: the release sees the
+ * map's note and leaves the give-back to the handle's last unmap, which never comes. */
+#define MAP_RACES 20
+static CUmemGenericAllocationHandle released_while_mapping;
+
+static void *releaser(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&bar);
+    usleep(100); /* into the map's call: the simulated one waits CARVE_SIM_MAP_DELAY_US */
+    a.cuMemRelease(released_while_mapping);
+    return NULL;
+}
+
+static void map_release_race(CUdeviceptr va, size_t S, const CUmemAllocationProp *prop)
+{
+    CUmemGenericAllocationHandle h1;
+    a.cuMemCreate(&h1, S, prop, 0);
+    a.cuMemMap(va, S, 0, h1, 0);
+    int refused = 0;
+    for (int i = 0; i < MAP_RACES; i++) {
+        a.cuMemCreate(&released_while_mapping, S, prop, 0);
+        pthread_t t;
+        pthread_barrier_init(&bar, NULL, 2);
+        pthread_create(&t, NULL, releaser, NULL);
+        pthread_barrier_wait(&bar);
+        refused += a.cuMemMap(va, S, 0, released_while_mapping, 0) != CUDA_SUCCESS;
+        pthread_join(t, NULL);
+        pthread_barrier_destroy(&bar);
+    }
+    failed += mem_check(refused == MAP_RACES, "cuMemMap over a mapped range refused %d of %d",
+                        refused, MAP_RACES);
+    expect_used(S, "handles released while their maps were refused: only h1 counts");
+    a.cuMemUnmap(va, S);
+    a.cuMemRelease(h1);
+    expect_used(0, "h1 unmapped and released");
+}
+
 static void vmm(void)
 {
     CUmemAllocationProp prop;
@@ -177,6 +216,7 @@ static void vmm(void)
     expect_used(S, "h2 released: h1, mapped, still counts");
     a.cuMemUnmap(va, S);
     expect_used(0, "after its unmap");
+    map_release_race(va, S, &prop);
     a.cuMemAddressFree(va, 2 * S);
 }
 

@@ -138,11 +138,13 @@ check "a process left running after carve run ended gets no GPU context (exit $(
 # the simulated driver waits 200 us in each cuMemFree, so that the racing frees' winner at the
 # driver is as often as not a thread that found no record: it gave nothing back, and the one
 # with the record put it back on its refused free (a count lost for good: once in 600 rounds
-# without the wait, about 50 in 300 with it, until 2026-11-25)
-out=$(CARVE_SIM_FREE_DELAY_US=200 CARVE_SIM_CTX_MEMORY=0 in_slice 4GiB "$E2E/mem_edge" 2>"$state_dir/edge.err")
+# without the wait, about 50 in 300 with it, until 2026-11-25); cuMemMap waits 300 us, so that
+# a handle's release on another thread lands inside its refused map (the handle was counted
+# for good: 3.75 GiB of the 4 GiB cap in 20 rounds, every run, until the refused map settled it)
+out=$(CARVE_SIM_FREE_DELAY_US=200 CARVE_SIM_MAP_DELAY_US=300 CARVE_SIM_CTX_MEMORY=0 in_slice 4GiB "$E2E/mem_edge" 2>"$state_dir/edge.err")
 rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
-check "mem_edge: bad and racing frees, overflowing sizes and a refused map leave usage exact" "$rc"
+check "mem_edge: bad and racing frees, overflowing sizes, a refused map and a release racing one leave usage exact" "$rc"
 # an overflowing size is named so, not as the stand-in's "16384.00 PiB"
 grep -q 'requested a size past 64 bits$' "$state_dir/edge.err" && ! grep -q 'PiB$' "$state_dir/edge.err"
 check "mem_edge: the OOM line of an overflowing size says it passed 64 bits ($(grep -c 'past 64 bits' "$state_dir/edge.err") lines)" $?
