@@ -413,7 +413,10 @@ static void mps_record(const struct mps_state *st, const pid_t *pids, int npid)
         uint64_t start = carve_proc_start_time(pids[k]);
         full |= carve_mps_client_add_proc(&clients[me], pids[k], start) < 0;
     }
-    if (me < 0)
+    if (n < 0)
+        fprintf(stderr, "carve run: warning: %s; the command is not recorded as an MPS "
+                        "client\n", err);
+    else if (me < 0)
         fprintf(stderr, "carve run: warning: %s/clients lost this carve run's entry; its "
                         "command is not recorded as an MPS client\n", st->dir);
     else if (carve_mps_clients_store(st->dir, clients, n, err, sizeof(err)) < 0)
