@@ -5,6 +5,9 @@
  *    "run":true}   -> {"ok":true,"slice":N,"shm":SHM,"simulated":B}   (run: ends with the
  *                    asking process; simulated: carved runs on the simulated GPU)
  *   {"op":"join","name":N}   -> {"ok":true,"shm":SHM,"simulated":B}
+ *   {"op":"join","name":N,"table":true} -> the same, with an fd of the slice's table passed
+ *                    (SCM_RIGHTS) with the reply: the table is carved's (0600), and this is
+ *                    how libcarve in a tenant that may join maps it
  *   {"op":"delete","name":N} -> {"ok":true}
  *   {"op":"list"} / {"op":"ps"} -> {"ok":true,"snapshot":{...}}   (carved.h's snapshot)
  *   any error -> {"ok":false,"error":"what is wrong and what to do"} */
@@ -148,8 +151,23 @@ static struct dslice *named(struct carved *d, json_t *req, json_t **e)
     return s;
 }
 
-json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid_t pid)
+/* A join's answer; with "table": true also *pass_fd, the slice's table for the tenant. */
+static json_t *joined(struct carved *d, json_t *req, struct dslice *s, int *pass_fd)
 {
+    if (json_is_true(json_object_get(req, "table"))) {
+        int fd = carve_slice_table_fd(s->shm);
+        if (fd < 0)
+            return fail("cannot open the table of slice `%s' to hand it over; carved's log "
+                        "may say why", s->name);
+        *pass_fd = fd;
+    }
+    return json_pack("{s:b,s:s,s:b}", "ok", 1, "shm", s->shm, "simulated", d->simulate);
+}
+
+json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid_t pid,
+                   int *pass_fd)
+{
+    *pass_fd = -1;
     json_error_t je;
     json_t *req = json_loads(line, JSON_REJECT_DUPLICATES, &je), *e = NULL, *reply = NULL;
     if (!json_is_object(req)) {
@@ -174,7 +192,7 @@ json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid
         else if (!join && !registry_may_manage(d, s, uid, gid))
             reply = fail("slice `%s' belongs to another user or to carved's config", s->name);
         else if (join)
-            reply = json_pack("{s:b,s:s,s:b}", "ok", 1, "shm", s->shm, "simulated", d->simulate);
+            reply = joined(d, req, s, pass_fd);
         else if (registry_delete(d, s, err, sizeof(err)) < 0)
             reply = fail("%s", err);
         else

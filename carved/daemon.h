@@ -100,8 +100,10 @@ void monitor_poll(struct carved *d, double now);
 double monitor_now(void);
 void monitor_close(void);
 
-/* api.c: one request line in, one reply (a new JSON object) out. */
-json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid_t pid);
+/* api.c: one request line in, one reply (a new JSON object) out, and in *pass_fd an fd to
+ * send with it (a join that asked for the slice's table; the caller closes it) or -1. */
+json_t *api_handle(struct carved *d, const char *line, uid_t uid, gid_t gid, pid_t pid,
+                   int *pass_fd);
 
 /* main.c */
 void carved_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -270,6 +270,7 @@ struct client {
     double last;  /* when it last read some of its reply */
     size_t len;
     char *out;   /* the reply it has not read yet (its later requests wait in buf) */
+    int pass_fd; /* an fd that goes with the reply's first byte (a join's table), or -1 */
     size_t outlen, outdone;
     char buf[LINE_MAX_BYTES + 1]; /* a whole line of 64 KiB, its newline included */
 };
@@ -280,10 +281,39 @@ static void drop(struct client *c)
 {
     close(c->fd);
     c->fd = -1;
+    if (c->pass_fd >= 0)
+        close(c->pass_fd);
+    c->pass_fd = -1;
     c->len = 0;
     free(c->out);
     c->out = NULL;
     c->outlen = c->outdone = 0;
+}
+
+/* Writes the reply's first bytes with c->pass_fd attached (SCM_RIGHTS), and closes carved's
+ * copy once it is sent. A client that reads with a plain recv() has the fd closed for it by
+ * the kernel, so only a tenant that asks for the table and reads it with recvmsg() keeps it. */
+static ssize_t send_with_fd(struct client *c)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof(control));
+    struct iovec iov = {.iov_base = c->out + c->outdone, .iov_len = c->outlen - c->outdone};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &c->pass_fd, sizeof(int));
+    ssize_t n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+        close(c->pass_fd);
+        c->pass_fd = -1;
+    }
+    return n;
 }
 
 /* Writes what the socket takes of the pending reply, without waiting: a client that does not
@@ -292,7 +322,8 @@ static void drop(struct client *c)
 static void flush(struct client *c)
 {
     while (c->outdone < c->outlen) {
-        ssize_t n = write(c->fd, c->out + c->outdone, c->outlen - c->outdone);
+        ssize_t n = c->pass_fd >= 0 ? send_with_fd(c)
+                                    : write(c->fd, c->out + c->outdone, c->outlen - c->outdone);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -310,8 +341,9 @@ static void flush(struct client *c)
     c->since = monitor_now();
 }
 
-static void reply(struct client *c, json_t *r)
+static void reply(struct client *c, json_t *r, int pass_fd)
 {
+    c->pass_fd = pass_fd;
     static const char no_memory[] = "{\"ok\":false,\"error\":\"carved is out of memory\"}\n";
     char *text = json_dumps(r, JSON_COMPACT);
     json_decref(r);
@@ -351,10 +383,11 @@ static void answer(struct carved *d, struct client *c)
             drop(c);
             return;
         }
+        int pass_fd = -1;
         json_t *r = (size_t)(nl - c->buf) != strlen(c->buf)
                         ? refusal("the request holds a NUL byte (send one JSON object per line)")
-                        : api_handle(d, c->buf, cred.uid, cred.gid, cred.pid);
-        reply(c, r);
+                        : api_handle(d, c->buf, cred.uid, cred.gid, cred.pid, &pass_fd);
+        reply(c, r, pass_fd);
         if (c->fd < 0)
             return; /* it hung up: drop() emptied its buffer, and nl points into nothing */
         size_t rest = c->len - (size_t)(nl + 1 - c->buf);
@@ -362,7 +395,7 @@ static void answer(struct carved *d, struct client *c)
         c->len = rest;
     }
     if (c->fd >= 0 && !c->out && c->len == sizeof(c->buf) - 1) {
-        reply(c, refusal("request longer than 64 KiB"));
+        reply(c, refusal("request longer than 64 KiB"), -1);
         if (c->fd >= 0)
             drop(c);
     }
@@ -382,7 +415,7 @@ static void serve(struct carved *d, struct client *c)
     if (n <= 0) {
         if (n == 0 && c->len > 0) /* it stopped writing mid-request; it may still read */
             reply(c, refusal("the request ended without a newline (send one JSON object "
-                             "per line)"));
+                             "per line)"), -1);
         if (c->fd >= 0)
             drop(c);
         return;
@@ -436,6 +469,7 @@ static void accept_client(struct carved *d, int lfd)
     }
     struct client *c = &clients[free_slot];
     c->fd = fd;
+    c->pass_fd = -1;
     c->uid = cred.uid;
     c->len = 0;
     c->since = c->last = monitor_now();
@@ -479,7 +513,8 @@ static void loop(struct carved *d, int lfd)
                 now - (clients[i].out ? clients[i].last : clients[i].since) > CLIENT_IDLE_S) {
                 if (clients[i].len > 0 && !clients[i].out)
                     reply(&clients[i], refusal("the request was not finished within 5 s (send "
-                                               "one JSON object per line)"));
+                                               "one JSON object per line)"),
+                          -1);
                 if (clients[i].fd >= 0)
                     drop(&clients[i]);
             }
@@ -517,7 +552,7 @@ int main(int argc, char **argv)
     if (make_dir(d->conf.state_dir, 0700) < 0 || lock_state_dir(d->conf.state_dir) < 0)
         return 1;
     for (int i = 0; i < MAX_CLIENTS; i++)
-        clients[i].fd = -1;
+        clients[i].fd = clients[i].pass_fd = -1;
     /* the socket before the slices: a carved that cannot have it must not touch them */
     int lfd = listen_socket(d->conf.socket_path);
     if (lfd < 0)

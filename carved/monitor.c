@@ -224,7 +224,7 @@ static struct member {
 static int nmembers;
 
 /* Whether pid was started in the slice: its environment names the slice's object, as carve
- * run sets it. The table's pids are not proof: any user can write them (mode 0666). 1: it
+ * run sets it. The table's pids are not proof: any tenant of the slice can write them. 1: it
  * was; 0: it was not; -1: carved cannot read its environment (a carved not run as root,
  * which cannot signal another user's process either). */
 static int started_in(pid_t pid, const char *shm)

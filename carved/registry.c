@@ -191,8 +191,10 @@ static int prepare(struct carved *d, struct dslice *s, const struct carved_slice
                             d->ngpu, err, errlen);
 }
 
-/* Tenants of any user write the table; only carved can write the terms (slice.h). */
-#define TABLE_MODE 0666
+/* The table is carved's alone: a tenant gets an fd of it with carved's answer to its join
+ * (api.c), so a user who may not join cannot write it, or truncate it. Only carved can write
+ * the terms (slice.h). */
+#define TABLE_MODE 0600
 
 /* Makes the objects of s, whose fields and spec are filled, and takes it into the registry:
  * 0, or -errno with a message (s is then left unused). */
@@ -326,6 +328,18 @@ static void ids_from(json_t *a, unsigned *out, int *n)
 
 /* Whether carved made a saved slice's objects. After a reboot /dev/shm is empty, and anyone
  * may make objects under the saved name before carved starts, with a bigger cap in them. */
+/* A table made by a carved before 2026-11-27 is mode 0666, which any user could write or
+ * truncate: carved's alone from its adoption on (its running tenants keep their mappings). */
+static void restrict_table(const char *shm)
+{
+    int fd = carve_slice_table_fd(shm);
+    if (fd >= 0 && fchmod(fd, TABLE_MODE) < 0)
+        carved_log("slice objects %s: cannot make the table mode %o: %s", shm, TABLE_MODE,
+                   strerror(errno));
+    if (fd >= 0)
+        close(fd);
+}
+
 static bool objects_ours(const struct carve_slice *h, char *why, size_t len)
 {
     uid_t terms_uid, table_uid = carve_slice_table_owner(h);
@@ -621,8 +635,10 @@ static void adopt(struct carved *d, json_t *o)
         h = NULL;
         opened = false;
     }
-    if (opened)
+    if (opened) {
         settings_from_terms(h, &req);
+        restrict_table(shm);
+    }
     struct carve_compute unused;
     if (opened && prepare_fields(s, &req, &unused, err, sizeof(err)) == 0) {
         s->handle = h;

@@ -147,11 +147,12 @@ static int check_head(const char *shm_name, int fd, off_t size, size_t want, cha
     return 0;
 }
 
-/* Opens and maps one object of a slice after checking its head; st gets its fstat. */
-static int open_object(const char *name, bool writable, size_t want, void **out,
+/* Opens and maps one object of a slice after checking its head; st gets its fstat. The
+ * object is given_fd when that is not -1 (the caller's, left open), else opened by name. */
+static int open_object(const char *name, int given_fd, bool writable, size_t want, void **out,
                        struct stat *st, char *err, size_t errlen)
 {
-    int fd = shm_open(name, writable ? O_RDWR : O_RDONLY, 0);
+    int fd = given_fd >= 0 ? given_fd : shm_open(name, writable ? O_RDWR : O_RDONLY, 0);
     if (fd < 0)
         return fail(err, errlen, -errno, "cannot open slice %s: %s", name);
     int r = fstat(fd, st) < 0 ? -errno : 0;
@@ -168,11 +169,18 @@ static int open_object(const char *name, bool writable, size_t want, void **out,
     }
     *out = p;
 out:
-    close(fd);
+    if (fd != given_fd)
+        close(fd);
     return r;
 }
 
 int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err, size_t errlen)
+{
+    return carve_slice_open_fd(shm_name, -1, out, err, errlen);
+}
+
+int carve_slice_open_fd(const char *shm_name, int table_fd, struct carve_slice **out, char *err,
+                        size_t errlen)
 {
     char kname[256];
     if (terms_name(shm_name, kname, sizeof(kname)) < 0)
@@ -182,9 +190,10 @@ int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err, 
         return fail(err, errlen, -ENOMEM, "cannot open slice %s: %s", shm_name);
     struct stat kst, tst;
     void *k = NULL, *t = NULL;
-    int r = open_object(shm_name, true, sizeof(struct slice_table), &t, &tst, err, errlen);
+    int r = open_object(shm_name, table_fd, true, sizeof(struct slice_table), &t, &tst, err,
+                        errlen);
     if (r == 0)
-        r = open_object(kname, false, sizeof(struct slice_terms), &k, &kst, err, errlen);
+        r = open_object(kname, -1, false, sizeof(struct slice_terms), &k, &kst, err, errlen);
     if (r < 0) {
         if (t)
             munmap(t, sizeof(struct slice_table));
@@ -198,6 +207,30 @@ int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err, 
     s->table_uid = tst.st_uid;
     *out = s;
     return 0;
+}
+
+int carve_slice_label(const char *shm_name, char *out, size_t len, uid_t *uid, mode_t *mode,
+                      char *err, size_t errlen)
+{
+    char kname[256];
+    if (terms_name(shm_name, kname, sizeof(kname)) < 0)
+        return fail(err, errlen, -ENAMETOOLONG, "slice name %s: %s", shm_name);
+    struct stat kst;
+    struct slice_terms *k = NULL;
+    int r = open_object(kname, -1, false, sizeof(*k), (void **)&k, &kst, err, errlen);
+    if (r < 0)
+        return r;
+    snprintf(out, len, "%.*s", (int)sizeof(k->name), k->name);
+    munmap(k, sizeof(*k));
+    *uid = kst.st_uid;
+    *mode = kst.st_mode & 07777;
+    return 0;
+}
+
+int carve_slice_table_fd(const char *shm_name)
+{
+    int fd = shm_open(shm_name, O_RDWR | O_CLOEXEC, 0);
+    return fd < 0 ? -errno : fd;
 }
 
 void carve_slice_close(struct carve_slice *s)

@@ -50,6 +50,19 @@ int carve_slice_create(const char *shm_name, const struct carve_slice_spec *spec
  * size of both objects. */
 int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err,
                      size_t errlen);
+/* The same with the table mapped from table_fd (left open) instead of opened by name: a
+ * carved slice's table is carved's alone (0600), and carved hands its tenants an fd of it
+ * with its answer to their join. */
+int carve_slice_open_fd(const char *shm_name, int table_fd, struct carve_slice **out,
+                        char *err, size_t errlen);
+/* The slice's name, from its terms (which anyone may read): what a tenant asks carved to join
+ * before it can map the table; and who owns the terms, and their mode (as
+ * carve_slice_terms_owner). */
+int carve_slice_label(const char *shm_name, char *out, size_t len, uid_t *uid, mode_t *mode,
+                      char *err, size_t errlen);
+/* Owner side: an fd of the slice's table, read-write and close-on-exec, to hand a tenant
+ * (carved's join); -errno when it cannot be opened. */
+int carve_slice_table_fd(const char *shm_name);
 void carve_slice_close(struct carve_slice *s);
 int carve_slice_unlink(const char *shm_name);
 /* Who owns the slice's terms, and their mode: a tenant trusts caps only from a slice whose

@@ -132,20 +132,49 @@ static void carved_error(const char *reply, char *out, size_t len)
     out[n] = '\0';
 }
 
-/* One join request on fd; the reply line (or what came of it, "" for none) in buf. */
-static void ask_join(int fd, const char *name, char *buf, size_t len)
+/* Keeps the fd that came with a chunk of carved's reply (its SCM_RIGHTS), closing any
+ * other: carved sends at most one, the slice's table, with the first bytes of a join's answer. */
+static void take_fd(struct msghdr *msg, int *table_fd)
+{
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (*table_fd < 0)
+                *table_fd = fd;
+            else
+                close(fd);
+        }
+    }
+}
+
+/* One join request on fd, asking for the slice's table; the reply line (or what came of it,
+ * "" for none) in buf, and the table's fd, if carved sent one, in *table_fd (else -1). */
+static void ask_join(int fd, const char *name, char *buf, size_t len, int *table_fd)
 {
     struct timeval tv = {.tv_sec = 5};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    int n = snprintf(buf, len, "{\"op\":\"join\",\"name\":\"%s\"}\n", name);
+    int n = snprintf(buf, len, "{\"op\":\"join\",\"name\":\"%s\",\"table\":true}\n", name);
     size_t got = 0;
+    *table_fd = -1;
     /* MSG_NOSIGNAL: a carved that hangs up must not SIGPIPE somebody else's program */
     if (n > 0 && (size_t)n < len && send(fd, buf, (size_t)n, MSG_NOSIGNAL) == n)
         while (got < len - 1) {
-            ssize_t r = recv(fd, buf + got, len - 1 - got, 0);
+            union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+            } control;
+            struct iovec iov = {.iov_base = buf + got, .iov_len = len - 1 - got};
+            struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                                 .msg_controllen = sizeof(control.buf)};
+            ssize_t r = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
             if (r <= 0)
                 break;
+            take_fd(&msg, table_fd);
             bool whole = memchr(buf + got, '\n', (size_t)r) != NULL;
             got += (size_t)r;
             if (whole)
@@ -164,24 +193,30 @@ static double monotonic_s(void)
 /* Asks carved, as carve run --slice does, whether this process may be in the slice: the
  * join is judged by the socket's peer credentials (this process's user), and carved answers
  * with the slice's object, which must be the one CARVE_SLICE names (a slice deleted and made
- * again under its name is another). CARVE_SLICE is the tenant's to set, and every slice's
- * object can be opened by anyone: without this, a user could run in any slice on the node.
- * A carved with every slot taken says it is busy: asked again for up to 10 s (many
- * processes of a job start at once). */
-static bool carved_admits(const char *name, const char *shm, char *why, size_t len)
+ * again under its name is another), and an fd of its table, which is carved's alone (0600):
+ * the tenant maps that. CARVE_SLICE is the tenant's to set: without this, a user could run
+ * in any slice on the node. A carved with every slot taken says it is busy: asked again for
+ * up to 10 s (many processes of a job start at once). *table_fd: the table's fd, or -1 (a
+ * carved of before 2026-11-27 sends none: its tables are 0666 and open by name). */
+static bool carved_admits(const char *name, const char *shm, int *table_fd, char *why,
+                          size_t len)
 {
     char buf[1024];
     double give_up = monotonic_s() + 10;
+    *table_fd = -1;
     for (;;) {
         long daemon;
         int fd = connect_carved(&daemon);
         buf[0] = '\0';
         if (fd >= 0) {
-            ask_join(fd, name, buf, sizeof(buf));
+            ask_join(fd, name, buf, sizeof(buf), table_fd);
             close(fd);
         }
         if ((buf[0] && !strstr(buf, "\"busy\":true")) || monotonic_s() > give_up)
             break;
+        if (*table_fd >= 0)
+            close(*table_fd);
+        *table_fd = -1;
         struct timespec pause = {.tv_nsec = 100000000};
         nanosleep(&pause, NULL);
     }
@@ -197,39 +232,99 @@ static bool carved_admits(const char *name, const char *shm, char *why, size_t l
         snprintf(why, len, "slice \"%s\" is not the one CARVE_SLICE names (/%s: it was deleted "
                  "and made again since): no GPU context will be created; run through `carve "
                  "run --slice %s` again", name, shm, name);
-        return false;
+    } else {
+        char reason[512];
+        carved_error(buf, reason, sizeof(reason));
+        snprintf(why, len, "carved refuses slice \"%s\" to this process: %s: no GPU context "
+                 "will be created", name, reason);
     }
-    char reason[512];
-    carved_error(buf, reason, sizeof(reason));
-    snprintf(why, len, "carved refuses slice \"%s\" to this process: %s: no GPU context will "
-             "be created", name, reason);
+    if (*table_fd >= 0)
+        close(*table_fd);
+    *table_fd = -1;
+    return false;
+}
+
+/* Whether a slice's terms are carved's (its user's, and writable by nobody else). */
+static bool terms_carveds(const char *label, uid_t uid, mode_t mode, long daemon, char *why,
+                          size_t len)
+{
+    if ((long)uid == daemon && !(mode & 022))
+        return true;
+    snprintf(why, len, "slice \"%s\" was not made by carved (its terms belong to uid %u, mode "
+             "%03o; carved runs as uid %ld): no GPU context will be created; run through "
+             "`carve run`", label, (unsigned)uid, (unsigned)mode, daemon);
     return false;
 }
 
 /* With carved running, caps count only from a slice whose terms carved's user owns and
  * nobody else can write (a tenant that points CARVE_SLICE at a slice of its own making, a
  * bigger cap, is refused rather than trusted), and that carved lets this process's user
- * join. */
-static bool slice_trusted(struct carve_slice *s, const char *shm, char *why, size_t len)
+ * join; the table is then the one carved handed over. Without carved, the slice is opened by
+ * name, as carve run alone makes it. 1 with *out the opened slice; 0 refused, why says why;
+ * -EAGAIN: the table is carved's and carved does not answer. */
+static int open_once(const char *shm, struct carve_slice **out, char *why, size_t len)
 {
     long daemon = -1;
     int fd = connect_carved(&daemon);
-    if (fd < 0)
-        return true;
+    char err[256], label[CARVE_SLICE_NAME_MAX + 1];
+    int table_fd = -1;
     uid_t uid;
     mode_t mode;
-    const char *name = carve_slice_name(s);
-    why[0] = '\0';
-    carve_slice_terms_owner(s, &uid, &mode);
-    if ((long)uid != daemon || (mode & 022))
-        snprintf(why, len, "slice \"%s\" was not made by carved (its terms belong to uid %u, "
-                 "mode %03o; carved runs as uid %ld): no GPU context will be created; run "
-                 "through `carve run`", name, (unsigned)uid, (unsigned)mode, daemon);
-    else if (!name || !carve_slice_name_ok(name))
-        snprintf(why, len, "slice %s has no valid name in its terms: no GPU context will be "
-                 "created", shm);
-    close(fd);
-    return !why[0] && carved_admits(name, shm, why, len);
+    if (fd >= 0) {
+        close(fd);
+        if (carve_slice_label(shm, label, sizeof(label), &uid, &mode, err, sizeof(err)) < 0) {
+            snprintf(why, len, "%s: no GPU context will be created, so that nothing runs past "
+                     "the slice's cap", err);
+            return 0;
+        }
+        if (!terms_carveds(label, uid, mode, daemon, why, len))
+            return 0;
+        if (!carve_slice_name_ok(label)) {
+            snprintf(why, len, "slice %s has no valid name in its terms: no GPU context will "
+                     "be created", shm);
+            return 0;
+        }
+        if (!carved_admits(label, shm, &table_fd, why, len))
+            return 0;
+    }
+    int r = carve_slice_open_fd(shm, table_fd, out, err, sizeof(err));
+    if (table_fd >= 0)
+        close(table_fd); /* the mapping stays */
+    if (r == -EACCES && fd < 0) {
+        snprintf(why, len, "%s: the slice's table is carved's, and carved does not answer at "
+                 "%s/carved.sock: no GPU context will be created; start the command again "
+                 "once carved runs", err, CARVE_RUNDIR);
+        return -EAGAIN;
+    }
+    if (r < 0) {
+        /* a process left running after its `carve run` ended (which removed the slice),
+         * or one whose slice carved deleted: uncapped, it could take the whole GPU */
+        snprintf(why, len, "%s: no GPU context will be created, so that nothing runs past "
+                 "the slice's cap (a process left running after its `carve run` ended "
+                 "cannot use the GPU; start it in a slice of its own)", err);
+        return 0;
+    }
+    if (fd < 0)
+        return 1;
+    carve_slice_terms_owner(*out, &uid, &mode); /* again: the terms opened may be others */
+    if (terms_carveds(label, uid, mode, daemon, why, len))
+        return 1;
+    carve_slice_close(*out);
+    *out = NULL;
+    return 0;
+}
+
+/* open_once, waited for up to 10 s while the table is carved's and carved does not answer:
+ * a process that starts during carved's restart runs once carved is back. */
+static bool open_trusted(const char *shm, struct carve_slice **out, char *why, size_t len)
+{
+    double give_up = monotonic_s() + 10;
+    int r;
+    while ((r = open_once(shm, out, why, len)) == -EAGAIN && monotonic_s() < give_up) {
+        struct timespec pause = {.tv_nsec = 100000000};
+        nanosleep(&pause, NULL);
+    }
+    return r == 1;
 }
 
 static void init_slice(void)
@@ -241,26 +336,15 @@ static void init_slice(void)
         return;
     snprintf(st.name, sizeof(st.name), "%s", name);
     struct carve_slice *s = NULL;
-    char err[256];
-    if (carve_slice_open(name, &s, err, sizeof(err)) < 0) {
-        /* a process left running after its `carve run` ended (which removed the slice),
-         * or one whose slice carved deleted: uncapped, it could take the whole GPU */
-        fprintf(stderr, "carve: %s: no GPU context will be created, so that nothing runs "
-                "past the slice's cap (a process left running after its `carve run` ended "
-                "cannot use the GPU; start it in a slice of its own)\n", err);
+    char why[1024];
+    if (!open_trusted(name, &s, why, sizeof(why))) {
+        fprintf(stderr, "carve: %s\n", why); /* even when quiet: the process will fail */
         st.refused = true;
         return;
     }
     const char *label = carve_slice_name(s);
     if (label && *label)
         snprintf(st.name, sizeof(st.name), "%s", label);
-    char why[1024];
-    if (!slice_trusted(s, name, why, sizeof(why))) {
-        fprintf(stderr, "carve: %s\n", why); /* even when quiet: the process will fail */
-        st.refused = true;
-        carve_slice_close(s);
-        return;
-    }
     st.pid = getpid();
     /* a slot with our pid was our image's before an exec: what it counted is gone */
     carve_slice_forget_pid(s, st.pid);

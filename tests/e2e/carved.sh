@@ -340,13 +340,53 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     check "a slice not made by carved gets no GPU context while carved runs" '[[ $forged == *"was not made by carved"* ]]'
     terms=$(find /dev/shm -maxdepth 1 -name 'carve.d.shared.*.terms' | head -1)
     check "nobody cannot write the terms (caps) of a slice: $terms" '! as_nobody sh -c "echo x >> \"$0\"" "$terms" 2>/dev/null'
-    # any user may write a slice's table (every tenant must), and so truncate it: carved,
-    # which maps it, died of SIGBUS at its next poll; now it makes the slice anew and goes on
+    # a tenant of another user that may join: its libcarve cannot open the table by name (0600,
+    # carved's) and maps the fd carved hands over with its answer to the join
+    "$CARVE" slice create opento --memory 256MiB --users nobody >/dev/null
+    chmod o+rw "$CARVE_SIM_STATE"
+    out=$(as_nobody "$NB/bin/carve" run --slice opento -- "$NB/bench/memhog" --label other --step 64 --hold 0 2>&1)
+    opento_shm=$(saved_shm opento)
+    check "nobody, let into a slice, runs in it through the table's fd from carved: $(echo "$out" | tail -n 1)" \
+        '[[ $out == *"total 256 MiB"* ]] && [[ $out == *"got 256 MiB"* ]] && ! as_nobody test -w "/dev/shm$opento_shm"'
+    # a tenant that starts while carved restarts waits for it (up to 10 s) and then runs; one
+    # that starts while carved stays down gets no GPU context, saying why
+    stop_daemon
+    setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$opento_shm" \
+        LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
+        "$NB/bench/memhog" --label late --step 64 --hold 0 >"$work/late.log" 2>&1 &
+    late=$!
+    sleep 1.5
+    start_daemon || exit 1
+    wait "$late"
+    late_rc=$?
+    check "a tenant that starts while carved is down runs once carved is back (rc $late_rc: $(tail -n 1 "$work/late.log"))" \
+        '[ "$late_rc" -eq 0 ] && grep -q "got 256 MiB" "$work/late.log"'
+    stop_daemon
+    start=$SECONDS
+    err=$(setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$opento_shm" \
+        LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
+        "$NB/bench/memhog" --label down --step 64 --hold 0 2>&1)
+    waited=$((SECONDS - start))
+    start_daemon || exit 1
+    chmod o-rw "$CARVE_SIM_STATE"
+    check "one that starts while carved stays down gets no GPU context after ${waited} s: $(echo "$err" | head -n 1)" \
+        '[[ $err == *"the slice'"'"'s table is carved'"'"'s, and carved does not answer"* ]] && [ "$waited" -ge 9 ]'
+    "$CARVE" slice delete opento >/dev/null 2>&1
+    # a slice's table is carved's (0600): a tenant maps the fd carved hands it at its join, so
+    # a user who may not join can neither write it nor truncate it (any user could, 0666,
+    # until 2026-11-27: every tenant's process died of SIGBUS)
     "$CARVE" slice create cut --memory 256MiB >/dev/null
     cut_shm=$(saved_shm cut)
-    as_nobody truncate -s 0 "/dev/shm$cut_shm"
+    err=$(as_nobody truncate -s 0 "/dev/shm$cut_shm" 2>&1)
+    check "nobody cannot truncate a slice's table: $err" \
+        '[[ $err == *"Permission denied"* ]] && [ "$(stat -c %s "/dev/shm$cut_shm")" -gt 0 ]'
+    check "a slice's table is carved's alone: $(stat -c '%U %a' "/dev/shm$cut_shm")" \
+        '[ "$(stat -c %a "/dev/shm$cut_shm")" = 600 ]'
+    # a tenant may still (it holds the table's fd): carved, which maps it, died of SIGBUS at
+    # its next poll; now it makes the slice anew and goes on. root stands in for the tenant.
+    truncate -s 0 "/dev/shm$cut_shm"
     sleep 1
-    check "a slice's table truncated by nobody: carved goes on and makes the slice anew ($cut_shm, now $(saved_shm cut 2>/dev/null))" \
+    check "a slice's table truncated by a tenant: carved goes on and makes the slice anew ($cut_shm, now $(saved_shm cut 2>/dev/null))" \
         'kill -0 "$daemon" && grep -q "slice cut: its objects $cut_shm were truncated" "$work/carved.log" && [ "$(saved_shm cut)" != "$cut_shm" ] && "$CARVE" slice list | grep -q "^cut "'
     "$CARVE" slice delete cut >/dev/null 2>&1
     # one user cannot take every slice (1024) and so refuse everyone else's carve run

@@ -101,13 +101,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     memcpy(line, data, len);
     line[len] = '\0'; /* as carved's reader hands over one line */
     uid_t uid = callers[len % 3];
-    json_t *r = api_handle(d, line, uid, (gid_t)uid, getpid());
+    int pass_fd;
+    json_t *r = api_handle(d, line, uid, (gid_t)uid, getpid(), &pass_fd);
     check_reply(r);
     json_decref(r);
+    if (pass_fd >= 0) /* a join that asked for the table: an fd per join would leak */
+        close(pass_fd);
     /* a second request on the same state: a name made above is now taken, or joinable */
-    r = api_handle(d, line, uid, (gid_t)uid, getpid());
+    r = api_handle(d, line, uid, (gid_t)uid, getpid(), &pass_fd);
     check_reply(r);
     json_decref(r);
+    if (pass_fd >= 0)
+        close(pass_fd);
     check_registry(d);
     char err[512];
     for (int i = 0; i < CARVED_MAX_SLICES; i++)
