@@ -198,7 +198,8 @@ static int ptr_cmp(const void *a, const void *b)
 static void walk_settle(struct walk *w, struct graph_need *need)
 {
     uint64_t kept[NEED_MAX_DEVS] = {0};
-    qsort(w->freed, w->nfreed, sizeof(*w->freed), ptr_cmp);
+    if (w->nfreed) /* freed is NULL when the graph frees nothing: qsort's pointer must not be */
+        qsort(w->freed, w->nfreed, sizeof(*w->freed), ptr_cmp);
     for (size_t k = 0; k < w->nallocs; k++) {
         const struct walk_alloc *al = &w->allocs[k];
         if (w->nfreed && bsearch(&al->ptr, w->freed, w->nfreed, sizeof(*w->freed), ptr_cmp))
