@@ -41,6 +41,7 @@ struct board_activity {
     struct {
         _Atomic uint64_t last_launch_ns;
         _Atomic uint64_t queue_end_ns;
+        _Atomic uint64_t given_until_ns; /* its window is left to the next from queue_end_ns */
     } __attribute__((aligned(64))) entry[CARVE_BOARD_ENTRIES];
 };
 
@@ -275,6 +276,7 @@ int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_com
     snprintf(e->name, sizeof(e->name), "%s", name ? name : "");
     atomic_store(&b->act->entry[free_entry].last_launch_ns, 0);
     atomic_store(&b->act->entry[free_entry].queue_end_ns, 0);
+    atomic_store(&b->act->entry[free_entry].given_until_ns, 0);
     atomic_store(&e->pid, (int32_t)pid);
     flock(b->fd, LOCK_UN);
     *out = b;
@@ -340,6 +342,22 @@ uint64_t carve_board_busy_until(const struct carve_board *b, int entry)
     return busy;
 }
 
+void carve_board_note_given(struct carve_board *b, int entry, uint64_t until_ns)
+{
+    if (b && entry >= 0 && entry < CARVE_BOARD_ENTRIES)
+        atomic_store_explicit(&b->act->entry[entry].given_until_ns, until_ns,
+                              memory_order_relaxed);
+}
+
+uint64_t carve_board_given(const struct carve_board *b, int entry, uint64_t *from_ns)
+{
+    *from_ns = 0;
+    if (!b || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
+        return 0;
+    *from_ns = atomic_load_explicit(&b->act->entry[entry].queue_end_ns, memory_order_relaxed);
+    return atomic_load_explicit(&b->act->entry[entry].given_until_ns, memory_order_relaxed);
+}
+
 int carve_board_peers(const struct carve_board *b, int entry, uint64_t now_ns,
                       uint64_t active_ns, struct carve_peer *peers, int max, int *me)
 {
@@ -354,6 +372,7 @@ int carve_board_peers(const struct carve_board *b, int entry, uint64_t now_ns,
         if (i == entry)
             *me = n;
         peers[n].compute = e->compute;
+        peers[n].entry = i;
         /* a launch noted after this reader took its clock is newer than now: active (the
          * unsigned difference wrapped, and a busy latency slice read as idle for a refresh,
          * which let a batch slice queue a burst of work ahead of it) */

@@ -8,9 +8,10 @@
  *    Joiners write it; tenants (libcarve) map it read-only. carved joins with mode 0644, so
  *    that on a node it runs no tenant can change anyone's share or priority; `carve run`
  *    without carved joins with 0666, since every user of the GPU joins by itself then.
- *  - /carve-board-<uuid>.activity: when each entry last launched work and until when its
- *    queued work runs, written by tenants with lock-free stores (mode 0666). A tenant can
- *    lie about its activity, never about a share. */
+ *  - /carve-board-<uuid>.activity: when each entry last launched work, until when its
+ *    queued work runs and until when it leaves its window to the next, written by tenants
+ *    with lock-free stores (mode 0666). A tenant can lie about its activity, never about a
+ *    share. */
 #ifndef CARVE_BOARD_H
 #define CARVE_BOARD_H
 
@@ -58,6 +59,11 @@ void carve_board_note_launch(struct carve_board *b, int entry, uint64_t now_ns);
  * slice's (on the GPU the two would time-slice, and its cost sample would include theirs). */
 void carve_board_note_queue(struct carve_board *b, int entry, uint64_t end_ns);
 uint64_t carve_board_busy_until(const struct carve_board *b, int entry);
+/* Taking turns: notes that entry, held in its window, leaves it unused from the end of its
+ * queue until until_ns; and reads that of one entry (*from_ns: its queue end). The slice whose
+ * window comes next may start early in that time (libcarve/pace.c, window_given). */
+void carve_board_note_given(struct carve_board *b, int entry, uint64_t until_ns);
+uint64_t carve_board_given(const struct carve_board *b, int entry, uint64_t *from_ns);
 /* Fills peers (at most max) with the live entries, active meaning a launch within
  * active_ns before now_ns; *me is set to entry's place among them (-1 if absent).
  * Returns how many were filled. */

@@ -147,31 +147,46 @@ struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int 
     return r;
 }
 
-bool carve_compute_window(const struct carve_peer *peers, int n, int me, uint32_t batch_yield_bp,
-                          uint32_t *offset_bp, uint32_t *width_bp)
+bool carve_compute_window_around(const struct carve_peer *peers, int n, int me,
+                                 uint32_t batch_yield_bp, uint32_t *offset_bp,
+                                 uint32_t *width_bp, int *before, uint32_t *idle_after_bp)
 {
     if (me < 0 || me >= n || peers[me].compute.share_bp == 0)
         return false;
-    uint64_t before = 0, total = 0, mine = 0;
-    int paced = 0;
+    uint64_t ahead = 0, total = 0, mine = 0;
+    int paced = 0, last_before = -1, last = -1;
     for (int j = 0; j < n; j++) {
         if (peers[j].compute.share_bp == 0 || (j != me && !peers[j].active))
             continue;
         uint64_t w = carve_compute_rate(peers, n, j, batch_yield_bp).rate_bp;
-        if (j < me)
-            before += w;
+        if (j < me) {
+            ahead += w;
+            last_before = j;
+        }
         if (j == me)
             mine = w;
         total += w;
+        last = j;
         paced++;
     }
     if (paced < 2)
         return false;
     if (total > CARVE_BP_FULL) { /* caps are not checked against each other: shrink all */
-        before = before * CARVE_BP_FULL / total;
+        ahead = ahead * CARVE_BP_FULL / total;
         mine = mine * CARVE_BP_FULL / total;
     }
-    *offset_bp = (uint32_t)before;
+    *offset_bp = (uint32_t)ahead;
     *width_bp = (uint32_t)mine;
+    *before = last_before >= 0 ? last_before : last; /* the first window follows the last */
+    *idle_after_bp = last == me && total < CARVE_BP_FULL ? (uint32_t)(CARVE_BP_FULL - total) : 0;
     return true;
+}
+
+bool carve_compute_window(const struct carve_peer *peers, int n, int me, uint32_t batch_yield_bp,
+                          uint32_t *offset_bp, uint32_t *width_bp)
+{
+    int before;
+    uint32_t idle;
+    return carve_compute_window_around(peers, n, me, batch_yield_bp, offset_bp, width_bp,
+                                       &before, &idle);
 }

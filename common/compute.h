@@ -45,6 +45,7 @@ void carve_format_compute(const struct carve_compute *c, char *buf, size_t len);
 struct carve_peer {
     struct carve_compute compute;
     bool active; /* launched work recently */
+    int entry;   /* its place on the board */
 };
 
 struct carve_rate {
@@ -69,5 +70,12 @@ struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int 
  * the rates add up to more than the whole period. */
 bool carve_compute_window(const struct carve_peer *peers, int n, int me, uint32_t batch_yield_bp,
                           uint32_t *offset_bp, uint32_t *width_bp);
+/* The same, and around the window: *before, the index in peers of the slice whose window
+ * comes just before it (the last window's, for the first), and *idle_after_bp, the time after
+ * it that no window covers until the next one begins, in basis points of the period (only the
+ * last window has any, when the windows add up to less than the period). */
+bool carve_compute_window_around(const struct carve_peer *peers, int n, int me,
+                                 uint32_t batch_yield_bp, uint32_t *offset_bp,
+                                 uint32_t *width_bp, int *before, uint32_t *idle_after_bp);
 
 #endif

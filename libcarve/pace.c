@@ -73,6 +73,8 @@ struct pace_dev {
     _Atomic uint32_t window;   /* 1 while taking turns with other paced slices */
     _Atomic uint32_t win_off;  /* its window within each period, basis points */
     _Atomic uint32_t win_width;
+    _Atomic uint32_t win_idle;   /* the time after it that no window covers, basis points */
+    _Atomic int win_before;      /* the board entry whose window comes before it, -1: none */
     _Atomic uint64_t next_refresh;
     _Atomic uint64_t late_start; /* the window late_ns is for (its start), 0: none yet */
     _Atomic uint64_t late_ns;    /* how long the others' work ran into that window */
@@ -346,12 +348,17 @@ static void refresh_rate(int sdev, uint64_t now)
     int n = carve_board_peers(pd->board, pd->entry, now, P.active_ns, peers,
                               CARVE_BOARD_ENTRIES, &me);
     struct carve_rate r = carve_compute_rate(peers, n, me, P.batch_yield_bp);
-    uint32_t off = 0, width = 0;
-    bool window = carve_compute_window(peers, n, me, P.batch_yield_bp, &off, &width);
+    uint32_t off = 0, width = 0, idle = 0;
+    int before = -1;
+    bool window = carve_compute_window_around(peers, n, me, P.batch_yield_bp, &off, &width,
+                                              &before, &idle);
     atomic_store_explicit(&pd->rate_bp, r.rate_bp, memory_order_relaxed);
     atomic_store_explicit(&pd->yielding, r.yielding, memory_order_relaxed);
     atomic_store_explicit(&pd->win_off, off, memory_order_relaxed);
     atomic_store_explicit(&pd->win_width, width, memory_order_relaxed);
+    atomic_store_explicit(&pd->win_idle, idle, memory_order_relaxed);
+    atomic_store_explicit(&pd->win_before, window ? peers[before].entry : -1,
+                          memory_order_relaxed);
     atomic_store_explicit(&pd->window, window, memory_order_relaxed);
 }
 
@@ -376,13 +383,59 @@ static uint64_t window_late(struct pace_dev *pd, uint64_t start, uint64_t width)
     return late;
 }
 
+/* How far a window's end moves on by late (of width): into the time after it that no window
+ * covers, not into the next slice's window, where both slices would submit at once (a 70%
+ * slice of small kernels queued behind the 30% slice of big ones there and got 62-64%); the
+ * time lost is given back by window_given. Unless the others' work took more than half the
+ * window: then by all of it, as a queue end forged on the board would otherwise leave the
+ * slice no window at all (the part past the unmoved end goes only while it is behind). */
+static uint64_t window_moved(struct pace_dev *pd, uint64_t late, uint64_t width, uint64_t period)
+{
+    if (!late || late > width / 2)
+        return late;
+    uint64_t idle = atomic_load_explicit(&pd->win_idle, memory_order_relaxed) * period /
+                    CARVE_BP_FULL;
+    return late < idle ? late : idle;
+}
+
+/* Whether work of cost may go before the slice's next window (at next): the slice whose window
+ * comes before it, held in its own window ahead of its share, noted that it leaves the rest of
+ * it unused, from its queue's end until some time after now. The work starts at that queue's
+ * end at the earliest (*floor) and must end by that time, or by the slice's own window end when
+ * the time given reaches its window. Else *wait: how long until the given time opens, or 0. */
+static bool window_given(struct pace_dev *pd, uint64_t now, uint64_t next, uint64_t width,
+                         int64_t q, uint64_t cost, uint64_t *floor, uint64_t *wait)
+{
+    uint64_t from, until = carve_board_given(
+        pd->board, atomic_load_explicit(&pd->win_before, memory_order_relaxed), &from);
+    *wait = 0;
+    if (until <= now || from >= until)
+        return false;
+    if (from > now + P.handover_ns) { /* it is still running its work: go when that runs out */
+        *wait = from - P.handover_ns - now;
+        return false;
+    }
+    *floor = from > now ? from : now;
+    uint64_t queued = q > (int64_t)*floor ? (uint64_t)q : *floor;
+    return queued + cost <= (until < next ? until : next + width);
+}
+
+static void turn_admit(struct pace_dev *pd, int sdev, uint64_t cost, uint64_t floor)
+{
+    int64_t queue_end = carve_slice_turn_admit(
+        P.slice, sdev, cost, atomic_load_explicit(&pd->rate_bp, memory_order_relaxed), floor);
+    carve_board_note_queue(pd->board, pd->entry, (uint64_t)queue_end);
+}
+
 /* Time division: admits work of cost ns when it can finish inside this slice's window of the
  * current period (its queue included), else waits for the window; a sampled launch that
  * starts a turn waits for the work the other slices queued before it to run out. A kernel
  * longer than the whole window goes while the slice is behind its share: it runs over, and
  * the share clock charges the overrun to the next windows. A window that such an overrun
  * ran into moves on by as much, so that the slice after it still gets its width: without
- * that, small kernels beside big ones lost the overrun every time (30% got 22%). */
+ * that, small kernels beside big ones lost the overrun every time (30% got 22%). The overrun
+ * is paid back where the overrunning slice, ahead of its share, leaves part of its window
+ * unused: the slice after it may start its window early, while it is behind its share. */
 static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
 {
     struct pace_dev *pd = &P.dev[sdev];
@@ -398,11 +451,14 @@ static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
         uint64_t prev = start - period;
         if (now < start && start >= period &&
             atomic_load_explicit(&pd->late_start, memory_order_relaxed) == prev &&
-            now < prev + width + atomic_load_explicit(&pd->late_ns, memory_order_relaxed))
+            now < prev + width +
+                      window_moved(pd, atomic_load_explicit(&pd->late_ns, memory_order_relaxed),
+                                   width, period))
             start = prev;
         if (now >= start)
             late = window_late(pd, start, width);
-        uint64_t end = start + width + late, wait;
+        uint64_t end = start + width + window_moved(pd, late, width, period), wait, early = 0;
+        uint64_t given_floor;
         int64_t q = carve_slice_queue_clock(P.slice, sdev);
         int64_t share = carve_slice_pace_clock(P.slice, sdev);
         /* the slice's work starts no earlier than the others' that ran into its window */
@@ -424,21 +480,32 @@ static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
         uint64_t handed_over = busy > P.handover_ns ? busy - P.handover_ns : 0;
         bool may = now >= start && now < end && queued_until < end && (fits || owed);
         if (may && (handed_over <= now || handed_over >= end)) {
-            int64_t queue_end = carve_slice_turn_admit(
-                P.slice, sdev, cost, atomic_load_explicit(&pd->rate_bp, memory_order_relaxed),
-                floor);
-            carve_board_note_queue(pd->board, pd->entry, (uint64_t)queue_end);
+            turn_admit(pd, sdev, cost, floor);
             break;
         }
-        if (may)
+        /* outside its window, behind its share: the time the slice before it left unused
+         * (a forged note gives no slice more than its share over time, as above) */
+        if (!may && owed && (now < start || now >= end) && pd->board &&
+            window_given(pd, now, now < start ? start : start + period, width, q, cost,
+                         &given_floor, &early)) {
+            turn_admit(pd, sdev, cost, given_floor);
+            break;
+        }
+        if (may) {
             wait = handed_over - now;
-        else if (now < start)
+        } else if (now < start) {
             wait = start - now;
-        else if (now < end && queued_until < end)
+        } else if (now < end && queued_until < end) {
+            /* held for its share: the rest of the window, up to when the slice may go again,
+             * is the next slice's to start early in */
             wait = (uint64_t)(share - (int64_t)now - (int64_t)period) < end - now
                        ? (uint64_t)(share - (int64_t)now - (int64_t)period) : end - now;
-        else
+            carve_board_note_given(pd->board, pd->entry, now + wait);
+        } else {
             wait = start + period - now;
+        }
+        if (early && early < wait)
+            wait = early;
         if (!atomic_load_explicit(&pd->window, memory_order_relaxed) || wait == 0)
             break; /* alone again (refresh below): pace as usual from the next launch */
         sleep_ns(wait < SLEEP_MAX_NS ? wait : SLEEP_MAX_NS);

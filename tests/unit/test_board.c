@@ -109,6 +109,8 @@ static void test_activity_reaches_peers(void **state)
     assert_true(peers[1 - me].active);
     assert_int_equal(peers[1 - me].compute.share_bp, 4000);
     assert_int_equal(peers[1 - me].compute.mode, CARVE_COMPUTE_GUARANTEE);
+    assert_int_equal(peers[me].entry, ea); /* each names its place, for its note on the board */
+    assert_int_equal(peers[1 - me].entry, eb);
     /* a launch noted after the reader took its clock (another process, a moment later) */
     n = carve_board_peers(a, ea, now - 1000, 100000000ull, peers, CARVE_BOARD_ENTRIES, &me);
     assert_true(peers[1 - me].active);
@@ -147,6 +149,40 @@ static void test_queue_hands_over(void **state)
                                       &ec, err, sizeof(err)), 0);
     assert_int_equal(ec, eb);
     assert_int_equal(carve_board_busy_until(tenant, ea), 0);
+    carve_board_close(tenant);
+    carve_board_leave(c, ec);
+    carve_board_leave(a, ea);
+}
+
+static void test_window_given(void **state)
+{
+    uint8_t uuid[16];
+    struct carve_board *a, *b, *c, *tenant;
+    int ea, eb, ec;
+    char err[512];
+    uint64_t from = 1;
+    join_cap_and_guarantee(uuid, &a, &ea, &b, &eb, &tenant);
+    assert_int_equal(carve_board_given(tenant, eb, &from), 0); /* nothing given yet */
+    assert_int_equal(from, 0);
+    /* b, held in its window, leaves it from its queue's end until 15000 */
+    carve_board_note_queue(tenant, eb, 10000);
+    carve_board_note_given(tenant, eb, 15000);
+    assert_int_equal(carve_board_given(tenant, eb, &from), 15000);
+    assert_int_equal(from, 10000);
+    assert_int_equal(carve_board_given(tenant, ea, &from), 0); /* a gave nothing */
+    /* a later note replaces it, and no place past the board is read */
+    carve_board_note_given(tenant, eb, 12000);
+    assert_int_equal(carve_board_given(tenant, eb, &from), 12000);
+    assert_int_equal(carve_board_given(tenant, -1, &from), 0);
+    assert_int_equal(carve_board_given(tenant, CARVE_BOARD_ENTRIES, &from), 0);
+    assert_int_equal(from, 0);
+    /* its place, taken again, starts with nothing given */
+    carve_board_leave(b, eb);
+    ec = eb;
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "c", getpid(), &c,
+                                      &ec, err, sizeof(err)), 0);
+    assert_int_equal(ec, eb);
+    assert_int_equal(carve_board_given(tenant, ec, &from), 0);
     carve_board_close(tenant);
     carve_board_leave(c, ec);
     carve_board_leave(a, ea);
@@ -288,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_guarantees_add_up_to_100),
         cmocka_unit_test(test_activity_reaches_peers),
         cmocka_unit_test(test_queue_hands_over),
+        cmocka_unit_test(test_window_given),
         cmocka_unit_test(test_modes_and_cleanup),
         cmocka_unit_test(test_attach_and_leave_elsewhere),
         cmocka_unit_test(test_preferred_place),

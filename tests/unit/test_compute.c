@@ -22,7 +22,7 @@ enum { NORMAL = CARVE_PRIO_NORMAL, LATENCY = CARVE_PRIO_LATENCY, BATCH = CARVE_P
 
 static struct carve_peer peer(uint32_t share_bp, int mode, int prio, bool active)
 {
-    struct carve_peer p = {{share_bp, (uint8_t)mode, (uint8_t)prio}, active};
+    struct carve_peer p = {{share_bp, (uint8_t)mode, (uint8_t)prio}, active, 0};
     return p;
 }
 
@@ -426,6 +426,39 @@ static void expect_no_window(const struct carve_peer *peers, int n, int me, uint
         fail_msg("peer %d of %d: window [%u, +%u), want none", me, n, off, width);
 }
 
+static void expect_around(const struct carve_peer *peers, int n, int me, int want_before,
+                          uint32_t want_idle)
+{
+    uint32_t off, width, idle = 0xbeef;
+    int before = -2;
+    if (!carve_compute_window_around(peers, n, me, YIELD, &off, &width, &before, &idle))
+        fail_msg("peer %d of %d: no window", me, n);
+    if (before != want_before || idle != want_idle)
+        fail_msg("peer %d of %d: before %d, idle after %u; want %d, %u", me, n, before, idle,
+                 want_before, want_idle);
+}
+
+static void test_window_around(void **state)
+{
+    /* 30% and 70%: each window follows the other, no time left over */
+    struct carve_peer p[] = {peer(3000, CAP, NORMAL, true), peer(7000, CAP, NORMAL, true)};
+    expect_around(p, 2, 0, 1, 0);
+    expect_around(p, 2, 1, 0, 0);
+    /* 30% and 30%: the 40% no window covers follows the last one */
+    struct carve_peer q[] = {peer(3000, CAP, NORMAL, true), peer(3000, CAP, NORMAL, true)};
+    expect_around(q, 2, 0, 1, 0);
+    expect_around(q, 2, 1, 0, 4000);
+    /* idle and unshared slices take no place: the first window follows the last active one */
+    struct carve_peer r[] = {peer(2000, CAP, NORMAL, true), peer(3000, CAP, NORMAL, false),
+                             peer(0, CAP, NORMAL, true), peer(1000, CAP, NORMAL, true),
+                             peer(1500, CAP, NORMAL, false)};
+    expect_around(r, 5, 0, 3, 0);
+    expect_around(r, 5, 3, 0, 7000);
+    /* caps past 100% shrink to fill the period: nothing is left after the last */
+    struct carve_peer s[] = {peer(6000, CAP, NORMAL, true), peer(7000, CAP, NORMAL, true)};
+    expect_around(s, 2, 1, 0, 0);
+}
+
 static void test_window_alone(void **state)
 {
     struct carve_peer one[] = {peer(3000, CAP, NORMAL, true)};
@@ -609,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_window_yielding_batch),
         cmocka_unit_test(test_window_scaled),
         cmocka_unit_test(test_window_property),
+        cmocka_unit_test(test_window_around),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
