@@ -244,6 +244,15 @@ static bool carved_admits(const char *name, const char *shm, int *table_fd, char
     return false;
 }
 
+/* Whether shm names an object of carved's making (/carve.d.NAME.RAND): one whose table
+ * only carved hands out, worth waiting for carved over. */
+static bool carveds_object(const char *shm)
+{
+    while (*shm == '/')
+        shm++;
+    return strncmp(shm, "carve.d.", 8) == 0;
+}
+
 /* Whether a slice's terms are carved's (its user's, and writable by nobody else). */
 static bool terms_carveds(const char *label, uid_t uid, mode_t mode, long daemon, char *why,
                           size_t len)
@@ -290,11 +299,16 @@ static int open_once(const char *shm, struct carve_slice **out, char *why, size_
     int r = carve_slice_open_fd(shm, table_fd, out, err, sizeof(err));
     if (table_fd >= 0)
         close(table_fd); /* the mapping stays */
-    if (r == -EACCES && fd < 0) {
+    if (r == -EACCES && fd < 0 && carveds_object(shm)) {
         snprintf(why, len, "%s: the slice's table is carved's, and carved does not answer at "
                  "%s/carved.sock: no GPU context will be created; start the command again "
                  "once carved runs", err, CARVE_RUNDIR);
         return -EAGAIN;
+    }
+    if (r == -EACCES) {
+        snprintf(why, len, "%s: the slice is another user's: no GPU context will be created; "
+                 "run in a slice of your own (carve run)", err);
+        return 0;
     }
     if (r < 0) {
         /* a process left running after its `carve run` ended (which removed the slice),
@@ -315,7 +329,8 @@ static int open_once(const char *shm, struct carve_slice **out, char *why, size_
 }
 
 /* open_once, waited for up to 10 s while the table is carved's and carved does not answer:
- * a process that starts during carved's restart runs once carved is back. */
+ * a process that starts during carved's restart runs once carved is back. Another user's
+ * slice made without carved is refused at once, as it always was. */
 static bool open_trusted(const char *shm, struct carve_slice **out, char *why, size_t len)
 {
     double give_up = monotonic_s() + 10;

@@ -367,8 +367,27 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
         LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
         "$NB/bench/memhog" --label down --step 64 --hold 0 2>&1)
     waited=$((SECONDS - start))
+    # a slice of carve run alone (root's, its table 0600): nobody is refused at once, waiting
+    # for no carved
+    CARVE_SOCKET="$work/none.sock" "$CARVE" run --simulate --memory 256MiB -- sleep 20 &
+    alone=$!
+    alone_shm=
+    for _ in $(seq 50); do
+        alone_shm=$(tr '\0' '\n' <"/proc/$(pgrep -P "$alone" sleep)/environ" 2>/dev/null | sed -n 's/^CARVE_SLICE=//p')
+        [ -n "$alone_shm" ] && break
+        sleep 0.1
+    done
+    start=$SECONDS
+    err_alone=$(setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$alone_shm" \
+        LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
+        "$NB/bench/memhog" --label alone --step 64 --hold 0 2>&1)
+    waited_alone=$((SECONDS - start))
+    kill "$alone" 2>/dev/null
+    wait "$alone" 2>/dev/null
     start_daemon || exit 1
     chmod o-rw "$CARVE_SIM_STATE"
+    check "another user's slice of carve run alone ($alone_shm) is refused at once (${waited_alone} s), carved or not: $(echo "$err_alone" | head -n 1)" \
+        '[ -n "$alone_shm" ] && [[ $err_alone == *"Permission denied: the slice is another user'"'"'s"* ]] && [ "$waited_alone" -le 2 ]'
     check "one that starts while carved stays down gets no GPU context after ${waited} s: $(echo "$err" | head -n 1)" \
         '[[ $err == *"the slice'"'"'s table is carved'"'"'s, and carved does not answer"* ]] && [ "$waited" -ge 9 ]'
     "$CARVE" slice delete opento >/dev/null 2>&1
