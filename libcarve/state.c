@@ -62,12 +62,31 @@ static void reset_process_state(void)
     carve__overhead_reset();
 }
 
+static bool init_done; /* the process's first init ran (a fork child's is init_child) */
+
+/* A fork child: its first hooked call takes a slot of its own (st.forked). One forked while
+ * another thread was in init has the state busy, and that thread is not in the child: it
+ * would wait for it forever (a process forking while a thread waits up to 10 s for carved).
+ * It does its init again: init_child's with a slice already mapped, else the whole of it. */
 static void atfork_child(void)
 {
-    if (atomic_load(&carve__state) == CARVE_ST_READY && st.slice) {
+    int s = atomic_load(&carve__state);
+    if (s == CARVE_ST_BUSY && !init_owner) {
+        if (st.slice)
+            st.forked = true;
+        else
+            init_done = st.refused = false;
+        atomic_store(&carve__state, CARVE_ST_NONE);
+    } else if (s == CARVE_ST_READY && st.slice) {
         st.forked = true;
         atomic_store(&carve__state, CARVE_ST_NONE);
     }
+}
+
+/* In the constructor, so that a fork during the first init finds it (it is not init). */
+__attribute__((constructor)) static void carve_atfork(void)
+{
+    pthread_atfork(NULL, NULL, atfork_child);
 }
 
 /* Every slot taken (CARVE_SLICE_MAX_PROCS processes of the slice use the GPU): this process
@@ -88,8 +107,9 @@ static void init_child(void)
     st.pid = getpid();
     st.slot = carve_slice_attach(st.slice, st.pid);
     if (st.slot < 0) {
-        refuse_no_slot(st.slice);
-        st.slice = NULL;
+        struct carve_slice *s = st.slice;
+        st.slice = NULL; /* before it is unmapped: a fork meanwhile must not attach to it */
+        refuse_no_slot(s);
     }
     carve__pace_setup(st.slice);
 }
@@ -373,19 +393,17 @@ static void init_slice(void)
 
 static void do_init(void)
 {
-    static bool once_done;
     if (st.forked) {
         init_child();
         return;
     }
-    if (once_done)
+    if (init_done)
         return;
-    once_done = true;
+    init_done = true;
     reset_process_state();
     carve__resolve_real();
     init_slice();
     carve__pace_setup(st.slice);
-    pthread_atfork(NULL, NULL, atfork_child);
 }
 
 void carve__init_slow(void)

@@ -63,7 +63,9 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${CARVE_TEST_SHARED_SHM:-}" ] &&
     unshare -m --propagation private mount -t tmpfs none /dev/shm 2>/dev/null; then
     private_shm=1
 fi
-shm_left=$(mktemp)
+# beside the logs, not in TMPDIR: a TMPDIR in /dev/shm is not the suite's /dev/shm, and what the
+# suite left, written there, was lost (every suite passed the leak check)
+shm_left=$(mktemp "$logdir/shm-left.XXXXXX")
 trap 'rm -f "$shm_left"' EXIT
 
 # run_suite NAME LOG TIMEOUT CMD...: run one suite, print its result line, count it. A suite

@@ -361,6 +361,19 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     late_rc=$?
     check "a tenant that starts while carved is down runs once carved is back (rc $late_rc: $(tail -n 1 "$work/late.log"))" \
         '[ "$late_rc" -eq 0 ] && grep -q "got 256 MiB" "$work/late.log"'
+    # one that forks while a thread of its waits there: the child was left waiting for a
+    # thread it does not have, forever (until 2026-11-27); it does its own init, and runs
+    stop_daemon
+    setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$opento_shm" \
+        LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
+        "$NB/tests/e2e/fork_init" >"$work/fork.log" 2>&1 &
+    forker=$!
+    sleep 1.5
+    start_daemon || exit 1
+    wait "$forker"
+    fork_rc=$?
+    check "a tenant that forks while its init waits for carved: the child runs too (rc $fork_rc: $(grep -v '^thread' "$work/fork.log" | tail -n 1))" \
+        '[ "$fork_rc" -eq 0 ] && grep -q "^thread: context 0" "$work/fork.log" && grep -q "^child: context 0" "$work/fork.log"'
     stop_daemon
     start=$SECONDS
     err=$(setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$opento_shm" \
