@@ -326,8 +326,6 @@ static void ids_from(json_t *a, unsigned *out, int *n)
             out[(*n)++] = (unsigned)json_integer_value(v);
 }
 
-/* Whether carved made a saved slice's objects. After a reboot /dev/shm is empty, and anyone
- * may make objects under the saved name before carved starts, with a bigger cap in them. */
 /* A table made by a carved before 2026-11-27 is mode 0666, which any user could write or
  * truncate: carved's alone from its adoption on (its running tenants keep their mappings). */
 static void restrict_table(const char *shm)
@@ -340,6 +338,8 @@ static void restrict_table(const char *shm)
         close(fd);
 }
 
+/* Whether carved made a saved slice's objects. After a reboot /dev/shm is empty, and anyone
+ * may make objects under the saved name before carved starts, with a bigger cap in them. */
 static bool objects_ours(const struct carve_slice *h, char *why, size_t len)
 {
     uid_t terms_uid, table_uid = carve_slice_table_owner(h);
