@@ -300,12 +300,17 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     # shellcheck source=tests/e2e/reachable.bash
     . tests/e2e/reachable.bash
     NB=$(reachable_build "$BUILD" "$work/nobody-build") # nobody's way to the build
+    # in_slice_as_nobody SHM CMD...: CMD as nobody under libcarve, CARVE_SLICE at SHM
+    in_slice_as_nobody() {
+        local shm=$1
+        shift
+        setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$shm" \
+            LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" "$@"
+    }
     closed_shm=$(python3 -c 'import json,sys
 print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == "closed"][0])' "$work/state/slices.json")
     chmod o+rw "$CARVE_SIM_STATE" # the simulated GPU's device files, as /dev/nvidia* are
-    setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$closed_shm" \
-        LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
-        "$NB/bench/memhog" --label intruder --max 128 --hold 3 >"$work/intruder.log" 2>&1 &
+    in_slice_as_nobody "$closed_shm" "$NB/bench/memhog" --label intruder --max 128 --hold 3 >"$work/intruder.log" 2>&1 &
     intruder=$!
     sleep 1.5
     ps_json=$("$CARVE" ps --json 2>&1)
@@ -350,35 +355,31 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
         '[[ $out == *"total 256 MiB"* ]] && [[ $out == *"got 256 MiB"* ]] && ! as_nobody test -w "/dev/shm$opento_shm"'
     # a tenant that starts while carved restarts waits for it (up to 10 s) and then runs; one
     # that starts while carved stays down gets no GPU context, saying why
-    stop_daemon
-    setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$opento_shm" \
-        LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
-        "$NB/bench/memhog" --label late --step 64 --hold 0 >"$work/late.log" 2>&1 &
-    late=$!
-    sleep 1.5
-    start_daemon || exit 1
-    wait "$late"
+    # across_restart LOG CMD...: CMD in opento as nobody, started while carved is down and
+    # restarted 1.5 s later; its status
+    across_restart() {
+        local log=$1 pid
+        shift
+        stop_daemon
+        in_slice_as_nobody "$opento_shm" "$@" >"$log" 2>&1 &
+        pid=$!
+        sleep 1.5
+        start_daemon || exit 1
+        wait "$pid"
+    }
+    across_restart "$work/late.log" "$NB/bench/memhog" --label late --step 64 --hold 0
     late_rc=$?
     check "a tenant that starts while carved is down runs once carved is back (rc $late_rc: $(tail -n 1 "$work/late.log"))" \
         '[ "$late_rc" -eq 0 ] && grep -q "got 256 MiB" "$work/late.log"'
     # one that forks while a thread of its waits there: the child was left waiting for a
     # thread it does not have, forever (until 2026-11-27); it does its own init, and runs
-    stop_daemon
-    setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$opento_shm" \
-        LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
-        "$NB/tests/e2e/fork_init" >"$work/fork.log" 2>&1 &
-    forker=$!
-    sleep 1.5
-    start_daemon || exit 1
-    wait "$forker"
+    across_restart "$work/fork.log" "$NB/tests/e2e/fork_init"
     fork_rc=$?
     check "a tenant that forks while its init waits for carved: the child runs too (rc $fork_rc: $(grep -v '^thread' "$work/fork.log" | tail -n 1))" \
         '[ "$fork_rc" -eq 0 ] && grep -q "^thread: context 0" "$work/fork.log" && grep -q "^child: context 0" "$work/fork.log"'
     stop_daemon
     start=$SECONDS
-    err=$(setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$opento_shm" \
-        LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
-        "$NB/bench/memhog" --label down --step 64 --hold 0 2>&1)
+    err=$(in_slice_as_nobody "$opento_shm" "$NB/bench/memhog" --label down --step 64 --hold 0 2>&1)
     waited=$((SECONDS - start))
     # a slice of carve run alone (root's, its table 0600): nobody is refused at once, waiting
     # for no carved
@@ -391,9 +392,7 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
         sleep 0.1
     done
     start=$SECONDS
-    err_alone=$(setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SLICE="$alone_shm" \
-        LD_PRELOAD="$NB/lib/carve/libcarve.so" LD_LIBRARY_PATH="$NB/lib/carve/sim" \
-        "$NB/bench/memhog" --label alone --step 64 --hold 0 2>&1)
+    err_alone=$(in_slice_as_nobody "$alone_shm" "$NB/bench/memhog" --label alone --step 64 --hold 0 2>&1)
     waited_alone=$((SECONDS - start))
     kill "$alone" 2>/dev/null
     wait "$alone" 2>/dev/null
