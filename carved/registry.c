@@ -208,7 +208,7 @@ static int make_objects(struct carved *d, struct dslice *s, int origin, uid_t ow
     if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
         rnd = (unsigned)time(NULL) ^ (unsigned)getpid();
     char shm[sizeof(s->shm)];
-    snprintf(shm, sizeof(shm), "/carve.d.%s.%08x", s->name, rnd);
+    snprintf(shm, sizeof(shm), "/" CARVE_SLICE_DAEMON_PREFIX "%s.%08x", s->name, rnd);
     memcpy(s->shm, shm, sizeof(shm));
     s->spec.table_mode = TABLE_MODE;
     if ((r = carve_slice_create(s->shm, &s->spec, &s->handle, err, errlen)) < 0) {

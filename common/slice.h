@@ -21,6 +21,8 @@
 #define CARVE_SLICE_MAX_DEVICES 16
 #define CARVE_SLICE_MAX_PROCS 256
 #define CARVE_SLICE_NAME_MAX 64
+/* carved's slices are /carve.d.NAME.RAND: libcarve waits for carved over those alone */
+#define CARVE_SLICE_DAEMON_PREFIX "carve.d."
 /* What a slice's name may hold: carved puts names in shared-memory object names, and the
  * config, the socket API and carve run all check them with carve_slice_name_ok. */
 #define CARVE_SLICE_NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"

@@ -270,7 +270,7 @@ static bool carveds_object(const char *shm)
 {
     while (*shm == '/')
         shm++;
-    return strncmp(shm, "carve.d.", 8) == 0;
+    return strncmp(shm, CARVE_SLICE_DAEMON_PREFIX, strlen(CARVE_SLICE_DAEMON_PREFIX)) == 0;
 }
 
 /* Whether a slice's terms are carved's (its user's, and writable by nobody else). */
