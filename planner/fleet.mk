@@ -1,7 +1,7 @@
 # planner/fleet.mk: the fleet planner's, advisor's and cost calculator's unit tests, fuzz
 # harness and benchmark (their code is in PLANNER_LIB, built by planner/module.mk). Included
 # after tests/module.mk so that the fuzz variables are known.
-#   make fuzz-workloads-smoke   runs the workload-file harness for FUZZ_SECONDS
+#   make fuzz-smoke-workloads   runs the workload-file harness for FUZZ_SECONDS
 
 UNIT_FLEET     := test_fleet test_advise test_cost
 UNIT_FLEET_BIN := $(UNIT_FLEET:%=$(TESTDIR)/unit/%)
@@ -35,11 +35,5 @@ $(FUZZ_DIR)/fuzz_workloads: $(FUZZ_WORKLOADS_SRC) planner/fleet.h planner/fleet_
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Iplanner $(FUZZ_WORKLOADS_SRC) -o $@ -ljansson
 
-.PHONY: fuzz fuzz-workloads-smoke
+.PHONY: fuzz
 fuzz: $(FUZZ_DIR)/fuzz_workloads
-
-fuzz-workloads-smoke: $(FUZZ_DIR)/fuzz_workloads
-	rm -rf $(FUZZ_DIR)/corpus-workloads && mkdir -p $(FUZZ_DIR)/corpus-workloads
-	cp tests/fuzz/corpus/workloads/* $(FUZZ_DIR)/corpus-workloads/
-	$(FUZZ_DIR)/fuzz_workloads -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-		$(FUZZ_DIR)/corpus-workloads

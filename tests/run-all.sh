@@ -10,7 +10,9 @@
 # carve at work elsewhere on the machine (a carved, another build's tests, a benchmark) and
 # the suites cannot see or blame each other's objects. For a sanitizer build (ASan in its
 # binaries) the e2e scripts are skipped unless their first lines carry `# san: yes`: an ASan
-# libcarve cannot be LD_PRELOADed into arbitrary programs. Logs go to BUILDDIR/test-logs/, and failed.txt there lists the
+# libcarve cannot be LD_PRELOADed into arbitrary programs. With CARVE_TEST_SKIP_SLOW set, the
+# scripts whose first lines carry `# slow: yes` are skipped too (scripts/test.sh sets it for
+# its second build, to keep CI under 15 minutes). Logs go to BUILDDIR/test-logs/, and failed.txt there lists the
 # logs of the suites that failed. The last line is `N passed, N failed`.
 set -uo pipefail
 
@@ -134,6 +136,11 @@ for s in tests/e2e/*.sh; do
     name="e2e/$(basename "$s" .sh)"
     if [ "$san" -eq 1 ] && ! head -n 5 "$s" | grep -q '^# san: yes'; then
         printf '  %-40s skip  (sanitizer build; not marked "# san: yes")\n' "$name"
+        skipped=$((skipped + 1))
+        continue
+    fi
+    if [ -n "${CARVE_TEST_SKIP_SLOW:-}" ] && head -n 5 "$s" | grep -q '^# slow: yes'; then
+        printf '  %-40s skip  (CARVE_TEST_SKIP_SLOW; marked "# slow: yes")\n' "$name"
         skipped=$((skipped + 1))
         continue
     fi

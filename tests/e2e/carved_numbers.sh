@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# slow: yes (45 s: carved left running for idle stretches; the gcc build runs it)
 # carved_numbers.sh - what carved reports, against situations whose right answer is known,
 # on the simulated GPU: the compute share a slice achieved (a tenant running flat out,
 # unpaced and capped at 30%), in the snapshot and in carve ps, and from the limiter's books

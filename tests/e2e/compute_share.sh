@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# slow: yes (76 s: timed runs of every share group; the gcc build runs it)
 # compute_share.sh - compute shares on the simulated GPU: caps and guarantees hold their
 # targets for big kernels, small kernels and graph replays; a guarantee uses idle time; a
 # batch slice makes room for a latency slice; bad --compute/--priority input is refused.

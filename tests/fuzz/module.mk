@@ -1,6 +1,6 @@
 # tests/fuzz: libFuzzer harnesses for the parsers (clang only; not part of `all`).
 #   make fuzz         builds them into build/fuzz/
-#   make fuzz-smoke   runs each for FUZZ_SECONDS on a copy of its seed corpus
+#   make fuzz-smoke   runs each for FUZZ_SECONDS on a copy of its seed corpus (-jN: N at once)
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 8
 FUZZ_DIR     := $(BUILD)/fuzz
@@ -31,10 +31,11 @@ $(FUZZ_DIR)/fuzz_mps: $(FUZZ_MPS_SRC) common/mps.h common/proc.h
 .PHONY: fuzz fuzz-smoke
 fuzz: $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
 
-fuzz-smoke: fuzz
-	set -e; for h in $(FUZZ_NAMES); do \
-		rm -rf $(FUZZ_DIR)/corpus-$$h && mkdir -p $(FUZZ_DIR)/corpus-$$h; \
-		cp tests/fuzz/corpus/$$h/* $(FUZZ_DIR)/corpus-$$h/; \
-		$(FUZZ_DIR)/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-			$(FUZZ_DIR)/corpus-$$h; \
-	done
+# one target a harness, so that `make -jN fuzz-smoke` runs N at once; the list is read at the
+# second expansion because slurm/ and planner/ add their names after this file is included
+.SECONDEXPANSION:
+fuzz-smoke: $$(addprefix fuzz-smoke-,$$(FUZZ_NAMES))
+fuzz-smoke-%: $(FUZZ_DIR)/fuzz_%
+	rm -rf $(FUZZ_DIR)/corpus-$* && mkdir -p $(FUZZ_DIR)/corpus-$*
+	cp tests/fuzz/corpus/$*/* $(FUZZ_DIR)/corpus-$*/
+	$(FUZZ_DIR)/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(FUZZ_DIR)/corpus-$*
