@@ -25,19 +25,21 @@ TEST_TARGETS += $(TEST_HOOKS)
 endif
 
 # End-to-end programs (run by tests/e2e/mem_slice.sh, as is nvml_list; mem_forge by carved.sh,
-# mem_claim by carved_reclaim.sh, launch_multi by compute_share.sh, fork_init by carved.sh).
-# mem_direct and fork_init link the simulated libcuda; the others find the driver at run time.
+# mem_claim by carved_reclaim.sh, launch_multi by compute_share.sh, fork_init and fd_starved by
+# carved.sh). mem_direct, fork_init and fd_starved link the simulated libcuda; the others find
+# the driver at run time.
 MEM_E2E_DIR  := $(TESTDIR)/e2e
 MEM_E2E_LIB  := $(OBJ)/tests/e2e/mem_common.o
 MEM_E2E_PROG := mem_direct mem_dlsym mem_gpa mem_stress mem_kill mem_forge mem_claim mem_pooldev \
                 mem_graph mem_edge \
-                mem_slots nvml_list launch_multi fork_init
+                mem_slots nvml_list launch_multi fork_init fd_starved
 MEM_E2E_BIN  := $(MEM_E2E_PROG:%=$(MEM_E2E_DIR)/%)
 
 $(MEM_E2E_DIR)/mem_direct: $(OBJ)/tests/e2e/mem_direct.o $(MEM_E2E_LIB) | $(SIMDIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -L$(SIMDIR) -lcuda
-$(MEM_E2E_DIR)/fork_init: $(OBJ)/tests/e2e/fork_init.o | $(SIMDIR)/libcuda.so
+$(MEM_E2E_DIR)/fork_init $(MEM_E2E_DIR)/fd_starved: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o \
+		| $(SIMDIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -L$(SIMDIR) -lcuda -lpthread
 $(MEM_E2E_DIR)/mem_dlsym $(MEM_E2E_DIR)/mem_gpa \

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -114,8 +115,21 @@ static void init_child(void)
     carve__pace_setup(st.slice);
 }
 
+/* The process is out of file descriptors: what to say instead of blaming carved or the
+ * slice's owner, since then neither carved's socket nor a table's fd can be had. */
+#define NO_FD (-2)
+static void say_no_fd(const char *what, char *why, size_t len)
+{
+    struct rlimit rl = {0};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    snprintf(why, len, "this process has no free file descriptor %s (RLIMIT_NOFILE %llu): no "
+             "GPU context will be created; make the first CUDA call before opening that many "
+             "files, or raise the limit (ulimit -n)", what, (unsigned long long)rl.rlim_cur);
+}
+
 /* carved's socket, connected, with its owner's uid in *daemon; -1 when nothing accepts
- * connections there: then carve works standalone and trusts any slice. */
+ * connections there: then carve works standalone and trusts any slice; NO_FD when the
+ * process has no file descriptor left for a socket. */
 static int connect_carved(long *daemon)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -125,7 +139,7 @@ static int connect_carved(long *daemon)
         return -1;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return -1;
+        return errno == EMFILE || errno == ENFILE ? NO_FD : -1;
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
         close(fd);
         return -1;
@@ -172,8 +186,10 @@ static void take_fd(struct msghdr *msg, int *table_fd)
 }
 
 /* One join request on fd, asking for the slice's table; the reply line (or what came of it,
- * "" for none) in buf, and the table's fd, if carved sent one, in *table_fd (else -1). */
-static void ask_join(int fd, const char *name, char *buf, size_t len, int *table_fd)
+ * "" for none) in buf, and the table's fd, if carved sent one, in *table_fd (else -1).
+ * *fd_lost: carved sent an fd that the kernel dropped (MSG_CTRUNC: no fd free to put it in). */
+static void ask_join(int fd, const char *name, char *buf, size_t len, int *table_fd,
+                     bool *fd_lost)
 {
     struct timeval tv = {.tv_sec = 5};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -195,6 +211,8 @@ static void ask_join(int fd, const char *name, char *buf, size_t len, int *table
             if (r <= 0)
                 break;
             take_fd(&msg, table_fd);
+            if (msg.msg_flags & MSG_CTRUNC)
+                *fd_lost = true;
             bool whole = memchr(buf + got, '\n', (size_t)r) != NULL;
             got += (size_t)r;
             if (whole)
@@ -223,13 +241,18 @@ static bool carved_admits(const char *name, const char *shm, int *table_fd, char
 {
     char buf[1024];
     double give_up = monotonic_s() + 10;
+    bool fd_lost = false;
     *table_fd = -1;
     for (;;) {
         long daemon;
         int fd = connect_carved(&daemon);
         buf[0] = '\0';
+        if (fd == NO_FD) {
+            say_no_fd("to ask carved with", why, len);
+            return false;
+        }
         if (fd >= 0) {
-            ask_join(fd, name, buf, sizeof(buf), table_fd);
+            ask_join(fd, name, buf, sizeof(buf), table_fd, &fd_lost);
             close(fd);
         }
         if ((buf[0] && !strstr(buf, "\"busy\":true")) || monotonic_s() > give_up)
@@ -243,7 +266,9 @@ static bool carved_admits(const char *name, const char *shm, int *table_fd, char
     const char *object = strstr(buf, "\"shm\":\"");
     while (*shm == '/')
         shm++;
-    if (strncmp(buf, "{\"ok\":true", 10) == 0 && object) {
+    if (strncmp(buf, "{\"ok\":true", 10) == 0 && object && fd_lost && *table_fd < 0) {
+        say_no_fd("to receive the slice's table from carved", why, len);
+    } else if (strncmp(buf, "{\"ok\":true", 10) == 0 && object) {
         for (object += 7; *object == '/'; object++)
             ;
         size_t k = strlen(shm);
@@ -299,6 +324,10 @@ static int open_once(const char *shm, struct carve_slice **out, char *why, size_
     int table_fd = -1;
     uid_t uid;
     mode_t mode;
+    if (fd == NO_FD) {
+        say_no_fd("to ask carved with", why, len);
+        return 0;
+    }
     if (fd >= 0) {
         close(fd);
         if (carve_slice_label(shm, label, sizeof(label), &uid, &mode, err, sizeof(err)) < 0) {

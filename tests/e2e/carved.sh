@@ -353,6 +353,15 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     opento_shm=$(saved_shm opento)
     check "nobody, let into a slice, runs in it through the table's fd from carved: $(echo "$out" | tail -n 1)" \
         '[[ $out == *"total 256 MiB"* ]] && [[ $out == *"got 256 MiB"* ]] && ! as_nobody test -w "/dev/shm$opento_shm"'
+    # a tenant out of file descriptors: the table carved sent was dropped by the kernel (no fd
+    # to put it in) and libcarve blamed the slice's owner ("another user's"); with none free
+    # at all, it waited 10 s for a carved that was running
+    starved1=$(in_slice_as_nobody "$opento_shm" "$NB/tests/e2e/fd_starved" 1 2>&1)
+    starved0=$(in_slice_as_nobody "$opento_shm" "$NB/tests/e2e/fd_starved" 0 2>&1)
+    check "a tenant with one file descriptor free is told it cannot receive the table: $(echo "$starved1" | head -n 1)" \
+        '[[ $starved1 == *"no free file descriptor to receive the slice'"'"'s table from carved"* ]] && [[ $starved1 != *"context 0"* ]]'
+    check "a tenant with none free is told it cannot ask carved: $(echo "$starved0" | head -n 1)" \
+        '[[ $starved0 == *"no free file descriptor to ask carved with"* ]] && [[ $starved0 != *"context 0"* ]]'
     # a tenant that starts while carved restarts waits for it (up to 10 s) and then runs; one
     # that starts while carved stays down gets no GPU context, saying why
     # across_restart LOG CMD...: CMD in opento as nobody, started while carved is down and

@@ -4,13 +4,16 @@
  * {"ok":false,"error":"..."} with a non-empty reason, and the registry keeps its promises
  * (valid, unique names; each slice's shared memory opens). The caller changes with the
  * input's length (root, another user, nobody) so that the permission paths are fuzzed too.
- * After each input every slice is deleted again, so runs stay independent and nothing is
- * left in /dev/shm. The daemon's two GPUs are fixed here, with UUIDs of their own so that
+ * After each input every slice but one is deleted again, so runs stay independent and
+ * nothing is left in /dev/shm. The one, `standing', open to every caller, is there before
+ * each input (made again if an input deleted it), so that a join can succeed, and a table
+ * handed over with it is checked. The daemon's two GPUs are fixed here, with UUIDs of their own so that
  * the compute boards this makes are not any real or simulated GPU's. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -28,10 +31,32 @@ void carved_log(const char *fmt, ...)
 
 static void remove_state(void)
 {
+    char err[512];
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) /* the standing slice, and any an exit cut */
+        if (daemon_state.slices[i].used)
+            registry_delete(&daemon_state, &daemon_state.slices[i], err, sizeof(err));
     char path[sizeof(state_dir) + 32];
     snprintf(path, sizeof(path), "%s/slices.json", state_dir);
     unlink(path);
     rmdir(state_dir);
+}
+
+#define STANDING "standing"
+
+/* the slice a join can reach: made as root, open to every caller of the harness */
+static void make_standing(struct carved *d)
+{
+    for (int i = 0; i < CARVED_MAX_SLICES; i++)
+        if (d->slices[i].used && strcmp(d->slices[i].name, STANDING) == 0)
+            return;
+    int fd;
+    json_t *r = api_handle(d,
+                           "{\"op\":\"create\",\"name\":\"" STANDING "\",\"memory\":\"1GiB\","
+                           "\"users\":[0,1000,65534]}",
+                           0, 0, getpid(), &fd);
+    if (!json_is_true(json_object_get(r, "ok")) || fd >= 0)
+        abort();
+    json_decref(r);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -56,6 +81,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     /* list and ps hand out the snapshot; a small one is enough */
     d->snapshot = json_pack("{s:i,s:s,s:[],s:[],s:[]}", "version", 1, "node", "fuzz", "gpus",
                             "slices", "escapes");
+    make_standing(d);
     return 0;
 }
 
@@ -72,6 +98,19 @@ static void check_reply(const json_t *r)
     if (!text || strchr(text, '\n'))
         abort(); /* the reply goes out as one line */
     free(text);
+}
+
+/* An fd goes out only with a yes, and it is a slice's table: a file with something in it.
+ * The harness closes it: an fd per join would leak. */
+static void check_handover(const json_t *r, int pass_fd)
+{
+    if (pass_fd < 0)
+        return;
+    struct stat st;
+    if (!json_is_true(json_object_get(r, "ok")) || fstat(pass_fd, &st) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_size <= 0)
+        abort();
+    close(pass_fd);
 }
 
 static void check_registry(struct carved *d)
@@ -104,20 +143,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     int pass_fd;
     json_t *r = api_handle(d, line, uid, (gid_t)uid, getpid(), &pass_fd);
     check_reply(r);
+    check_handover(r, pass_fd);
     json_decref(r);
-    if (pass_fd >= 0) /* a join that asked for the table: an fd per join would leak */
-        close(pass_fd);
     /* a second request on the same state: a name made above is now taken, or joinable */
     r = api_handle(d, line, uid, (gid_t)uid, getpid(), &pass_fd);
     check_reply(r);
+    check_handover(r, pass_fd);
     json_decref(r);
-    if (pass_fd >= 0)
-        close(pass_fd);
     check_registry(d);
     char err[512];
     for (int i = 0; i < CARVED_MAX_SLICES; i++)
-        if (d->slices[i].used)
+        if (d->slices[i].used && strcmp(d->slices[i].name, STANDING) != 0)
             registry_delete(d, &d->slices[i], err, sizeof(err));
+    make_standing(d);
     free(line);
     return 0;
 }
