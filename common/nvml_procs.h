@@ -1,8 +1,9 @@
 /* nvml_procs.h - the entries nvmlDeviceGetComputeRunningProcesses_v3 writes, whichever
- * layout the driver uses. Drivers of the R525/R530 branches wrote 32-byte entries (a
- * usedGpuCcProtectedMemory field after computeInstanceId); later ones went back to the
- * 24 bytes of nvmlProcessInfo_t and moved that field to nvmlDeviceGetRunningProcessDetailList
- * (so public NVML bindings, nvitop's among them, tell; no such driver was checked here).
+ * layout the driver uses. The first R535 drivers (CUDA 12.2.0's NVML, 12.2.81: its nvml.h
+ * adds a usedGpuCcProtectedMemory field after computeInstanceId, and
+ * nvmlDeviceGetConfComputeMemSizeInfo) wrote 32-byte entries; NVML 12.1's nvml.h (R530) has
+ * neither, and by 12.2.140 nvmlProcessInfo_t is 24 bytes again and the field moved to
+ * nvmlDeviceGetRunningProcessDetailList (no such driver was checked here).
  * The library tells which: it has nvmlDeviceGetConfComputeMemSizeInfo but not yet
  * nvmlDeviceGetRunningProcessDetailList only in that window. Reading 32-byte entries with a
  * 24-byte stride gives every process after the first a pid made of the wrong bytes. */

@@ -107,7 +107,7 @@ size_t carve__nvml_v3_stride(void)
 }
 
 /* Where a process list comes from: a call with a count (_v3, _v2), or the detail list of
- * R550 on, which carries its count and array in a struct of the caller's. */
+ * late R535 on, which carries its count and array in a struct of the caller's. */
 typedef __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) proc_list_call;
 struct proc_source {
     proc_list_call by_count;
@@ -195,7 +195,8 @@ SLICE_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v3, carve__nvml_v3_st
 SLICE_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v2, sizeof(nvmlProcessInfo_t))
 SLICE_PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses, sizeof(nvmlProcessInfo_v1_t))
 
-/* The list of R550 on, which a newer nvidia-smi or monitor may read instead: the same filter. */
+/* The list of late R535 on, which a newer nvidia-smi or monitor may read instead: the same
+ * filter. */
 CARVE_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device,
                                                                 nvmlProcessDetailList_t *plist)
 {

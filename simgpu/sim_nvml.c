@@ -309,7 +309,7 @@ API nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t d,
     return NVML_ERROR_NOT_SUPPORTED;
 }
 
-/* The lists above again, in the one of R550 on: the compute, graphics or MPS processes. */
+/* The lists above again, in the one of late R535 on: the compute, graphics or MPS processes. */
 API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t d,
                                                        nvmlProcessDetailList_t *plist)
 {

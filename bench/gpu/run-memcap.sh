@@ -127,7 +127,7 @@ rows+=("| nvidia-smi | \`carve run --memory $CAP -- nvidia-smi --query-gpu=memor
 
 # NVML's process lists in a slice name the slice's tenant and not a process outside it: the
 # compute, graphics and MPS lists in their _v3, _v2 and unversioned forms, and the detail
-# list of R550 on in each mode (tests/e2e/nvml_list). A compute tenant is in no graphics or
+# list of late R535 on in each mode (tests/e2e/nvml_list). A compute tenant is in no graphics or
 # MPS list on a real GPU, so those rows are INFO unless the outsider shows up (FAIL).
 NVML_LISTS="v3 v2 v1 graphics-v3 graphics-v2 graphics-v1 mps-v3 mps-v2 mps-v1 detail detail-graphics detail-mps"
 echo "== NVML's process lists in the slice"

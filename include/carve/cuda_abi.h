@@ -201,10 +201,15 @@ typedef struct CUDA_ARRAY_MEMORY_REQUIREMENTS_st {
 } CUDA_ARRAY_MEMORY_REQUIREMENTS;
 
 /* Launches */
+/* id is a CUlaunchAttributeID; value a CUlaunchAttributeValue, a 64-byte union with pointer
+ * members (so 8-byte aligned, as is the struct) that carve never reads. */
 typedef struct CUlaunchAttribute_st {
     int id;
     char pad[4];
-    char value[64];
+    union {
+        char pad[64];
+        void *align;
+    } value;
 } CUlaunchAttribute;
 
 typedef struct CUlaunchConfig_st {

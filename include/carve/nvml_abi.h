@@ -53,8 +53,8 @@ typedef struct nvmlUtilization_st {
     unsigned int memory;
 } nvmlUtilization_t;
 
-/* The layout nvmlDeviceGetComputeRunningProcesses_v2 fills, and _v3 on all but the R525 and
- * R530 drivers, whose entries are 32 bytes (common/nvml_procs.h). */
+/* The layout nvmlDeviceGetComputeRunningProcesses_v2 fills, and _v3 on all but the first R535
+ * drivers (NVML 12.2.81's nvml.h), whose entries are 32 bytes (common/nvml_procs.h). */
 typedef struct nvmlProcessInfo_st {
     unsigned int pid;
     unsigned long long usedGpuMemory;
@@ -124,7 +124,8 @@ nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device,
 /* Which of these two a library has tells the layout of _v3's entries (nvml_procs.h); the
  * first is only looked up. */
 typedef struct nvmlConfComputeMemSizeInfo_st nvmlConfComputeMemSizeInfo_t;
-/* The process list of R550 on: one call for compute, graphics or MPS processes. */
+/* The process list of later R535 drivers on (NVML 12.2.140's nvml.h has it): one call for
+ * compute, graphics or MPS processes. */
 typedef struct {
     unsigned int pid;
     unsigned long long usedGpuMemory;

@@ -78,7 +78,7 @@ check "nvidia-smi inside a 4 GiB slice reports memory.total 4096 (got '$out')" "
 # nvidia-smi inside a slice lists the slice's processes and no one else's: a tenant of
 # another slice holds memory meanwhile, and nvidia-smi outside sees both. Every process list
 # of NVML is checked: compute, graphics and MPS, each in its _v3, _v2 and unversioned form,
-# and the detail list of R550 on in each mode; the simulated GPU lists every process in all
+# and the detail list of late R535 on in each mode; the simulated GPU lists every process in all
 # of them (CARVE_SIM_PROC_LISTS=all). Only the compute _v3/_v2 lists were filtered until
 # 2026-11-25 (the detail list), and the graphics, MPS and unversioned ones until later that day.
 NVML_LISTS="v3 v2 v1 graphics-v3 graphics-v2 graphics-v1 mps-v3 mps-v2 mps-v1 detail detail-graphics detail-mps"

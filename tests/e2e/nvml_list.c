@@ -2,7 +2,7 @@
  * mem_slice.sh can check each call libcarve filters:
  *   nvml_list LIST
  * LIST is v3, v2 or v1 (the compute lists), graphics-v3|v2|v1, mps-v3|v2|v1, or detail,
- * detail-graphics, detail-mps (the list of R550 on, in each mode). NVML is opened at run
+ * detail-graphics, detail-mps (the list of late R535 on, in each mode). NVML is opened at run
  * time, as monitoring tools do. Exit status 1 when a call fails. */
 #include <dlfcn.h>
 #include <stdio.h>

@@ -126,6 +126,10 @@ static void test_answer_by_name(void **state)
     assert_ptr_equal(carve__gpa_answer("cuLaunchKernel", 12000,
                                        CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, internal),
                      carve__hook_by_name("cuLaunchKernel_ptsz")->wrapper);
+    /* no per-thread variant before CUDA 7.0 (cudaTypedefs.h: PFN_cuLaunchKernel_v7000_ptsz) */
+    assert_ptr_equal(carve__gpa_answer("cuLaunchKernel", 6050,
+                                       CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, internal),
+                     carve__hook_by_name("cuLaunchKernel")->wrapper);
     assert_ptr_equal(carve__gpa_answer("cuGetProcAddress", 11030, 0, internal),
                      carve__hook_by_name("cuGetProcAddress")->wrapper);
     assert_ptr_equal(carve__gpa_answer("cuCtxCreate", 12050, 0, internal),

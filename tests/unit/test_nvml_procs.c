@@ -1,5 +1,5 @@
 /* test_nvml_procs.c - a running-process list read in any layout: 24-byte entries, the
- * 32-byte ones of the R525/R530 drivers' _v3, told apart by which symbols the library has,
+ * 32-byte ones of the first R535 drivers' _v3, told apart by which symbols the library has,
  * and the unversioned lists' 16; filtering keeps whole entries in order. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 
 #include "nvml_procs.h"
 
-/* the R525/R530 layout */
+/* the layout of the first R535 drivers */
 struct wide_entry {
     unsigned int pid;
     unsigned long long usedGpuMemory;
@@ -27,8 +27,8 @@ static void test_stride_rule(void **state)
     assert_int_equal(sizeof(struct wide_entry), 32);
     assert_int_equal(sizeof(nvmlProcessInfo_t), 24);
     assert_int_equal(carve_nvml_v3_stride(false, false), 24); /* before confidential computing */
-    assert_int_equal(carve_nvml_v3_stride(true, false), 32);  /* R525, R530 */
-    assert_int_equal(carve_nvml_v3_stride(true, true), 24);   /* R535 on */
+    assert_int_equal(carve_nvml_v3_stride(true, false), 32);  /* R535 at first */
+    assert_int_equal(carve_nvml_v3_stride(true, true), 24);   /* later R535 on */
     assert_int_equal(carve_nvml_v3_stride(false, true), 24);
 }
 

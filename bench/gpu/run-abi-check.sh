@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# run-abi-check.sh - on the GPU machine: do carve's own CUDA driver and NVML declarations
+# (include/carve/) agree with NVIDIA's <cuda.h> and <nvml.h> and with the installed driver?
+#
+#   bash bench/gpu/run-abi-check.sh [REPORT]   (from the repository root; REPORT or stdout)
+#
+# Builds bench/gpu/abi-check.c twice, against the toolkit's headers (CUDA_HOME, default
+# /usr/local/cuda; CUDA 12.8 or later) and with -DCARVE_SIDE against carve's, runs both and
+# diffs their "name value" lines: struct sizes, alignments and offsets, enum and macro values,
+# whether libcuda.so.1 / libnvidia-ml.so.1 export each entry point carve declares, and what
+# the driver's cuGetProcAddress answers for each row of include/carve/driver_entries.def
+# (needs a GPU; "unavailable" without one). Exit status: 0 the same, 1 a difference, 2 the
+# build failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+report=${1:-/dev/stdout}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+CC=${CC:-gcc}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# every entry point carve declares, as SYM(lib, name) lines for abi-check.c
+{
+    grep -ho '^CUresult cu[A-Za-z0-9_]*(' include/carve/cuda_abi.h |
+        sed 's/^CUresult \(.*\)(/SYM(cuda_lib, \1)/'
+    grep -ho '^\(nvmlReturn_t\|const char \*\)[ ]*nvml[A-Za-z0-9_]*(' include/carve/nvml*.h |
+        sed 's/^.*\(nvml[A-Za-z0-9_]*\)(/SYM(nvml_lib, \1)/'
+} >"$work/syms.h"
+
+flags=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Icommon
+       "-DABI_SYMS=\"$work/syms.h\"")
+if ! "$CC" "${flags[@]}" -DCARVE_SIDE -o "$work/carve-side" bench/gpu/abi-check.c \
+        common/entries.c -ldl 2>"$work/build.log" ||
+   ! "$CC" "${flags[@]}" -I"$CUDA_HOME/include" -o "$work/toolkit-side" \
+        bench/gpu/abi-check.c -ldl 2>>"$work/build.log"; then
+    { echo "run-abi-check: build failed"; cat "$work/build.log"; } >"$report"
+    exit 2
+fi
+"$work/carve-side" >"$work/carve.txt"
+"$work/toolkit-side" >"$work/toolkit.txt"
+
+cuda_version=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$CUDA_HOME/include/cuda.h")
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)
+{
+    echo "# ABI check, $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "cuda.h CUDA_VERSION ${cuda_version:-?} ($CUDA_HOME), driver ${driver:-none}"
+    echo "$(wc -l <"$work/carve.txt") facts; '-' carve, '+' toolkit and driver"
+    if diff -u --label carve --label toolkit "$work/carve.txt" "$work/toolkit.txt"; then
+        echo "no difference"
+    fi
+} >"$report"
+cmp -s "$work/carve.txt" "$work/toolkit.txt"
