@@ -7,6 +7,7 @@
 #   OUT=/some/folder bash bench/gpu/run-lease.sh      (from a bare checkout, on the GPU machine)
 #
 # Steps, in order (LEASE_STEPS picks and orders some, comma-separated):
+#   abi            carve's CUDA/NVML declarations against the toolkit's headers and the driver
 #   compute-big    10 ms kernels at 30/70 and 4 x 25 (the rows that missed on the H100)
 #   latency        ResNet-50 beside a matmul loop: alone, plain, --priority, yields 60/90%
 #   carved         carved against the real NVML (cap, escape, forgery, idle, restart, kill)
@@ -25,7 +26,7 @@ cd "$(dirname "$0")/../.." || exit 2
 
 BUILD=${BUILD:-build}
 BUDGET_S=${BUDGET_S:-540}
-LEASE_STEPS=${LEASE_STEPS:-compute-big,latency,carved,mig-check,mps,memcap,paths,compute-small,overhead}
+LEASE_STEPS=${LEASE_STEPS:-abi,compute-big,latency,carved,mig-check,mps,memcap,paths,compute-small,overhead}
 OUT=${OUT:-$BUILD/gpu/lease-out}
 export BUILD
 
@@ -33,6 +34,7 @@ export BUILD
 # the build already done; shorter runs than each script's default, to fit the lease.
 step_plan() {
     case $1 in
+    abi) echo "15 bash bench/gpu/run-abi-check.sh docs/results/$(date -u +%F)-abi-check.md" ;;
     compute-big) echo "75 env PARTS=accuracy KINDS=big SECS=15 bash bench/gpu/run-compute.sh" ;;
     latency) echo "170 env PARTS=latency LAT_SECS=10 bash bench/gpu/run-compute.sh" ;;
     carved) echo "90 env RUNS=1000 bash bench/gpu/run-carved.sh" ;;
@@ -48,7 +50,7 @@ step_plan() {
 
 for name in ${LEASE_STEPS//,/ }; do
     step_plan "$name" >/dev/null || {
-        echo "run-lease: LEASE_STEPS: unknown step \`$name'; the steps are compute-big, latency," \
+        echo "run-lease: LEASE_STEPS: unknown step \`$name'; the steps are abi, compute-big, latency," \
             "carved, mig-check, mps, memcap, paths, compute-small, overhead" >&2
         exit 2
     }
