@@ -284,12 +284,21 @@ int mig_nvml_instances(struct mig_nvml *n, unsigned gpu, struct mig_live *out, i
     const struct mig_model *model = mig_model_find(name);
     int k = 0;
     bool denied = false;
+    unsigned seen[NVML_GPU_INSTANCE_PROFILE_COUNT], nseen = 0;
     for (unsigned p = 0; p < NVML_GPU_INSTANCE_PROFILE_COUNT; p++) {
         nvmlGpuInstanceProfileInfo_t info;
         nvmlReturn_t r = n->gi_profile(d, p, &info);
         denied |= r == NVML_ERROR_NO_PERMISSION;
         if (r != NVML_SUCCESS)
             continue;
+        /* two indices of one profile (a newer driver's alias of an older index) would list
+         * its instances twice */
+        bool again = false;
+        for (unsigned i = 0; i < nseen; i++)
+            again |= seen[i] == info.id;
+        if (again)
+            continue;
+        seen[nseen++] = info.id;
         nvmlGpuInstance_t gis[MIG_NVML_MAX_LIVE];
         unsigned cnt = MIG_NVML_MAX_LIVE;
         r = n->gi_list(d, info.id, gis, &cnt);
