@@ -8,6 +8,7 @@
 #include "libcarve.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -118,9 +119,15 @@ static void init_child(void)
 /* The process is out of file descriptors: what to say instead of blaming carved or the
  * slice's owner, since then neither carved's socket nor a table's fd can be had. */
 #define NO_FD (-2)
-static void say_no_fd(const char *what, char *why, size_t len)
+static void say_no_fd(int err, const char *what, char *why, size_t len)
 {
     struct rlimit rl = {0};
+    if (err == ENFILE) {
+        snprintf(why, len, "the system's file table is full (ENFILE): no file descriptor %s: "
+                 "no GPU context will be created; see fs.file-max and what holds the files",
+                 what);
+        return;
+    }
     getrlimit(RLIMIT_NOFILE, &rl);
     snprintf(why, len, "this process has no free file descriptor %s (RLIMIT_NOFILE %llu): no "
              "GPU context will be created; make the first CUDA call before opening that many "
@@ -187,9 +194,10 @@ static void take_fd(struct msghdr *msg, int *table_fd)
 
 /* One join request on fd, asking for the slice's table; the reply line (or what came of it,
  * "" for none) in buf, and the table's fd, if carved sent one, in *table_fd (else -1).
- * *fd_lost: carved sent an fd that the kernel dropped (MSG_CTRUNC: no fd free to put it in). */
+ * *fd_lost: EMFILE or ENFILE when carved sent an fd that the kernel dropped for want of a free
+ * one (MSG_CTRUNC), else left alone. */
 static void ask_join(int fd, const char *name, char *buf, size_t len, int *table_fd,
-                     bool *fd_lost)
+                     int *fd_lost)
 {
     struct timeval tv = {.tv_sec = 5};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -211,8 +219,14 @@ static void ask_join(int fd, const char *name, char *buf, size_t len, int *table
             if (r <= 0)
                 break;
             take_fd(&msg, table_fd);
-            if (msg.msg_flags & MSG_CTRUNC)
-                *fd_lost = true;
+            if (msg.msg_flags & MSG_CTRUNC) {
+                /* cut for want of an fd, or refused by a security module: tell them apart */
+                int probe = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+                if (probe >= 0)
+                    close(probe);
+                else if (errno == EMFILE || errno == ENFILE)
+                    *fd_lost = errno;
+            }
             bool whole = memchr(buf + got, '\n', (size_t)r) != NULL;
             got += (size_t)r;
             if (whole)
@@ -241,14 +255,14 @@ static bool carved_admits(const char *name, const char *shm, int *table_fd, char
 {
     char buf[1024];
     double give_up = monotonic_s() + 10;
-    bool fd_lost = false;
+    int fd_lost = 0;
     *table_fd = -1;
     for (;;) {
         long daemon;
         int fd = connect_carved(&daemon);
         buf[0] = '\0';
         if (fd == NO_FD) {
-            say_no_fd("to ask carved with", why, len);
+            say_no_fd(errno, "to ask carved with", why, len);
             return false;
         }
         if (fd >= 0) {
@@ -267,7 +281,7 @@ static bool carved_admits(const char *name, const char *shm, int *table_fd, char
     while (*shm == '/')
         shm++;
     if (strncmp(buf, "{\"ok\":true", 10) == 0 && object && fd_lost && *table_fd < 0) {
-        say_no_fd("to receive the slice's table from carved", why, len);
+        say_no_fd(fd_lost, "to receive the slice's table from carved", why, len);
     } else if (strncmp(buf, "{\"ok\":true", 10) == 0 && object) {
         for (object += 7; *object == '/'; object++)
             ;
@@ -325,7 +339,7 @@ static int open_once(const char *shm, struct carve_slice **out, char *why, size_
     uid_t uid;
     mode_t mode;
     if (fd == NO_FD) {
-        say_no_fd("to ask carved with", why, len);
+        say_no_fd(errno, "to ask carved with", why, len);
         return 0;
     }
     if (fd >= 0) {

@@ -50,4 +50,6 @@ driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null
         echo "no difference"
     fi
 } >"$report"
-cmp -s "$work/carve.txt" "$work/toolkit.txt"
+# the status leaves out the one difference known (bench/gpu/README.md); the report keeps it
+known='^gpa\.cuStreamBeginCapture@10000 '
+cmp -s <(grep -v "$known" "$work/carve.txt") <(grep -v "$known" "$work/toolkit.txt")
