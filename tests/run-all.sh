@@ -127,6 +127,8 @@ done
 [ "$found" -eq 1 ] || echo "  (none built)"
 
 echo "== end-to-end tests (tests/e2e, BUILD=$build)"
+# marked SCRIPT WORD: whether SCRIPT's first lines carry `# WORD: yes`
+marked() { head -n 5 "$1" | grep -q "^# $2: yes"; }
 san=0
 is_san_build && san=1
 found=0
@@ -134,12 +136,12 @@ for s in tests/e2e/*.sh; do
     [ -f "$s" ] || continue
     found=1
     name="e2e/$(basename "$s" .sh)"
-    if [ "$san" -eq 1 ] && ! head -n 5 "$s" | grep -q '^# san: yes'; then
+    if [ "$san" -eq 1 ] && ! marked "$s" san; then
         printf '  %-40s skip  (sanitizer build; not marked "# san: yes")\n' "$name"
         skipped=$((skipped + 1))
         continue
     fi
-    if [ -n "${CARVE_TEST_SKIP_SLOW:-}" ] && head -n 5 "$s" | grep -q '^# slow: yes'; then
+    if [ -n "${CARVE_TEST_SKIP_SLOW:-}" ] && marked "$s" slow; then
         printf '  %-40s skip  (CARVE_TEST_SKIP_SLOW; marked "# slow: yes")\n' "$name"
         skipped=$((skipped + 1))
         continue
