@@ -25,8 +25,8 @@ TEST_TARGETS += $(TEST_HOOKS)
 endif
 
 # End-to-end programs (run by tests/e2e/mem_slice.sh, as is nvml_list; mem_forge by carved.sh,
-# mem_claim by carved_reclaim.sh, launch_multi by compute_share.sh, fork_init and fd_starved by
-# carved.sh). mem_direct, fork_init and fd_starved link the simulated libcuda; the others find
+# mem_claim by carved_reclaim.sh, launch_multi by compute_share.sh, fork_init by
+# carved.sh, fd_starved by carved.sh and mem_slice.sh). mem_direct, fork_init and fd_starved link the simulated libcuda; the others find
 # the driver at run time.
 MEM_E2E_DIR  := $(TESTDIR)/e2e
 MEM_E2E_LIB  := $(OBJ)/tests/e2e/mem_common.o

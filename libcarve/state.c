@@ -373,6 +373,10 @@ static int open_once(const char *shm, struct carve_slice **out, char *why, size_
                  "run in a slice of your own (carve run)", err);
         return 0;
     }
+    if (r == -EMFILE || r == -ENFILE) {
+        say_no_fd(-r, "to open the slice with", why, len);
+        return 0;
+    }
     if (r < 0) {
         /* a process left running after its `carve run` ended (which removed the slice),
          * or one whose slice carved deleted: uncapped, it could take the whole GPU */

@@ -1,7 +1,8 @@
 /* fd_starved.c - a tenant that has used up its file descriptors, all but FREE of them, before
  * its first CUDA call: libcarve, which then needs one for carved's socket and one for the
  * slice's table that carved hands over, must say that this is why it refuses, not blame the
- * slice's owner or carved. Run by carved.sh as a tenant of another user.
+ * slice's owner or carved (or, with no carved, take it for a process that outlived its slice).
+ * Run by carved.sh as a tenant of another user, and by mem_slice.sh in a slice of carve run's.
  *   fd_starved FREE   (prints the context's CUresult) */
 #include <fcntl.h>
 #include <stdio.h>

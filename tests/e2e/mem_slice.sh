@@ -54,6 +54,13 @@ for prog in mem_direct mem_dlsym mem_gpa; do
         "$([ "$oom" -ge 8 ] && [ "$other" -eq 0 ]; echo $?)"
 done
 
+# a process out of file descriptors at its first CUDA call cannot open its slice: it was told
+# it had outlived its `carve run` (until 2026-11-27)
+out=$(in_slice 4GiB "$E2E/fd_starved" 0 2>&1)
+echo "$out" | grep '^carve:' | sed 's/^/    /'
+check "no fd free to open the slice: told so, no context" \
+    "$([[ $out == *"no free file descriptor to open the slice with (RLIMIT_NOFILE 64)"* ]] && [[ $out != *"context 0"* ]]; echo $?)"
+
 CARVE_QUIET=1 in_slice 4GiB "$E2E/mem_direct" >/dev/null 2>"$state_dir/err"
 check "CARVE_QUIET=1: nothing on stderr ($(wc -l <"$state_dir/err") lines)" "$([ ! -s "$state_dir/err" ]; echo $?)"
 
