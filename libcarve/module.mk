@@ -25,9 +25,9 @@ TEST_TARGETS += $(TEST_HOOKS)
 endif
 
 # End-to-end programs (run by tests/e2e/mem_slice.sh, as is nvml_list; mem_forge by carved.sh,
-# mem_claim by carved_reclaim.sh, launch_multi by compute_share.sh, fork_init by
-# carved.sh, fd_starved by carved.sh and mem_slice.sh). mem_direct, fork_init and fd_starved link the simulated libcuda; the others find
-# the driver at run time.
+# mem_claim by carved_reclaim.sh, launch_multi by compute_share.sh, fork_init by carved.sh,
+# fd_starved by carved.sh and mem_slice.sh). mem_direct, fork_init and fd_starved link the
+# simulated libcuda; the others find the driver at run time.
 MEM_E2E_DIR  := $(TESTDIR)/e2e
 MEM_E2E_LIB  := $(OBJ)/tests/e2e/mem_common.o
 MEM_E2E_PROG := mem_direct mem_dlsym mem_gpa mem_stress mem_kill mem_forge mem_claim mem_pooldev \
