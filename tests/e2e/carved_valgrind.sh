@@ -2,9 +2,10 @@
 # carved_valgrind.sh - carved --simulate under valgrind's memcheck for a whole working life
 # on a private socket: config slices made, `carve slice create` (memory, compute), list,
 # `carve run --slice` and `carve run --memory` through it, ps with a tenant and an escape,
-# bad requests, /metrics, /api/state and the dashboard page over HTTP, delete, and SIGTERM.
-# carved must answer all of it, exit 0, and valgrind must report no error (invalid access,
-# uninitialised value) and no definitely lost block.
+# bad requests, joins that take the slice's table fd (and ones that hang up first), /metrics,
+# /api/state and the dashboard page over HTTP, delete, and SIGTERM. carved must answer all of
+# it, exit 0, and valgrind must report no error (invalid access, uninitialised value) and no
+# definitely lost block.
 #
 #   BUILD=build bash tests/e2e/carved_valgrind.sh
 # shellcheck disable=SC2034  # the checks read their variables inside eval strings
@@ -105,6 +106,35 @@ for raw in (b"junk\n", b"[1]\n", b'{"op":"create","name":"x","\xc3\xc0":1}\n', b
 EOF
 )
 check "six bad requests, six error replies ($(tr '\n' ' ' <<<"$replies" | cut -c1-120)...)" '[ "$(grep -c "\"ok\":false" <<<"$replies")" -eq 6 ]'
+# joins that ask for the table, as libcarve's do: carved sends an fd with its yes
+# (send_with_fd) and closes its copy once sent, or when the client hangs up first
+fds_before=$(find "/proc/$daemon/fd" -mindepth 1 -maxdepth 1 | wc -l)
+handed=$(python3 - "$CARVE_SOCKET" <<'EOF'
+import os, socket, stat, sys
+req = b'{"op":"join","name":"shared","table":true}\n'
+got = 0
+for i in range(10):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(30)
+    s.connect(sys.argv[1])
+    s.sendall(req)
+    if i % 2:  # hangs up without reading: carved's copy of the fd must still be closed
+        s.close()
+        continue
+    msg, fds, _, _ = socket.recv_fds(s, 4096, 4)
+    st = os.fstat(fds[0]) if fds else None
+    if msg.startswith(b'{"ok":true') and len(fds) == 1 and stat.S_ISREG(st.st_mode) and st.st_size > 0:
+        got += 1
+    for fd in fds:
+        os.close(fd)
+    s.close()
+print(got)
+EOF
+)
+sleep 1 # the hung-up clients are dropped at carved's next turn of its loop
+fds_after=$(find "/proc/$daemon/fd" -mindepth 1 -maxdepth 1 | wc -l)
+check "joins with the table: 5 of 5 readers got its fd ($handed), carved holds as many fds after 10 joins as before ($fds_before, $fds_after)" \
+    '[ "$handed" = 5 ] && [ "$fds_after" -eq "$fds_before" ]'
 check "slice delete" '"$CARVE" slice delete mine >/dev/null && ! "$CARVE" slice list | grep -q "^mine "'
 check "a refused delete (no such slice)" '! "$CARVE" slice delete mine 2>/dev/null'
 
