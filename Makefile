@@ -40,6 +40,7 @@ include tests/module.mk
 include bench/module.mk
 include slurm/module.mk
 include planner/fleet.mk
+include install.mk
 
 real-all: $(ALL_TARGETS)
 
