@@ -16,6 +16,8 @@ INST_MAN       := $(DESTDIR)$(PREFIX)/share/man
 INST_SHARE     := $(DESTDIR)$(PREFIX)/share/carve
 SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
 INST_UNIT      := $(DESTDIR)$(SYSTEMD_UNITDIR)
+# bash-completion loads a command's completion from a file named after it: carved's is carve's
+INST_COMPLETION := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 
 INSTALL_PROGRAMS := carve carved carve-slurm-cleanup
 # what lib/carve holds, relative to it; carve-dynamic exists where bin/carve is static and
@@ -32,7 +34,7 @@ INSTALL_SHARE    := carved/carved.conf.example carved/grafana-dashboard.json
 .PHONY: install uninstall
 install: product
 	install -d $(INST_BIN) $(INST_LIB)/sim/bin $(INST_MAN)/man1 $(INST_MAN)/man8 \
-		$(INST_SHARE) $(INST_UNIT)
+		$(INST_SHARE) $(INST_UNIT) $(INST_COMPLETION)
 	install -m 755 $(addprefix $(BIN)/,$(INSTALL_PROGRAMS)) $(INST_BIN)/
 	for f in $(INSTALL_LIBS) $(INSTALL_LIBS_IF); do \
 		if [ -e $(LIBDIR)/$$f ]; then install -m 755 $(LIBDIR)/$$f $(INST_LIB)/$$f || exit 1; \
@@ -48,6 +50,8 @@ install: product
 	install -m 644 $(INSTALL_SHARE) $(INST_SHARE)/
 	sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' carved/carved.service >$(INST_UNIT)/carved.service
 	chmod 644 $(INST_UNIT)/carved.service
+	install -m 644 cli/carve-completion.bash $(INST_COMPLETION)/carve
+	ln -sf carve $(INST_COMPLETION)/carved
 
 # Removes what install writes, and the directories of carve's own once they are empty.
 uninstall:
@@ -56,4 +60,5 @@ uninstall:
 	rm -f $(foreach p,$(MAN_PAGES),$(INST_MAN)/man$(subst .,,$(suffix $(p)))/$(notdir $(p)))
 	rm -f $(foreach a,$(MAN_ALIASES),$(INST_MAN)/man1/$(firstword $(subst :, ,$(a))))
 	rm -f $(addprefix $(INST_SHARE)/,$(notdir $(INSTALL_SHARE))) $(INST_UNIT)/carved.service
+	rm -f $(INST_COMPLETION)/carve $(INST_COMPLETION)/carved
 	rmdir $(INST_LIB)/sim/bin $(INST_LIB)/sim $(INST_LIB) $(INST_SHARE) 2>/dev/null || true

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # install.sh - `make install` and `make uninstall` (install.mk), staged with DESTDIR: every
-# program, library, man page, the unit and the shared files land where install.mk says; the
-# installed carve runs a command in a slice on the installed libcarve and simulated GPU with
-# no CARVE_LIBDIR; the installed carved checks the installed example config; carved.service
-# names the installed carved; every man page renders without a groff warning, and every
-# carve page a page refers to is installed; uninstall leaves nothing behind.
+# program, library, man page, the unit, the bash completion and the shared files land where
+# install.mk says; the installed carve runs a command in a slice on the installed libcarve
+# and simulated GPU with no CARVE_LIBDIR; the installed carved checks the installed example
+# config; carved.service names the installed carved; the completion loads; every man page
+# renders without a groff warning, and every carve page a page refers to is installed;
+# uninstall leaves nothing behind.
 #
 #   BUILD=build bash tests/e2e/install.sh
 # shellcheck disable=SC2034  # the checks read their variables inside eval strings
@@ -37,7 +38,8 @@ expected=(bin/carve bin/carved bin/carve-slurm-cleanup lib/carve/libcarve.so lib
     lib/carve/sim/libcuda.so.1 lib/carve/sim/libnvidia-ml.so.1 lib/carve/sim/bin/nvidia-smi
     lib/carve/sim/bin/nvidia-cuda-mps-control lib/carve/sim/bin/nvidia-cuda-mps-server
     share/carve/carved.conf.example share/carve/grafana-dashboard.json
-    lib/systemd/system/carved.service share/man/man1/carve-ps.1)
+    lib/systemd/system/carved.service share/man/man1/carve-ps.1
+    share/bash-completion/completions/carve)
 for opt in carve-dynamic spank_carve.so; do
     [ -e "$BUILD/lib/carve/$opt" ] && expected+=("lib/carve/$opt")
 done
@@ -49,9 +51,10 @@ for f in "${expected[@]}"; do [ -f "$inst/$f" ] || missing+=("$f"); done
 check "every file is installed (${#expected[@]}; missing: ${missing[*]:-none})" "[ ${#missing[@]} -eq 0 ]"
 extra=$(cd "$inst" && find . -type f | sed 's|^\./||' | sort | comm -23 - <(printf '%s\n' "${expected[@]}" | sort))
 check "nothing else is installed (${extra:-nothing})" "[ -z '$extra' ]"
-links=$(readlink "$inst/lib/carve/sim/libcuda.so") ; links+=" $(readlink "$inst/lib/carve/sim/libnvidia-ml.so")"
-check "the simulated libraries' dev names are relative links ($links)" \
-    "[ '$links' = 'libcuda.so.1 libnvidia-ml.so.1' ]"
+links=$(for l in lib/carve/sim/libcuda.so lib/carve/sim/libnvidia-ml.so share/bash-completion/completions/carved; do
+    readlink "$inst/$l"; done | tr '\n' ' ')
+check "the simulated libraries' dev names and carved's completion are relative links ($links)" \
+    "[ '$links' = 'libcuda.so.1 libnvidia-ml.so.1 carve ' ]"
 wrong_mode=$(cd "$inst" && { find bin lib/carve -type f ! -perm 755; find share -type f ! -perm 644; } | tr '\n' ' ')
 check "programs and libraries are 755, the rest 644 (${wrong_mode:-all})" "[ -z '$wrong_mode' ]"
 absent=$(for opt in carve-dynamic spank_carve.so; do
@@ -80,6 +83,9 @@ rc=$?
 check "the installed carved takes the installed example config (exit $rc: $out)" "[ $rc -eq 0 ]"
 unit=$inst/lib/systemd/system/carved.service
 execs=$(sed -n 's/^Exec\(Start\|Reload\)=\([^ ]*\).*/\2/p' "$unit" | sort -u)
+out=$(bash -c 'source "$1"; complete -p carve carved' _ "$inst/share/bash-completion/completions/carved" 2>&1)
+check "the installed completion, loaded as carved's, completes carve and carved ($out)" \
+    "[[ \"\$out\" == *'-F _carve carve'*'-F _carved carved'* ]]"
 check "carved.service starts and checks the installed carved ($execs)" \
     "[ '$execs' = '$prefix/bin/carved' ] && [ -x '$root$prefix/bin/carved' ] && ! grep -q /usr/local '$unit'"
 
