@@ -13,7 +13,7 @@ _carve_workloads="training inference notebook batch"
 _carve_trusts="team untrusted"
 _carve_mechanisms="time-slicing mps mig hami carve" # advise --check takes whole too
 _carve_sort_keys="name memory share idle"
-_carve_subcommands="run slice ps mig plan advise cost top help"
+_carve_subcommands="run slice ps mig plan advise cost top doctor help"
 
 # _carve_options PROGRAM [SUBCOMMAND]: the long options its --help names, in its usage lines
 # (up to the first blank line) and its option lines ("  -m, --memory SPEC ..."), and --help

@@ -39,6 +39,11 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
 /* Lets the MIG device carve_mig_choose locked go. */
 void carve_mig_release(int lock_fd);
 int carve_cmd_top(int argc, char **argv);
+int carve_cmd_doctor(int argc, char **argv);
+
+/* The first executable NAME in PATH (or the usual bin directories when PATH is unset) into
+   out; 0, or -1 when there is none. */
+int carve_find_in_path(const char *name, char *out, size_t len);
 
 /* carved's socket (CARVE_SOCKET or /run/carve/carved.sock); a connected fd or -1. */
 const char *carve_socket_path(void);

@@ -21,6 +21,7 @@ static const struct subcommand {
     {"advise", carve_cmd_advise, "which sharing mechanism fits a GPU, workload and trust"},
     {"cost", carve_cmd_cost, "what sharing saves: cost per workload-hour, GPU-hours recovered"},
     {"top", carve_cmd_top, "a live terminal view of carved's GPUs, slices and escapes"},
+    {"doctor", carve_cmd_doctor, "is this node ready for carve? the driver, GPUs, a slice, carved"},
     {"help", cmd_help, "show help for carve or one of its subcommands"},
 };
 

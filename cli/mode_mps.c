@@ -51,7 +51,7 @@ static void sleep_ms(long ms)
         ;
 }
 
-static int find_in_path(const char *name, char *out, size_t len)
+int carve_find_in_path(const char *name, char *out, size_t len)
 {
     const char *path = getenv("PATH");
     char buf[4096];
@@ -109,7 +109,7 @@ static int find_control(const struct run_opts *o, const char *libdir, struct mps
                 CARVE_MPS_CONTROL_NAME, st->control);
         return -1;
     }
-    if (find_in_path(CARVE_MPS_CONTROL_NAME, st->control, sizeof(st->control)) == 0)
+    if (carve_find_in_path(CARVE_MPS_CONTROL_NAME, st->control, sizeof(st->control)) == 0)
         return absolute(st->control, sizeof(st->control));
     fprintf(stderr, "carve run: --mode mps needs %s (it comes with the NVIDIA driver's "
                     "utilities) and PATH has none; install it or set CARVE_MPS_CONTROL to it\n",

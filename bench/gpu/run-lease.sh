@@ -18,7 +18,8 @@
 #   compute-small  20 us kernels and graph replays at 30/70 and 4 x 25
 #   overhead       what a launch and an allocation cost, with and without a limit
 # Each step's report (docs/results/...) and the tail of its log go to OUT (default
-# $OUT, else build/gpu/lease-out), with lease.md: each step, its status, its seconds.
+# $OUT, else build/gpu/lease-out), with lease.md: each step, its status, its seconds, and
+# doctor.txt: `carve doctor` on the node before the first step.
 # An MPS control daemon left by a step that was cut off is asked to quit at the end (the
 # device's rule: stop what you started). Exits 0 when every step that ran passed.
 set -uo pipefail
@@ -80,6 +81,12 @@ make -j"$(nproc)" BUILD="$BUILD" product >"$OUT/logs/build.log" 2>&1 || {
     exit 1
 }
 
+# the node as carve sees it (driver, GPUs, compute mode, a 1 GiB slice tried): a few seconds
+echo "== carve doctor"
+timeout 90 "$BUILD/bin/carve" doctor >"$OUT/doctor.txt" 2>&1
+doctor_rc=$?
+cat "$OUT/doctor.txt"
+
 summary=()
 failed=0
 for name in ${LEASE_STEPS//,/ }; do
@@ -126,6 +133,7 @@ IFS=, read -r gpu driver < <(nvidia-smi --query-gpu=name,driver_version --format
     echo "- commit: $(git describe --always --dirty 2>/dev/null || echo unknown)"
     echo "- command: \`BUDGET_S=$BUDGET_S LEASE_STEPS=$LEASE_STEPS bash bench/gpu/run-lease.sh\`"
     echo "- total: $((SECONDS - start)) s, the build included"
+    echo "- \`carve doctor\`: exit $doctor_rc (doctor.txt)"
     echo
     echo "| step | status | seconds | command |"
     echo "| --- | --- | --- | --- |"

@@ -73,6 +73,15 @@ typedef struct nvmlProcessUtilizationSample_st {
 
 enum { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };
 
+/* nvmlComputeMode_t: who may make a context on the GPU (nvidia-smi -c) */
+typedef int nvmlComputeMode_t;
+enum {
+    NVML_COMPUTEMODE_DEFAULT = 0,           /* any number of processes */
+    NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,  /* deprecated; one context, one thread */
+    NVML_COMPUTEMODE_PROHIBITED = 2,        /* no context at all */
+    NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3, /* one process (an MPS server counts as one) */
+};
+
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlInitWithFlags(unsigned int flags);
 nvmlReturn_t nvmlShutdown(void);
@@ -87,6 +96,7 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index);
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length);
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode);
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory);
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,

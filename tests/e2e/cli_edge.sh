@@ -125,6 +125,17 @@ for n in 0 -1 1e400 "" 18446744073709551616 4294967297 nan; do
     edge 2 "--slices \`$n' is not a whole number" carve plan "$tmp/w.csv" --fleet H100-80GB --slices "$n"
 done
 
+# --- carve doctor ---
+edge 2 "unknown option \`--bogus'" carve doctor --bogus
+edge 2 "unexpected argument" carve doctor "$long"
+edge 2 "unexpected argument" carve doctor "$latin1"
+for p in "" -1 0 "$big" 1e9 0x10 nan; do
+    edge 2 "is not a number of bytes" carve doctor --probe "$p"
+done
+# and its checks once through, without the probe (an ASan libcarve cannot be preloaded), so
+# that the sanitizers see them
+edge 0 "no problems found" carve doctor --simulate --no-probe
+
 # --- carve advise ---
 edge 2 "no GPU model given" carve advise --gpu "" --workload inference
 edge 2 "is longer than 63 bytes" carve advise --gpu "$long" --workload inference

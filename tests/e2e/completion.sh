@@ -40,7 +40,7 @@ check "the subcommands are the ones carve --help lists ($(words "$listed"))" \
 out=$(offered "$C r")
 check "carve r<TAB>: run ($(words "$out"))" '[ "$out" = run ]'
 
-for sub in run slice ps mig plan advise cost top; do
+for sub in run slice ps mig plan advise cost top doctor; do
     out=$(offered "$C $sub --")
     n=$(grep -c . <<<"$out")
     opt_lines=$("$C" "$sub" --help | grep -o '^ *\(-[[:alnum:]], \)\{0,1\}--[a-z][a-z-]*' | grep -o -- '--[a-z-]*' | sort -u)

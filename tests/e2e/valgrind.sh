@@ -46,6 +46,8 @@ vg() {
 }
 
 vg "carve run under memcheck ($CARVE)" 0 "${VG[@]}" "$CARVE" run --simulate --memory 1GiB -- true
+vg "carve doctor under memcheck (its probe runs outside valgrind's reach)" 0 \
+    "${VG[@]}" "$CARVE" doctor --simulate --no-probe
 vg "carve run refusing bad input under memcheck" 2 \
     "${VG[@]}" "$CARVE" run --simulate --memory 8XB -- true
 vg "a tenant (libcarve + simulated GPU) under memcheck" 0 \

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# doctor.sh - `carve doctor` on the simulated GPU: a ready node passes every check with the
+# probe's slice holding (1 GiB seen, 1 GiB more refused, 16 MiB got); a libcarve that does not
+# take hold, a GPU in Exclusive_Process or Prohibited compute mode, and no driver are each
+# named with what to do (FAIL makes the exit status 1, a warning does not); a running carved
+# (the probe's slice then made by it), an MPS control daemon and a Slurm plugstack naming the
+# plugin are reported; --json says the same; bad options exit 2.
+#
+#   BUILD=build bash tests/e2e/doctor.sh
+# shellcheck disable=SC2034  # the checks read their variables inside eval strings
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+# shellcheck source=tests/e2e/private_carved.bash
+source tests/e2e/private_carved.bash
+unset CARVE_LIBDIR CARVE_SIM_COMPUTE_MODE CARVE_MPS_CONTROL SLURM_CONF
+
+line() { grep -m1 "^$1 *$2 " <<<"$3"; } # line STATUS CHECK OUTPUT: that finding's line
+
+out=$("$CARVE" doctor --simulate 2>&1)
+rc=$?
+check "a ready node: exit 0 and 'no problems found' (exit $rc)" "[ $rc -eq 0 ] && [[ \"\$out\" == *'no problems found'* ]]"
+check "carve's libraries: $(line ok carve "$out")" "line ok carve \"\$out\" | grep -q 'libcarve.so in'"
+check "the driver: $(line ok driver "$out")" "line ok driver \"\$out\" | grep -q '580.00-sim, CUDA 13.0, 1 GPU'"
+check "GPU 0: $(line ok 'gpu 0' "$out")" "line ok 'gpu 0' \"\$out\" | grep -q 'H100.*compute mode Default'"
+check "the probe's slice holds: $(line ok slice "$out")" \
+    "line ok slice \"\$out\" | grep -q 'saw 1 GiB, was refused 1 GiB more (out of memory) and got 16 MiB'"
+check "carved not running is information, not a problem: $(line info carved "$out" | cut -c1-90)" \
+    "line info carved \"\$out\" | grep -q 'not running (no one listens on $CARVE_SOCKET)'"
+check "/dev/shm: $(line ok /dev/shm "$out")" "line ok /dev/shm \"\$out\" | grep -q 'writable, .* free'"
+check "MPS: the simulated GPU's control program: $(line info mps "$out" | cut -c1-90)" \
+    "line info mps \"\$out\" | grep -q 'sim/bin/nvidia-cuda-mps-control; no MPS daemon running'"
+check "nothing left in /dev/shm by the probe's slice" "! ls /dev/shm | grep -q 'carve-doctor'"
+
+# the same as JSON
+json=$("$CARVE" doctor --simulate --json 2>&1)
+check "--json: the same findings, 0 problems ($(jq -c '[.problems, .warnings, (.findings | length)]' <<<"$json" 2>&1))" \
+    "[ \"\$(jq -r '.problems' <<<\"\$json\")\" = 0 ] && [ \"\$(jq -r '[.findings[] | select(.check == \"slice\")][0].status' <<<\"\$json\")\" = ok ] && [ \"\$(jq '.findings | length' <<<\"\$json\")\" -eq \"\$(grep -c '^[a-zA-Z]' <<<\"\$out\" | awk '{print \$1 - 1}')\" ]"
+
+# a libcarve that does not take hold: the probe's tenant sees the whole GPU
+fake=$work/lib
+cp -r "$BUILD/lib/carve" "$fake"
+echo 'int carve_doctor_stand_in;' >"$work/nothing.c"
+cc -shared -o "$fake/libcarve.so" "$work/nothing.c"
+out=$(CARVE_LIBDIR=$fake "$CARVE" doctor --simulate 2>&1)
+rc=$?
+check "a libcarve that does not take hold: FAIL, exit 1 ($(line FAIL slice "$out" | cut -c1-120))" \
+    "[ $rc -eq 1 ] && line FAIL slice \"\$out\" | grep -q 'saw 80 GiB on GPU 0.*did not take hold' && [[ \"\$out\" == *'1 problem, 0 warnings: slice'* ]]"
+
+# compute modes
+out=$(CARVE_SIM_COMPUTE_MODE=3 "$CARVE" doctor --simulate --no-probe 2>&1)
+rc=$?
+check "Exclusive_Process: a warning naming MPS and nvidia-smi -c DEFAULT, exit 0 ($(line warn 'gpu 0' "$out" | cut -c1-100))" \
+    "[ $rc -eq 0 ] && line warn 'gpu 0' \"\$out\" | grep -q \"Exclusive_Process.*--mode mps.*nvidia-smi -i 0 -c DEFAULT\""
+check "--no-probe: the slice is not tried" "line info slice \"\$out\" | grep -q 'not tried (--no-probe)'"
+out=$(CARVE_SIM_COMPUTE_MODE=2 "$CARVE" doctor --simulate --no-probe 2>&1)
+rc=$?
+check "Prohibited: FAIL, exit 1 ($(line FAIL 'gpu 0' "$out" | cut -c1-100))" \
+    "[ $rc -eq 1 ] && line FAIL 'gpu 0' \"\$out\" | grep -q 'Prohibited: no process may use it'"
+out=$(CARVE_SIM_MIG=1 CARVE_SIM_MODEL=H100-80GB "$CARVE" doctor --simulate 2>&1)
+check "MIG on: said, and the probe not tried on GPU 0 ($(line info slice "$out" | cut -c1-80))" \
+    "line ok 'gpu 0' \"\$out\" | grep -q 'MIG on' && line info slice \"\$out\" | grep -q 'MIG mode'"
+
+# no driver: only where this machine has none
+if ! ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so.1 '; then
+    out=$("$CARVE" doctor 2>&1)
+    rc=$?
+    check "no driver: FAIL naming --simulate, exit 1, no probe ($(line FAIL driver "$out" | cut -c1-90))" \
+        "[ $rc -eq 1 ] && line FAIL driver \"\$out\" | grep -q 'no NVIDIA driver found.*use --simulate' && line info slice \"\$out\" | grep -q 'no GPU'"
+else
+    ok "no driver: skipped (this machine has libnvidia-ml.so.1)"
+fi
+
+# an MPS control daemon someone runs, by its executable's name
+cp "$(command -v sleep)" "$work/nvidia-cuda-mps-control"
+"$work/nvidia-cuda-mps-control" 30 &
+mps_pid=$!
+cleanup_extra() { kill "$mps_pid" 2>/dev/null; }
+sleep 0.2
+out=$("$CARVE" doctor --simulate --no-probe 2>&1)
+check "a running MPS control daemon is named ($(line info mps "$out" | cut -c1-140))" \
+    "line info mps \"\$out\" | grep -q \"running: .*pid $mps_pid (uid $(id -u), yours)\""
+kill "$mps_pid"
+wait "$mps_pid" 2>/dev/null
+
+# Slurm: a plugstack that names the plugin, where the plugin is built
+if [ -e "$BUILD/lib/carve/spank_carve.so" ]; then
+    echo "required $PWD/$BUILD/lib/carve/spank_carve.so" >"$work/plugstack.conf"
+    out=$(SLURM_CONF=$work/slurm.conf "$CARVE" doctor --simulate --no-probe 2>&1)
+    check "Slurm: the plugstack beside SLURM_CONF names the plugin ($(line ok slurm "$out" | cut -c1-80))" \
+        "line ok slurm \"\$out\" | grep -q '$work/plugstack.conf names'"
+    echo "# required spank_carve.so" >"$work/plugstack.conf"
+    out=$(SLURM_CONF=$work/slurm.conf "$CARVE" doctor --simulate --no-probe 2>&1)
+    check "Slurm: a commented-out line does not count" "line info slurm \"\$out\" | grep -q 'does not name it'"
+else
+    out=$("$CARVE" doctor --simulate --no-probe 2>&1)
+    check "Slurm: the plugin is not built, and it says so" "line info slurm \"\$out\" | grep -q 'not built'"
+fi
+
+# a running carved: reported, and the probe's slice goes through it
+start_carved 1s
+out=$("$CARVE" doctor --simulate 2>&1)
+rc=$?
+check "carved running: ok, its slices and escapes counted ($(line ok carved "$out" | cut -c1-100))" \
+    "[ $rc -eq 0 ] && line ok carved \"\$out\" | grep -q 'running on $CARVE_SOCKET (on the simulated GPU): 0 slices, 0 escapes'"
+check "the probe's slice, made by carved, holds: $(line ok slice "$out" | cut -c1-60)" \
+    "line ok slice \"\$out\" | grep -q 'saw 1 GiB, was refused'"
+
+# bad input
+out=$("$CARVE" doctor --bogus 2>&1)
+rc=$?
+check "an unknown option: exit 2, named ($out)" "[ $rc -eq 2 ] && [[ \"\$out\" == *\"unknown option \\\`--bogus'\"* ]]"
+out=$("$CARVE" doctor extra 2>&1)
+rc=$?
+check "an argument: exit 2 ($out)" "[ $rc -eq 2 ] && [[ \"\$out\" == *'unexpected argument'* ]]"
+out=$("$CARVE" doctor --help 2>&1)
+check "--help names every option" "for o in --simulate --no-probe --json --help; do [[ \"\$out\" == *\"\$o\"* ]] || exit 1; done"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
