@@ -29,7 +29,8 @@ INSTALL_LINKS    := sim/libcuda.so sim/libnvidia-ml.so
 MAN_PAGES        := $(wildcard docs/man/*.[18])
 # `man carve-ps' finds the page that documents carve ps
 MAN_ALIASES      := carve-ps.1:carve-slice.1
-INSTALL_SHARE    := carved/carved.conf.example carved/grafana-dashboard.json
+INSTALL_SHARE    := carved/carved.conf.example carved/grafana-dashboard.json \
+                    carved/prometheus-alerts.yml
 
 .PHONY: install uninstall
 install: product

@@ -25,6 +25,7 @@ PACKAGES=(
     shellcheck
     libslurm-dev slurmd slurmctld slurm-client munge # slurm/: spank.h for the plugin; the e2e test's one-node cluster
     jq # tests/e2e/planner.sh checks the --json output of carve plan, advise and cost
+    python3-yaml        # tests/e2e/prometheus_rules.sh reads carved's example alerting rules
     groff-base          # tests/e2e/install.sh renders every man page with warnings on
     tmux                # tests/e2e/top.sh drives carve top's live view in a terminal
     chromium            # tests/e2e/dashboard.sh renders the dashboard headless

@@ -37,7 +37,7 @@ check "make install DESTDIR=... PREFIX=$prefix exits 0 (exit $rc)" "[ $rc -eq 0 
 expected=(bin/carve bin/carved bin/carve-slurm-cleanup lib/carve/libcarve.so lib/carve/carve-top
     lib/carve/sim/libcuda.so.1 lib/carve/sim/libnvidia-ml.so.1 lib/carve/sim/bin/nvidia-smi
     lib/carve/sim/bin/nvidia-cuda-mps-control lib/carve/sim/bin/nvidia-cuda-mps-server
-    share/carve/carved.conf.example share/carve/grafana-dashboard.json
+    share/carve/carved.conf.example share/carve/grafana-dashboard.json share/carve/prometheus-alerts.yml
     lib/systemd/system/carved.service share/man/man1/carve-ps.1
     share/bash-completion/completions/carve)
 for opt in carve-dynamic spank_carve.so; do
