@@ -312,7 +312,8 @@ static int run_captured(char *const argv[], char *out, size_t len)
         close(fds[0]);
         close(fds[1]);
         execv(argv[0], argv);
-        printf("cannot run %s: %s\n", argv[0], strerror(errno));
+        /* not printf: stdout is the pipe, fully buffered, and _exit does not flush it */
+        dprintf(STDOUT_FILENO, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(CARVE_EXIT_NOEXEC);
     }
     close(fds[1]);

@@ -46,6 +46,18 @@ rc=$?
 check "a libcarve that does not take hold: FAIL, exit 1 ($(line FAIL slice "$out" | cut -c1-120))" \
     "[ $rc -eq 1 ] && line FAIL slice \"\$out\" | grep -q 'saw 80 GiB on GPU 0.*did not take hold' && [[ \"\$out\" == *'1 problem, 0 warnings: slice'* ]]"
 
+# the probe cannot be started: the child's reason reaches the finding (it printed into a
+# buffer that _exit threw away: "no output")
+cat >"$work/noexec.c" <<'EOF'
+#include <errno.h>
+int execv(const char *path, char *const argv[]) { (void)path; (void)argv; errno = EACCES; return -1; }
+EOF
+cc -shared -fPIC -o "$work/noexec.so" "$work/noexec.c"
+out=$(LD_PRELOAD=$work/noexec.so "$CARVE" doctor --simulate 2>&1)
+rc=$?
+check "the probe cannot be started: FAIL with the reason, exit 1 ($(line FAIL slice "$out" | cut -c1-140))" \
+    "[ $rc -eq 1 ] && line FAIL slice \"\$out\" | grep -q 'cannot run .*: Permission denied'"
+
 # compute modes
 out=$(CARVE_SIM_COMPUTE_MODE=3 "$CARVE" doctor --simulate --no-probe 2>&1)
 rc=$?
