@@ -292,8 +292,9 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Runs argv with its output (stdout and stderr together) into out; its wait status, or -1
- * when it could not be started or ran past PROBE_TIMEOUT_MS (then it is killed). */
+/* Runs argv with its output (stdout and stderr together; the last len - 1 bytes of it) into
+ * out; its wait status, or -1 when it could not be started or ran past PROBE_TIMEOUT_MS
+ * (then it is killed). */
 static int run_captured(char *const argv[], char *out, size_t len)
 {
     int fds[2];
@@ -333,8 +334,15 @@ static int run_captured(char *const argv[], char *out, size_t len)
             continue;
         if (got <= 0)
             break;
+        /* the last len - 1 bytes are kept: the probe's line comes at its end, after
+           whatever the driver or the loader wrote to stderr */
+        size_t drop = used + (size_t)got > len - 1 ? used + (size_t)got - (len - 1) : 0;
+        if (drop > used)
+            drop = used;
+        memmove(out, out + drop, used - drop);
+        used -= drop;
         size_t take = (size_t)got < len - 1 - used ? (size_t)got : len - 1 - used;
-        memcpy(out + used, buf, take);
+        memcpy(out + used, buf + (size_t)got - take, take);
         used += take;
     }
     out[used] = '\0';

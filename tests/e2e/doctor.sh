@@ -58,6 +58,30 @@ rc=$?
 check "the probe cannot be started: FAIL with the reason, exit 1 ($(line FAIL slice "$out" | cut -c1-140))" \
     "[ $rc -eq 1 ] && line FAIL slice \"\$out\" | grep -q 'cannot run .*: Permission denied'"
 
+# a probe that writes more than the doctor keeps (8 KiB) before its line: the line, which
+# comes last, is still found (the first 8 KiB were kept: "could not run its probe (exit 0)")
+cat >"$work/noisy.c" <<'EOF'
+#include <stdio.h>
+#include <string.h>
+__attribute__((constructor)) static void noise(void)
+{
+    char cmd[4096] = "";
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    size_t n = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    const char *arg1 = cmd + strlen(cmd) + 1; /* only in the probe: ARGV0 doctor --probe */
+    if (arg1 < cmd + n && strcmp(arg1, "doctor") == 0 && strcmp(arg1 + 7, "--probe") == 0)
+        for (int i = 0; i < 400; i++)
+            fprintf(stderr, "a driver's warning, line %d, of some fifty characters\n", i);
+}
+EOF
+cc -shared -fPIC -o "$work/noisy.so" "$work/noisy.c"
+out=$(LD_PRELOAD=$work/noisy.so "$CARVE" doctor --simulate 2>&1)
+rc=$?
+check "a probe with 20 KiB of warnings before its line: still ok, exit 0 ($(line '[a-zA-Z]*' slice "$out" | cut -c1-100))" \
+    "[ $rc -eq 0 ] && line ok slice \"\$out\" | grep -q 'saw 1 GiB, was refused'"
+
 # compute modes
 out=$(CARVE_SIM_COMPUTE_MODE=3 "$CARVE" doctor --simulate --no-probe 2>&1)
 rc=$?
