@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -300,7 +301,7 @@ static int run_captured(char *const argv[], char *out, size_t len)
     int fds[2];
     if (pipe(fds) < 0)
         return -1;
-    pid_t pid = fork();
+    pid_t doctor = getpid(), pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
@@ -308,6 +309,11 @@ static int run_captured(char *const argv[], char *out, size_t len)
     }
     if (pid == 0) {
         setpgid(0, 0); /* a timeout ends the probe's whole group */
+        /* which a Ctrl-C or a timeout(1) that ends the doctor then does not reach: the
+           doctor's end does (carve run forwards SIGTERM to the probe and removes its slice) */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != doctor)
+            _exit(CARVE_EXIT_NOEXEC);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
         close(fds[0]);
@@ -347,10 +353,15 @@ static int run_captured(char *const argv[], char *out, size_t len)
     }
     out[used] = '\0';
     close(fds[0]);
-    if (timed_out)
+    int status = 0;
+    pid_t done = 0;
+    if (timed_out) { /* SIGTERM first: carve run removes its slice (SIGKILL left it in /dev/shm) */
+        kill(-pid, SIGTERM);
+        for (int i = 0; i < 40 && (done = waitpid(pid, &status, WNOHANG)) == 0; i++)
+            nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
         kill(-pid, SIGKILL);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    }
+    while (done != pid && (done = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
         ;
     return timed_out ? -1 : status;
 }

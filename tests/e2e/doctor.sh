@@ -82,6 +82,43 @@ rc=$?
 check "a probe with 20 KiB of warnings before its line: still ok, exit 0 ($(line '[a-zA-Z]*' slice "$out" | cut -c1-100))" \
     "[ $rc -eq 0 ] && line ok slice \"\$out\" | grep -q 'saw 1 GiB, was refused'"
 
+# the doctor ended (a Ctrl-C, timeout(1)) while its probe hangs: the probe and its slice
+# end with it (the probe was in a process group of its own, out of their reach: it and the
+# carve run above it stayed, holding their slice)
+cat >"$work/hang.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((constructor)) static void hang(void)
+{
+    char cmd[4096] = "";
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    size_t n = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    const char *arg1 = cmd + strlen(cmd) + 1; /* only in the probe: ARGV0 doctor --probe */
+    if (arg1 < cmd + n && strcmp(arg1, "doctor") == 0 && strcmp(arg1 + 7, "--probe") == 0) {
+        FILE *p = fopen(getenv("HANG_PIDFILE"), "w");
+        fprintf(p, "%d %d\n", (int)getpid(), (int)getppid());
+        fclose(p);
+        sleep(120);
+    }
+}
+EOF
+cc -shared -fPIC -o "$work/hang.so" "$work/hang.c"
+HANG_PIDFILE=$work/hang.pid LD_PRELOAD=$work/hang.so timeout 3 "$CARVE" doctor --simulate >/dev/null 2>&1
+probe_pid=none run_pid=none # never 0 below: kill 0 is this script's own process group
+[ -s "$work/hang.pid" ] && read -r probe_pid run_pid <"$work/hang.pid"
+for _ in $(seq 30); do
+    kill -0 "$probe_pid" 2>/dev/null || kill -0 "$run_pid" 2>/dev/null || break
+    sleep 0.1
+done
+left=$(for p in "$probe_pid" "$run_pid"; do kill -0 "$p" 2>/dev/null && ps -o pid=,args= -p "$p" | cut -c1-60; done | tr '\n' ' ')
+check "the doctor killed while its probe hangs: the probe ($probe_pid) and its carve run end too (left: ${left:-none})" \
+    "[ '$probe_pid' != none ] && [ -z '$left' ]"
+for p in "$probe_pid" "$run_pid"; do kill "$p" 2>/dev/null; done
+
 # compute modes
 out=$(CARVE_SIM_COMPUTE_MODE=3 "$CARVE" doctor --simulate --no-probe 2>&1)
 rc=$?
