@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -170,6 +171,30 @@ static void check_libraries(struct report *r)
         note(r, ST_FAIL, "carve", "no libcarve.so at %s (%s): rebuild carve with make, or set "
              "CARVE_LIBDIR to its lib/carve", path, strerror(errno));
         return;
+    }
+    /* a static carve hands the commands that load NVML, this one included, to carve-dynamic
+       (cli/dynamic_twin.c: beside carve's own libraries, else in CARVE_LIBDIR); without it
+       the first dlopen below would end the doctor with that message and exit 2, no report */
+    if (getauxval(AT_BASE) == 0) { /* no program interpreter: linked statically */
+        char own[PATH_MAX], twin[PATH_MAX + 32] = "";
+        const char *env = getenv("CARVE_LIBDIR");
+        bool runnable = false;
+        if (carve_own_libdir(own, sizeof(own)) == 0) {
+            snprintf(twin, sizeof(twin), "%s/carve-dynamic", own);
+            runnable = access(twin, X_OK) == 0;
+        }
+        if (!runnable && env && *env) {
+            snprintf(twin, sizeof(twin), "%s/carve-dynamic", env);
+            runnable = access(twin, X_OK) == 0;
+        }
+        if (!runnable) {
+            note(r, ST_FAIL, "carve", "this carve is linked statically and runs the commands "
+                 "that load NVML (doctor, carve run without carved, carve mig) as "
+                 "carve-dynamic, and %s cannot be run (%s): reinstall carve (make install), "
+                 "or set CARVE_LIBDIR to its lib/carve", twin[0] ? twin : "carve-dynamic",
+                 strerror(errno));
+            return;
+        }
     }
     note(r, ST_OK, "carve", "carve %s, libcarve.so in %s", CARVE_VERSION, r->libdir);
 }

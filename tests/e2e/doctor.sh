@@ -119,6 +119,21 @@ check "the doctor killed while its probe hangs: the probe ($probe_pid) and its c
     "[ '$probe_pid' != none ] && [ -z '$left' ]"
 for p in "$probe_pid" "$run_pid"; do kill "$p" 2>/dev/null; done
 
+# a static carve whose twin is missing (a copy without lib/carve/carve-dynamic): a FAIL that
+# names it, not the twin's exit 2 at the doctor's first dlopen with no report at all
+if [ -e "$BUILD/lib/carve/carve-dynamic" ]; then
+    mkdir -p "$work/copy/bin"
+    cp -r "$BUILD/lib" "$work/copy/"
+    cp "$CARVE" "$work/copy/bin/"
+    rm "$work/copy/lib/carve/carve-dynamic"
+    out=$("$work/copy/bin/carve" doctor --simulate 2>&1)
+    rc=$?
+    check "a static carve without carve-dynamic: FAIL naming it, exit 1 ($(line FAIL carve "$out" | cut -c1-100))" \
+        "[ $rc -eq 1 ] && line FAIL carve \"\$out\" | grep -q 'copy/bin/../lib/carve/carve-dynamic cannot be run' && [[ \"\$out\" == *'1 problem'* ]]"
+else
+    ok "a static carve without carve-dynamic: skipped (this carve is linked dynamically)"
+fi
+
 # compute modes
 out=$(CARVE_SIM_COMPUTE_MODE=3 "$CARVE" doctor --simulate --no-probe 2>&1)
 rc=$?
