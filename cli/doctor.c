@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -482,6 +483,14 @@ static void check_slice(struct report *r, bool skip)
 static void check_carved(struct report *r)
 {
     int fd = carve_daemon_connect();
+    struct stat st;
+    if (fd < 0 && stat(carve_socket_path(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        note(r, ST_WARN, "carved", "%s is not a socket (%s): carve can reach no carved there; "
+             "unset CARVE_SOCKET, or point it at carved's socket (carved --socket)",
+             carve_socket_path(), getenv("CARVE_SOCKET") && *getenv("CARVE_SOCKET")
+                                      ? "CARVE_SOCKET names it" : "carved's default path");
+        return;
+    }
     if (fd < 0) {
         note(r, ST_INFO, "carved", "not running (no one listens on %s): carve run works without "
              "it; carve slice, ps and top, the metrics and the dashboard need it",

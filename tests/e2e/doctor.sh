@@ -36,6 +36,13 @@ json=$("$CARVE" doctor --simulate --json 2>&1)
 check "--json: the same findings, 0 problems ($(jq -c '[.problems, .warnings, (.findings | length)]' <<<"$json" 2>&1))" \
     "[ \"\$(jq -r '.problems' <<<\"\$json\")\" = 0 ] && [ \"\$(jq -r '[.findings[] | select(.check == \"slice\")][0].status' <<<\"\$json\")\" = ok ] && [ \"\$(jq '.findings | length' <<<\"\$json\")\" -eq \"\$(grep -c '^[a-zA-Z]' <<<\"\$out\" | awk '{print \$1 - 1}')\" ]"
 
+# CARVE_SOCKET naming a file that is not a socket: said so, not "not running"
+touch "$work/not-a-socket"
+out=$(CARVE_SOCKET=$work/not-a-socket "$CARVE" doctor --simulate --no-probe 2>&1)
+rc=$?
+check "CARVE_SOCKET at a plain file: a warning that says so, exit 0 ($(line warn carved "$out" | cut -c1-110))" \
+    "[ $rc -eq 0 ] && line warn carved \"\$out\" | grep -q 'not-a-socket is not a socket (CARVE_SOCKET names it)'"
+
 # a libcarve that does not take hold: the probe's tenant sees the whole GPU
 fake=$work/lib
 cp -r "$BUILD/lib/carve" "$fake"
