@@ -29,6 +29,14 @@ if [ $rc -ne 0 ]; then # install would build it, with make's default compiler an
     echo "$passed passed, $failed failed (stopped: run make for $BUILD first)"
     exit 1
 fi
+# a PREFIX with a space: refused before anything is written (its second word was a
+# directory made relative to the checkout: carve-install-space/bin and the rest)
+out=$(make --no-print-directory BUILD="$BUILD" DESTDIR="$root" PREFIX="/opt/x carve-install-space" install 2>&1)
+rc=$?
+made=$(ls -d carve-install-space "$root" 2>/dev/null | tr '\n' ' ')
+check "make install PREFIX='/opt/x carve-install-space' is refused and writes nothing (exit $rc; made: ${made:-nothing})" \
+    "[ $rc -ne 0 ] && [[ \"\$out\" == *'cannot hold a space'* ]] && [ -z '$made' ]"
+rm -rf carve-install-space "$root"
 make_install install >"$work/install.log" 2>&1
 rc=$?
 check "make install DESTDIR=... PREFIX=$prefix exits 0 (exit $rc)" "[ $rc -eq 0 ]"
