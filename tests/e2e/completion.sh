@@ -15,7 +15,9 @@ source tests/e2e/private_carved.bash
 source cli/carve-completion.bash
 
 # offered LINE: what completing LINE offers (the last word is the one completed; a line
-# that ends in a space completes an empty word), one a line, sorted
+# that ends in a space completes an empty word), one a line, sorted; then anything the
+# completion wrote to stderr (the user's terminal), as "stderr: ..." lines, which no
+# check expects
 offered() {
     local line=$1 fn=_carve
     read -r -a COMP_WORDS <<<"$line"
@@ -23,8 +25,9 @@ offered() {
     COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
     [[ ${COMP_WORDS[0]} == *carved ]] && fn=_carved
     COMPREPLY=()
-    $fn
+    $fn 2>"$work/completion.err"
     printf '%s\n' "${COMPREPLY[@]}" | sed '/^$/d' | sort
+    sed 's/^/stderr: /' "$work/completion.err"
 }
 has() { grep -qx -- "$2" <<<"$1"; } # has LIST WORD
 words() { echo "$1" | tr '\n' ' '; }
