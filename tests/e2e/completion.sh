@@ -103,6 +103,22 @@ out=$(offered "$C run --memory 1GiB -- bas")
 check "carve run ... -- bas<TAB>: commands (bash among $(grep -c . <<<"$out"))" 'has "$out" bash'
 out=$(offered "$C run -- ls --me")
 check "carve run -- ls --me<TAB>: not carve's --memory ($(words "$out"))" '! has "$out" --memory'
+# without `--': the first word that is neither an option nor an option's value
+out=$(offered "$C run --memory 1GiB -q bas")
+check "carve run --memory 1GiB -q bas<TAB>: commands ($(grep -c . <<<"$out") offered)" 'has "$out" bash && ! has "$out" --memory'
+out=$(offered "$C run --memory = 1GiB bas")
+check "carve run --memory=1GiB bas<TAB>: commands ($(grep -c . <<<"$out") offered)" 'has "$out" bash'
+out=$(offered "$C run -n job ls --me")
+check "carve run -n job ls --me<TAB>: ls's, not carve's --memory ($(words "$out"))" '! has "$out" --memory'
+# every option of carve run that takes a value (its help: "-x, --opt VALUE") is skipped
+# with its value: its value is not taken for the command
+valued=$("$C" run --help | sed -n 's/^ *-[[:alpha:]], \(--[a-z-]*\) [A-Z].*/\1/p')
+wrong=""
+for o in $valued; do has "$(offered "$C run $o bas")" bash && wrong+="$o "; done
+check "carve run OPTION bas<TAB>: no command offered as the value of any of $(words "$valued")(offered for: ${wrong:-none})" \
+    "[ \$(wc -w <<<'$valued') -ge 6 ] && [ -z '$wrong' ]"
+out=$(offered "$C run --name ")
+check "carve run --name <TAB>: a value of the user's own, not a command ($(grep -c . <<<"$out") offered)" '[ -z "$out" ]'
 
 # slice names, from carved
 out=$(offered "$C slice delete ")
