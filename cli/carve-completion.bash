@@ -47,12 +47,22 @@ _carve_reply() { # _carve_reply WORDS...: the words that start with the current 
     COMPREPLY=($(compgen -W "$*" -- "$cur"))
 }
 
+# --opt=value: bash makes `=' a word of its own; the value is completed as after --opt
+_carve_equals() {
+    if [ "$cur" = "=" ]; then
+        cur=""
+    elif [ "$prev" = "=" ] && [ "$COMP_CWORD" -ge 2 ]; then
+        prev=${COMP_WORDS[COMP_CWORD - 2]}
+    fi
+}
+
 _carve() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
     local carve=${COMP_WORDS[0]} sub="" action="" i
     # shellcheck disable=SC2088 # a ~ as typed, which the shell has not expanded
     [[ $carve == "~/"* ]] && carve=$HOME/${carve#"~/"}
     COMPREPLY=()
+    _carve_equals
 
     if [ "$COMP_CWORD" -eq 1 ]; then
         _carve_reply $_carve_subcommands --help --version
@@ -131,6 +141,7 @@ _carve() {
 _carved() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
     COMPREPLY=()
+    _carve_equals
     case "$prev" in
     --config | -c | --socket | -S | --state-dir | -d) compopt -o default 2>/dev/null; return ;;
     --listen | -l) return ;;

@@ -74,6 +74,12 @@ closed "advise --trust" "$_carve_trusts" '--trust'
 closed "advise --check" "whole $_carve_mechanisms" '--check'
 closed "cost --mechanism" "$_carve_mechanisms" '--mechanism'
 closed "top --sort" "$_carve_sort_keys" '--sort'
+# --opt=value: bash makes `=' a word of its own ("--sort=" is --sort, =; "--mode=t" is
+# --mode, =, t), and the value is completed as after --opt
+out=$(offered "$C top --sort =")
+check "carve top --sort=<TAB>: the sort keys ($(words "$out"))" '[ "$(words "$out")" = "idle memory name share " ]'
+out=$(offered "$C run --mode = t")
+check "carve run --mode=t<TAB>: timeslice ($(words "$out"))" '[ "$out" = timeslice ]'
 # the values carve takes: advise accepts each workload, trust and mechanism it is offered
 bad_values=""
 for w in $_carve_workloads; do "$C" advise --gpu H100 --workload "$w" >/dev/null 2>&1 || bad_values+="workload=$w "; done
