@@ -53,7 +53,8 @@ install: product
 		install -m 644 $$p $(INST_MAN)/man$${p##*.}/ || exit 1; \
 	done
 	for a in $(MAN_ALIASES); do \
-		echo ".so man1/$${a#*:}" >$(INST_MAN)/man1/$${a%%:*} || exit 1; \
+		echo ".so man1/$${a#*:}" >$(INST_MAN)/man1/$${a%%:*} && \
+		chmod 644 $(INST_MAN)/man1/$${a%%:*} || exit 1; \
 	done
 	install -m 644 $(INSTALL_SHARE) $(INST_SHARE)/
 	sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' carved/carved.service >$(INST_UNIT)/carved.service

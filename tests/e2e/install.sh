@@ -19,7 +19,8 @@ export CARVE_SOCKET=$work/nobody.sock # a standalone run: no carved listens here
 root=$work/root
 prefix=/opt/carve-test # not /usr/local: the unit's path must follow PREFIX
 inst=$root$prefix
-make_install() { make --no-print-directory BUILD="$BUILD" DESTDIR="$root" PREFIX="$prefix" "$@"; }
+# under umask 077, as on a hardened root: what is installed has its own modes, not the umask's
+make_install() { (umask 077 && make --no-print-directory BUILD="$BUILD" DESTDIR="$root" PREFIX="$prefix" "$@"); }
 
 # -q: the build is up to date, so that install copies this build and compiles nothing
 make --no-print-directory -q BUILD="$BUILD" product
