@@ -679,14 +679,31 @@ static void print_text(const struct report *r)
     printf("\n");
 }
 
+/* JSON carries UTF-8 only, and json_pack's "s" refuses anything else (the finding was then
+ * left out): a text that is not UTF-8 (a Latin-1 path, a message cut inside a character)
+ * gets '?' for each byte that is not ASCII */
+static json_t *json_text(const char *text)
+{
+    json_t *j = json_string(text);
+    if (j)
+        return j;
+    char copy[sizeof(((struct finding *)0)->message)];
+    snprintf(copy, sizeof(copy), "%s", text);
+    for (char *p = copy; *p; p++)
+        if ((unsigned char)*p >= 0x80)
+            *p = '?';
+    return json_string(copy);
+}
+
 static void print_json(const struct report *r)
 {
     json_t *list = json_array();
     for (int i = 0; i < r->count; i++) {
         const struct finding *f = &r->findings[i];
         json_t *status = json_string(f->status == ST_FAIL ? "fail" : status_names[f->status]);
-        json_array_append_new(list, json_pack("{s:s, s:o, s:s}", "check", f->check, "status",
-                                              status, "message", f->message));
+        json_array_append_new(list, json_pack("{s:o, s:o, s:o}", "check", json_text(f->check),
+                                              "status", status, "message",
+                                              json_text(f->message)));
     }
     json_t *doc = json_pack("{s:s, s:b, s:o, s:i, s:i}", "version", CARVE_VERSION, "simulated",
                             r->simulate, "findings", list, "problems",

@@ -43,6 +43,12 @@ rc=$?
 check "CARVE_SOCKET at a plain file: a warning that says so, exit 0 ($(line warn carved "$out" | cut -c1-110))" \
     "[ $rc -eq 0 ] && line warn carved \"\$out\" | grep -q 'not-a-socket is not a socket (CARVE_SOCKET names it)'"
 
+# --json with a finding that is not UTF-8 (a Latin-1 CARVE_LIBDIR): the finding is still
+# there (json_pack refused it, and the FAIL was left out while "problems" counted it)
+json=$(CARVE_LIBDIR=$'/nowhere/\xe9' "$CARVE" doctor --simulate --json 2>&1)
+check "--json, a FAIL whose message is not UTF-8: listed ($(jq -c '[.problems, ([.findings[] | select(.status == "fail")] | length)]' <<<"$json" 2>&1))" \
+    "[ \"\$(jq -c '[.problems, ([.findings[] | select(.status == \"fail\" and .check == \"carve\")] | length)]' <<<\"\$json\")\" = '[1,1]' ]"
+
 # a libcarve that does not take hold: the probe's tenant sees the whole GPU
 fake=$work/lib
 cp -r "$BUILD/lib/carve" "$fake"
