@@ -32,8 +32,16 @@ MAN_ALIASES      := carve-ps.1:carve-slice.1
 INSTALL_SHARE    := carved/carved.conf.example carved/grafana-dashboard.json \
                     carved/prometheus-alerts.yml
 
+# The paths are not quoted in the recipes: one with a space ("/opt/my carve") would be two
+# words, the second a directory made (or a file removed) relative to the checkout. Refused.
+empty :=
+install_space := $(empty) $(empty)
+install_paths_ok = $(if $(findstring $(install_space),$(DESTDIR)$(PREFIX)$(SYSTEMD_UNITDIR)),\
+	$(error DESTDIR, PREFIX and SYSTEMD_UNITDIR cannot hold a space: "$(DESTDIR)$(PREFIX)"))
+
 .PHONY: install uninstall
 install: product
+	$(install_paths_ok)
 	install -d $(INST_BIN) $(INST_LIB)/sim/bin $(INST_MAN)/man1 $(INST_MAN)/man8 \
 		$(INST_SHARE) $(INST_UNIT) $(INST_COMPLETION)
 	install -m 755 $(addprefix $(BIN)/,$(INSTALL_PROGRAMS)) $(INST_BIN)/
@@ -46,7 +54,8 @@ install: product
 		install -m 644 $$p $(INST_MAN)/man$${p##*.}/ || exit 1; \
 	done
 	for a in $(MAN_ALIASES); do \
-		echo ".so man1/$${a#*:}" >$(INST_MAN)/man1/$${a%%:*} || exit 1; \
+		echo ".so man1/$${a#*:}" >$(INST_MAN)/man1/$${a%%:*} && \
+		chmod 644 $(INST_MAN)/man1/$${a%%:*} || exit 1; \
 	done
 	install -m 644 $(INSTALL_SHARE) $(INST_SHARE)/
 	sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' carved/carved.service >$(INST_UNIT)/carved.service
@@ -56,6 +65,7 @@ install: product
 
 # Removes what install writes, and the directories of carve's own once they are empty.
 uninstall:
+	$(install_paths_ok)
 	rm -f $(addprefix $(INST_BIN)/,$(INSTALL_PROGRAMS))
 	rm -f $(addprefix $(INST_LIB)/,$(INSTALL_LIBS) $(INSTALL_LIBS_IF) $(INSTALL_LINKS))
 	rm -f $(foreach p,$(MAN_PAGES),$(INST_MAN)/man$(subst .,,$(suffix $(p)))/$(notdir $(p)))

@@ -47,31 +47,55 @@ _carve_reply() { # _carve_reply WORDS...: the words that start with the current 
     COMPREPLY=($(compgen -W "$*" -- "$cur"))
 }
 
+# --opt=value: bash makes `=' a word of its own; the value is completed as after --opt
+_carve_equals() {
+    if [ "$cur" = "=" ]; then
+        cur=""
+    elif [ "$prev" = "=" ] && [ "$COMP_CWORD" -ge 2 ]; then
+        prev=${COMP_WORDS[COMP_CWORD - 2]}
+    fi
+}
+
 _carve() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
     local carve=${COMP_WORDS[0]} sub="" action="" i
     # shellcheck disable=SC2088 # a ~ as typed, which the shell has not expanded
     [[ $carve == "~/"* ]] && carve=$HOME/${carve#"~/"}
     COMPREPLY=()
+    _carve_equals
 
     if [ "$COMP_CWORD" -eq 1 ]; then
         _carve_reply $_carve_subcommands --help --version
         return
     fi
     sub=${COMP_WORDS[1]}
-    # carve run's COMMAND: after `--', complete it as its own command line
-    for ((i = 2; i < COMP_CWORD; i++)); do
-        if [ "${COMP_WORDS[i]}" = "--" ] && [ "$sub" = run ]; then
-            if declare -F _command_offset >/dev/null; then
-                _command_offset $((i + 1)) # bash-completion's: the command's own completion
-            elif [ $((i + 1)) -eq "$COMP_CWORD" ]; then
-                _carve_reply "$(compgen -c -- "$cur")"
-            else
-                compopt -o default 2>/dev/null
-            fi
-            return
+    # carve run's COMMAND, after `--' or without it at the first word that is neither an
+    # option nor an option's value (carve run's options stop there: getopt's "+"):
+    # complete it as its own command line
+    local start=0
+    if [ "$sub" = run ]; then
+        for ((i = 2; i <= COMP_CWORD; i++)); do
+            case ${COMP_WORDS[i]} in
+            --) start=$((i + 1)); break ;;
+            -m | --memory | -c | --compute | -p | --priority | -n | --name | -S | --slice | \
+                -M | --mode | -I | --mig-instance) # and its value, unless given as --opt=value
+                [ "${COMP_WORDS[i + 1]:-}" = "=" ] || i=$((i + 1)) ;;
+            =) i=$((i + 1)) ;; # --opt=value: bash makes `=' a word of its own
+            -*) ;;
+            *) start=$i; break ;;
+            esac
+        done
+    fi
+    if [ "$start" -gt 0 ] && [ "$start" -le "$COMP_CWORD" ]; then
+        if declare -F _command_offset >/dev/null; then
+            _command_offset "$start" # bash-completion's: the command's own completion
+        elif [ "$start" -eq "$COMP_CWORD" ]; then
+            _carve_reply "$(compgen -c -- "$cur")"
+        else
+            compopt -o default 2>/dev/null
         fi
-    done
+        return
+    fi
     # the first word after the subcommand that is not an option: slice's and mig's action
     for ((i = 2; i < COMP_CWORD; i++)); do
         case ${COMP_WORDS[i]} in -*) ;; *) action=${COMP_WORDS[i]}; break ;; esac
@@ -117,6 +141,7 @@ _carve() {
 _carved() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
     COMPREPLY=()
+    _carve_equals
     case "$prev" in
     --config | -c | --socket | -S | --state-dir | -d) compopt -o default 2>/dev/null; return ;;
     --listen | -l) return ;;

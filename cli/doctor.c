@@ -20,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -170,6 +173,30 @@ static void check_libraries(struct report *r)
              "CARVE_LIBDIR to its lib/carve", path, strerror(errno));
         return;
     }
+    /* a static carve hands the commands that load NVML, this one included, to carve-dynamic
+       (cli/dynamic_twin.c: beside carve's own libraries, else in CARVE_LIBDIR); without it
+       the first dlopen below would end the doctor with that message and exit 2, no report */
+    if (getauxval(AT_BASE) == 0) { /* no program interpreter: linked statically */
+        char own[PATH_MAX], twin[PATH_MAX + 32] = "";
+        const char *env = getenv("CARVE_LIBDIR");
+        bool runnable = false;
+        if (carve_own_libdir(own, sizeof(own)) == 0) {
+            snprintf(twin, sizeof(twin), "%s/carve-dynamic", own);
+            runnable = access(twin, X_OK) == 0;
+        }
+        if (!runnable && env && *env) {
+            snprintf(twin, sizeof(twin), "%s/carve-dynamic", env);
+            runnable = access(twin, X_OK) == 0;
+        }
+        if (!runnable) {
+            note(r, ST_FAIL, "carve", "this carve is linked statically and runs the commands "
+                 "that load NVML (doctor, carve run without carved, carve mig) as "
+                 "carve-dynamic, and %s cannot be run (%s): reinstall carve (make install), "
+                 "or set CARVE_LIBDIR to its lib/carve", twin[0] ? twin : "carve-dynamic",
+                 strerror(errno));
+            return;
+        }
+    }
     note(r, ST_OK, "carve", "carve %s, libcarve.so in %s", CARVE_VERSION, r->libdir);
 }
 
@@ -292,14 +319,15 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Runs argv with its output (stdout and stderr together) into out; its wait status, or -1
- * when it could not be started or ran past PROBE_TIMEOUT_MS (then it is killed). */
+/* Runs argv with its output (stdout and stderr together; the last len - 1 bytes of it) into
+ * out; its wait status, or -1 when it could not be started or ran past PROBE_TIMEOUT_MS
+ * (then it is killed). */
 static int run_captured(char *const argv[], char *out, size_t len)
 {
     int fds[2];
     if (pipe(fds) < 0)
         return -1;
-    pid_t pid = fork();
+    pid_t doctor = getpid(), pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
@@ -307,12 +335,18 @@ static int run_captured(char *const argv[], char *out, size_t len)
     }
     if (pid == 0) {
         setpgid(0, 0); /* a timeout ends the probe's whole group */
+        /* which a Ctrl-C or a timeout(1) that ends the doctor then does not reach: the
+           doctor's end does (carve run forwards SIGTERM to the probe and removes its slice) */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != doctor)
+            _exit(CARVE_EXIT_NOEXEC);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
         close(fds[0]);
         close(fds[1]);
         execv(argv[0], argv);
-        printf("cannot run %s: %s\n", argv[0], strerror(errno));
+        /* not printf: stdout is the pipe, fully buffered, and _exit does not flush it */
+        dprintf(STDOUT_FILENO, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(CARVE_EXIT_NOEXEC);
     }
     close(fds[1]);
@@ -332,16 +366,28 @@ static int run_captured(char *const argv[], char *out, size_t len)
             continue;
         if (got <= 0)
             break;
+        /* the last len - 1 bytes are kept: the probe's line comes at its end, after
+           whatever the driver or the loader wrote to stderr */
+        size_t drop = used + (size_t)got > len - 1 ? used + (size_t)got - (len - 1) : 0;
+        if (drop > used)
+            drop = used;
+        memmove(out, out + drop, used - drop);
+        used -= drop;
         size_t take = (size_t)got < len - 1 - used ? (size_t)got : len - 1 - used;
-        memcpy(out + used, buf, take);
+        memcpy(out + used, buf + (size_t)got - take, take);
         used += take;
     }
     out[used] = '\0';
     close(fds[0]);
-    if (timed_out)
+    int status = 0;
+    pid_t done = 0;
+    if (timed_out) { /* SIGTERM first: carve run removes its slice (SIGKILL left it in /dev/shm) */
+        kill(-pid, SIGTERM);
+        for (int i = 0; i < 40 && (done = waitpid(pid, &status, WNOHANG)) == 0; i++)
+            nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
         kill(-pid, SIGKILL);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    }
+    while (done != pid && (done = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
         ;
     return timed_out ? -1 : status;
 }
@@ -437,6 +483,14 @@ static void check_slice(struct report *r, bool skip)
 static void check_carved(struct report *r)
 {
     int fd = carve_daemon_connect();
+    struct stat st;
+    if (fd < 0 && stat(carve_socket_path(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        note(r, ST_WARN, "carved", "%s is not a socket (%s): carve can reach no carved there; "
+             "unset CARVE_SOCKET, or point it at carved's socket (carved --socket)",
+             carve_socket_path(), getenv("CARVE_SOCKET") && *getenv("CARVE_SOCKET")
+                                      ? "CARVE_SOCKET names it" : "carved's default path");
+        return;
+    }
     if (fd < 0) {
         note(r, ST_INFO, "carved", "not running (no one listens on %s): carve run works without "
              "it; carve slice, ps and top, the metrics and the dashboard need it",
@@ -625,14 +679,31 @@ static void print_text(const struct report *r)
     printf("\n");
 }
 
+/* JSON carries UTF-8 only, and json_pack's "s" refuses anything else (the finding was then
+ * left out): a text that is not UTF-8 (a Latin-1 path, a message cut inside a character)
+ * gets '?' for each byte that is not ASCII */
+static json_t *json_text(const char *text)
+{
+    json_t *j = json_string(text);
+    if (j)
+        return j;
+    char copy[sizeof(((struct finding *)0)->message)];
+    snprintf(copy, sizeof(copy), "%s", text);
+    for (char *p = copy; *p; p++)
+        if ((unsigned char)*p >= 0x80)
+            *p = '?';
+    return json_string(copy);
+}
+
 static void print_json(const struct report *r)
 {
     json_t *list = json_array();
     for (int i = 0; i < r->count; i++) {
         const struct finding *f = &r->findings[i];
         json_t *status = json_string(f->status == ST_FAIL ? "fail" : status_names[f->status]);
-        json_array_append_new(list, json_pack("{s:s, s:o, s:s}", "check", f->check, "status",
-                                              status, "message", f->message));
+        json_array_append_new(list, json_pack("{s:o, s:o, s:o}", "check", json_text(f->check),
+                                              "status", status, "message",
+                                              json_text(f->message)));
     }
     json_t *doc = json_pack("{s:s, s:b, s:o, s:i, s:i}", "version", CARVE_VERSION, "simulated",
                             r->simulate, "findings", list, "problems",

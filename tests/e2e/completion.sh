@@ -15,7 +15,9 @@ source tests/e2e/private_carved.bash
 source cli/carve-completion.bash
 
 # offered LINE: what completing LINE offers (the last word is the one completed; a line
-# that ends in a space completes an empty word), one a line, sorted
+# that ends in a space completes an empty word), one a line, sorted; then anything the
+# completion wrote to stderr (the user's terminal), as "stderr: ..." lines, which no
+# check expects
 offered() {
     local line=$1 fn=_carve
     read -r -a COMP_WORDS <<<"$line"
@@ -23,8 +25,9 @@ offered() {
     COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
     [[ ${COMP_WORDS[0]} == *carved ]] && fn=_carved
     COMPREPLY=()
-    $fn
+    $fn 2>"$work/completion.err"
     printf '%s\n' "${COMPREPLY[@]}" | sed '/^$/d' | sort
+    sed 's/^/stderr: /' "$work/completion.err"
 }
 has() { grep -qx -- "$2" <<<"$1"; } # has LIST WORD
 words() { echo "$1" | tr '\n' ' '; }
@@ -71,6 +74,12 @@ closed "advise --trust" "$_carve_trusts" '--trust'
 closed "advise --check" "whole $_carve_mechanisms" '--check'
 closed "cost --mechanism" "$_carve_mechanisms" '--mechanism'
 closed "top --sort" "$_carve_sort_keys" '--sort'
+# --opt=value: bash makes `=' a word of its own ("--sort=" is --sort, =; "--mode=t" is
+# --mode, =, t), and the value is completed as after --opt
+out=$(offered "$C top --sort =")
+check "carve top --sort=<TAB>: the sort keys ($(words "$out"))" '[ "$(words "$out")" = "idle memory name share " ]'
+out=$(offered "$C run --mode = t")
+check "carve run --mode=t<TAB>: timeslice ($(words "$out"))" '[ "$out" = timeslice ]'
 # the values carve takes: advise accepts each workload, trust and mechanism it is offered
 bad_values=""
 for w in $_carve_workloads; do "$C" advise --gpu H100 --workload "$w" >/dev/null 2>&1 || bad_values+="workload=$w "; done
@@ -100,6 +109,22 @@ out=$(offered "$C run --memory 1GiB -- bas")
 check "carve run ... -- bas<TAB>: commands (bash among $(grep -c . <<<"$out"))" 'has "$out" bash'
 out=$(offered "$C run -- ls --me")
 check "carve run -- ls --me<TAB>: not carve's --memory ($(words "$out"))" '! has "$out" --memory'
+# without `--': the first word that is neither an option nor an option's value
+out=$(offered "$C run --memory 1GiB -q bas")
+check "carve run --memory 1GiB -q bas<TAB>: commands ($(grep -c . <<<"$out") offered)" 'has "$out" bash && ! has "$out" --memory'
+out=$(offered "$C run --memory = 1GiB bas")
+check "carve run --memory=1GiB bas<TAB>: commands ($(grep -c . <<<"$out") offered)" 'has "$out" bash'
+out=$(offered "$C run -n job ls --me")
+check "carve run -n job ls --me<TAB>: ls's, not carve's --memory ($(words "$out"))" '! has "$out" --memory'
+# every option of carve run that takes a value (its help: "-x, --opt VALUE") is skipped
+# with its value: its value is not taken for the command
+valued=$("$C" run --help | sed -n 's/^ *-[[:alpha:]], \(--[a-z-]*\) [A-Z].*/\1/p')
+wrong=""
+for o in $valued; do has "$(offered "$C run $o bas")" bash && wrong+="$o "; done
+check "carve run OPTION bas<TAB>: no command offered as the value of any of $(words "$valued")(offered for: ${wrong:-none})" \
+    "[ \$(wc -w <<<'$valued') -ge 6 ] && [ -z '$wrong' ]"
+out=$(offered "$C run --name ")
+check "carve run --name <TAB>: a value of the user's own, not a command ($(grep -c . <<<"$out") offered)" '[ -z "$out" ]'
 
 # slice names, from carved
 out=$(offered "$C slice delete ")

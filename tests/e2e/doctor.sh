@@ -36,6 +36,19 @@ json=$("$CARVE" doctor --simulate --json 2>&1)
 check "--json: the same findings, 0 problems ($(jq -c '[.problems, .warnings, (.findings | length)]' <<<"$json" 2>&1))" \
     "[ \"\$(jq -r '.problems' <<<\"\$json\")\" = 0 ] && [ \"\$(jq -r '[.findings[] | select(.check == \"slice\")][0].status' <<<\"\$json\")\" = ok ] && [ \"\$(jq '.findings | length' <<<\"\$json\")\" -eq \"\$(grep -c '^[a-zA-Z]' <<<\"\$out\" | awk '{print \$1 - 1}')\" ]"
 
+# CARVE_SOCKET naming a file that is not a socket: said so, not "not running"
+touch "$work/not-a-socket"
+out=$(CARVE_SOCKET=$work/not-a-socket "$CARVE" doctor --simulate --no-probe 2>&1)
+rc=$?
+check "CARVE_SOCKET at a plain file: a warning that says so, exit 0 ($(line warn carved "$out" | cut -c1-110))" \
+    "[ $rc -eq 0 ] && line warn carved \"\$out\" | grep -q 'not-a-socket is not a socket (CARVE_SOCKET names it)'"
+
+# --json with a finding that is not UTF-8 (a Latin-1 CARVE_LIBDIR): the finding is still
+# there (json_pack refused it, and the FAIL was left out while "problems" counted it)
+json=$(CARVE_LIBDIR=$'/nowhere/\xe9' "$CARVE" doctor --simulate --json 2>&1)
+check "--json, a FAIL whose message is not UTF-8: listed ($(jq -c '[.problems, ([.findings[] | select(.status == "fail")] | length)]' <<<"$json" 2>&1))" \
+    "[ \"\$(jq -c '[.problems, ([.findings[] | select(.status == \"fail\" and .check == \"carve\")] | length)]' <<<\"\$json\")\" = '[1,1]' ]"
+
 # a libcarve that does not take hold: the probe's tenant sees the whole GPU
 fake=$work/lib
 cp -r "$BUILD/lib/carve" "$fake"
@@ -45,6 +58,94 @@ out=$(CARVE_LIBDIR=$fake "$CARVE" doctor --simulate 2>&1)
 rc=$?
 check "a libcarve that does not take hold: FAIL, exit 1 ($(line FAIL slice "$out" | cut -c1-120))" \
     "[ $rc -eq 1 ] && line FAIL slice \"\$out\" | grep -q 'saw 80 GiB on GPU 0.*did not take hold' && [[ \"\$out\" == *'1 problem, 0 warnings: slice'* ]]"
+
+# the probe cannot be started: the child's reason reaches the finding (it printed into a
+# buffer that _exit threw away: "no output")
+cat >"$work/noexec.c" <<'EOF'
+#include <errno.h>
+int execv(const char *path, char *const argv[]) { (void)path; (void)argv; errno = EACCES; return -1; }
+EOF
+cc -shared -fPIC -o "$work/noexec.so" "$work/noexec.c"
+out=$(LD_PRELOAD=$work/noexec.so "$CARVE" doctor --simulate 2>&1)
+rc=$?
+check "the probe cannot be started: FAIL with the reason, exit 1 ($(line FAIL slice "$out" | cut -c1-140))" \
+    "[ $rc -eq 1 ] && line FAIL slice \"\$out\" | grep -q 'cannot run .*: Permission denied'"
+
+# a probe that writes more than the doctor keeps (8 KiB) before its line: the line, which
+# comes last, is still found (the first 8 KiB were kept: "could not run its probe (exit 0)")
+cat >"$work/noisy.c" <<'EOF'
+#include <stdio.h>
+#include <string.h>
+__attribute__((constructor)) static void noise(void)
+{
+    char cmd[4096] = "";
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    size_t n = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    const char *arg1 = cmd + strlen(cmd) + 1; /* only in the probe: ARGV0 doctor --probe */
+    if (arg1 < cmd + n && strcmp(arg1, "doctor") == 0 && strcmp(arg1 + 7, "--probe") == 0)
+        for (int i = 0; i < 400; i++)
+            fprintf(stderr, "a driver's warning, line %d, of some fifty characters\n", i);
+}
+EOF
+cc -shared -fPIC -o "$work/noisy.so" "$work/noisy.c"
+out=$(LD_PRELOAD=$work/noisy.so "$CARVE" doctor --simulate 2>&1)
+rc=$?
+check "a probe with 20 KiB of warnings before its line: still ok, exit 0 ($(line '[a-zA-Z]*' slice "$out" | cut -c1-100))" \
+    "[ $rc -eq 0 ] && line ok slice \"\$out\" | grep -q 'saw 1 GiB, was refused'"
+
+# the doctor ended (a Ctrl-C, timeout(1)) while its probe hangs: the probe and its slice
+# end with it (the probe was in a process group of its own, out of their reach: it and the
+# carve run above it stayed, holding their slice)
+cat >"$work/hang.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((constructor)) static void hang(void)
+{
+    char cmd[4096] = "";
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    size_t n = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    const char *arg1 = cmd + strlen(cmd) + 1; /* only in the probe: ARGV0 doctor --probe */
+    if (arg1 < cmd + n && strcmp(arg1, "doctor") == 0 && strcmp(arg1 + 7, "--probe") == 0) {
+        FILE *p = fopen(getenv("HANG_PIDFILE"), "w");
+        fprintf(p, "%d %d\n", (int)getpid(), (int)getppid());
+        fclose(p);
+        sleep(120);
+    }
+}
+EOF
+cc -shared -fPIC -o "$work/hang.so" "$work/hang.c"
+HANG_PIDFILE=$work/hang.pid LD_PRELOAD=$work/hang.so timeout 3 "$CARVE" doctor --simulate >/dev/null 2>&1
+probe_pid=none run_pid=none # never 0 below: kill 0 is this script's own process group
+[ -s "$work/hang.pid" ] && read -r probe_pid run_pid <"$work/hang.pid"
+for _ in $(seq 30); do
+    kill -0 "$probe_pid" 2>/dev/null || kill -0 "$run_pid" 2>/dev/null || break
+    sleep 0.1
+done
+left=$(for p in "$probe_pid" "$run_pid"; do kill -0 "$p" 2>/dev/null && ps -o pid=,args= -p "$p" | cut -c1-60; done | tr '\n' ' ')
+check "the doctor killed while its probe hangs: the probe ($probe_pid) and its carve run end too (left: ${left:-none})" \
+    "[ '$probe_pid' != none ] && [ -z '$left' ]"
+for p in "$probe_pid" "$run_pid"; do kill "$p" 2>/dev/null; done
+
+# a static carve whose twin is missing (a copy without lib/carve/carve-dynamic): a FAIL that
+# names it, not the twin's exit 2 at the doctor's first dlopen with no report at all
+if [ -e "$BUILD/lib/carve/carve-dynamic" ]; then
+    mkdir -p "$work/copy/bin"
+    cp -r "$BUILD/lib" "$work/copy/"
+    cp "$CARVE" "$work/copy/bin/"
+    rm "$work/copy/lib/carve/carve-dynamic"
+    out=$("$work/copy/bin/carve" doctor --simulate 2>&1)
+    rc=$?
+    check "a static carve without carve-dynamic: FAIL naming it, exit 1 ($(line FAIL carve "$out" | cut -c1-100))" \
+        "[ $rc -eq 1 ] && line FAIL carve \"\$out\" | grep -q 'copy/bin/../lib/carve/carve-dynamic cannot be run' && [[ \"\$out\" == *'1 problem'* ]]"
+else
+    ok "a static carve without carve-dynamic: skipped (this carve is linked dynamically)"
+fi
 
 # compute modes
 out=$(CARVE_SIM_COMPUTE_MODE=3 "$CARVE" doctor --simulate --no-probe 2>&1)

@@ -19,7 +19,8 @@ export CARVE_SOCKET=$work/nobody.sock # a standalone run: no carved listens here
 root=$work/root
 prefix=/opt/carve-test # not /usr/local: the unit's path must follow PREFIX
 inst=$root$prefix
-make_install() { make --no-print-directory BUILD="$BUILD" DESTDIR="$root" PREFIX="$prefix" "$@"; }
+# under umask 077, as on a hardened root: what is installed has its own modes, not the umask's
+make_install() { (umask 077 && make --no-print-directory BUILD="$BUILD" DESTDIR="$root" PREFIX="$prefix" "$@"); }
 
 # -q: the build is up to date, so that install copies this build and compiles nothing
 make --no-print-directory -q BUILD="$BUILD" product
@@ -29,6 +30,14 @@ if [ $rc -ne 0 ]; then # install would build it, with make's default compiler an
     echo "$passed passed, $failed failed (stopped: run make for $BUILD first)"
     exit 1
 fi
+# a PREFIX with a space: refused before anything is written (its second word was a
+# directory made relative to the checkout: carve-install-space/bin and the rest)
+out=$(make --no-print-directory BUILD="$BUILD" DESTDIR="$root" PREFIX="/opt/x carve-install-space" install 2>&1)
+rc=$?
+made=$(ls -d carve-install-space "$root" 2>/dev/null | tr '\n' ' ')
+check "make install PREFIX='/opt/x carve-install-space' is refused and writes nothing (exit $rc; made: ${made:-nothing})" \
+    "[ $rc -ne 0 ] && [[ \"\$out\" == *'cannot hold a space'* ]] && [ -z '$made' ]"
+rm -rf carve-install-space "$root"
 make_install install >"$work/install.log" 2>&1
 rc=$?
 check "make install DESTDIR=... PREFIX=$prefix exits 0 (exit $rc)" "[ $rc -eq 0 ]"
