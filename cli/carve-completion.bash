@@ -36,9 +36,12 @@ _carve_mig_models() {
     "$1" mig profiles 2>/dev/null | sed -n 's/^\([^ ][^ ]*\) (NVML name.*/\1/p'
 }
 
-# _carve_slices CARVE: the names of carved's slices (none when carved does not answer)
+# _carve_slices CARVE: the names of carved's slices that one joins by name (none when carved
+# does not answer): not those a carve run made for its one command (origin "run")
 _carve_slices() {
-    "$1" slice list --json 2>/dev/null | sed -n 's/^    "name": "\(.*\)",\{0,1\}$/\1/p'
+    "$1" slice list --json 2>/dev/null | awk '
+        /^    "name": "/ { name = $0; sub(/^    "name": "/, "", name); sub(/",?$/, "", name) }
+        /^    "origin": "/ && $0 !~ /"run"/ { print name }'
 }
 
 _carve_reply() { # _carve_reply WORDS...: the words that start with the current word

@@ -35,11 +35,13 @@
 #include "mps.h"
 #include "proc.h"
 #include "size.h"
+#include "slice.h"
+#include "uuid.h"
 
 #define PROBE_CAP (1ull << 30)        /* the probe's slice: room for a context and 16 MiB */
 #define PROBE_SMALL (16ull << 20)     /* what the probe must get inside it */
 #define PROBE_TIMEOUT_MS 60000        /* a first context on a cold GPU takes a second or two */
-#define SHM_LOW (64ull << 20)         /* less free in /dev/shm than this is worth a warning */
+#define SHM_SLICES_LOW 100            /* room for fewer slices in /dev/shm: a warning */
 #define DOCTOR_MAX_FINDINGS 48
 #define DOCTOR_MAX_GPUS 16
 
@@ -80,6 +82,7 @@ struct report {
     struct carve_gpu_info gpus[DOCTOR_MAX_GPUS];
     int ngpu; /* -1: the driver could not be asked */
     bool mig_on[DOCTOR_MAX_GPUS];
+    bool libraries_ok; /* the carve check passed: libdir is carve's */
 };
 
 __attribute__((format(printf, 4, 5))) static void note(struct report *r, enum status st,
@@ -101,6 +104,7 @@ __attribute__((format(printf, 4, 5))) static void note(struct report *r, enum st
 struct cuda_calls {
     __typeof__(&cuInit) init;
     __typeof__(&cuDeviceGet) device_get;
+    __typeof__(&cuDeviceGetUuid) device_uuid;
     __typeof__(&cuCtxCreate_v2) ctx_create;
     __typeof__(&cuCtxDestroy_v2) ctx_destroy;
     __typeof__(&cuMemGetInfo_v2) mem_info;
@@ -108,8 +112,9 @@ struct cuda_calls {
     __typeof__(&cuMemFree_v2) free;
 };
 
-/* Prints one line for the doctor: "carve-doctor-probe total=N over=R small=R" (R: the
- * CUresults of allocating the cap and of allocating 16 MiB) or "... error=TEXT". */
+/* Prints one line for the doctor: "carve-doctor-probe total=N info=R over=R small=R
+ * uuid=GPU-..." (R: the CUresults of cuMemGetInfo, of allocating the cap and of allocating
+ * 16 MiB; the UUID of the CUDA device 0 it ran on) or "... error=TEXT". */
 static int probe(uint64_t cap)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -120,13 +125,14 @@ static int probe(uint64_t cap)
     struct cuda_calls cu = {
         .init = (__typeof__(cu.init))dlsym(lib, "cuInit"),
         .device_get = (__typeof__(cu.device_get))dlsym(lib, "cuDeviceGet"),
+        .device_uuid = (__typeof__(cu.device_uuid))dlsym(lib, "cuDeviceGetUuid"),
         .ctx_create = (__typeof__(cu.ctx_create))dlsym(lib, "cuCtxCreate_v2"),
         .ctx_destroy = (__typeof__(cu.ctx_destroy))dlsym(lib, "cuCtxDestroy_v2"),
         .mem_info = (__typeof__(cu.mem_info))dlsym(lib, "cuMemGetInfo_v2"),
         .alloc = (__typeof__(cu.alloc))dlsym(lib, "cuMemAlloc_v2"),
         .free = (__typeof__(cu.free))dlsym(lib, "cuMemFree_v2"),
     };
-    if (!cu.init || !cu.device_get || !cu.ctx_create || !cu.ctx_destroy || !cu.mem_info ||
+    if (!cu.init || !cu.device_get || !cu.device_uuid || !cu.ctx_create || !cu.ctx_destroy || !cu.mem_info ||
         !cu.alloc || !cu.free) {
         printf("carve-doctor-probe error=libcuda.so.1 lacks a driver call (%s)\n", dlerror());
         return 1;
@@ -139,9 +145,13 @@ static int probe(uint64_t cap)
     if (rc == CUDA_SUCCESS)
         rc = cu.ctx_create(&ctx, 0, dev);
     if (rc != CUDA_SUCCESS) {
-        printf("carve-doctor-probe error=no context on GPU 0 (CUresult %d)\n", (int)rc);
+        printf("carve-doctor-probe error=no context on CUDA device 0 (CUresult %d)\n", (int)rc);
         return 1;
     }
+    CUuuid id;
+    char uuid[48] = "unknown";
+    if (cu.device_uuid(&id, dev) == CUDA_SUCCESS)
+        carve_uuid_format((const unsigned char *)id.bytes, uuid, sizeof(uuid));
     size_t free_bytes = 0, total = 0;
     rc = cu.mem_info(&free_bytes, &total);
     CUdeviceptr big = 0, small = 0;
@@ -152,8 +162,8 @@ static int probe(uint64_t cap)
     if (small)
         cu.free(small);
     cu.ctx_destroy(ctx);
-    printf("carve-doctor-probe total=%zu info=%d over=%d small=%d\n", total, (int)rc, (int)over,
-           (int)fits);
+    printf("carve-doctor-probe total=%zu info=%d over=%d small=%d uuid=%s\n", total, (int)rc,
+           (int)over, (int)fits, uuid);
     return 0;
 }
 
@@ -197,6 +207,7 @@ static void check_libraries(struct report *r)
             return;
         }
     }
+    r->libraries_ok = true;
     note(r, ST_OK, "carve", "carve %s, libcarve.so in %s", CARVE_VERSION, r->libdir);
 }
 
@@ -300,9 +311,9 @@ static void check_driver(struct report *r)
     if (n.cuda_version && n.cuda_version(&cv) == NVML_SUCCESS && cv > 0)
         snprintf(cuda, sizeof(cuda), ", CUDA %d.%d", cv / 1000, cv % 1000 / 10);
     if (r->ngpu == 0)
-        note(r, ST_FAIL, "driver", "NVIDIA driver %s%s, but no GPU: NVML lists none (a "
-             "container without the GPU's device files, or CUDA_VISIBLE_DEVICES is not NVML's "
-             "business: check nvidia-smi)", version, cuda);
+        note(r, ST_FAIL, "driver", "NVIDIA driver %s%s, but NVML lists no GPU (in a "
+             "container: were the GPU's device files passed in? nvidia-smi -L shows what the "
+             "driver sees)", version, cuda);
     else
         note(r, ST_OK, "driver", "NVIDIA driver %s%s, %d GPU%s%s", version, cuda, r->ngpu,
              r->ngpu == 1 ? "" : "s", r->simulate ? " (carve's simulated GPU)" : "");
@@ -408,13 +419,20 @@ static void check_slice(struct report *r, bool skip)
         note(r, ST_INFO, "slice", "not tried (--no-probe)");
         return;
     }
-    if (r->ngpu <= 0) {
+    if (r->ngpu < 0) {
+        note(r, ST_INFO, "slice", "not tried: the checks above did not pass");
+        return;
+    }
+    if (r->ngpu == 0) {
         note(r, ST_INFO, "slice", "not tried: no GPU to try it on");
         return;
     }
-    if (r->mig_on[0]) {
-        note(r, ST_INFO, "slice", "not tried: GPU 0 is in MIG mode, where a process runs in "
-             "an instance (carve run --mode mig)");
+    int mig = 0;
+    for (int i = 0; i < r->ngpu; i++)
+        mig += r->mig_on[i];
+    if (mig == r->ngpu) {
+        note(r, ST_INFO, "slice", "not tried: every GPU is in MIG mode, where a process runs "
+             "in an instance (carve run --mode mig)");
         return;
     }
     char self[PATH_MAX], cap[32], out[8192];
@@ -451,21 +469,29 @@ static void check_slice(struct report *r, bool skip)
     const char *line = strstr(out, "carve-doctor-probe ");
     unsigned long long total = 0;
     int info = -1, over = -1, fits = -1;
+    char uuid[64] = "", where[96];
     if (status < 0) {
         note(r, ST_FAIL, "slice", "the probe in a %s slice did not finish in %d s (it was "
              "killed): %s", want, PROBE_TIMEOUT_MS / 1000, *out ? last_line(out) : "no output");
-    } else if (!line || sscanf(line, "carve-doctor-probe total=%llu info=%d over=%d small=%d",
-                               &total, &info, &over, &fits) != 4) {
+    } else if (!line || sscanf(line, "carve-doctor-probe total=%llu info=%d over=%d small=%d "
+                               "uuid=%63s", &total, &info, &over, &fits, uuid) != 5) {
         const char *err = line ? strstr(line, "error=") : NULL;
         note(r, ST_FAIL, "slice", "carve run --memory %s could not run its probe (exit %d): %s",
              want, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
              err ? err + 6 : *out ? last_line(out) : "no output");
     } else {
+        /* CUDA's device 0 by NVML's index (CUDA_VISIBLE_DEVICES and CUDA's own order may
+           make it another GPU than NVML's 0) */
+        snprintf(where, sizeof(where), "CUDA device 0 (%s)", uuid);
+        for (int i = 0; i < r->ngpu; i++)
+            if (strcmp(r->gpus[i].uuid, uuid) == 0)
+                snprintf(where, sizeof(where), "GPU %u", r->gpus[i].index);
         carve_format_size(total, seen, sizeof(seen));
         if (info != CUDA_SUCCESS || total != PROBE_CAP)
-            note(r, ST_FAIL, "slice", "a tenant of a %s slice saw %s on GPU 0 (cuMemGetInfo "
+            note(r, ST_FAIL, "slice", "a tenant of a %s slice saw %s on %s (cuMemGetInfo "
                  "CUresult %d): libcarve did not take hold; is LD_PRELOAD cleared on this node "
-                 "(a setuid launcher, a container runtime's own preload)?", want, seen, info);
+                 "(a setuid launcher, a container runtime's own preload)?", want, seen, where,
+                 info);
         else if (over != CUDA_ERROR_OUT_OF_MEMORY)
             note(r, ST_FAIL, "slice", "a tenant of a %s slice was not refused %s more (CUresult "
                  "%d, not %d out of memory): the cap does not hold", want, want, over,
@@ -474,8 +500,8 @@ static void check_slice(struct report *r, bool skip)
             note(r, ST_FAIL, "slice", "a tenant of a %s slice saw %s but could not allocate "
                  "%s in it (CUresult %d)", want, seen, small, fits);
         else
-            note(r, ST_OK, "slice", "a %s slice on GPU 0: its tenant saw %s, was refused %s "
-                 "more (out of memory) and got %s (%.0f ms)", want, seen, want, small,
+            note(r, ST_OK, "slice", "a %s slice on %s: its tenant saw %s, was refused %s "
+                 "more (out of memory) and got %s (%.0f ms)", want, where, seen, want, small,
                  took * 1000);
     }
 }
@@ -532,9 +558,11 @@ static void check_shm(struct report *r)
     uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
     char free_text[32];
     carve_format_size(free_bytes, free_text, sizeof(free_text));
-    if (free_bytes < SHM_LOW)
-        note(r, ST_WARN, "/dev/shm", "writable, but only %s free: each slice takes a table "
-             "there (a container's default is 64 MiB: docker run --shm-size)", free_text);
+    uint64_t room = free_bytes / carve_slice_shm_bytes();
+    if (room < SHM_SLICES_LOW)
+        note(r, ST_WARN, "/dev/shm", "writable, but only %s free: room for %" PRIu64 " more "
+             "slices (each takes %zu bytes there; a container's is small unless docker run "
+             "--shm-size says otherwise)", free_text, room, carve_slice_shm_bytes());
     else
         note(r, ST_OK, "/dev/shm", "writable, %s free", free_text);
 }
@@ -581,6 +609,11 @@ static int running_mps(char *out, size_t len)
 static void check_mps(struct report *r)
 {
     char control[PATH_MAX + 64], daemons[512];
+    if (r->simulate && !r->libraries_ok) {
+        note(r, ST_INFO, "mps", "not looked at: the simulated GPU's MPS control program is "
+             "among carve's libraries, not found (above)");
+        return;
+    }
     const char *env = getenv("CARVE_MPS_CONTROL");
     bool found;
     if (env && *env) {
@@ -626,6 +659,11 @@ static int names_plugin(const char *path)
 static void check_slurm(struct report *r)
 {
     char plugin[PATH_MAX + 32], conf[PATH_MAX + 32];
+    if (!r->libraries_ok) {
+        note(r, ST_INFO, "slurm", "not looked at: the plugin is among carve's libraries, not "
+             "found (above)");
+        return;
+    }
     snprintf(plugin, sizeof(plugin), "%s/spank_carve.so", r->libdir);
     bool built = access(plugin, R_OK) == 0;
     const char *slurm_conf = getenv("SLURM_CONF");
@@ -755,7 +793,7 @@ int carve_cmd_doctor(int argc, char **argv)
     if (optind < argc)
         return doctor_error("unexpected argument `%s'", argv[optind]);
     check_libraries(&r);
-    if (r.count && r.findings[0].status == ST_OK)
+    if (r.libraries_ok)
         check_driver(&r);
     else
         r.ngpu = -1;

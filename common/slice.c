@@ -81,6 +81,11 @@ static void fill_terms(struct slice_terms *k, const struct carve_slice_spec *spe
     }
 }
 
+size_t carve_slice_shm_bytes(void)
+{
+    return sizeof(struct slice_table) + sizeof(struct slice_terms);
+}
+
 int carve_slice_create(const char *shm_name, const struct carve_slice_spec *spec,
                        struct carve_slice **out, char *err, size_t errlen)
 {

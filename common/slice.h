@@ -48,6 +48,8 @@ struct carve_slice_spec {
  * spec->table_mode) and `shm_name`.terms (mode 0644), both O_EXCL. */
 int carve_slice_create(const char *shm_name, const struct carve_slice_spec *spec,
                        struct carve_slice **out, char *err, size_t errlen);
+/* What one slice takes in /dev/shm: its table and its terms. */
+size_t carve_slice_shm_bytes(void);
 /* Tenant side: maps an existing slice (its terms read-only), checking magic, version and
  * size of both objects. */
 int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err,

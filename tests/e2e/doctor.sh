@@ -161,12 +161,30 @@ out=$(CARVE_SIM_MIG=1 CARVE_SIM_MODEL=H100-80GB "$CARVE" doctor --simulate 2>&1)
 check "MIG on: said, and the probe not tried on GPU 0 ($(line info slice "$out" | cut -c1-80))" \
     "line ok 'gpu 0' \"\$out\" | grep -q 'MIG on' && line info slice \"\$out\" | grep -q 'MIG mode'"
 
+# CUDA's device 0 is not NVML's 0 under CUDA_VISIBLE_DEVICES: the finding names the GPU the
+# probe ran on, by the UUID it reports
+out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1 "$CARVE" doctor --simulate 2>&1)
+check "two GPUs, CUDA_VISIBLE_DEVICES=1: the probe's slice is said to be on GPU 1 ($(line ok slice "$out" | cut -c1-60))" \
+    "line ok slice \"\$out\" | grep -q 'slice on GPU 1:'"
+
+# a driver without GPUs
+out=$(CARVE_SIM_DEVICES=0 "$CARVE" doctor --simulate 2>&1)
+rc=$?
+check "a driver that lists no GPU: FAIL, exit 1, the slice not tried ($(line FAIL driver "$out" | cut -c1-80))" \
+    "[ $rc -eq 1 ] && line FAIL driver \"\$out\" | grep -q 'lists no GPU' && line info slice \"\$out\" | grep -q 'no GPU to try it on'"
+
+# carve's libraries not found: what depends on them says so instead of misleading
+out=$(CARVE_LIBDIR=$work/nowhere "$CARVE" doctor --simulate 2>&1)
+rc=$?
+check "no carve libraries: FAIL, exit 1, and the slice, MPS and Slurm say why they were not looked at" \
+    "[ $rc -eq 1 ] && line FAIL carve \"\$out\" | grep -q 'nowhere' && line info slice \"\$out\" | grep -q 'checks above did not pass' && line info mps \"\$out\" | grep -q 'not looked at' && line info slurm \"\$out\" | grep -q 'not looked at'"
+
 # no driver: only where this machine has none
 if ! ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so.1 '; then
     out=$("$CARVE" doctor 2>&1)
     rc=$?
     check "no driver: FAIL naming --simulate, exit 1, no probe ($(line FAIL driver "$out" | cut -c1-90))" \
-        "[ $rc -eq 1 ] && line FAIL driver \"\$out\" | grep -q 'no NVIDIA driver found.*use --simulate' && line info slice \"\$out\" | grep -q 'no GPU'"
+        "[ $rc -eq 1 ] && line FAIL driver \"\$out\" | grep -q 'no NVIDIA driver found.*use --simulate' && line info slice \"\$out\" | grep -q 'checks above did not pass'"
 else
     ok "no driver: skipped (this machine has libnvidia-ml.so.1)"
 fi
