@@ -53,8 +53,9 @@ vg "carve run refusing bad input under memcheck" 2 \
 vg "a tenant (libcarve + simulated GPU) under memcheck" 0 \
     "$CARVE" run --simulate --quiet --memory 4GiB -- \
     "${VG[@]}" "$BUILD/tests/e2e/mem_gpa"
+# (fewer racing launches than mem_slice.sh's 200000: under memcheck they took 14-55 s)
 vg "graph memory (libcarve + simulated GPU) under memcheck" 0 \
-    env CARVE_SIM_CTX_MEMORY=0 "$CARVE" run --simulate --quiet --memory 1GiB -- \
+    env CARVE_SIM_CTX_MEMORY=0 MEM_GRAPH_RACE_LAUNCHES=5000 "$CARVE" run --simulate --quiet --memory 1GiB -- \
     "${VG[@]}" "$BUILD/tests/e2e/mem_graph"
 
 echo "$passed passed, $failed failed"
