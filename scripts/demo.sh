@@ -5,14 +5,15 @@
 #   bash scripts/demo.sh
 #
 # Installs dependencies, builds, and uses the real GPU when `nvidia-smi -L` works, the
-# simulated one (`carve run --simulate`) otherwise. Part 1: two tenants run at once, in a
-# 2 GiB and a 3 GiB slice; each prints the memory it sees, allocates 256 MiB at a time until
-# it is refused, and holds what it got. Meanwhile nvidia-smi runs outside any slice (the whole
-# GPU) and inside a 2 GiB slice (the slice's view). Part 2: two tenants that would each keep
-# the GPU busy run with 30% and 70% compute caps and report what they got. Part 3: carved,
-# the node daemon, runs on the simulated GPU on a private socket and port (it never touches
-# the node's own /run/carve): slices made through it, a tenant in one, `carve ps`, and a few
-# lines of its Prometheus metrics.
+# simulated one (`carve run --simulate`) otherwise. First `carve doctor` says whether the
+# node is ready (the driver, the GPU, a real 1 GiB slice). Part 1: two tenants run at once,
+# in a 2 GiB and a 3 GiB slice; each prints the memory it sees, allocates 256 MiB at a time
+# until it is refused, and holds what it got. Meanwhile nvidia-smi runs outside any slice
+# (the whole GPU) and inside a 2 GiB slice (the slice's view). Part 2: two tenants that
+# would each keep the GPU busy run with 30% and 70% compute caps and report what they got.
+# Part 3: carved, the node daemon, runs on the simulated GPU on a private socket and port
+# (it never touches the node's own /run/carve): slices made through it, a tenant in one,
+# `carve ps`, and a few lines of its Prometheus metrics.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +52,10 @@ cleanup() {
     rm -rf "$logs" "${statedir:-}"
 }
 trap cleanup EXIT
+
+heading "is this node ready? ($mode)"
+echo "\$ $CARVE doctor ${sim[*]}"
+"$CARVE" doctor "${sim[@]}" | indent || echo "    (carve doctor found a problem: the parts below may fail)"
 
 heading "two tenants, one GPU ($mode)"
 start_tenant() { # start_tenant NAME MEMORY
