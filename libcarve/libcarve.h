@@ -94,6 +94,10 @@ static inline void carve__init(void)
 bool carve__active(void);
 /* CARVE_SLICE names a slice carved did not make while carved runs: no contexts. */
 bool carve__refused(void);
+/* After a context creation the driver refused with CUDA_ERROR_DEVICE_UNAVAILABLE: says once,
+ * on stderr, when the GPU's compute mode is why (Exclusive_Process held by another
+ * process, or Prohibited) and what to do. */
+void carve__say_unavailable(CUdevice dev);
 
 /* A device as the accounting sees it: CUDA ordinal and slice device index. */
 struct carve_dev {

@@ -131,22 +131,27 @@ void carve__overhead_end(struct carve_probe *p)
     }
 }
 
-/* Body of a wrapper whose call may change context or module memory. */
-#define WITH_OVERHEAD(name, args)                   \
-    struct carve_probe p;                           \
-    carve__init();                                  \
-    if (!R.name)                                    \
-        return CUDA_ERROR_NOT_INITIALIZED;          \
-    carve__overhead_begin(&p);                      \
-    CUresult r = R.name args;                       \
-    carve__overhead_end(&p);                        \
+/* Body of a wrapper whose call may change context or module memory; one that makes a
+ * context on dev (else -1) has a refusal for the GPU's compute mode explained
+ * (carve__say_unavailable). */
+#define WITH_NEW_CONTEXT(name, args, dev)                       \
+    struct carve_probe p;                                       \
+    carve__init();                                              \
+    if (!R.name)                                                \
+        return CUDA_ERROR_NOT_INITIALIZED;                      \
+    carve__overhead_begin(&p);                                  \
+    CUresult r = R.name args;                                   \
+    carve__overhead_end(&p);                                    \
+    if (r == CUDA_ERROR_DEVICE_UNAVAILABLE && (int)(dev) >= 0)  \
+        carve__say_unavailable(dev);                            \
     return r;
+#define WITH_OVERHEAD(name, args) WITH_NEW_CONTEXT(name, args, -1)
 
 CARVE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
     if (carve__refused())
         return CUDA_ERROR_NOT_PERMITTED;
-    WITH_OVERHEAD(cuDevicePrimaryCtxRetain, (pctx, dev))
+    WITH_NEW_CONTEXT(cuDevicePrimaryCtxRetain, (pctx, dev), dev)
 }
 
 CARVE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
@@ -163,7 +168,7 @@ CARVE_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevi
 {
     if (carve__refused())
         return CUDA_ERROR_NOT_PERMITTED;
-    WITH_OVERHEAD(cuCtxCreate_v2, (pctx, flags, dev))
+    WITH_NEW_CONTEXT(cuCtxCreate_v2, (pctx, flags, dev), dev)
 }
 
 CARVE_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params,
@@ -171,7 +176,7 @@ CARVE_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *param
 {
     if (carve__refused())
         return CUDA_ERROR_NOT_PERMITTED;
-    WITH_OVERHEAD(cuCtxCreate_v3, (pctx, params, numParams, flags, dev))
+    WITH_NEW_CONTEXT(cuCtxCreate_v3, (pctx, params, numParams, flags, dev), dev)
 }
 
 CARVE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
@@ -179,7 +184,7 @@ CARVE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
 {
     if (carve__refused())
         return CUDA_ERROR_NOT_PERMITTED;
-    WITH_OVERHEAD(cuCtxCreate_v4, (pctx, params, flags, dev))
+    WITH_NEW_CONTEXT(cuCtxCreate_v4, (pctx, params, flags, dev), dev)
 }
 
 CARVE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)

@@ -485,6 +485,29 @@ bool carve__refused(void)
     return st.refused;
 }
 
+void carve__say_unavailable(CUdevice dev)
+{
+    static _Atomic bool said; /* once: a framework tries again, and every GPU */
+    int mode = -1;
+    if (!R.cuDeviceGetAttribute ||
+        R.cuDeviceGetAttribute(&mode, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, dev) != CUDA_SUCCESS ||
+        (mode != CU_COMPUTEMODE_EXCLUSIVE_PROCESS && mode != CU_COMPUTEMODE_PROHIBITED) ||
+        atomic_exchange(&said, true))
+        return;
+    /* even when quiet, as a refused slice is: the process is about to fail */
+    if (mode == CU_COMPUTEMODE_PROHIBITED)
+        fprintf(stderr, "carve: slice \"%s\": no GPU context on CUDA device %d: the GPU is in "
+                "the Prohibited compute mode, where no process may use it (an admin sets it "
+                "back with nvidia-smi -c DEFAULT; carve doctor shows each GPU's mode)\n",
+                st.name, (int)dev);
+    else
+        fprintf(stderr, "carve: slice \"%s\": no GPU context on CUDA device %d: the GPU is in "
+                "the Exclusive_Process compute mode and another process holds it; carve's "
+                "slices share a GPU in the Default mode only (an admin sets it with nvidia-smi "
+                "-c DEFAULT), and carve run --mode mps shares it as it is\n",
+                st.name, (int)dev);
+}
+
 bool carve__active(void)
 {
     return st.slice != NULL;

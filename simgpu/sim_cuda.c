@@ -244,7 +244,7 @@ API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice d
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *pi = 1980000; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = sim_config()->sms; break;
     case CU_DEVICE_ATTRIBUTE_INTEGRATED: *pi = 0; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *pi = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *pi = sim_config()->compute_mode; break;
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *pi = 0x10 + sim_cuda__visible[dev]; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *pi = 0; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *pi = 0; break;
@@ -283,15 +283,22 @@ CUcontext sim_cuda__current(void)
     return ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
 }
 
-static bool ctx_charge(CUdevice dev)
+/* CUDA_SUCCESS, or why the device gives this process no context: its compute mode (as a
+ * GPU's: Prohibited, or Exclusive_Process held by another process) or its memory. */
+static CUresult ctx_charge(CUdevice dev)
 {
     int phys = sim_cuda__visible[dev];
     struct sim_proc *p = sim_self();
+    int mode = sim_config()->compute_mode;
+    if (mode == CU_COMPUTEMODE_PROHIBITED ||
+        ((mode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS || mode == 1) &&
+         sim_device_held_by_other(phys)))
+        return CUDA_ERROR_DEVICE_UNAVAILABLE;
     if (!p || !sim_take(phys, sim_config()->ctx_memory))
-        return false;
+        return CUDA_ERROR_OUT_OF_MEMORY;
     atomic_fetch_add(&p->contexts[phys], 1);
     atomic_store(&p->mig_gi[phys], sim_cuda__visible_gi[dev]);
-    return true;
+    return CUDA_SUCCESS;
 }
 
 static void ctx_uncharge(int phys)
@@ -326,10 +333,8 @@ API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     struct CUctx_st *c = &primary[dev];
     if (c->refs > 0)
         c->refs++;
-    else if (ctx_charge(dev))
+    else if ((r = ctx_charge(dev)) == CUDA_SUCCESS)
         ctx_init(c, dev, true);
-    else
-        r = CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_unlock(&sim_cuda__lock);
     if (r == CUDA_SUCCESS)
         *pctx = c;
@@ -394,9 +399,10 @@ static CUresult ctx_create(CUcontext *pctx, CUdevice dev)
     struct CUctx_st *c = calloc(1, sizeof(*c));
     if (!c)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (!ctx_charge(dev)) {
+    CUresult r = ctx_charge(dev);
+    if (r != CUDA_SUCCESS) {
         free(c);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return r;
     }
     ctx_init(c, dev, false);
     ctx_stack[ctx_depth++] = c;

@@ -371,16 +371,13 @@ API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
     return n > cap ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
 }
 
-/* Default unless CARVE_SIM_COMPUTE_MODE says otherwise (0-3, nvmlComputeMode_t's values),
- * for every simulated GPU. Only NVML reports it: the simulated driver lets any number of
- * processes make contexts whatever it says. */
+/* Default unless CARVE_SIM_COMPUTE_MODE says otherwise (sim_config's compute_mode). */
 API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t d, nvmlComputeMode_t *mode)
 {
     NEED_DEV(d);
     if (!mode)
         return NVML_ERROR_INVALID_ARGUMENT;
-    const char *v = getenv("CARVE_SIM_COMPUTE_MODE");
-    *mode = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : NVML_COMPUTEMODE_DEFAULT;
+    *mode = sim_config()->compute_mode;
     return NVML_SUCCESS;
 }
 

@@ -134,6 +134,8 @@ static void read_config(void)
     v = getenv("CARVE_SIM_NVML_UTIL_PID_OFFSET");
     config.nvml_util_pid_offset = v ? atoi(v) : 0;
     config.proc_lists = read_proc_lists(getenv("CARVE_SIM_PROC_LISTS"));
+    v = getenv("CARVE_SIM_COMPUTE_MODE");
+    config.compute_mode = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : 0;
     v = getenv("CARVE_SIM_FREE_DELAY_US");
     config.free_delay_us = v && atoi(v) > 0 ? (unsigned)atoi(v) : 0;
     v = getenv("CARVE_SIM_MAP_DELAY_US");
@@ -218,6 +220,19 @@ static bool proc_dead(struct sim_proc *p, int32_t pid)
         return true;
     uint64_t st = atomic_load(&p->start_time), now = carve_proc_start_time(pid);
     return st && now && st != now;
+}
+
+bool sim_device_held_by_other(int dev)
+{
+    struct sim_shared *sh = sim_shared();
+    int32_t me = (int32_t)getpid();
+    for (int i = 0; sh && i < SIM_MAX_PROCS; i++) {
+        struct sim_proc *p = &sh->proc[i];
+        int32_t pid = atomic_load(&p->pid);
+        if (pid > 0 && pid != me && atomic_load(&p->contexts[dev]) > 0 && !proc_dead(p, pid))
+            return true;
+    }
+    return false;
 }
 
 /* Also forgets the start time: a claimed entry whose new owner has not stored its own yet

@@ -42,6 +42,10 @@ struct sim_config {
     /* microseconds cuMemMap waits before it maps (CARVE_SIM_MAP_DELAY_US; 0): widens the
      * window in which a release of its handle races with it, for the tests of it */
     unsigned map_delay_us;
+    /* nvmlComputeMode_t's value for every GPU (CARVE_SIM_COMPUTE_MODE, 0-3; 0 Default):
+     * NVML reports it, and contexts follow it as a GPU's do (Prohibited: none; Exclusive_
+     * Process: one process's at a time) */
+    int compute_mode;
     uint64_t ctx_memory;
     uint64_t module_memory;
     char state_path[256];
@@ -79,6 +83,9 @@ struct sim_shared {
     struct sim_device_state dev[SIM_MAX_DEVICES];
     struct sim_proc proc[SIM_MAX_PROCS];
 };
+
+/* true when a live process other than this one has a context on physical device dev */
+bool sim_device_held_by_other(int dev);
 
 /* The configuration, read once from the environment; never NULL. */
 const struct sim_config *sim_config(void);

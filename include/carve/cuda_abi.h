@@ -38,6 +38,13 @@ typedef struct CUuuid_st {
     char bytes[16];
 } CUuuid;
 
+/* CUcomputemode: CU_DEVICE_ATTRIBUTE_COMPUTE_MODE's values (nvidia-smi -c) */
+enum {
+    CU_COMPUTEMODE_DEFAULT = 0,
+    CU_COMPUTEMODE_PROHIBITED = 2,
+    CU_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
+
 /* CUresult values */
 enum {
     CUDA_SUCCESS = 0,
@@ -45,6 +52,7 @@ enum {
     CUDA_ERROR_OUT_OF_MEMORY = 2,
     CUDA_ERROR_NOT_INITIALIZED = 3,
     CUDA_ERROR_DEINITIALIZED = 4,
+    CUDA_ERROR_DEVICE_UNAVAILABLE = 46, /* compute mode Exclusive_Process (held) or Prohibited */
     CUDA_ERROR_NO_DEVICE = 100,
     CUDA_ERROR_INVALID_DEVICE = 101,
     CUDA_ERROR_INVALID_IMAGE = 200,

@@ -164,6 +164,33 @@ out=$(CARVE_SIM_DEVICES=2 in_slice 0=2GiB,1=1GiB nvidia-smi --query-gpu=memory.t
       --format=csv,noheader,nounits 2>&1 | tr '\n' ' ')
 check "nvidia-smi with 0=2GiB,1=1GiB reports '2048 1024 ' (got '$out')" "$([ "$out" = '2048 1024 ' ]; echo $?)"
 
+# a GPU whose compute mode lets no second process in: the tenant refused a context is told
+# why and what to do, once, even when quiet; the holder is unaffected (a private simulated
+# GPU, whose contexts follow CARVE_SIM_COMPUTE_MODE as a GPU's do)
+excl_state=$state_dir/excl-state
+CARVE_SIM_STATE=$excl_state CARVE_SIM_COMPUTE_MODE=3 in_slice 1GiB "$MEMHOG" --label holder \
+    --max 256 --hold 3 >"$state_dir/holder" 2>&1 &
+holder=$!
+for _ in $(seq 50); do grep -q 'holding' "$state_dir/holder" && break; sleep 0.1; done
+CARVE_SIM_STATE=$excl_state CARVE_SIM_COMPUTE_MODE=3 CARVE_QUIET=1 in_slice 1GiB "$MEMHOG" \
+    --label second --max 256 --hold 0 >"$state_dir/second" 2>&1
+rc=$?
+wait "$holder"
+holder_rc=$?
+n=$(grep -c 'Exclusive_Process compute mode and another process holds it.*--mode mps' "$state_dir/second")
+check "Exclusive_Process, held by another tenant: the second gets no context and one line that says why (exit $rc, $n lines; holder exit $holder_rc)" \
+    "$([ "$rc" -ne 0 ] && [ "$n" -eq 1 ] && [ "$holder_rc" -eq 0 ]; echo $?)"
+CARVE_SIM_STATE=$excl_state CARVE_SIM_COMPUTE_MODE=3 in_slice 1GiB "$MEMHOG" --max 256 --hold 0 \
+    >"$state_dir/third" 2>&1
+rc=$?
+check "Exclusive_Process, once the holder is gone: a tenant gets its context (exit $rc)" \
+    "$([ "$rc" -eq 0 ] && ! grep -q 'compute mode' "$state_dir/third"; echo $?)"
+CARVE_SIM_STATE=$excl_state CARVE_SIM_COMPUTE_MODE=2 in_slice 1GiB "$MEMHOG" --max 256 --hold 0 \
+    >"$state_dir/prohibited" 2>&1
+rc=$?
+check "Prohibited: no context, and the line says so (exit $rc: $(grep -m1 -o 'the Prohibited compute mode[^(]*' "$state_dir/prohibited"))" \
+    "$([ "$rc" -ne 0 ] && grep -q 'Prohibited compute mode, where no process may use it' "$state_dir/prohibited"; echo $?)"
+
 shm_after=$(shm_list)
 check "no slice shm object left in /dev/shm" "$([ "$shm_before" = "$shm_after" ]; echo $?)"
 
