@@ -11,11 +11,18 @@
 # the driver's cuGetProcAddress answers for each row of include/carve/driver_entries.def
 # (needs a GPU; "unavailable" without one). Exit status: 0 the same, 1 a difference, 2 the
 # build failed.
+#
+# ABI_FACTS=cuda compares the CUDA driver API's sizes, alignments, offsets and values alone,
+# against <cuda.h> only: NVML's side is carve's own header standing in for <nvml.h> (the
+# toolkit of a machine without a driver may have none), and what the libraries export and
+# cuGetProcAddress answers are left out. No GPU needed: tests/e2e/abi_headers.sh runs it
+# wherever a CUDA 12.8+ toolkit is installed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
 report=${1:-/dev/stdout}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+FACTS=${ABI_FACTS:-all}
 CC=${CC:-gcc}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -30,21 +37,41 @@ trap 'rm -rf "$work"' EXIT
 
 flags=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Icommon
        "-DABI_SYMS=\"$work/syms.h\"")
+toolkit_inc=(-I"$CUDA_HOME/include")
+case $FACTS in
+all) ;;
+cuda)
+    mkdir -p "$work/nvml-stand-in"
+    echo '#include "carve/nvml_mig_abi.h"' >"$work/nvml-stand-in/nvml.h"
+    toolkit_inc+=(-I"$work/nvml-stand-in")
+    ;;
+*)
+    echo "run-abi-check: ABI_FACTS=$FACTS: all or cuda" >&2
+    exit 2
+    ;;
+esac
 if ! "$CC" "${flags[@]}" -DCARVE_SIDE -o "$work/carve-side" bench/gpu/abi-check.c \
         common/entries.c -ldl 2>"$work/build.log" ||
-   ! "$CC" "${flags[@]}" -I"$CUDA_HOME/include" -o "$work/toolkit-side" \
+   ! "$CC" "${flags[@]}" "${toolkit_inc[@]}" -o "$work/toolkit-side" \
         bench/gpu/abi-check.c -ldl 2>>"$work/build.log"; then
     { echo "run-abi-check: build failed"; cat "$work/build.log"; } >"$report"
     exit 2
 fi
 "$work/carve-side" >"$work/carve.txt"
 "$work/toolkit-side" >"$work/toolkit.txt"
+if [ "$FACTS" = cuda ]; then # the CUDA declarations' facts: no NVML name, no sym or gpa line
+    for side in carve toolkit; do
+        grep -E '^(sizeof|alignof|offsetof|value)\.' "$work/$side.txt" | grep -vi nvml \
+            >"$work/$side.cuda" || true
+        mv "$work/$side.cuda" "$work/$side.txt"
+    done
+fi
 
 cuda_version=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$CUDA_HOME/include/cuda.h")
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)
 {
     echo "# ABI check, $(date -u +%Y-%m-%dT%H:%MZ)"
-    echo "cuda.h CUDA_VERSION ${cuda_version:-?} ($CUDA_HOME), driver ${driver:-none}"
+    echo "cuda.h CUDA_VERSION ${cuda_version:-?} ($CUDA_HOME), driver ${driver:-none}, facts: $FACTS"
     echo "$(wc -l <"$work/carve.txt") facts; '-' carve, '+' toolkit and driver"
     if diff -u --label carve --label toolkit "$work/carve.txt" "$work/toolkit.txt"; then
         echo "no difference"
