@@ -476,9 +476,13 @@ static void check_slice(struct report *r, bool skip)
     } else if (!line || sscanf(line, "carve-doctor-probe total=%llu info=%d over=%d small=%d "
                                "uuid=%63s", &total, &info, &over, &fits, uuid) != 5) {
         const char *err = line ? strstr(line, "error=") : NULL;
-        note(r, ST_FAIL, "slice", "carve run --memory %s could not run its probe (exit %d): %s",
+        /* some GPUs in MIG mode: CUDA's device 0 may be one of them, where no context is
+           made outside an instance */
+        note(r, ST_FAIL, "slice", "carve run --memory %s could not run its probe (exit %d): %s%s",
              want, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-             err ? err + 6 : *out ? last_line(out) : "no output");
+             err ? err + 6 : *out ? last_line(out) : "no output",
+             mig ? " (some GPUs are in MIG mode: CUDA_VISIBLE_DEVICES naming one that is not "
+                   "gives the probe a GPU it can use)" : "");
     } else {
         /* CUDA's device 0 by NVML's index (CUDA_VISIBLE_DEVICES and CUDA's own order may
            make it another GPU than NVML's 0) */

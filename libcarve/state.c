@@ -495,17 +495,20 @@ void carve__say_unavailable(CUdevice dev)
         atomic_exchange(&said, true))
         return;
     /* even when quiet, as a refused slice is: the process is about to fail */
+    char who[160] = "";
+    if (st.name[0])
+        snprintf(who, sizeof(who), " slice \"%s\":", st.name);
     if (mode == CU_COMPUTEMODE_PROHIBITED)
-        fprintf(stderr, "carve: slice \"%s\": no GPU context on CUDA device %d: the GPU is in "
-                "the Prohibited compute mode, where no process may use it (an admin sets it "
-                "back with nvidia-smi -c DEFAULT; carve doctor shows each GPU's mode)\n",
-                st.name, (int)dev);
+        fprintf(stderr, "carve:%s no GPU context on CUDA device %d: the GPU is in the "
+                "Prohibited compute mode, where no process may use it (an admin sets it back "
+                "with nvidia-smi -c DEFAULT; carve doctor shows each GPU's mode)\n",
+                who, (int)dev);
     else
-        fprintf(stderr, "carve: slice \"%s\": no GPU context on CUDA device %d: the GPU is in "
-                "the Exclusive_Process compute mode and another process holds it; carve's "
-                "slices share a GPU in the Default mode only (an admin sets it with nvidia-smi "
-                "-c DEFAULT), and carve run --mode mps shares it as it is\n",
-                st.name, (int)dev);
+        fprintf(stderr, "carve:%s no GPU context on CUDA device %d: the GPU is in the "
+                "Exclusive_Process compute mode and another process holds it; carve's slices "
+                "share a GPU in the Default mode only (an admin sets it with nvidia-smi -c "
+                "DEFAULT), and in Exclusive_Process only an MPS server shares it (carve run "
+                "--mode mps, once the GPU is free)\n", who, (int)dev);
 }
 
 bool carve__active(void)

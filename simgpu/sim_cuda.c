@@ -244,7 +244,10 @@ API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice d
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *pi = 1980000; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = sim_config()->sms; break;
     case CU_DEVICE_ATTRIBUTE_INTEGRATED: *pi = 0; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *pi = sim_config()->compute_mode; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: /* CUDA has no Exclusive_Thread (1) any more */
+        *pi = sim_config()->compute_mode == 1 ? CU_COMPUTEMODE_EXCLUSIVE_PROCESS
+                                              : sim_config()->compute_mode;
+        break;
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *pi = 0x10 + sim_cuda__visible[dev]; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *pi = 0; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *pi = 0; break;

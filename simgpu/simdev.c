@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "mig.h"
+#include "proc.h"
 #include "size.h"
 #include "slice.h"
 #include "uuid.h"
@@ -222,6 +223,11 @@ static bool proc_dead(struct sim_proc *p, int32_t pid)
     return st && now && st != now;
 }
 
+/* A process that exited and is not yet reaped holds no GPU: the driver lets go at the exit
+ * (a holder killed by a signal never cleared its entry). Not a check of every reaper's, where
+ * a zombie's entry must stay until it is reaped (an MPS client under a parent that does not
+ * reap, mps.sh). The check and a new context's count are not one step across processes: two
+ * processes asking at the same instant under Exclusive_Process may both get one. */
 bool sim_device_held_by_other(int dev)
 {
     struct sim_shared *sh = sim_shared();
@@ -229,7 +235,9 @@ bool sim_device_held_by_other(int dev)
     for (int i = 0; sh && i < SIM_MAX_PROCS; i++) {
         struct sim_proc *p = &sh->proc[i];
         int32_t pid = atomic_load(&p->pid);
-        if (pid > 0 && pid != me && atomic_load(&p->contexts[dev]) > 0 && !proc_dead(p, pid))
+        struct carve_proc_stat st;
+        if (pid > 0 && pid != me && atomic_load(&p->contexts[dev]) > 0 && !proc_dead(p, pid) &&
+            !(carve_proc_stat(pid, &st) == 0 && st.state == 'Z'))
             return true;
     }
     return false;

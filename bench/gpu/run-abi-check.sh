@@ -43,7 +43,7 @@ all) ;;
 cuda)
     mkdir -p "$work/nvml-stand-in"
     echo '#include "carve/nvml_mig_abi.h"' >"$work/nvml-stand-in/nvml.h"
-    toolkit_inc+=(-I"$work/nvml-stand-in")
+    toolkit_inc=(-I"$work/nvml-stand-in" "${toolkit_inc[@]}") # before a toolkit's own nvml.h
     ;;
 *)
     echo "run-abi-check: ABI_FACTS=$FACTS: all or cuda" >&2

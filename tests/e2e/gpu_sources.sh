@@ -33,8 +33,9 @@ for path in sys.argv[2:]:
         open("%s/%s.ptx" % (out, name), "w").write(body)
 PY
 kernels=("$work"/*.ptx)
-if [ ! -e "${kernels[0]}" ]; then
-    bad "no PTX kernel found in bench/*.c (the extraction is broken)"
+declared=$(cat bench/*.c | grep -c '_ptx\[\] =')
+if [ ! -e "${kernels[0]}" ] || [ "${#kernels[@]}" -ne "$declared" ]; then
+    bad "PTX kernels read from bench/*.c: ${#kernels[@]} of the $declared declared (the extraction is broken)"
 elif [ -x "$ptxas" ]; then
     for k in "${kernels[@]}"; do
         if err=$("$ptxas" -arch=sm_90 -o "$work/out.cubin" "$k" 2>&1); then
