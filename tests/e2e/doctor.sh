@@ -71,47 +71,27 @@ rc=$?
 check "the probe cannot be started: FAIL with the reason, exit 1 ($(line FAIL slice "$out" | cut -c1-140))" \
     "[ $rc -eq 1 ] && line FAIL slice \"\$out\" | grep -q 'cannot run .*: Permission denied'"
 
-# a probe that writes more than the doctor keeps (8 KiB) before its line: the line, which
-# comes last, is still found (the first 8 KiB were kept: "could not run its probe (exit 0)")
-cat >"$work/noisy.c" <<'EOF'
-#include <stdio.h>
-#include <string.h>
-__attribute__((constructor)) static void noise(void)
-{
-    char cmd[4096] = "";
-    FILE *f = fopen("/proc/self/cmdline", "r");
-    size_t n = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    const char *arg1 = cmd + strlen(cmd) + 1; /* only in the probe: ARGV0 doctor --probe */
-    if (arg1 < cmd + n && strcmp(arg1, "doctor") == 0 && strcmp(arg1 + 7, "--probe") == 0)
-        for (int i = 0; i < 400; i++)
-            fprintf(stderr, "a driver's warning, line %d, of some fifty characters\n", i);
-}
-EOF
-cc -shared -fPIC -o "$work/noisy.so" "$work/noisy.c"
-out=$(LD_PRELOAD=$work/noisy.so "$CARVE" doctor --simulate 2>&1)
-rc=$?
-check "a probe with 20 KiB of warnings before its line: still ok, exit 0 ($(line '[a-zA-Z]*' slice "$out" | cut -c1-100))" \
-    "[ $rc -eq 0 ] && line ok slice \"\$out\" | grep -q 'saw 1 GiB, was refused'"
-
-# the doctor ended (a Ctrl-C, timeout(1)) while its probe hangs: the probe and its slice
-# end with it (the probe was in a process group of its own, out of their reach: it and the
-# carve run above it stayed, holding their slice)
-cat >"$work/hang.c" <<'EOF'
+# a preload that acts in the probe only (ARGV0 doctor --probe ...), as PROBE_SHIM says:
+# noise (400 lines on stderr first) or hang (write its pid and its parent's, then sleep)
+cat >"$work/probe_shim.c" <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-__attribute__((constructor)) static void hang(void)
+__attribute__((constructor)) static void probe_shim(void)
 {
     char cmd[4096] = "";
     FILE *f = fopen("/proc/self/cmdline", "r");
     size_t n = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
     if (f)
         fclose(f);
-    const char *arg1 = cmd + strlen(cmd) + 1; /* only in the probe: ARGV0 doctor --probe */
-    if (arg1 < cmd + n && strcmp(arg1, "doctor") == 0 && strcmp(arg1 + 7, "--probe") == 0) {
+    const char *arg1 = cmd + strlen(cmd) + 1, *what = getenv("PROBE_SHIM");
+    if (!what || arg1 >= cmd + n || strcmp(arg1, "doctor") != 0 || strcmp(arg1 + 7, "--probe") != 0)
+        return;
+    if (strcmp(what, "noise") == 0) {
+        for (int i = 0; i < 400; i++)
+            fprintf(stderr, "a driver's warning, line %d, of some fifty characters\n", i);
+    } else if (strcmp(what, "hang") == 0) {
         FILE *p = fopen(getenv("HANG_PIDFILE"), "w");
         fprintf(p, "%d %d\n", (int)getpid(), (int)getppid());
         fclose(p);
@@ -119,8 +99,19 @@ __attribute__((constructor)) static void hang(void)
     }
 }
 EOF
-cc -shared -fPIC -o "$work/hang.so" "$work/hang.c"
-HANG_PIDFILE=$work/hang.pid LD_PRELOAD=$work/hang.so timeout 3 "$CARVE" doctor --simulate >/dev/null 2>&1
+cc -shared -fPIC -o "$work/probe_shim.so" "$work/probe_shim.c"
+
+# a probe that writes more than the doctor keeps (8 KiB) before its line: the line, which
+# comes last, is still found (the first 8 KiB were kept: "could not run its probe (exit 0)")
+out=$(PROBE_SHIM=noise LD_PRELOAD=$work/probe_shim.so "$CARVE" doctor --simulate 2>&1)
+rc=$?
+check "a probe with 20 KiB of warnings before its line: still ok, exit 0 ($(line '[a-zA-Z]*' slice "$out" | cut -c1-100))" \
+    "[ $rc -eq 0 ] && line ok slice \"\$out\" | grep -q 'saw 1 GiB, was refused'"
+
+# the doctor ended (a Ctrl-C, timeout(1)) while its probe hangs: the probe and its slice
+# end with it (the probe was in a process group of its own, out of their reach: it and the
+# carve run above it stayed, holding their slice)
+PROBE_SHIM=hang HANG_PIDFILE=$work/hang.pid LD_PRELOAD=$work/probe_shim.so timeout 3 "$CARVE" doctor --simulate >/dev/null 2>&1
 probe_pid=none run_pid=none # never 0 below: kill 0 is this script's own process group
 [ -s "$work/hang.pid" ] && read -r probe_pid run_pid <"$work/hang.pid"
 for _ in $(seq 30); do
