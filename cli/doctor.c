@@ -187,22 +187,15 @@ static void check_libraries(struct report *r)
        (cli/dynamic_twin.c: beside carve's own libraries, else in CARVE_LIBDIR); without it
        the first dlopen below would end the doctor with that message and exit 2, no report */
     if (getauxval(AT_BASE) == 0) { /* no program interpreter: linked statically */
-        char own[PATH_MAX], twin[PATH_MAX + 32] = "";
-        const char *env = getenv("CARVE_LIBDIR");
-        bool runnable = false;
-        if (carve_own_libdir(own, sizeof(own)) == 0) {
-            snprintf(twin, sizeof(twin), "%s/carve-dynamic", own);
-            runnable = access(twin, X_OK) == 0;
-        }
-        if (!runnable && env && *env) {
-            snprintf(twin, sizeof(twin), "%s/carve-dynamic", env);
-            runnable = access(twin, X_OK) == 0;
-        }
+        char twins[2][CARVE_TWIN_PATH_MAX];
+        int n = carve_twin_paths(twins), runnable = 0;
+        for (int i = 0; i < n && !runnable; i++)
+            runnable = access(twins[i], X_OK) == 0;
         if (!runnable) {
             note(r, ST_FAIL, "carve", "this carve is linked statically and runs the commands "
                  "that load NVML (doctor, carve run without carved, carve mig) as "
                  "carve-dynamic, and %s cannot be run (%s): reinstall carve (make install), "
-                 "or set CARVE_LIBDIR to its lib/carve", twin[0] ? twin : "carve-dynamic",
+                 "or set CARVE_LIBDIR to its lib/carve", n ? twins[n - 1] : "carve-dynamic",
                  strerror(errno));
             return;
         }
@@ -211,52 +204,32 @@ static void check_libraries(struct report *r)
     note(r, ST_OK, "carve", "carve %s, libcarve.so in %s", CARVE_VERSION, r->libdir);
 }
 
-struct nvml_calls {
-    void *lib;
-    __typeof__(&nvmlInit_v2) init;
-    __typeof__(&nvmlShutdown) shutdown;
-    __typeof__(&nvmlSystemGetDriverVersion) driver_version;
-    __typeof__(&nvmlSystemGetCudaDriverVersion) cuda_version;
-    __typeof__(&nvmlDeviceGetHandleByIndex_v2) by_index;
-    __typeof__(&nvmlDeviceGetComputeMode) compute_mode;
-    __typeof__(&nvmlDeviceGetMigMode) mig_mode;
-    __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) processes;
-};
-
-static const char *compute_mode_name(nvmlComputeMode_t mode)
+static const char *compute_mode_name(int mode)
 {
     switch (mode) {
     case NVML_COMPUTEMODE_DEFAULT: return "Default";
     case NVML_COMPUTEMODE_EXCLUSIVE_THREAD: return "Exclusive_Thread";
     case NVML_COMPUTEMODE_PROHIBITED: return "Prohibited";
     case NVML_COMPUTEMODE_EXCLUSIVE_PROCESS: return "Exclusive_Process";
-    default: return "unknown";
+    default: return "not reported";
     }
 }
 
-static void check_gpu(struct report *r, const struct nvml_calls *n, int i)
+static void check_gpu(struct report *r, int i)
 {
     const struct carve_gpu_info *g = &r->gpus[i];
     char check[24], total[32], mig[64] = "", procs[48] = "";
     snprintf(check, sizeof(check), "gpu %u", g->index);
     carve_format_size(g->total, total, sizeof(total));
-    nvmlDevice_t dev;
-    if (n->by_index(g->index, &dev) != NVML_SUCCESS) {
-        note(r, ST_WARN, check, "%s: NVML lists it but gives no handle to it", g->name);
-        return;
-    }
-    unsigned current = 0, pending = 0;
-    if (n->mig_mode && n->mig_mode(dev, &current, &pending) == NVML_SUCCESS)
-        snprintf(mig, sizeof(mig), ", MIG %s%s", current ? "on" : "off",
-                 pending != current ? (pending ? " (on after a reset)" : " (off after a reset)")
-                                    : "");
-    unsigned count = 0;
-    nvmlReturn_t pr = n->processes ? n->processes(dev, &count, NULL) : NVML_ERROR_NOT_SUPPORTED;
-    if (pr == NVML_SUCCESS || pr == NVML_ERROR_INSUFFICIENT_SIZE)
-        snprintf(procs, sizeof(procs), ", %u compute process%s", count, count == 1 ? "" : "es");
-    nvmlComputeMode_t mode = NVML_COMPUTEMODE_DEFAULT;
-    bool known = n->compute_mode && n->compute_mode(dev, &mode) == NVML_SUCCESS;
-    const char *mode_text = known ? compute_mode_name(mode) : "not reported";
+    if (g->mig_current >= 0)
+        snprintf(mig, sizeof(mig), ", MIG %s%s", g->mig_current ? "on" : "off",
+                 g->mig_pending != g->mig_current
+                     ? (g->mig_pending ? " (on after a reset)" : " (off after a reset)")
+                     : "");
+    if (g->compute_procs >= 0)
+        snprintf(procs, sizeof(procs), ", %d compute process%s", g->compute_procs,
+                 g->compute_procs == 1 ? "" : "es");
+    int mode = g->compute_mode;
     if (mode == NVML_COMPUTEMODE_PROHIBITED)
         note(r, ST_FAIL, check, "%s, %s%s%s, compute mode Prohibited: no process may use it; "
              "an admin sets it back with `nvidia-smi -i %u -c DEFAULT'", g->name, total, mig,
@@ -265,11 +238,11 @@ static void check_gpu(struct report *r, const struct nvml_calls *n, int i)
         note(r, ST_WARN, check, "%s, %s%s%s, compute mode %s: one process at a time, so "
              "carve's own slices cannot share it; `carve run --mode mps' can (an MPS server is "
              "that one process), or an admin sets `nvidia-smi -i %u -c DEFAULT'", g->name,
-             total, mig, procs, mode_text, g->index);
+             total, mig, procs, compute_mode_name(mode), g->index);
     else
         note(r, ST_OK, check, "%s, %s%s%s, compute mode %s", g->name, total, mig, procs,
-             mode_text);
-    r->mig_on[i] = current == NVML_DEVICE_MIG_ENABLE;
+             compute_mode_name(mode));
+    r->mig_on[i] = g->mig_current == NVML_DEVICE_MIG_ENABLE;
     if (r->mig_on[i])
         note(r, ST_INFO, check, "MIG is on: `carve run --mode mig' runs in its instances "
              "(`carve mig list --index %u'); NVML's per-process utilisation, which carved "
@@ -278,49 +251,26 @@ static void check_gpu(struct report *r, const struct nvml_calls *n, int i)
 
 static void check_driver(struct report *r)
 {
-    char path[PATH_MAX + 64], err[512];
-    r->ngpu = -1;
+    char path[PATH_MAX + 64], err[512], cuda[32] = "";
+    struct carve_driver_info driver;
     carve_nvml_path(r->simulate, r->libdir, path, sizeof(path));
-    r->ngpu = carve_gpus_list(path, r->simulate, r->gpus, DOCTOR_MAX_GPUS, err, sizeof(err));
+    r->ngpu = carve_gpus_list_driver(path, r->simulate, r->gpus, DOCTOR_MAX_GPUS, &driver, err,
+                                     sizeof(err));
     if (r->ngpu < 0) {
         note(r, ST_FAIL, "driver", "%s", err);
         return;
     }
-    struct nvml_calls n = {.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)};
-    if (!n.lib) { /* it loaded a moment ago */
-        note(r, ST_FAIL, "driver", "%s cannot be loaded again: %s", path, dlerror());
-        return;
-    }
-    n.init = (__typeof__(n.init))dlsym(n.lib, "nvmlInit_v2");
-    n.shutdown = (__typeof__(n.shutdown))dlsym(n.lib, "nvmlShutdown");
-    n.driver_version = (__typeof__(n.driver_version))dlsym(n.lib, "nvmlSystemGetDriverVersion");
-    n.cuda_version = (__typeof__(n.cuda_version))dlsym(n.lib, "nvmlSystemGetCudaDriverVersion");
-    n.by_index = (__typeof__(n.by_index))dlsym(n.lib, "nvmlDeviceGetHandleByIndex_v2");
-    n.compute_mode = (__typeof__(n.compute_mode))dlsym(n.lib, "nvmlDeviceGetComputeMode");
-    n.mig_mode = (__typeof__(n.mig_mode))dlsym(n.lib, "nvmlDeviceGetMigMode");
-    n.processes = (__typeof__(n.processes))dlsym(n.lib, "nvmlDeviceGetComputeRunningProcesses_v3");
-    if (!n.init || !n.shutdown || !n.by_index || n.init() != NVML_SUCCESS) {
-        note(r, ST_FAIL, "driver", "NVML at %s listed the GPUs but does not start again", path);
-        dlclose(n.lib);
-        return;
-    }
-    char version[96] = "unknown", cuda[32] = "";
-    int cv = 0;
-    if (n.driver_version)
-        n.driver_version(version, sizeof(version));
-    if (n.cuda_version && n.cuda_version(&cv) == NVML_SUCCESS && cv > 0)
-        snprintf(cuda, sizeof(cuda), ", CUDA %d.%d", cv / 1000, cv % 1000 / 10);
+    if (driver.cuda > 0)
+        snprintf(cuda, sizeof(cuda), ", CUDA %d.%d", driver.cuda / 1000, driver.cuda % 1000 / 10);
     if (r->ngpu == 0)
         note(r, ST_FAIL, "driver", "NVIDIA driver %s%s, but NVML lists no GPU (in a "
              "container: were the GPU's device files passed in? nvidia-smi -L shows what the "
-             "driver sees)", version, cuda);
+             "driver sees)", driver.version, cuda);
     else
-        note(r, ST_OK, "driver", "NVIDIA driver %s%s, %d GPU%s%s", version, cuda, r->ngpu,
-             r->ngpu == 1 ? "" : "s", r->simulate ? " (carve's simulated GPU)" : "");
+        note(r, ST_OK, "driver", "NVIDIA driver %s%s, %d GPU%s%s", driver.version, cuda,
+             r->ngpu, r->ngpu == 1 ? "" : "s", r->simulate ? " (carve's simulated GPU)" : "");
     for (int i = 0; i < r->ngpu; i++)
-        check_gpu(r, &n, i);
-    n.shutdown();
-    dlclose(n.lib);
+        check_gpu(r, i);
 }
 
 static double now_s(void)
@@ -618,17 +568,8 @@ static void check_mps(struct report *r)
              "among carve's libraries, not found (above)");
         return;
     }
-    const char *env = getenv("CARVE_MPS_CONTROL");
-    bool found;
-    if (env && *env) {
-        snprintf(control, sizeof(control), "%s", env);
-        found = access(control, X_OK) == 0;
-    } else if (r->simulate) {
-        snprintf(control, sizeof(control), "%s/sim/bin/%s", r->libdir, CARVE_MPS_CONTROL_NAME);
-        found = access(control, X_OK) == 0;
-    } else {
-        found = carve_find_in_path(CARVE_MPS_CONTROL_NAME, control, sizeof(control)) == 0;
-    }
+    const char *missing = carve_mps_control_find(r->simulate, r->libdir, control,
+                                                 sizeof(control));
     int running = running_mps(daemons, sizeof(daemons));
     char daemon_text[600];
     if (running)
@@ -637,11 +578,14 @@ static void check_mps(struct report *r)
                  "alone)", running == 1 ? "" : "s", daemons);
     else
         snprintf(daemon_text, sizeof(daemon_text), "; no MPS daemon running");
-    if (found)
+    if (!missing)
         note(r, ST_INFO, "mps", "%s%s", control, daemon_text);
-    else
+    else if (strcmp(missing, "PATH") == 0)
         note(r, ST_INFO, "mps", "no %s in PATH: carve run --mode mps needs it (it comes with "
              "the NVIDIA driver's utilities)%s", CARVE_MPS_CONTROL_NAME, daemon_text);
+    else
+        note(r, ST_INFO, "mps", "%s (%s) cannot be run: carve run --mode mps needs it%s",
+             control, missing, daemon_text);
 }
 
 /* 1 when the file names spank_carve.so on a line that is not a comment */

@@ -27,25 +27,19 @@ void *__wrap_dlopen(const char *file, int mode)
     (void)mode;
     /* the twin is part of this carve's installation, beside its libraries; a carve copied
        elsewhere finds it where CARVE_LIBDIR points */
-    char own[PATH_MAX], twin[PATH_MAX + 32], other[PATH_MAX + 32] = "";
+    char paths[2][CARVE_TWIN_PATH_MAX];
+    int n = carve_twin_paths(paths), why = ENOENT;
+    for (int i = 0; i < n; i++) {
+        execv(paths[i], carve_argv);
+        why = errno;
+    }
     const char *env = getenv("CARVE_LIBDIR");
-    int why = ENOENT;
-    if (carve_own_libdir(own, sizeof(own)) == 0) {
-        snprintf(twin, sizeof(twin), "%s/carve-dynamic", own);
-        execv(twin, carve_argv);
-        why = errno;
-    } else {
-        snprintf(twin, sizeof(twin), "(/proc/self/exe unreadable)/../lib/carve/carve-dynamic");
-    }
-    if (env && *env) {
-        snprintf(other, sizeof(other), "%s/carve-dynamic", env);
-        execv(other, carve_argv);
-        why = errno;
-    }
     fprintf(stderr,
-            "carve: loading %s needs carve-dynamic, the dynamically linked carve, and neither "
-            "%s nor %s can be run: %s (rebuild carve with make; a carve copied elsewhere needs "
+            "carve: loading %s needs carve-dynamic, the dynamically linked carve, and %s%s%s "
+            "cannot be run%s: %s (rebuild carve with make; a carve copied elsewhere needs "
             "CARVE_LIBDIR set to its lib/carve)\n",
-            file, twin, other[0] ? other : "$CARVE_LIBDIR/carve-dynamic (unset)", strerror(why));
+            file, n ? paths[0] : "(/proc/self/exe unreadable)/../lib/carve/carve-dynamic",
+            n > 1 ? " nor " : "", n > 1 ? paths[1] : "",
+            env && *env ? "" : " ($CARVE_LIBDIR/carve-dynamic: unset)", strerror(why));
     exit(CARVE_EXIT_USAGE);
 }

@@ -87,33 +87,37 @@ static int absolute(char *path, size_t len)
     return 0;
 }
 
-/* CARVE_MPS_CONTROL, the simulated GPU's with --simulate, else the first in PATH; made
- * absolute. */
-static int find_control(const struct run_opts *o, const char *libdir, struct mps_state *st)
+const char *carve_mps_control_find(bool simulate, const char *libdir, char *out, size_t len)
 {
     const char *env = getenv("CARVE_MPS_CONTROL");
     if (env && *env) {
-        snprintf(st->control, sizeof(st->control), "%s", env);
-        if (access(st->control, X_OK) == 0)
-            return absolute(st->control, sizeof(st->control));
-        fprintf(stderr, "carve run: CARVE_MPS_CONTROL=%s cannot be run: %s\n", env,
-                strerror(errno));
-        return -1;
+        snprintf(out, len, "%s", env);
+        return access(out, X_OK) == 0 ? NULL : "CARVE_MPS_CONTROL";
     }
-    if (o->simulate) {
-        snprintf(st->control, sizeof(st->control), "%s/sim/bin/%s", libdir,
-                 CARVE_MPS_CONTROL_NAME);
-        if (access(st->control, X_OK) == 0)
-            return absolute(st->control, sizeof(st->control));
+    if (simulate) {
+        snprintf(out, len, "%s/sim/bin/%s", libdir, CARVE_MPS_CONTROL_NAME);
+        return access(out, X_OK) == 0 ? NULL : "simulated";
+    }
+    return carve_find_in_path(CARVE_MPS_CONTROL_NAME, out, len) == 0 ? NULL : "PATH";
+}
+
+/* carve_mps_control_find's, made absolute; or why not, on stderr. */
+static int find_control(const struct run_opts *o, const char *libdir, struct mps_state *st)
+{
+    const char *missing = carve_mps_control_find(o->simulate, libdir, st->control,
+                                                 sizeof(st->control));
+    if (!missing)
+        return absolute(st->control, sizeof(st->control));
+    if (strcmp(missing, "CARVE_MPS_CONTROL") == 0)
+        fprintf(stderr, "carve run: CARVE_MPS_CONTROL=%s cannot be run: %s\n", st->control,
+                strerror(errno));
+    else if (strcmp(missing, "simulated") == 0)
         fprintf(stderr, "carve run: the simulated GPU has no %s at %s: build carve with make\n",
                 CARVE_MPS_CONTROL_NAME, st->control);
-        return -1;
-    }
-    if (carve_find_in_path(CARVE_MPS_CONTROL_NAME, st->control, sizeof(st->control)) == 0)
-        return absolute(st->control, sizeof(st->control));
-    fprintf(stderr, "carve run: --mode mps needs %s (it comes with the NVIDIA driver's "
-                    "utilities) and PATH has none; install it or set CARVE_MPS_CONTROL to it\n",
-            CARVE_MPS_CONTROL_NAME);
+    else
+        fprintf(stderr, "carve run: --mode mps needs %s (it comes with the NVIDIA driver's "
+                        "utilities) and PATH has none; install it or set CARVE_MPS_CONTROL to it\n",
+                CARVE_MPS_CONTROL_NAME);
     return -1;
 }
 

@@ -52,6 +52,18 @@ int carve_own_libdir(char *out, size_t len)
     return 0;
 }
 
+int carve_twin_paths(char paths[2][CARVE_TWIN_PATH_MAX])
+{
+    char own[PATH_MAX];
+    const char *env = getenv("CARVE_LIBDIR");
+    int n = 0;
+    if (carve_own_libdir(own, sizeof(own)) == 0)
+        snprintf(paths[n++], CARVE_TWIN_PATH_MAX, "%s/carve-dynamic", own);
+    if (env && *env)
+        snprintf(paths[n++], CARVE_TWIN_PATH_MAX, "%s/carve-dynamic", env);
+    return n;
+}
+
 struct nvml {
     void *handle;
     __typeof__(&nvmlInit_v2) init;
@@ -61,28 +73,59 @@ struct nvml {
     __typeof__(&nvmlDeviceGetUUID) uuid;
     __typeof__(&nvmlDeviceGetName) name;
     __typeof__(&nvmlDeviceGetMemoryInfo) memory;
+    /* optional: an older NVML lacks some, and a GPU's entry then says -1 */
+    __typeof__(&nvmlSystemGetDriverVersion) driver_version;
+    __typeof__(&nvmlSystemGetCudaDriverVersion) cuda_version;
+    __typeof__(&nvmlDeviceGetComputeMode) compute_mode;
+    __typeof__(&nvmlDeviceGetMigMode) mig_mode;
+    __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) processes;
 };
+
+#define NVML_SYM(n, field, symbol) ((n)->field = (__typeof__((n)->field))dlsym((n)->handle, symbol))
 
 static int nvml_open(struct nvml *n, const char *path)
 {
     n->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!n->handle)
         return -1;
-    n->init = (__typeof__(n->init))dlsym(n->handle, "nvmlInit_v2");
-    n->shutdown = (__typeof__(n->shutdown))dlsym(n->handle, "nvmlShutdown");
-    n->count = (__typeof__(n->count))dlsym(n->handle, "nvmlDeviceGetCount_v2");
-    n->by_index = (__typeof__(n->by_index))dlsym(n->handle, "nvmlDeviceGetHandleByIndex_v2");
-    n->uuid = (__typeof__(n->uuid))dlsym(n->handle, "nvmlDeviceGetUUID");
-    n->name = (__typeof__(n->name))dlsym(n->handle, "nvmlDeviceGetName");
-    n->memory = (__typeof__(n->memory))dlsym(n->handle, "nvmlDeviceGetMemoryInfo");
-    if (n->init && n->shutdown && n->count && n->by_index && n->uuid && n->name && n->memory)
+    NVML_SYM(n, driver_version, "nvmlSystemGetDriverVersion");
+    NVML_SYM(n, cuda_version, "nvmlSystemGetCudaDriverVersion");
+    NVML_SYM(n, compute_mode, "nvmlDeviceGetComputeMode");
+    NVML_SYM(n, mig_mode, "nvmlDeviceGetMigMode");
+    NVML_SYM(n, processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (NVML_SYM(n, init, "nvmlInit_v2") && NVML_SYM(n, shutdown, "nvmlShutdown") &&
+        NVML_SYM(n, count, "nvmlDeviceGetCount_v2") &&
+        NVML_SYM(n, by_index, "nvmlDeviceGetHandleByIndex_v2") &&
+        NVML_SYM(n, uuid, "nvmlDeviceGetUUID") && NVML_SYM(n, name, "nvmlDeviceGetName") &&
+        NVML_SYM(n, memory, "nvmlDeviceGetMemoryInfo"))
         return 0;
     dlclose(n->handle); /* dlerror() still says which symbol is missing */
     return -1;
 }
 
+/* The optional facts of one GPU, -1 each where NVML does not say. */
+static void gpu_modes(const struct nvml *n, nvmlDevice_t d, struct carve_gpu_info *g)
+{
+    nvmlComputeMode_t mode;
+    unsigned current, pending, count = 0;
+    g->compute_mode = n->compute_mode && n->compute_mode(d, &mode) == NVML_SUCCESS ? mode : -1;
+    g->mig_current = g->mig_pending = -1;
+    if (n->mig_mode && n->mig_mode(d, &current, &pending) == NVML_SUCCESS) {
+        g->mig_current = (int)current;
+        g->mig_pending = (int)pending;
+    }
+    nvmlReturn_t r = n->processes ? n->processes(d, &count, NULL) : NVML_ERROR_NOT_SUPPORTED;
+    g->compute_procs = r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE ? (int)count : -1;
+}
+
 int carve_gpus_list(const char *nvml_path, int simulate, struct carve_gpu_info *gpus, int max,
                     char *err, size_t errlen)
+{
+    return carve_gpus_list_driver(nvml_path, simulate, gpus, max, NULL, err, errlen);
+}
+
+int carve_gpus_list_driver(const char *nvml_path, int simulate, struct carve_gpu_info *gpus,
+                           int max, struct carve_driver_info *driver, char *err, size_t errlen)
 {
     struct nvml n = {0};
     if (nvml_open(&n, nvml_path) < 0) {
@@ -112,7 +155,15 @@ int carve_gpus_list(const char *nvml_path, int simulate, struct carve_gpu_info *
             snprintf(g->name, sizeof(g->name), "GPU %u", i);
         g->index = i;
         g->total = m.total;
+        gpu_modes(&n, d, g);
         got++;
+    }
+    if (r == NVML_SUCCESS && driver) {
+        int cuda = 0;
+        if (!n.driver_version || n.driver_version(driver->version, sizeof(driver->version)) !=
+                                     NVML_SUCCESS)
+            snprintf(driver->version, sizeof(driver->version), "unknown");
+        driver->cuda = n.cuda_version && n.cuda_version(&cuda) == NVML_SUCCESS ? cuda : 0;
     }
     if (r == NVML_SUCCESS)
         n.shutdown();

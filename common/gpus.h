@@ -16,6 +16,15 @@ struct carve_gpu_info {
     char uuid[96];
     char name[96];
     uint64_t total;
+    /* -1 where NVML does not say: nvmlComputeMode_t's value, MIG mode now and after a reset,
+       compute processes on it */
+    int compute_mode, mig_current, mig_pending, compute_procs;
+};
+
+/* What the driver says of itself (carve_gpus_list_driver). */
+struct carve_driver_info {
+    char version[96]; /* "580.82.07"; "unknown" where NVML does not say */
+    int cuda;         /* the CUDA version it supports, 13000 for 13.0; 0 where not said */
 };
 
 /* The NVML library to load: the simulated one under libdir/sim, or the driver's. */
@@ -25,9 +34,18 @@ void carve_nvml_path(int simulate, const char *libdir, char *out, size_t len);
 int carve_find_libdir(char *out, size_t len);
 /* The lib/carve directory of this executable's own installation, whatever CARVE_LIBDIR says. */
 int carve_own_libdir(char *out, size_t len);
+/* Where carve-dynamic (the dynamically linked carve a static one hands NVML's commands to)
+ * may be, in the order to try: beside this executable's own libraries, then in CARVE_LIBDIR.
+ * Their count (0 to 2), written to paths. */
+#define CARVE_TWIN_PATH_MAX 4128
+int carve_twin_paths(char paths[2][CARVE_TWIN_PATH_MAX]);
 /* Lists up to max GPUs through the NVML at nvml_path: their count, or -1 with a message
  * (what is missing and what to do) in err. */
 int carve_gpus_list(const char *nvml_path, int simulate, struct carve_gpu_info *gpus, int max,
+                    char *err, size_t errlen);
+/* The same, and (where driver is not NULL) the driver's version and CUDA version. */
+int carve_gpus_list_driver(const char *nvml_path, int simulate, struct carve_gpu_info *gpus,
+                           int max, struct carve_driver_info *driver,
                     char *err, size_t errlen);
 /* Fills spec for the GPUs from a --memory SPEC (NULL: no cap; "" is refused) and compute settings: 0, or
  * -EINVAL with a message naming the value ("--memory 100GiB is more than GPU 0 has"). */

@@ -12,9 +12,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
 static const struct carve_gpu_info gpus[] = {
-    {0, "GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000", "sim", 1ULL << 30},
-    {1, "GPU-5a1e0c4a-1001-4e3d-9a7b-c0ffeea00001", "sim", 1ULL << 30},
-    {2, "GPU-77770000-0000-0000-0000-000000000002", "sim", 1ULL << 30},
+    {.index = 0, .uuid = "GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000",
+     .name = "sim", .total = 1ULL << 30},
+    {.index = 1, .uuid = "GPU-5a1e0c4a-1001-4e3d-9a7b-c0ffeea00001",
+     .name = "sim", .total = 1ULL << 30},
+    {.index = 2, .uuid = "GPU-77770000-0000-0000-0000-000000000002",
+     .name = "sim", .total = 1ULL << 30},
 };
 
 static void check_pick(const char *s)

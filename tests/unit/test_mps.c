@@ -25,9 +25,12 @@
 #include "unreaped.h"
 
 static const struct carve_gpu_info gpus[] = {
-    {0, "GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000", "sim", 80ULL << 30},
-    {1, "GPU-5a1e0c4a-1001-4e3d-9a7b-c0ffeea00001", "sim", 80ULL << 30},
-    {2, "GPU-77770000-0000-0000-0000-000000000002", "sim", 80ULL << 30},
+    {.index = 0, .uuid = "GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000",
+     .name = "sim", .total = 80ULL << 30},
+    {.index = 1, .uuid = "GPU-5a1e0c4a-1001-4e3d-9a7b-c0ffeea00001",
+     .name = "sim", .total = 80ULL << 30},
+    {.index = 2, .uuid = "GPU-77770000-0000-0000-0000-000000000002",
+     .name = "sim", .total = 80ULL << 30},
 };
 
 static void expect_pick(const char *visible, int ngpu, int want)
