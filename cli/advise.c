@@ -23,12 +23,14 @@ static const char advise_help[] =
     "\n"
     "options:\n"
     "  -g, --gpu MODEL      the GPU: T4, V100, A10, L4, L40S, A100, H100, H200, B200 or a\n"
-    "                       full name from `carve plan --models' (A100-80GB)\n"
+    "                       full name from `carve plan --models' (A100-80GB), or NVML's\n"
+    "                       device name (\"NVIDIA A100-SXM4-40GB\")\n"
     "  -w, --workload KIND  training (distributed), inference (online serving), notebook\n"
     "                       (experimentation) or batch\n"
     "  -t, --trust LEVEL    team (one team's trusted workloads, default) or untrusted\n"
     "                       (tenants that must not affect or see each other)\n"
-    "  -l, --latency MS     the P99 latency budget in milliseconds (inference); 0 = none\n"
+    "  -l, --latency MS     the P99 latency budget of --workload inference, in milliseconds;\n"
+    "                       0 = none (refused with another workload kind)\n"
     "  -m, --memory SIZE    one workload's memory (checks how much a MIG profile strands;\n"
     "                       refused when larger than the GPU)\n"
     "  -c, --changing       the workload mix changes (e.g. training by day, serving by night)\n"
@@ -83,7 +85,7 @@ static void print_advice(const struct adv_input *in, const struct adv_result *r)
     printf("%s, %s, %s", r->gpu, adv_archetype_name(in->archetype),
            in->trust == ADV_UNTRUSTED ? "untrusted tenants" : "one team");
     if (in->latency_ms > 0)
-        printf(", P99 budget %.0f ms", in->latency_ms);
+        printf(", P99 budget %g ms", in->latency_ms);
     printf("%s\n\n", r->gpu_known ? "" : " (a GPU carve does not know)");
     printf("recommended: %s\n", row->title);
     printf("  isolation: memory %s, compute %s, fault %s; latency jitter %s\n", row->memory,

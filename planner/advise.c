@@ -8,6 +8,7 @@
  *   trusted, notebooks          -> carve slices (memory caps; idle reporting)
  *   trusted, batch              -> time-slicing (zero set-up), carve when memory must be capped
  * and every trap that applies to the set-up is named, whichever mechanism is chosen. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,7 +79,8 @@ struct trap_rule {
 
 enum {
     T_TIMESLICE_ONLINE, T_NO_MEMORY_LIMIT, T_MPS_UNTRUSTED, T_MPS_NEIGHBOUR, T_MIG_GATE,
-    T_MIG_RESIZE, T_MIG_ROUNDING, T_SOFTWARE_ISOLATION, T_SHARE_TRAINING, T_NTRAPS
+    T_MIG_RESIZE, T_MIG_ROUNDING, T_MIG_TOO_SMALL, T_SOFTWARE_ISOLATION, T_TIMESLICE_UNTRUSTED,
+    T_SHARE_TRAINING, T_NTRAPS
 };
 
 static const struct trap_rule trap_rules[T_NTRAPS] = {
@@ -89,7 +91,9 @@ static const struct trap_rule trap_rules[T_NTRAPS] = {
     [T_MIG_GATE] = {"mig-gate", ADV_MIG, true},
     [T_MIG_RESIZE] = {"mig-resize", ADV_MIG, false},
     [T_MIG_ROUNDING] = {"mig-rounding", ADV_MIG, false},
+    [T_MIG_TOO_SMALL] = {"mig-too-small", ADV_MIG, true},
     [T_SOFTWARE_ISOLATION] = {"software-isolation", ADV_CARVE, true},
+    [T_TIMESLICE_UNTRUSTED] = {"timeslice-untrusted", ADV_TIMESLICE, true},
     [T_SHARE_TRAINING] = {"share-training", ADV_NMECH, true},
 };
 
@@ -138,6 +142,22 @@ static int trap_index(const char *id)
     return -1;
 }
 
+/* The largest MIG profile of r's GPU when --memory is more than it holds (an A100-40GB's
+ * 7g.40gb has 39.25 GiB of its 40): MIG cannot run such a workload; NULL otherwise, or when
+ * carve has no profile table for the GPU. */
+static const struct mig_profile *mig_too_small(const struct adv_input *in,
+                                               const struct adv_result *r)
+{
+    const struct mig_model *mm = r->mig_capable && in->memory_mib ? mig_model_find(r->gpu) : NULL;
+    if (!mm || mig_profile_fit(mm, in->memory_mib, 0))
+        return NULL;
+    const struct mig_profile *largest = &mm->profiles[0];
+    for (size_t i = 1; i < mm->nprofiles; i++)
+        if (mm->profiles[i].memory_mib > largest->memory_mib)
+            largest = &mm->profiles[i];
+    return largest;
+}
+
 /* Every trap the set-up can fall into, whatever is chosen. */
 static void find_traps(const struct adv_input *in, struct adv_result *r)
 {
@@ -151,7 +171,7 @@ static void find_traps(const struct adv_input *in, struct adv_result *r)
         add_trap(r, T_TIMESLICE_ONLINE,
                  "Time-slicing does not give concurrent use: it serialises contexts, and the "
                  "context switches add jitter (on an H100 a batch neighbour took a ResNet-50 "
-                 "tenant's P99 to 1.36x solo), so a %.0f ms P99 budget is at risk. Use it for "
+                 "tenant's P99 to 1.36x solo), so a %g ms P99 budget is at risk. Use it for "
                  "batch and notebooks, not online inference.", in->latency_ms);
     if (in->archetype != ADV_TRAINING)
         add_trap(r, T_NO_MEMORY_LIMIT,
@@ -186,6 +206,17 @@ static void find_traps(const struct adv_input *in, struct adv_result *r)
                  "stranding %.1f GiB that no one else can use.",
                  in->memory_mib / 1024.0, pr->name, pr->memory_mib / 1024.0,
                  (pr->memory_mib - in->memory_mib) / 1024.0);
+    const struct mig_profile *largest = mig_too_small(in, r);
+    if (largest)
+        add_trap(r, T_MIG_TOO_SMALL,
+                 "A %.1f GiB workload is larger than %s's largest MIG instance (%s, %.1f GiB): "
+                 "MIG cannot run it; it needs a whole GPU.", in->memory_mib / 1024.0, r->gpu,
+                 largest->name, largest->memory_mib / 1024.0);
+    if (in->trust == ADV_UNTRUSTED)
+        add_trap(r, T_TIMESLICE_UNTRUSTED,
+                 "Time-slicing isolates nothing but turns on the GPU: tenants share its memory "
+                 "with no limit, so one can exhaust it for all, and a fault can end the others' "
+                 "work. Not for untrusted tenants.");
     if (in->trust == ADV_UNTRUSTED)
         add_trap(r, T_SOFTWARE_ISOLATION,
                  "LD_PRELOAD limits (HAMi, carve slices) are software isolation, not equivalent "
@@ -194,22 +225,6 @@ static void find_traps(const struct adv_input *in, struct adv_result *r)
 }
 
 /* ---- the recommendation ---- */
-
-/* The largest MIG profile of r's GPU when --memory is more than it holds (an A100-40GB's
- * 7g.40gb has 39.25 GiB of its 40): MIG cannot run such a workload; NULL otherwise, or when
- * carve has no profile table for the GPU. */
-static const struct mig_profile *mig_too_small(const struct adv_input *in,
-                                               const struct adv_result *r)
-{
-    const struct mig_model *mm = r->mig_capable && in->memory_mib ? mig_model_find(r->gpu) : NULL;
-    if (!mm || mig_profile_fit(mm, in->memory_mib, 0))
-        return NULL;
-    const struct mig_profile *largest = &mm->profiles[0];
-    for (size_t i = 1; i < mm->nprofiles; i++)
-        if (mm->profiles[i].memory_mib > largest->memory_mib)
-            largest = &mm->profiles[i];
-    return largest;
-}
 
 static void recommend(const struct adv_input *in, struct adv_result *r)
 {
@@ -260,7 +275,7 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
     case ADV_INFERENCE:
         if (in->latency_ms > 0 && mig && !in->changing) {
             r->mech = ADV_MIG;
-            add_reason(r, "a %.0f ms P99 budget needs a flat tail: MIG instances do not contend "
+            add_reason(r, "a %g ms P99 budget needs a flat tail: MIG instances do not contend "
                           "for L2 or memory bandwidth, so jitter is negligible", in->latency_ms);
             add_reason(r, "%s supports MIG; a fixed serving mix suits a fixed geometry (`carve "
                           "mig plan` lays it out)", r->gpu);
@@ -270,7 +285,7 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
                      "well or the mix changes (H100: P99 1.20x solo beside a batch tenant)");
         } else if (in->latency_ms > 0) {
             r->mech = ADV_CARVE;
-            add_reason(r, "a %.0f ms P99 budget rules out time-slicing (jitter) and MPS beside "
+            add_reason(r, "a %g ms P99 budget rules out time-slicing (jitter) and MPS beside "
                           "batch work (P99 5.3x solo on an H100)", in->latency_ms);
             add_reason(r, "carve slices give exact memory caps, compute shares and latency "
                           "priority on any NVIDIA GPU (H100: P99 1.20x solo beside a batch "
@@ -358,15 +373,24 @@ int adv_advise(const struct adv_input *in, struct adv_result *out, char *err, si
         snprintf(err, errlen, "latency budget %g ms is not between 0 and 3600000", in->latency_ms);
         return -EINVAL;
     }
-    bool ambiguous;
-    const struct fleet_gpu_model *m = fleet_gpu_find(in->gpu, &ambiguous);
-    if (!m && ambiguous) {
+    if (in->latency_ms > 0 && in->archetype != ADV_INFERENCE) {
+        snprintf(err, errlen, "a P99 budget (--latency %g ms) is for online inference; %s is "
+                              "advised on throughput and isolation: leave --latency out, or "
+                              "give --workload inference", in->latency_ms,
+                 in->archetype == ADV_TRAINING ? "training" : in->archetype == ADV_NOTEBOOK
+                                                                  ? "notebook work" : "batch work");
+        return -EINVAL;
+    }
+    bool family_only;
+    const struct fleet_gpu_model *m = fleet_gpu_named(in->gpu, &family_only);
+    if (family_only) {
         /* a family with several boards ("A100"): the largest board, preferring one whose MIG
            profiles carve knows (A100 -> A100-80GB, H100 -> H100-80GB) */
         size_t n;
-        const struct fleet_gpu_model *all = fleet_gpu_models(&n);
+        const struct fleet_gpu_model *all = fleet_gpu_models(&n), *family = m;
+        m = NULL;
         for (size_t i = 0; i < n; i++) {
-            if (strcasecmp(all[i].family, in->gpu) != 0)
+            if (strcmp(all[i].family, family->family) != 0)
                 continue;
             bool known = mig_model_find(all[i].name) != NULL;
             bool m_known = m && mig_model_find(m->name) != NULL;
@@ -399,12 +423,13 @@ int adv_advise(const struct adv_input *in, struct adv_result *out, char *err, si
             return -EINVAL;
         }
         snprintf(out->gpu, sizeof(out->gpu), "%s", in->gpu);
-        /* a GPU carve does not know: MIG only if its name says it is one of the gated
-           families (GB200 and the like) */
+        /* a GPU carve does not know: MIG only if its name holds one of the gated families,
+           not followed by a digit (GB200 and GH200 have MIG; an RTX A1000 has not) */
         static const char *const gated[] = {"A100", "H100", "H200", "B200"};
         for (size_t i = 0; i < 4; i++)
-            if (strcasestr(in->gpu, gated[i]))
-                out->mig_capable = true;
+            for (const char *p = in->gpu; (p = strcasestr(p, gated[i])) != NULL; p++)
+                if (!isdigit((unsigned char)p[strlen(gated[i])]))
+                    out->mig_capable = true;
     }
     find_traps(in, out);
     recommend(in, out);

@@ -6,7 +6,8 @@
  * The model, kept small enough to check by hand:
  *   hosted    = tenants, capped by what the mechanism fits on one GPU (MPS 48 clients, MIG 7
  *               instances and one compute slice per 1/7 of the GPU a tenant keeps busy,
- *               carve 64 slices)
+ *               carve 64 slices); where those ask for more than the GPU (not suitable),
+ *               the floor(1 / utilisation) that fit
  *   cost      = price / (hosted * efficiency); efficiency is the share of a shared GPU's time
  *               that does tenant work (time-slicing loses 8% to context switches); one tenant
  *               alone costs the price
@@ -83,27 +84,13 @@ int cost_check(const struct cost_input *in, char *err, size_t errlen)
     return 0;
 }
 
-/* The model carve knows by this name: a board or a unique prefix of one ("H100-80GB", "l4"),
- * a family ("A100"), or NVML's name, whose first word after the vendor is the family
- * ("NVIDIA A100-SXM4-80GB", "Tesla T4", "NVIDIA H100 80GB HBM3"). A name that only contains
- * a family ("RTX A1000", "GH200", "H20") is not that family: a guess there would decide MIG
- * for a GPU carve knows nothing of. */
+/* The model carve knows by this name (fleet_gpu_named): a guess from a name that only
+ * contains a family ("RTX A1000", "GH200", "H20") would decide MIG for a GPU carve knows
+ * nothing of. */
 static const struct fleet_gpu_model *gpu_model(const char *gpu)
 {
-    static const char *const vendors[] = {"NVIDIA ", "Tesla "};
-    for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]); i++)
-        if (strncasecmp(gpu, vendors[i], strlen(vendors[i])) == 0)
-            gpu += strlen(vendors[i]);
-    bool ambiguous;
-    const struct fleet_gpu_model *m = fleet_gpu_find(gpu, &ambiguous);
-    if (m)
-        return m;
-    size_t word = strcspn(gpu, " -"), n;
-    const struct fleet_gpu_model *all = fleet_gpu_models(&n);
-    for (size_t i = 0; i < n && word; i++)
-        if (strlen(all[i].family) == word && strncasecmp(all[i].family, gpu, word) == 0)
-            return &all[i]; /* every board of a family has the same MIG gate */
-    return NULL;
+    bool family_only;
+    return fleet_gpu_named(gpu, &family_only);
 }
 
 int cost_gpu_mig(const char *gpu)
@@ -171,6 +158,13 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
         if (hosted > 7 / mig_slices)
             hosted = 7 / mig_slices;
     }
+    /* tenants that would ask for more than the whole GPU do not all fit: the figures are for
+       those that do (the verdict says so), not a saving the GPU cannot deliver */
+    out->demand = hosted * in->utilisation;
+    double fit = (double)(unsigned)(1 / in->utilisation + 1e-9);
+    bool over = out->demand > 1.0 + 1e-9;
+    if (over)
+        hosted = fit > 1 ? fit : 1;
     double eff = hosted > 1 ? m->efficiency : 1.0;
     out->tenants_hosted = hosted;
     out->gpus_needed = in->gpus / hosted;
@@ -179,16 +173,15 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
     out->recovered_gpu_hours_day = in->gpus * 24 * (1 - dmax(in->utilisation, 1 / hosted));
     if (out->recovered_gpu_hours_day < 0)
         out->recovered_gpu_hours_day = 0;
-    out->demand = hosted * in->utilisation;
     out->suitable = true;
     out->available = true;
-    if (out->demand > 1.0 + 1e-9) {
+    if (over) {
         out->suitable = false;
         snprintf(out->verdict, sizeof(out->verdict),
                  "%s \u2014 not suitable: %.0f tenants at %.0f%% ask for %.0f%% of one GPU; they "
-                 "would slow each other down (%.0f fit)",
-                 m->title, hosted, in->utilisation * 100, out->demand * 100,
-                 (double)(unsigned)(1 / in->utilisation + 1e-9));
+                 "would slow each other down. The figures are for the %.0f per GPU that fit",
+                 m->title, out->demand / in->utilisation, in->utilisation * 100,
+                 out->demand * 100, hosted);
         return;
     }
     if (hosted < in->tenants) {

@@ -29,6 +29,11 @@ const struct fleet_gpu_model *fleet_gpu_models(size_t *count);
 /* By name, case-insensitive: exact, or a unique prefix ("H200" -> H200-141GB), or a family
  * with one model. NULL if none; *ambiguous set when several match. */
 const struct fleet_gpu_model *fleet_gpu_find(const char *name, bool *ambiguous);
+/* fleet_gpu_find, and where it finds nothing, NVML's device name of a board or a
+ * vendor-prefixed one ("NVIDIA A100-SXM4-40GB" -> A100-40GB, "Tesla T4" -> T4-16GB,
+ * "NVIDIA H100 PCIe" -> H100-80GB), or a family's first board with *family_only set ("A100",
+ * "NVIDIA L40S"). A name that only contains a board's ("RTX A1000", "GH200") is none. */
+const struct fleet_gpu_model *fleet_gpu_named(const char *name, bool *ambiguous);
 
 /* One pool of the fleet: COUNT GPUs of one model at PRICE per hour. */
 struct fleet_pool {

@@ -54,6 +54,48 @@ const struct fleet_gpu_model *fleet_gpu_find(const char *name, bool *ambiguous)
     return hits == 1 ? hit : NULL;
 }
 
+/* name without "NVIDIA " or "Tesla " in front, as NVML's device names have them */
+static const char *after_vendor(const char *name)
+{
+    static const char *const vendors[] = {"NVIDIA ", "Tesla "};
+    for (size_t i = 0; i < sizeof(vendors) / sizeof(vendors[0]); i++)
+        if (strncasecmp(name, vendors[i], strlen(vendors[i])) == 0)
+            return name + strlen(vendors[i]);
+    return name;
+}
+
+const struct fleet_gpu_model *fleet_gpu_named(const char *name, bool *family_only)
+{
+    bool ambiguous;
+    *family_only = false;
+    const struct fleet_gpu_model *m = fleet_gpu_find(name, &ambiguous);
+    if (m)
+        return m;
+    /* NVML's name: a board whose NVML name is a whole word of it (the longest), else carve's
+       MIG table's reading of it, else the board named after the vendor */
+    for (size_t i = 0; i < NMODELS && !ambiguous; i++)
+        if (mig_name_has_word(name, models[i].nvml_match) &&
+            (!m || strlen(models[i].nvml_match) > strlen(m->nvml_match)))
+            m = &models[i];
+    const struct mig_model *mm = m || ambiguous ? NULL : mig_model_find(name);
+    if (mm)
+        m = fleet_gpu_find(mm->name, &ambiguous);
+    const char *bare = after_vendor(name);
+    if (!m && bare != name)
+        m = fleet_gpu_find(bare, &ambiguous);
+    if (m)
+        return m;
+    /* a family ("A100", "NVIDIA L40S"): its first board, whose MIG gate every board of the
+       family shares. A name that merely contains one ("RTX A1000", "GH200") is none. */
+    size_t word = strcspn(bare, " -");
+    for (size_t i = 0; i < NMODELS && word; i++)
+        if (strlen(models[i].family) == word && strncasecmp(models[i].family, bare, word) == 0) {
+            *family_only = true;
+            return &models[i];
+        }
+    return NULL;
+}
+
 static int pool_error(char *err, size_t errlen, const char *pool, const char *why)
 {
     snprintf(err, errlen, "fleet spec `%s': %s", pool, why);

@@ -233,7 +233,8 @@ static void default_workload(struct fleet_workload *w, uint32_t line, const char
 #define CSV_FIELD_MAX 256
 
 /* Splits one line (NUL-terminated, no newline) into trimmed fields; a field may be wrapped
- * in double quotes (no quotes inside). Returns the number of fields, or -1 with why. */
+ * in double quotes, with "" for a quote inside (RFC 4180). Returns the number of fields, or
+ * -1 with why. */
 static int csv_split(char *line, char *fields[CSV_MAX_COLS], char *why, size_t len)
 {
     int n = 0;
@@ -248,13 +249,19 @@ static int csv_split(char *line, char *fields[CSV_MAX_COLS], char *why, size_t l
         char *start = p, *end;
         if (*p == '"') {
             start = ++p;
-            char *q = strchr(p, '"');
-            if (!q) {
-                snprintf(why, len, "field %d opens a quote that is never closed", n + 1);
-                return -1;
+            char *q = start; /* the field's text moves left over each "" */
+            for (;;) {
+                if (!*p) {
+                    snprintf(why, len, "field %d opens a quote that is never closed", n + 1);
+                    return -1;
+                }
+                if (*p == '"' && p[1] != '"')
+                    break;
+                if (*p == '"')
+                    p++;
+                *q++ = *p++;
             }
-            *q = '\0';
-            p = q + 1;
+            p++;
             while (*p == ' ' || *p == '\t')
                 p++;
             if (*p && *p != ',') {
@@ -540,6 +547,47 @@ static int parse_json(const char *text, size_t len, const char *file, struct fle
     return ret;
 }
 
+static int by_name(const void *a, const void *b, void *workloads)
+{
+    const struct fleet_workload *w = workloads;
+    return strcmp(w[*(const size_t *)a].name, w[*(const size_t *)b].name);
+}
+
+/* Every workload's name is its own: --assign and --json say where each one went by it. */
+static int check_unique_names(const struct fleet_workloads *ws, const char *file, char *err,
+                              size_t errlen)
+{
+    if (ws->n < 2)
+        return 0;
+    size_t *order = malloc(ws->n * sizeof(*order));
+    if (!order) {
+        snprintf(err, errlen, "%s: out of memory", file);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < ws->n; i++)
+        order[i] = i;
+    qsort_r(order, ws->n, sizeof(*order), by_name, ws->w);
+    const struct fleet_workload *first = NULL, *again = NULL;
+    for (size_t i = 1; i < ws->n; i++) {
+        const struct fleet_workload *a = &ws->w[order[i - 1]], *b = &ws->w[order[i]];
+        if (strcmp(a->name, b->name) == 0 && (!again || (a->line > b->line ? a : b)->line <
+                                                            again->line)) {
+            first = a->line <= b->line ? a : b;
+            again = first == a ? b : a;
+        }
+    }
+    free(order);
+    if (!again)
+        return 0;
+    snprintf(err, errlen, "%s:%u: workload name `%s' is the name of the workload on line %u "
+                          "too; give each workload a name of its own (--assign and --json say "
+                          "where each one went by its name)%s",
+             file, again->line, again->name, first->line,
+             strchr(again->name, '#') ? "; a line with a count of N names its workloads "
+                                        "NAME#1 to NAME#N" : "");
+    return -EINVAL;
+}
+
 int fleet_parse_workloads(const char *text, size_t len, const char *file,
                           struct fleet_workloads *out, char *err, size_t errlen)
 {
@@ -550,7 +598,8 @@ int fleet_parse_workloads(const char *text, size_t len, const char *file,
     size_t i = 0;
     while (i < len && isspace((unsigned char)text[i]))
         i++;
-    if (i < len && (text[i] == '[' || text[i] == '{'))
-        return parse_json(text, len, file, out, err, errlen);
-    return parse_csv(text, len, file, out, err, errlen);
+    int ret = i < len && (text[i] == '[' || text[i] == '{')
+                  ? parse_json(text, len, file, out, err, errlen)
+                  : parse_csv(text, len, file, out, err, errlen);
+    return ret ? ret : check_unique_names(out, file, err, errlen);
 }

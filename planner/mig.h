@@ -40,6 +40,10 @@ struct mig_model {
 const struct mig_model *mig_models(size_t *count);
 /* a model by short name (case-insensitive) or by an NVML device name; NULL if none */
 const struct mig_model *mig_model_find(const char *name);
+/* whether needle is a whole word of hay, case-insensitive: "H200" is one of "NVIDIA H200 NVL"
+   but not of "NVIDIA GH200 480GB" (a Grace Hopper, whose MIG profiles differ) nor "A100" of
+   "RTX A1000" */
+bool mig_name_has_word(const char *hay, const char *needle);
 /* the smallest profile of model that gives at least memory_mib and compute_pct (0..100) of the
    GPU; NULL when none does. "+me" profiles are never chosen here (ask for them by name). */
 const struct mig_profile *mig_profile_fit(const struct mig_model *model, uint64_t memory_mib,

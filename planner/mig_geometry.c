@@ -14,6 +14,7 @@
  * every assignment and judges layouts only through mig_layout_valid. */
 #include "mig_plan.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +194,10 @@ static void explain_no_profile(const struct mig_model *m, const struct mig_reque
     char want[32], have[32];
     format_gib(r->memory_mib, want, sizeof(want));
     format_gib(largest->memory_mib, have, sizeof(have));
+    if (strcmp(want, have) == 0) { /* 81153 MiB and 81152 MiB are both 79.25 GiB */
+        snprintf(want, sizeof(want), "%llu MiB", (unsigned long long)r->memory_mib);
+        snprintf(have, sizeof(have), "%llu MiB", (unsigned long long)largest->memory_mib);
+    }
     snprintf(why, len, "needs %s but the largest MIG instance of %s, %s, has %s: "
              "bigger than any instance of this GPU", want, m->name, largest->name, have);
 }
@@ -208,11 +213,28 @@ struct layout_use {
  * is named, per profile: the media engines (one +me instance per GPU), the profile's own
  * limit per GPU (4g.40gb: one), the compute slices, and only then the start slots. A second
  * 4g.40gb did read "no free start slot", true but not why. */
+/* Append to buf (size bytes, len used so far) what fmt says, cut at the end of buf. */
+static size_t append(char *buf, size_t size, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static size_t append(char *buf, size_t size, size_t len, const char *fmt, ...)
+{
+    if (len >= size)
+        return len;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + len, size - len, fmt, ap);
+    va_end(ap);
+    return n < 0 ? len : len + (size_t)n;
+}
+
 static void explain_no_room(const struct mig_model *m, const struct option *opts, int nopts,
                             const struct layout_use *u, char *why, size_t len)
 {
-    char limits[160] = "", slots[96] = "";
-    size_t nl = 0, ns = 0;
+    /* each candidate profile under the first limit it meets; the ones short of compute
+       slices together, so that a full GPU's reason names every profile */
+    char limits[512] = "", names[160] = "", needs[64] = "", slots[160] = "";
+    size_t nl = 0, nn = 0, nd = 0, ns = 0;
+    unsigned short_of_compute = 0;
     const struct mig_profile *last = NULL;
     for (int k = 0; k < nopts; k++) {
         const struct mig_profile *p = opts[k].profile;
@@ -220,25 +242,26 @@ static void explain_no_room(const struct mig_model *m, const struct option *opts
             continue;
         last = p;
         unsigned have = u->count[p - m->profiles];
-        if (p->media && u->media && nl < sizeof(limits))
-            nl += (size_t)snprintf(limits + nl, sizeof(limits) - nl,
-                                   "%s%s: one instance per GPU has the media engines (+me), "
-                                   "and %s has them already (%.*s is the same without)",
-                                   nl ? "; " : "", p->name, u->media->name,
-                                   (int)strcspn(p->name, "+"), p->name);
-        else if (have >= p->max_count && nl < sizeof(limits))
-            nl += (size_t)snprintf(limits + nl, sizeof(limits) - nl,
-                                   "%s%s: at most %u per GPU, and the layout has %u already",
-                                   nl ? "; " : "", p->name, p->max_count, have);
-        else if (u->compute + p->compute_slices > m->compute_slices && nl < sizeof(limits))
-            nl += (size_t)snprintf(limits + nl, sizeof(limits) - nl,
-                                   "%s%s: needs %u compute slices, %u of %u free",
-                                   nl ? "; " : "", p->name, p->compute_slices,
-                                   m->compute_slices - u->compute, m->compute_slices);
-        else if (ns < sizeof(slots))
-            ns += (size_t)snprintf(slots + ns, sizeof(slots) - ns, "%s%s", ns ? ", " : "",
-                                   p->name);
+        if (p->media && u->media)
+            nl = append(limits, sizeof(limits), nl, "%s%s: one instance per GPU has the media "
+                        "engines (+me), and %s has them already (%.*s is the same without)",
+                        nl ? "; " : "", p->name, u->media->name, (int)strcspn(p->name, "+"),
+                        p->name);
+        else if (have >= p->max_count)
+            nl = append(limits, sizeof(limits), nl, "%s%s: at most %u per GPU, and the layout "
+                        "has %u already", nl ? "; " : "", p->name, p->max_count, have);
+        else if (u->compute + p->compute_slices > m->compute_slices) {
+            nn = append(names, sizeof(names), nn, "%s%s", nn ? ", " : "", p->name);
+            nd = append(needs, sizeof(needs), nd, "%s%u", nd ? ", " : "", p->compute_slices);
+            short_of_compute++;
+        } else
+            ns = append(slots, sizeof(slots), ns, "%s%s", ns ? ", " : "", p->name);
     }
+    if (short_of_compute)
+        nl = append(limits, sizeof(limits), nl, "%s%s: %s %s compute slice%s, %u of %u free",
+                    nl ? "; " : "", names, short_of_compute > 1 ? "need" : "needs", needs,
+                    short_of_compute == 1 && strcmp(needs, "1") == 0 ? "" : "s",
+                    m->compute_slices - u->compute, m->compute_slices);
     if (!ns)
         snprintf(why, len, "does not fit beside the other instances: %s", limits);
     else

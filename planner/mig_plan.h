@@ -39,7 +39,7 @@ struct mig_placement {
 
 struct mig_refusal {
     int request;
-    char why[320]; /* room for a reason per candidate profile (explain_no_room) */
+    char why[640]; /* room for a reason per candidate profile (explain_no_room) */
 };
 
 struct mig_plan {

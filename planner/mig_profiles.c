@@ -78,13 +78,12 @@ const struct mig_model *mig_models(size_t *count)
     return models;
 }
 
-/* needle in hay, case-insensitive, starting a word: "H200" is in "NVIDIA H200 NVL" but not in
-   "NVIDIA GH200 480GB" (a Grace Hopper, whose MIG profiles differ) */
-static bool contains_word(const char *hay, const char *needle)
+bool mig_name_has_word(const char *hay, const char *needle)
 {
     size_t n = strlen(needle);
     for (const char *p = hay; *p; p++)
-        if ((p == hay || !isalnum((unsigned char)p[-1])) && strncasecmp(p, needle, n) == 0)
+        if ((p == hay || !isalnum((unsigned char)p[-1])) && strncasecmp(p, needle, n) == 0 &&
+            !isalnum((unsigned char)p[n]))
             return true;
     return false;
 }
@@ -98,10 +97,10 @@ const struct mig_model *mig_model_find(const char *name)
             return &models[i];
     /* NVML names: "NVIDIA A100-SXM4-40GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200 NVL" ... */
     for (size_t i = 0; i < NPROF(models); i++) {
-        if (contains_word(name, models[i].nvml_match))
+        if (mig_name_has_word(name, models[i].nvml_match))
             return &models[i];
         for (const char *const *a = models[i].nvml_also; a && *a; a++)
-            if (contains_word(name, *a))
+            if (mig_name_has_word(name, *a))
                 return &models[i];
     }
     return NULL;

@@ -74,13 +74,30 @@ static void test_hardware_gate(void **state)
         bool mig;
     } gpus[] = {{"T4", false}, {"V100", false}, {"A10", false}, {"L4", false},
                 {"L40S", false}, {"A100", true}, {"A100-80GB", true}, {"H100", true},
-                {"H200", true}, {"B200", true}, {"NVIDIA GB200", true}, {"RTX 4090", false}};
+                {"H200", true}, {"B200", true}, {"NVIDIA GB200", true}, {"RTX 4090", false},
+                /* a name that holds a gated family's followed by a digit is not that family */
+                {"RTX A1000", false}, {"NVIDIA RTX A1000 6GB", false},
+                {"NVIDIA GH200 480GB", true}, {"NVIDIA A100-SXM4-40GB", true},
+                {"Tesla T4", false}, {"NVIDIA L4", false}};
     for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++) {
         struct adv_result r = advise(gpus[i].gpu, ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
         if (r.mig_capable != gpus[i].mig)
             fail_msg("%s: MIG %d, want %d", gpus[i].gpu, r.mig_capable, gpus[i].mig);
         assert_int_equal(has_trap(&r, "mig-gate"), !gpus[i].mig);
         assert_int_equal(r.proposal_ok, gpus[i].mig);
+    }
+    /* NVML's device names are the boards carve knows */
+    static const struct {
+        const char *nvml, *board;
+    } named[] = {{"NVIDIA A100-SXM4-40GB", "A100-40GB"}, {"NVIDIA A100 80GB PCIe", "A100-80GB"},
+                 {"NVIDIA H100 80GB HBM3", "H100-80GB"}, {"NVIDIA H100 NVL", "H100-94GB"},
+                 {"NVIDIA H100 PCIe", "H100-80GB"},      {"Tesla T4", "T4-16GB"},
+                 {"NVIDIA L40S", "L40S-48GB"}};
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        struct adv_result r = advise(named[i].nvml, ADV_BATCH, ADV_TEAM, 0, -1);
+        if (!r.gpu_known || strcmp(r.gpu, named[i].board) != 0)
+            fail_msg("%s: %s (known %d), want %s", named[i].nvml, r.gpu, r.gpu_known,
+                     named[i].board);
     }
     struct adv_result r = advise("T4", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
     assert_non_null(strstr(r.proposal_verdict, "mig-gate"));
@@ -112,6 +129,15 @@ static void test_trap_untrusted(void **state)
     assert_false(r.proposal_ok);
     r = advise("H100", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
     assert_true(r.proposal_ok);
+    /* time-slicing isolates less than the mechanisms refused above */
+    for (int arch = ADV_INFERENCE; arch < ADV_NARCH; arch++) {
+        r = advise("T4", arch, ADV_UNTRUSTED, 0, ADV_TIMESLICE);
+        assert_true(has_trap(&r, "timeslice-untrusted"));
+        if (r.proposal_ok)
+            fail_msg("time-slicing for untrusted %s passed", adv_archetype_name(arch));
+    }
+    r = advise("T4", ADV_BATCH, ADV_TEAM, 0, ADV_TIMESLICE);
+    assert_false(has_trap(&r, "timeslice-untrusted"));
     /* a team's own replicas may share under MPS */
     r = advise("H100", ADV_INFERENCE, ADV_TEAM, 0, ADV_MPS);
     assert_false(has_trap(&r, "mps-untrusted"));
@@ -173,6 +199,13 @@ static void test_memory_beyond_profiles(void **state)
     assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
     assert_int_equal(r.mech, ADV_WHOLE);
     assert_non_null(strstr(r.reasons[0], "largest MIG instance (7g.40gb, 39.2 GiB)"));
+    /* and MIG, asked about, is refused for it */
+    in.proposal = ADV_MIG;
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
+    assert_true(has_trap(&r, "mig-too-small"));
+    assert_false(r.proposal_ok);
+    assert_non_null(strstr(r.proposal_verdict, "MIG cannot run it"));
+    in.proposal = -1;
     in.memory_mib = 30 * 1024; /* 7g.40gb holds it: MIG as before */
     assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
     assert_int_equal(r.mech, ADV_MIG);
@@ -185,6 +218,10 @@ static void test_memory_beyond_profiles(void **state)
     in.gpu = "H100";
     assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "204800 MiB (200.0 GiB) does not fit on one H100-80GB (81559 MiB)"));
+    in.gpu = "NVIDIA A100-SXM4-40GB"; /* NVML's name: the board's memory */
+    in.memory_mib = 60 * 1024;
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "does not fit on one A100-40GB"));
     in.gpu = "mygpu"; /* a GPU carve does not know: its memory is unknown, nothing to refuse */
     assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
 }
@@ -207,6 +244,20 @@ static void test_rejected(void **state)
     in.latency_ms = -5;
     assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "latency budget -5 ms"));
+    /* a P99 budget is inference's: elsewhere it would be ignored without a word */
+    for (int arch = 0; arch < ADV_NARCH; arch++) {
+        in.archetype = arch;
+        in.latency_ms = 10;
+        int rc = adv_advise(&in, &r, err, sizeof(err));
+        assert_int_equal(rc, arch == ADV_INFERENCE ? 0 : -EINVAL);
+        if (rc)
+            assert_non_null(strstr(err, "a P99 budget (--latency 10 ms) is for online inference"));
+    }
+    in.archetype = ADV_INFERENCE;
+    in.latency_ms = 0.4; /* under a millisecond: said as given, not as 0 (none) */
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
+    assert_non_null(strstr(r.reasons[0], "a 0.4 ms P99 budget"));
+    in.archetype = ADV_BATCH;
     /* an unknown GPU's name goes into the JSON as given: not UTF-8, or longer than the 63
      * bytes kept (it was cut, inside a character), is refused rather than dropped */
     in.latency_ms = 0;

@@ -109,8 +109,20 @@ static void test_gate_and_oversubscription(void **state)
     cost_compute(&busy, COST_TIMESLICE, &r);
     assert_false(r.suitable);
     assert_non_null(strstr(r.verdict, "ask for 160% of one GPU"));
-    /* recovered cannot pass what was idle: 10 x 24 x 60% */
-    assert_shown(r.recovered_gpu_hours_day, "%.0f", "144");
+    /* the figures are for the 2 that fit a GPU, not the 4 asked for: packing 2 busy 40%
+       each recovers 10 x 24 x (1 - 1/2) GPU-hours a day, at $3.50 / (2 x 0.92) */
+    assert_non_null(strstr(r.verdict, "The figures are for the 2 per GPU that fit"));
+    assert_int_equal((int)r.tenants_hosted, 2);
+    assert_shown(r.recovered_gpu_hours_day, "%.0f", "120");
+    assert_shown(r.cost_per_workload_hour, "%.2f", "1.90");
+    /* tenants that each fill a GPU save nothing (they showed -73% and 0 GPU-hours back) */
+    busy.utilisation = 1.0;
+    for (int mech = 0; mech < COST_NMECH; mech++) {
+        cost_compute(&busy, mech, &r);
+        assert_int_equal((int)r.tenants_hosted, 1);
+        assert_shown(r.savings_pct, "%.0f", "0");
+        assert_shown(r.recovered_gpu_hours_day, "%.0f", "0");
+    }
 }
 
 /* The model decides MIG's gate only; carve knows it by family, board or NVML's name, and

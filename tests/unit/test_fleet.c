@@ -99,10 +99,12 @@ static void test_csv_accepted(void **state)
                        "\n"
                        "chat,16GiB,30%,strict,trusted,2\n"
                        "\"nb, 1\",512MiB,12.5,relaxed,untrusted,1\n"
-                       ",1.5G,,,,\n";
+                       ",1.5G,,,,\n"
+                       "\"say \"\"hi\"\"\" , 1G,,,,\n"; /* RFC 4180: "" is a quote */
     if (parse(text, &ws, err, sizeof(err)))
         fail_msg("rejected: %s", err);
-    assert_int_equal(ws.n, 4);
+    assert_int_equal(ws.n, 5);
+    assert_string_equal(ws.w[4].name, "say \"hi\"");
     assert_string_equal(ws.w[0].name, "chat#1");
     assert_string_equal(ws.w[1].name, "chat#2");
     assert_int_equal(ws.w[0].memory_mib, 16384);
@@ -158,6 +160,19 @@ static void test_workloads_rejected(void **state)
         {"name,compute\n", "the header has no `memory' column"},
         {"memory,memory\n", "names column `memory' twice"},
         {"memory\n\"8G\n", "w.csv:2: field 1 opens a quote that is never closed"},
+        {"name,memory\n\"a\"\"\",8G\n\"b\"\",8G\n", "w.csv:3: field 1 opens a quote that is never"},
+        {"name,memory\n\"a\"b,8G\n", "w.csv:2: field 1 has text after its closing quote"},
+        /* a name is a workload's own: --assign says where each one went by it */
+        {"name,memory\nx,1G\ny,1G\nx,2G\n", "w.csv:4: workload name `x' is the name of the "
+                                              "workload on line 2 too"},
+        {"name,memory,count\na#1,8G,1\na,8G,2\n", "w.csv:3: workload name `a#1' is the name of "
+                                                  "the workload on line 2 too; give each "
+                                                  "workload a name of its own (--assign and "
+                                                  "--json say where each one went by its name); "
+                                                  "a line with a count of N names its workloads "
+                                                  "NAME#1 to NAME#N"},
+        {"[\n{\"name\": \"j\", \"memory\": \"8G\"},\n{\"name\": \"j\", \"memory\": \"8G\"}]",
+         "w.csv:3: workload name `j' is the name of the workload on line 2 too"},
         {"", "no header line"},
         {"[{\"memory\": \"8G\"}, {\"memory\": 8}]", "w.csv:1: workload 2: field `memory': must be a size string"},
         {"[\n{\"memory\": \"8G\"},\n{\"name\": \"x\"}\n]", "w.csv:3: workload 2 has no `memory'"},

@@ -231,6 +231,12 @@ static void test_impossible_reported(void **state)
     assert_non_null(strstr(p.refused[0].why, "7g.80gb"));
     assert_int_equal(p.refused[1].request, 1);
     assert_non_null(strstr(p.refused[1].why, "no MIG profile 3g.20gb"));
+    /* a MiB too big: in MiB, where GiB to two places would show the same size twice */
+    const char *just_over[] = {"81153MiB"};
+    plan_texts("H100-80GB", just_over, 1, NULL, 0, &p);
+    if (!strstr(p.refused[0].why, "needs 81153 MiB but the largest MIG instance of H100-80GB, "
+                                  "7g.80gb, has 81152 MiB"))
+        fail_msg("%s", p.refused[0].why);
     /* the same name is fine on the GPU that has it */
     assert_int_equal(mig_plan(model("A100-40GB"), &req[1], 1, NULL, 0, &p, err, sizeof(err)), 0);
     assert_int_equal(p.nplaced, 1);
@@ -278,7 +284,19 @@ static void test_profile_limit(void **state)
     plan_texts("H100-80GB", q, 3, NULL, 0, &p);
     assert_int_equal(p.nrefused, 1);
     if (!strstr(p.refused[0].why, "3g.40gb: at most 2 per GPU, and the layout has 2 already") ||
-        !strstr(p.refused[0].why, "4g.40gb: needs 4 compute slices, 1 of 7 free"))
+        !strstr(p.refused[0].why, "4g.40gb, 7g.80gb: need 4, 7 compute slices, 1 of 7 free"))
+        fail_msg("%s", p.refused[0].why);
+    /* a full GPU: every profile that could hold the request is named with its reason (the
+       reason was cut, "3g.40gb: ;", and 4g.40gb and 7g.80gb put under start slots) */
+    const char *full[12];
+    for (size_t i = 0; i < 12; i++)
+        full[i] = "5%";
+    plan_texts("H100-80GB", full, 12, NULL, 0, &p);
+    assert_int_equal(p.nplaced, 7);
+    if (!strstr(p.refused[0].why, "1g.10gb: at most 7 per GPU, and the layout has 7 already; "
+                                  "1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb: need 1, 2, 3, "
+                                  "4, 7 compute slices, 0 of 7 free") ||
+        strstr(p.refused[0].why, "start slot"))
         fail_msg("%s", p.refused[0].why);
     /* and when slots are what is missing, it still says so */
     const char *t[] = {"1g.20gb", "1g.20gb", "1g.20gb", "1g.20gb", "1g.10gb"};
