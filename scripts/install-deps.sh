@@ -27,6 +27,7 @@ PACKAGES=(
     jq # tests/e2e/planner.sh checks the --json output of carve plan, advise and cost
     python3-yaml        # tests/e2e/prometheus_rules.sh reads carved's example alerting rules
     groff-base          # tests/e2e/install.sh renders every man page with warnings on
+    librust-nvml-wrapper-sys-dev # tests/e2e/abi_headers.sh: NVML 11.8's nvml.h as bindgen read it (source only, no Rust toolchain)
     tmux                # tests/e2e/top.sh drives carve top's live view in a terminal
     chromium            # tests/e2e/dashboard.sh renders the dashboard headless
     fonts-dejavu-core   # a font for chromium's screenshot of the dashboard

@@ -17,6 +17,13 @@
 # toolkit of a machine without a driver may have none), and what the libraries export and
 # cuGetProcAddress answers are left out. No GPU needed: tests/e2e/abi_headers.sh runs it
 # wherever a CUDA 12.8+ toolkit is installed.
+#
+# ABI_FACTS=nvml-bindings compares NVML's sizes, alignments, offsets and values alone, against
+# the bindgen output of an nvml.h that Debian's librust-nvml-wrapper-sys-dev ships
+# (NVML_BINDINGS, default its bindings.rs: NVML 11.8) instead of a toolkit, read by
+# bench/gpu/nvml-bindings-facts.py. What that older NVML lacks is left out and counted; the
+# profile counts that grew since it (NVML_*_INSTANCE_PROFILE_COUNT) may be larger on carve's
+# side. No toolkit, no GPU.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -39,26 +46,50 @@ flags=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Icommon
        "-DABI_SYMS=\"$work/syms.h\"")
 toolkit_inc=(-I"$CUDA_HOME/include")
 case $FACTS in
-all) ;;
+all | nvml-bindings) ;;
 cuda)
     mkdir -p "$work/nvml-stand-in"
     echo '#include "carve/nvml_mig_abi.h"' >"$work/nvml-stand-in/nvml.h"
     toolkit_inc=(-I"$work/nvml-stand-in" "${toolkit_inc[@]}") # before a toolkit's own nvml.h
     ;;
 *)
-    echo "run-abi-check: ABI_FACTS=$FACTS: all or cuda" >&2
+    echo "run-abi-check: ABI_FACTS=$FACTS: all, cuda or nvml-bindings" >&2
     exit 2
     ;;
 esac
 if ! "$CC" "${flags[@]}" -DCARVE_SIDE -o "$work/carve-side" bench/gpu/abi-check.c \
         common/entries.c -ldl 2>"$work/build.log" ||
-   ! "$CC" "${flags[@]}" "${toolkit_inc[@]}" -o "$work/toolkit-side" \
-        bench/gpu/abi-check.c -ldl 2>>"$work/build.log"; then
+   { [ "$FACTS" != nvml-bindings ] &&
+     ! "$CC" "${flags[@]}" "${toolkit_inc[@]}" -o "$work/toolkit-side" \
+        bench/gpu/abi-check.c -ldl 2>>"$work/build.log"; }; then
     { echo "run-abi-check: build failed"; cat "$work/build.log"; } >"$report"
     exit 2
 fi
 "$work/carve-side" >"$work/carve.txt"
-"$work/toolkit-side" >"$work/toolkit.txt"
+absent=0
+if [ "$FACTS" = nvml-bindings ]; then
+    bindings=${NVML_BINDINGS:-$(ls /usr/share/cargo/registry/nvml-wrapper-sys-*/src/bindings.rs \
+                                   2>/dev/null | tail -n 1)}
+    grep -E '^(sizeof|alignof|offsetof|value)\.' "$work/carve.txt" | grep -i nvml \
+        >"$work/carve.nvml"
+    if ! python3 bench/gpu/nvml-bindings-facts.py "${bindings:-none}" \
+            <(cut -d' ' -f1 "$work/carve.nvml") >"$work/bindings.txt" 2>"$work/build.log"; then
+        { echo "run-abi-check: NVML bindings ${bindings:-none} unreadable"; cat "$work/build.log"; } \
+            >"$report"
+        exit 2
+    fi
+    absent=$(grep -c '^absent\.' "$work/bindings.txt")
+    # the facts that NVML has; counts of profiles may have grown since (carve's side larger)
+    awk 'NR == FNR { if ($1 !~ /^absent\./) have[$1] = $2; next }
+         ($1 in have) { if ($1 ~ /_INSTANCE_PROFILE_COUNT$/ && $2 + 0 > have[$1] + 0) {
+                            print $1 " grew from " have[$1] " to " $2 > "/dev/stderr"; have[$1] = $2 }
+                        print $1 " " have[$1] > TOOLKIT; print > CARVE }' \
+        TOOLKIT="$work/toolkit.txt" CARVE="$work/carve.txt.new" "$work/bindings.txt" \
+        "$work/carve.nvml" 2>"$work/grew.txt"
+    mv "$work/carve.txt.new" "$work/carve.txt"
+else
+    "$work/toolkit-side" >"$work/toolkit.txt"
+fi
 if [ "$FACTS" = cuda ]; then # the CUDA declarations' facts: no NVML name, no sym or gpa line
     for side in carve toolkit; do
         grep -E '^(sizeof|alignof|offsetof|value)\.' "$work/$side.txt" | grep -vi nvml \
@@ -67,12 +98,19 @@ if [ "$FACTS" = cuda ]; then # the CUDA declarations' facts: no NVML name, no sy
     done
 fi
 
-cuda_version=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$CUDA_HOME/include/cuda.h")
+cuda_version=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$CUDA_HOME/include/cuda.h" 2>/dev/null)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)
 {
     echo "# ABI check, $(date -u +%Y-%m-%dT%H:%MZ)"
-    echo "cuda.h CUDA_VERSION ${cuda_version:-?} ($CUDA_HOME), driver ${driver:-none}, facts: $FACTS"
-    echo "$(wc -l <"$work/carve.txt") facts; '-' carve, '+' toolkit and driver"
+    if [ "$FACTS" = nvml-bindings ]; then
+        nvml=$(sed -n 's/^pub const NVML_API_VERSION: u32 = \([0-9]*\);/\1/p' "$bindings")
+        echo "NVML bindings $bindings (NVML_API_VERSION ${nvml:-?}), facts: $FACTS"
+        echo "$(wc -l <"$work/carve.txt") facts; '-' carve, '+' NVML's; $absent of carve's NVML facts are not in these bindings (a newer NVML's)"
+        sed 's/^/grown since: /' "$work/grew.txt"
+    else
+        echo "cuda.h CUDA_VERSION ${cuda_version:-?} ($CUDA_HOME), driver ${driver:-none}, facts: $FACTS"
+        echo "$(wc -l <"$work/carve.txt") facts; '-' carve, '+' toolkit and driver"
+    fi
     if diff -u --label carve --label toolkit "$work/carve.txt" "$work/toolkit.txt"; then
         echo "no difference"
     fi
