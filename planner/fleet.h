@@ -250,4 +250,42 @@ struct fleet_cover_lp {
 };
 int fleet_cover_solve(const struct fleet_cover_lp *lp, double *x, double *value, bool *solved);
 
+struct mig_model;
+/* The cheapest plan within the fleet's counts for a short list, by trying every assignment
+ * (fleet_exact.c): what a plan that goes beyond the fleet falls back on. Each item is a
+ * workload and what the mechanism's rules make of it: a group it shares a GPU with (never with
+ * another group) or a GPU of its own; under MIG (rules.mig set) its profile on a GPU of the MIG
+ * model (rules.mig_pool), else (or with no profile) a whole GPU of a pool that holds it. */
+#define FLEET_EXACT_MAX 24           /* items at most */
+#define FLEET_EXACT_STEPS 200000ul   /* assignments tried at most */
+#define FLEET_EXACT_ALONE (-1)
+#define FLEET_EXACT_LAYOUT_BITS 3    /* a MIG layout: instances per profile, 3 bits each */
+struct fleet_exact_item {
+    uint32_t index; /* into the workload list */
+    int group;      /* shared mechanisms: its group, or FLEET_EXACT_ALONE */
+    int profile;    /* MIG: its profile in rules.mig, or -1 (larger than every profile) */
+};
+struct fleet_exact_rules {
+    uint32_t compute_cap, slots;    /* a shared GPU's */
+    const struct mig_model *mig;    /* MIG: the model whose GPUs take instances; else NULL */
+    bool mig_pool[FLEET_MAX_POOLS]; /* the pools of that model */
+    const uint64_t *layouts;        /* MIG: every layout a GPU allows, ascending */
+    size_t nlayouts;
+};
+struct fleet_exact_plan {
+    bool found;      /* a plan within the fleet */
+    bool exhaustive; /* every assignment was tried (else the steps ran out first) */
+    double cost;
+    size_t ngpus;
+    uint8_t pool[FLEET_EXACT_MAX];   /* per GPU */
+    uint8_t gpu_of[FLEET_EXACT_MAX]; /* per item */
+    bool whole[FLEET_EXACT_MAX];     /* per item: alone on a whole GPU (MIG: no instance) */
+};
+void fleet_exact_within(const struct fleet *f, const struct fleet_workloads *ws,
+                        const struct fleet_exact_item *items, size_t n,
+                        const struct fleet_exact_rules *rules, struct fleet_exact_plan *out);
+bool fleet_exact_layout_fits(const struct fleet_exact_rules *rules, uint64_t layout);
+/* A plan's GPUs and counts emptied, for the exact plan to take their place. */
+void fleet_exact_clear(struct fleet_plan *p);
+
 #endif

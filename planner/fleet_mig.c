@@ -121,6 +121,12 @@ static int geometries(const struct mig_model *m, struct geometry_set *gs)
     return 0;
 }
 
+static int by_layout(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static uint64_t ceil_div(uint64_t a, uint64_t b)
 {
     return b ? (a + b - 1) / b : 0;
@@ -171,6 +177,26 @@ static int place_whole(const struct fleet *f, const struct fleet_workloads *ws, 
     p->alone++;
     p->placed++;
     return 0;
+}
+
+/* Workload i as an instance of profile q on GPU gi. */
+static void place_instance(const struct fleet_workloads *ws, size_t i,
+                           const struct mig_model *primary, size_t q, long gi,
+                           struct fleet_gpu_list *g, struct fleet_plan *p)
+{
+    const struct fleet_workload *w = &ws->w[i];
+    struct fleet_gpu_use *u = &g->use[gi];
+    u->tenants++;
+    u->memory_used_mib += w->memory_mib;
+    u->memory_held_mib += primary->profiles[q].memory_mib > w->memory_mib
+                              ? primary->profiles[q].memory_mib
+                              : w->memory_mib;
+    u->compute_bp += w->compute_bp;
+    if (p->gpu_of)
+        p->gpu_of[i] = (uint32_t)gi;
+    if (p->profile_of)
+        p->profile_of[i] = primary->profiles[q].name;
+    p->placed++;
 }
 
 /* ---- the cost bound on a fleet of several models, and whom it sends to whole GPUs ----
@@ -465,6 +491,75 @@ static int give_whole(const struct fleet *f, const struct fleet_workloads *ws,
     return 0;
 }
 
+/* A short list whose plan went beyond the fleet: the cheapest plan within it, by trying every
+ * assignment (fleet_exact.c), takes its place when there is one. The cost program's solution
+ * can give a whole GPU of another pool to a small workload (a tie: whole GPUs of one pool cost
+ * the same whichever type takes them), and the geometries then leave the large ones beyond the
+ * fleet: on H100:1 + A100-40GB:2 a 1 GiB workload on the H100, the 39 and 20 GiB ones (a
+ * 7g.40gb each) on the A100s and the other 1 GiB one on a third A100, where the two 1g.5gb
+ * share an A100 and the 20 GiB one takes the H100. */
+static int within_fleet_exactly(const struct fleet *f, const struct fleet_workloads *ws,
+                                const uint8_t *possible, const struct mig_model *const *models,
+                                const struct mig_model *primary, const struct geometry_set *gs,
+                                struct fleet_gpu_list *g, struct fleet_plan *p)
+{
+    struct fleet_exact_item items[FLEET_EXACT_MAX];
+    size_t n = 0;
+    for (size_t i = 0; i < ws->n; i++) {
+        if (!possible[i])
+            continue;
+        if (n == FLEET_EXACT_MAX)
+            return 0;
+        const struct fleet_workload *w = &ws->w[i];
+        const struct mig_profile *pr =
+            mig_profile_fit(primary, w->memory_mib, w->compute_bp / 100.0);
+        items[n++] = (struct fleet_exact_item){(uint32_t)i, FLEET_EXACT_ALONE,
+                                               pr ? (int)(pr - primary->profiles) : -1};
+    }
+    uint64_t *layouts = malloc((gs->n ? gs->n : 1) * sizeof(*layouts));
+    if (!layouts)
+        return -ENOMEM;
+    struct fleet_exact_rules rules = {.mig = primary, .layouts = layouts, .nlayouts = gs->n};
+    for (size_t k = 0; k < f->npools; k++)
+        rules.mig_pool[k] = models[k] == primary;
+    for (size_t j = 0; j < gs->n; j++) {
+        layouts[j] = 0;
+        for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
+            layouts[j] |= (uint64_t)gs->g[j].count[q] << (q * FLEET_EXACT_LAYOUT_BITS);
+    }
+    qsort(layouts, gs->n, sizeof(*layouts), by_layout);
+    struct fleet_exact_plan e;
+    fleet_exact_within(f, ws, items, n, &rules, &e);
+    free(layouts);
+    if (!e.found)
+        return 0;
+    uint64_t left[FLEET_MAX_POOLS];
+    for (size_t k = 0; k < f->npools; k++)
+        left[k] = f->pools[k].count;
+    fleet_exact_clear(p);
+    g->n = 0;
+    for (size_t j = 0; j < e.ngpus; j++)
+        if (fleet_gpu_open(f, g, p, left, e.pool[j]) < 0)
+            return -ENOMEM;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = items[k].index;
+        const struct fleet_workload *w = &ws->w[i];
+        if (!e.whole[k]) {
+            place_instance(ws, i, primary, (size_t)items[k].profile, e.gpu_of[k], g, p);
+            continue;
+        }
+        g->use[e.gpu_of[k]] = (struct fleet_gpu_use){e.pool[e.gpu_of[k]], 1, w->memory_mib,
+                                                     w->memory_mib, w->compute_bp};
+        if (p->gpu_of)
+            p->gpu_of[i] = e.gpu_of[k];
+        if (p->profile_of)
+            p->profile_of[i] = "whole";
+        p->alone++;
+        p->placed++;
+    }
+    return 0;
+}
+
 int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
                    const uint8_t *possible, const struct fleet_options *o, struct fleet_plan *p)
 {
@@ -600,25 +695,15 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
                 ret = -ENOMEM;
                 break;
             }
-            struct fleet_gpu_use *u = &g.use[gi];
             for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
-                for (unsigned c = 0; c < best->count[q]; c++) {
-                    uint32_t i = lists[q].idx[lists[q].next++];
-                    const struct fleet_workload *w = &ws->w[i];
-                    u->tenants++;
-                    u->memory_used_mib += w->memory_mib;
-                    u->memory_held_mib += primary->profiles[q].memory_mib > w->memory_mib
-                                              ? primary->profiles[q].memory_mib
-                                              : w->memory_mib;
-                    u->compute_bp += w->compute_bp;
-                    if (p->gpu_of)
-                        p->gpu_of[i] = (uint32_t)gi;
-                    if (p->profile_of)
-                        p->profile_of[i] = primary->profiles[q].name;
-                    p->placed++;
-                }
+                for (unsigned c = 0; c < best->count[q]; c++)
+                    place_instance(ws, lists[q].idx[lists[q].next++], primary, q, gi, &g, p);
         }
     }
+    /* beyond the fleet, unless the cost program shows that no plan fits it even in
+       fractions: a short list tries every plan within it */
+    if (!ret && p->shortage && !(cost && cost->solved && !cost->limited))
+        ret = within_fleet_exactly(f, ws, possible, models, primary, &gs, &g, p);
     /* bound: lone GPUs, plus the slices the smallest fitting profiles need (no other profile
      * choice needs fewer), the count limit of each profile, or one GPU per instance too big
      * to pair in one dimension */

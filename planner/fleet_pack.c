@@ -270,16 +270,34 @@ static void finish_plan(const struct fleet *f, struct fleet_plan *p, struct flee
     p->use = g->use;
 }
 
+/* The pool with a GPU left whose GPUs are the smallest that hold memory_mib (the cheapest of
+ * those), or -1. */
+static int smallest_pool(const struct fleet *f, const uint64_t *pool_left, uint64_t memory_mib)
+{
+    int pool = -1;
+    for (size_t q = 0; q < f->npools; q++) {
+        const struct fleet_pool *c = &f->pools[q];
+        if (!pool_left[q] || c->memory_mib < memory_mib)
+            continue;
+        if (pool < 0 || c->memory_mib < f->pools[pool].memory_mib ||
+            (c->memory_mib == f->pools[pool].memory_mib && c->price < f->pools[pool].price))
+            pool = (int)q;
+    }
+    return pool;
+}
+
 /* Lone workloads, each on a GPU of its own: of the pool the bound's solution gives its class
- * (cheapest first), else the cheapest that fits and has a GPU left. The largest go first:
- * when a class's pool runs out (the fleet is too small) a small workload falls back to any
- * pool with GPUs left, and taken in list order it could take the large GPUs that the large
- * workloads after it need, which then go beyond the fleet on large GPUs too (on H100:3 +
- * L4:1, four 8 GiB workloads listed before three 30 GiB ones cost 47% more). */
+ * (cheapest first), else the cheapest that fits and has a GPU left; or (smallest, when a plan
+ * that went beyond the fleet is packed again) on the smallest GPU left that holds it. The
+ * largest go first: when a class's pool runs out (the fleet is too small) a small workload
+ * falls back to any pool with GPUs left, and taken in list order it could take the large GPUs
+ * that the large workloads after it need, which then go beyond the fleet on large GPUs too
+ * (on H100:3 + L4:1, four 8 GiB workloads listed before three 30 GiB ones cost 47% more). */
 static int place_lone(const struct fleet *f, const struct fleet_workloads *ws,
                       const uint8_t *possible, int mech, const struct mech_rules *r,
                       const struct fleet_demand *d, const struct fleet_lp_plan *lp,
-                      uint64_t *pool_left, struct fleet_plan *p, struct fleet_gpu_list *g)
+                      bool smallest, uint64_t *pool_left, struct fleet_plan *p,
+                      struct fleet_gpu_list *g)
 {
     double budget[FLEET_MAX_POOLS][FLEET_MAX_POOLS];
     memcpy(budget, lp->lone, sizeof(budget));
@@ -295,14 +313,14 @@ static int place_lone(const struct fleet *f, const struct fleet_workloads *ws,
         size_t i = lone[l].index;
         const struct fleet_workload *w = &ws->w[i];
         size_t k = fleet_class_of(d, w->memory_mib);
-        int pool = -1;
-        for (size_t q = 0; q < f->npools; q++)
+        int pool = smallest ? smallest_pool(f, pool_left, w->memory_mib) : -1;
+        for (size_t q = 0; q < f->npools && !smallest; q++)
             if (budget[k][q] >= 0.5 && pool_left[q] && f->pools[q].memory_mib >= w->memory_mib &&
                 (pool < 0 || f->pools[q].price < f->pools[pool].price))
                 pool = (int)q;
-        if (pool >= 0)
+        if (pool >= 0 && !smallest)
             budget[k][pool] -= 1;
-        else
+        else if (pool < 0)
             pool = fleet_pick_pool(f, pool_left, w->memory_mib);
         long gi = fleet_gpu_open(f, g, p, pool_left, pool);
         if (gi < 0) {
@@ -406,58 +424,201 @@ static void pool_choice_for_group(const struct fleet *f, const struct fleet_dema
         pc->band_cost += lp->solved ? lp->shared[grp][i] * f->pools[i].price : 0;
 }
 
+/* A short list whose plan went beyond the fleet: the cheapest plan within it, by trying every
+ * assignment (fleet_exact.c), takes its place when there is one. The packing follows the cost
+ * bound's fractional solution, whose ties and roundings can give a GPU that others need to a
+ * workload that another pool holds as well (on H100:1 + A100-40GB:2 a 1 GiB tenant alone on
+ * the H100 that a 39 and a 20 GiB workload should share: a fourth GPU, $6.09 against $4.89). */
+static int within_fleet_exactly(const struct fleet *f, const struct fleet_workloads *ws,
+                                const uint8_t *possible, int mech, const struct mech_rules *r,
+                                struct fleet_plan *p, struct fleet_gpu_list *g)
+{
+    struct fleet_exact_item items[FLEET_EXACT_MAX];
+    size_t n = 0;
+    for (size_t i = 0; i < ws->n; i++) {
+        if (!possible[i])
+            continue;
+        if (n == FLEET_EXACT_MAX)
+            return 0;
+        int grp = fleet_group_of(mech, &ws->w[i], r);
+        items[n++] = (struct fleet_exact_item){(uint32_t)i, grp == GROUP_ALONE ? FLEET_EXACT_ALONE
+                                                                                : grp, -1};
+    }
+    struct fleet_exact_rules rules = {.compute_cap = r->compute_cap, .slots = r->slots};
+    struct fleet_exact_plan e;
+    fleet_exact_within(f, ws, items, n, &rules, &e);
+    if (!e.found)
+        return 0;
+    uint64_t left[FLEET_MAX_POOLS];
+    for (size_t q = 0; q < f->npools; q++)
+        left[q] = f->pools[q].count;
+    fleet_exact_clear(p);
+    g->n = 0;
+    for (size_t j = 0; j < e.ngpus; j++)
+        if (fleet_gpu_open(f, g, p, left, e.pool[j]) < 0)
+            return -ENOMEM;
+    for (size_t k = 0; k < n; k++) {
+        const struct fleet_workload *w = &ws->w[items[k].index];
+        fleet_gpu_add(&g->use[e.gpu_of[k]], w, w->memory_mib);
+        if (p->gpu_of)
+            p->gpu_of[items[k].index] = e.gpu_of[k];
+        p->alone += items[k].group == FLEET_EXACT_ALONE;
+        p->placed++;
+    }
+    return 0;
+}
+
+/* What each packing of a mechanism's workloads goes by: its rules, the bounds' demand and
+ * the cost bound's solution. */
+struct shared_pack {
+    const struct fleet *f;
+    const struct fleet_workloads *ws;
+    const uint8_t *possible;
+    int mech;
+    struct mech_rules r;
+    uint64_t max_mem;
+    struct fleet_demand d;
+    struct fleet_lp_plan lp;
+    struct sort_key *keys;
+    bool groups[FLEET_GROUPS]; /* each sharing group has workloads */
+};
+
+/* How a plan that went beyond the fleet is packed again (pack_again). */
+enum { PACK_GROUPS_REVERSED = 1, PACK_LONE_SMALLEST = 2 };
+
+/* The lone workloads, then each sharing group by the best packer for it. */
+static int pack_workloads(const struct shared_pack *s, unsigned how, struct fleet_plan *p,
+                          struct fleet_gpu_list *g)
+{
+    struct pool_choice pc;
+    int8_t share_packer[2][FLEET_MAX_POOLS + 1];
+    pool_choice_init(s->f, &s->d, share_packer, &pc);
+    int ret = place_lone(s->f, s->ws, s->possible, s->mech, &s->r, &s->d, &s->lp,
+                         how & PACK_LONE_SMALLEST, pc.left, p, g);
+    for (int k = 0; k < FLEET_GROUPS && !ret; k++) {
+        int grp = how & PACK_GROUPS_REVERSED ? FLEET_GROUPS - 1 - k : k;
+        pool_choice_for_group(s->f, &s->d, &s->lp, grp, &pc);
+        memset(share_packer, -1, sizeof(share_packer));
+        size_t n = group_keys(s->ws, s->possible, s->mech, &s->r, grp, s->max_mem, s->keys);
+        ret = fleet_improve_order(s->f, s->ws, s->keys, n, &s->r, &pc);
+        packer_fn *pack = fleet_pack_group;
+        if (!ret)
+            ret = fleet_choose_packer(s->f, s->ws, s->keys, n, &s->r, &pc, &pack);
+        if (!ret)
+            ret = pack(s->f, s->ws, s->keys, n, &s->r, &pc, p, g);
+    }
+    return ret;
+}
+
+/* Whether plan a is better than b: within the fleet first (fewer GPUs beyond it), then
+ * cheaper, then fewer GPUs. */
+static bool plan_better(const struct fleet_plan *a, const struct fleet_plan *b)
+{
+    if (a->shortage != b->shortage)
+        return a->shortage < b->shortage;
+    if (a->cost_per_hour < b->cost_per_hour - 1e-9 || a->cost_per_hour > b->cost_per_hour + 1e-9)
+        return a->cost_per_hour < b->cost_per_hour;
+    return a->gpus < b->gpus;
+}
+
+/* A plan that went beyond the fleet where the bound's program fits it in fractions, packed
+ * again in other ways, the best kept. The groups in the other order: MPS's first group took
+ * the H100s its strict group needed (memory-heavy lists on H100:3000 + L4: 333 GPUs beyond;
+ * strict first, none, 1.2% above the bound). The lone workloads on the smallest GPU that holds
+ * them: the solution may give a small one a large GPU that the groups need (a tie, or a
+ * fraction rounded up). Each way costs a packing, and is tried only while the plan is beyond
+ * the fleet. */
+static int pack_again(const struct shared_pack *s, struct fleet_plan *p, struct fleet_gpu_list *g)
+{
+    static const unsigned ways[] = {PACK_GROUPS_REVERSED, PACK_LONE_SMALLEST,
+                                    PACK_GROUPS_REVERSED | PACK_LONE_SMALLEST};
+    int ret = 0;
+    for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]) && p->shortage && !ret; k++) {
+        if ((ways[k] & PACK_GROUPS_REVERSED) && !(s->groups[0] && s->groups[1]))
+            continue;
+        struct fleet_plan t;
+        struct fleet_gpu_list tg = {0};
+        memset(&t, 0, sizeof(t));
+        if (p->gpu_of && !(t.gpu_of = malloc((s->ws->n ? s->ws->n : 1) * sizeof(*t.gpu_of))))
+            return -ENOMEM;
+        if (t.gpu_of)
+            memcpy(t.gpu_of, p->gpu_of, s->ws->n * sizeof(*t.gpu_of)); /* UINT32_MAX kept */
+        ret = pack_workloads(s, ways[k], &t, &tg);
+        if (!ret && plan_better(&t, p)) {
+            uint32_t *gpu_of = p->gpu_of;
+            p->gpus = t.gpus;
+            memcpy(p->gpus_by_pool, t.gpus_by_pool, sizeof(p->gpus_by_pool));
+            p->shortage = t.shortage;
+            p->cost_per_hour = t.cost_per_hour;
+            p->alone = t.alone;
+            p->placed = t.placed;
+            p->gpu_of = t.gpu_of;
+            t.gpu_of = gpu_of;
+            struct fleet_gpu_list swap = *g;
+            *g = tg;
+            tg = swap;
+        }
+        free(t.gpu_of);
+        free(tg.use);
+    }
+    return ret;
+}
+
 static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
                        const uint8_t *possible, int mech, const struct fleet_options *o,
                        struct fleet_plan *p)
 {
-    struct mech_rules r = rules_of(mech, o);
     p->mech = mech;
     p->available = true;
-    uint64_t max_mem = fleet_max_memory(f);
+    struct shared_pack *s = calloc(1, sizeof(*s));
     struct sort_key *keys = malloc((ws->n ? ws->n : 1) * sizeof(*keys));
-    if (!keys)
+    if (!s || !keys) {
+        free(s);
+        free(keys);
         return -ENOMEM;
+    }
+    s->f = f;
+    s->ws = ws;
+    s->possible = possible;
+    s->mech = mech;
+    s->r = rules_of(mech, o);
+    s->max_mem = fleet_max_memory(f);
+    s->keys = keys;
 
     /* the bounds first: GPUs per group (L2), then the cost of the cheapest purchase that
        holds everything, whose solution the packing follows */
     uint64_t group_gpus[FLEET_GROUPS];
+    p->lower_bound = 0;
     for (int grp = 0; grp < FLEET_GROUPS; grp++) {
-        size_t n = group_keys(ws, possible, mech, &r, grp, max_mem, keys);
-        group_gpus[grp] = fleet_group_bound(ws, keys, n, max_mem, &r);
+        size_t n = group_keys(ws, possible, mech, &s->r, grp, s->max_mem, keys);
+        group_gpus[grp] = fleet_group_bound(ws, keys, n, s->max_mem, &s->r);
+        p->lower_bound += group_gpus[grp];
+        s->groups[grp] = n > 0;
     }
-    struct fleet_demand d;
-    struct fleet_lp_plan lp;
-    int ret = fleet_demand_of(f, ws, possible, mech, &r, group_gpus, &d);
+    int ret = fleet_demand_of(f, ws, possible, mech, &s->r, group_gpus, &s->d);
     if (!ret)
-        ret = fleet_cost_bound(f, &d, true, &lp);
+        ret = fleet_cost_bound(f, &s->d, true, &s->lp);
 
-    struct pool_choice pc;
-    int8_t share_packer[2][FLEET_MAX_POOLS + 1];
-    pool_choice_init(f, &d, share_packer, &pc);
     struct fleet_gpu_list g = {0};
     if (!ret)
-        ret = place_lone(f, ws, possible, mech, &r, &d, &lp, pc.left, p, &g);
-    p->lower_bound = p->alone;
-    for (int grp = 0; grp < FLEET_GROUPS && !ret; grp++) {
-        pool_choice_for_group(f, &d, &lp, grp, &pc);
-        memset(share_packer, -1, sizeof(share_packer));
-        size_t n = group_keys(ws, possible, mech, &r, grp, max_mem, keys);
-        ret = fleet_improve_order(f, ws, keys, n, &r, &pc);
-        packer_fn *pack = fleet_pack_group;
-        if (!ret)
-            ret = fleet_choose_packer(f, ws, keys, n, &r, &pc, &pack);
-        if (!ret)
-            ret = pack(f, ws, keys, n, &r, &pc, p, &g);
-        p->lower_bound += group_gpus[grp];
-    }
+        ret = pack_workloads(s, 0, p, &g);
+    p->lower_bound += p->alone;
+    /* beyond the fleet, unless the bound's program shows that no plan fits it even in
+       fractions: packed again in other ways, and a short list tries every plan within it */
+    bool may_fit = !(s->lp.solved && !s->lp.within_fleet);
+    if (!ret && p->shortage && may_fit && f->npools > 1)
+        ret = pack_again(s, p, &g);
+    if (!ret && p->shortage && may_fit)
+        ret = within_fleet_exactly(f, ws, possible, mech, &s->r, p, &g);
     /* a plan that goes beyond the fleet is measured against every plan, whatever GPUs of
        these models it buys: a cheaper one may go beyond the fleet too */
-    if (!ret && p->shortage && lp.within_fleet)
-        ret = fleet_cost_bound(f, &d, false, &lp);
-    p->cost_lower_bound = lp.solved ? lp.cost : fleet_plain_cost_bound(f, &d);
-    free(keys);
+    if (!ret && p->shortage && s->lp.within_fleet)
+        ret = fleet_cost_bound(f, &s->d, false, &s->lp);
+    p->cost_lower_bound = s->lp.solved ? s->lp.cost : fleet_plain_cost_bound(f, &s->d);
     finish_plan(f, p, &g);
-    describe_plan(p, mech, &r);
+    describe_plan(p, mech, &s->r);
+    free(keys);
+    free(s);
     return ret;
 }
 

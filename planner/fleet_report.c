@@ -106,7 +106,8 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
     if (in_cost)
         fprintf(out, "\nGPUs: used by the plan; $ bound: no plan under the mechanism's rules costs "
                      "less per hour (gap: the plan's cost above it;\n- when the plan goes beyond "
-                     "the fleet, which it does with the fleet's first pool, and the bound with any);\n");
+                     "the fleet, with GPUs of the pools that hold the rest most cheaply, and the "
+                     "bound with any);\n");
     else
         fprintf(out, "\nGPUs: used by the plan; bound: no packing under the mechanism's rules uses "
                      "fewer;\n");

@@ -417,6 +417,53 @@ static void test_no_mig_pool(void **state)
     fleet_workloads_free(&ws);
 }
 
+/* Two untrusted 1 GiB workloads and trusted ones of 39 and 20 GiB on H100-80GB:1 +
+ * A100-40GB:2: every mechanism that shares fits them in the fleet's three GPUs (the trusted
+ * two share the H100, the tenants take an A100 each; under MIG the two 1 GiB ones take
+ * 1g.5gb on one A100, 39 GiB the other, 20 GiB the H100). MPS, carve and MIG used to buy a
+ * fourth GPU ($6.09 against $4.89): the cost bound's solution gave a 1 GiB tenant the H100,
+ * or (MIG) a whole H100 to a 1 GiB workload; without prices carve bought a second H100. */
+static void test_beyond_mixed(void **state)
+{
+    static const char *const specs[] = {"H100-80GB:1@2.49,A100-40GB:2@1.2",
+                                        "H100-80GB:1,A100-40GB:2"};
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    for (size_t s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+        struct fleet f = fleet_of(specs[s]);
+        struct fleet_workloads ws = {0};
+        add(&ws, 1024, 0, FLEET_LAT_NORMAL, FLEET_UNTRUSTED);
+        add(&ws, 1024, 0, FLEET_LAT_NORMAL, FLEET_UNTRUSTED);
+        add(&ws, 39 * 1024, 0, FLEET_LAT_NORMAL, FLEET_TRUSTED);
+        add(&ws, 20 * 1024, 0, FLEET_LAT_NORMAL, FLEET_TRUSTED);
+        struct fleet_result r;
+        assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+        check_rules(&f, &ws, &r, &o);
+        int wrong = 0;
+        for (int m = FLEET_TIMESLICE; m < FLEET_NMECH; m++) {
+            const struct fleet_plan *p = &r.plans[m];
+            bool priced = f.pools[0].priced;
+            if (p->shortage || p->gpus != 3 || p->gpus_by_pool[0] != 1 ||
+                (priced && (p->cost_per_hour < 4.885 || p->cost_per_hour > 4.895))) {
+                print_message("%s on %s: %llu GPUs (%llu H100), %llu beyond the fleet, $%.2f/h; "
+                              "the fleet's 3 hold it%s\n", fleet_mech_name(m), specs[s],
+                              (unsigned long long)p->gpus, (unsigned long long)p->gpus_by_pool[0],
+                              (unsigned long long)p->shortage, p->cost_per_hour,
+                              priced ? " at $4.89/h" : "");
+                wrong++;
+            }
+            assert_true(p->cost_per_hour >= p->cost_lower_bound - 1e-6);
+        }
+        assert_int_equal(wrong, 0);
+        /* whole GPUs need four: one beyond */
+        assert_int_equal(r.plans[FLEET_WHOLE].gpus, 4);
+        assert_int_equal(r.plans[FLEET_WHOLE].shortage, 1);
+        fleet_result_free(&r);
+        fleet_workloads_free(&ws);
+    }
+}
+
 /* ---- bounds against the optimum, packing against the bound ---- */
 
 static uint64_t rng_state = 88172645463325252ULL;
@@ -741,6 +788,175 @@ static void test_mig_cost_bound_below_optimum(void **state)
                   "optimal\n", checked, optimal);
 }
 
+/* The tests that seed the generator leave it as it was, failed or not, so that the lists of
+ * the tests after them stay as they were measured. */
+static uint64_t rng_kept;
+
+static int rng_keep(void **state)
+{
+    rng_kept = rng_state;
+    return 0;
+}
+
+static int rng_give_back(void **state)
+{
+    rng_state = rng_kept;
+    return 0;
+}
+
+/* The MIG model fleet_mig.c plans with: the cheapest MIG pool's per MiB (spec order on ties). */
+static const struct mig_model *planned_mig_model(const struct fleet *f)
+{
+    size_t order[FLEET_MAX_POOLS];
+    fleet_pool_order(f, order);
+    for (size_t k = 0; k < f->npools; k++)
+        if (f->pools[order[k]].mig && mig_model_find(f->pools[order[k]].name))
+            return mig_model_find(f->pools[order[k]].name);
+    return NULL;
+}
+
+/* Whether an exhaustive search finds a plan of ws within the fleet under mech's rules. */
+static bool fits_within(const struct fleet *f, const struct fleet_workloads *ws, int mech,
+                        const struct fleet_options *o)
+{
+    if (mech == FLEET_MIG) {
+        struct mig_search s = {.f = f, .ws = ws, .m = planned_mig_model(f), .limited = true,
+                               .best = 1e18};
+        for (size_t i = 0; i < ws->n; i++) {
+            const struct mig_profile *pr =
+                mig_profile_fit(s.m, ws->w[i].memory_mib, ws->w[i].compute_bp / 100.0);
+            s.profile[i] = pr ? (int)(pr - s.m->profiles) : -1;
+        }
+        for (size_t k = 0; k < f->npools; k++)
+            s.is_mig[k] = f->pools[k].mig && mig_model_find(f->pools[k].name) == s.m;
+        search_mig(&s, 0, 0, 0);
+        return s.best < 1e17;
+    }
+    int kind[16];
+    for (size_t i = 0; i < ws->n; i++)
+        kind[i] = kind_under(mech, &ws->w[i], o);
+    struct mixed_search s = {.f = f, .ws = ws, .kind = kind, .limited = true, .best = 1e18};
+    s.compute_cap = mech == FLEET_TIMESLICE ? o->timeslice_compute_bp : FLEET_BP_FULL;
+    s.slots = mech == FLEET_TIMESLICE ? o->timeslice_replicas
+              : mech == FLEET_MPS     ? o->mps_clients
+                                      : o->carve_slices;
+    search_cost(&s, 0, 0, 0);
+    return s.best < 1e17;
+}
+
+/* Small random lists on small fleets of several models (tight counts, priced or not): whenever
+ * an exhaustive search finds a plan within the fleet under a mechanism's rules, MIG included,
+ * the planner's plan is within the fleet too. Before fleet_exact.c, 3-5% of these plans went
+ * beyond the fleet when one within it existed (the cost bound's solution gave a large GPU to a
+ * small lone workload, and the packers have no way back). */
+static const char *const tight_fleets[] = {
+    "H100-80GB:1@2.49,A100-40GB:2@1.20",         "H100-80GB:1,A100-40GB:2",
+    "L4:1@0.80,T4:2@0.35,H100-80GB:1@2.49",      "A100-40GB:1@1.10,A100-80GB:1@1.90,L4:2@0.70",
+    "H100-80GB:2@2.49,L4:3@0.80",                "A100-40GB:2@1.50,T4:3@0.35,L4:2@0.80",
+    "L4:2@0.80,T4:4@0.35",                       "L4:2,T4:3,H100-80GB:1",
+};
+
+static void test_within_fleet_when_possible(void **state)
+{
+    static const uint64_t edges[] = {4864, 8192, 9984, 16384, 20096, 24576, 40448};
+    static const uint32_t computes[] = {0, 500, 1000, 2500, 3000, 5000, 6000, 9200, 10000};
+    rng_state = 0x2545F4914F6CDD1DULL; /* rng_keep restores the generator after */
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    const size_t nfleets = sizeof(tight_fleets) / sizeof(tight_fleets[0]);
+    int checked = 0, within = 0, beyond = 0;
+    for (int round = 0; round < 800; round++) {
+        struct fleet f = fleet_of(tight_fleets[round % nfleets]);
+        struct fleet_workloads ws = {0};
+        size_t n = 2 + rng() % 5;
+        for (size_t i = 0; i < n; i++) {
+            /* drawn one at a time: the order of a call's arguments is the compiler's */
+            uint32_t pick = rng() % 4;
+            uint64_t mib = pick == 3 ? edges[rng() % 7]
+                                     : 1 + rng() % (pick ? 8192u * pick : 24576u);
+            uint32_t bp = computes[rng() % 9], lat = rng() % 8, untrusted = rng() % 4 == 0;
+            add(&ws, mib, bp,
+                lat < 2 ? FLEET_LAT_STRICT : lat < 5 ? FLEET_LAT_NORMAL : FLEET_LAT_RELAXED,
+                untrusted ? FLEET_UNTRUSTED : FLEET_TRUSTED);
+        }
+        struct fleet_result r;
+        assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+        check_rules(&f, &ws, &r, &o);
+        for (int m = 0; m < FLEET_NMECH && !r.nimpossible; m++) {
+            const struct fleet_plan *p = &r.plans[m];
+            if (!p->available)
+                continue;
+            checked++;
+            if (!fits_within(&f, &ws, m, &o))
+                continue;
+            within++;
+            if (p->shortage && !beyond++)
+                print_message("round %d, %s on %s: %llu GPUs beyond the fleet, though a plan "
+                              "within it exists\n", round, fleet_mech_name(m),
+                              tight_fleets[round % nfleets], (unsigned long long)p->shortage);
+        }
+        fleet_result_free(&r);
+        fleet_workloads_free(&ws);
+    }
+    print_message("tight mixed fleets: %d plans, %d of which fit the fleet by exhaustive search; "
+                  "%d of those beyond it\n", checked, within, beyond);
+    assert_int_equal(beyond, 0);
+}
+
+/* Lists of 7-24 workloads built from a plan within the fleet (each GPU filled with one to
+ * four trusted workloads, 60-100% of its memory and at most 90% of compute, or with one
+ * untrusted one): time-slicing, MPS and carve fit every one in the fleet. Too long for an
+ * exhaustive search in the test, they were built to fit. */
+static void test_within_fleet_planted(void **state)
+{
+    static const char *const models[] = {"H100-80GB", "A100-40GB", "L4", "T4", "A100-80GB"};
+    static const double prices[] = {2.49, 1.20, 0.80, 0.35, 1.90};
+    rng_state = 0x9E3779B97F4A7C15ULL; /* rng_keep restores the generator after */
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    int lists = 0, beyond = 0;
+    while (lists < 120) {
+        char spec[128];
+        size_t a = rng() % 5, b = (a + 1 + rng() % 4) % 5;
+        uint32_t count_a = 1 + rng() % 4, count_b = 1 + rng() % 4;
+        snprintf(spec, sizeof(spec), "%s:%u@%.2f,%s:%u@%.2f", models[a], count_a, prices[a],
+                 models[b], count_b, prices[b]);
+        struct fleet f = fleet_of(spec);
+        struct fleet_workloads ws = {0};
+        for (size_t q = 0; q < f.npools; q++)
+            for (uint64_t g = 0; g < f.pools[q].count; g++) {
+                uint64_t gpu = f.pools[q].memory_mib;
+                if (rng() % 5 == 0) {
+                    uint64_t mib = 256 + rng() % (gpu - 256);
+                    add(&ws, mib, rng() % 6000, FLEET_LAT_RELAXED, FLEET_UNTRUSTED);
+                    continue;
+                }
+                uint32_t parts = 1 + rng() % 4, comp = 2000 + rng() % 7000;
+                uint64_t mem = gpu * (60 + rng() % 41) / 100;
+                for (uint32_t k = 0; k < parts; k++)
+                    add(&ws, mem / parts, comp / parts,
+                        rng() % 2 ? FLEET_LAT_NORMAL : FLEET_LAT_RELAXED, FLEET_TRUSTED);
+            }
+        if (ws.n >= 7 && ws.n <= 24) {
+            lists++;
+            struct fleet_result r;
+            assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+            check_rules(&f, &ws, &r, &o);
+            for (int m = FLEET_TIMESLICE; m < FLEET_NMECH; m++)
+                if (m != FLEET_MIG && r.plans[m].shortage && !beyond++)
+                    print_message("%s on %s, %zu workloads built to fit: %llu GPUs beyond the "
+                                  "fleet\n", fleet_mech_name(m), spec, ws.n,
+                                  (unsigned long long)r.plans[m].shortage);
+            fleet_result_free(&r);
+        }
+        fleet_workloads_free(&ws);
+    }
+    print_message("planted lists: %d lists, %d plans beyond the fleet\n", lists, beyond);
+    assert_int_equal(beyond, 0);
+}
+
 /* The shapes of the large lists: memory and compute ranges; 30% strict, 30% normal, 40%
  * relaxed, 2% untrusted. */
 static const struct {
@@ -880,6 +1096,9 @@ int main(void)
         cmocka_unit_test(test_rules_and_impossible),
         cmocka_unit_test(test_lone_order),
         cmocka_unit_test(test_no_mig_pool),
+        cmocka_unit_test(test_beyond_mixed),
+        cmocka_unit_test_setup_teardown(test_within_fleet_when_possible, rng_keep, rng_give_back),
+        cmocka_unit_test_setup_teardown(test_within_fleet_planted, rng_keep, rng_give_back),
         cmocka_unit_test(test_bound_below_optimum),
         cmocka_unit_test(test_large_within_two_percent),
         cmocka_unit_test(test_cost_bound_below_optimum),
