@@ -285,7 +285,9 @@ void fleet_exact_within(const struct fleet *f, const struct fleet_workloads *ws,
                         const struct fleet_exact_item *items, size_t n,
                         const struct fleet_exact_rules *rules, struct fleet_exact_plan *out);
 bool fleet_exact_layout_fits(const struct fleet_exact_rules *rules, uint64_t layout);
-/* A plan's GPUs and counts emptied, for the exact plan to take their place. */
-void fleet_exact_clear(struct fleet_plan *p);
+/* The exact plan e takes the place of p's GPUs and counts: p and g emptied, then e's GPUs
+ * opened in g, in e's order (what e.gpu_of counts in). 0, or -ENOMEM. */
+int fleet_exact_adopt(const struct fleet *f, const struct fleet_exact_plan *e,
+                      struct fleet_gpu_list *g, struct fleet_plan *p);
 
 #endif

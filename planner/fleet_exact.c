@@ -17,6 +17,7 @@
  * Without pruning the tree of n workloads on p pools has at most the sum over k <= n of
  * p (p + 1) ... (p + k - 1) nodes: 168,246 for 6 workloads on 5 pools, so every such list is
  * searched through. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,7 +220,8 @@ void fleet_exact_within(const struct fleet *f, const struct fleet_workloads *ws,
     out->exhaustive = s.steps < FLEET_EXACT_STEPS;
 }
 
-void fleet_exact_clear(struct fleet_plan *p)
+int fleet_exact_adopt(const struct fleet *f, const struct fleet_exact_plan *e,
+                      struct fleet_gpu_list *g, struct fleet_plan *p)
 {
     p->gpus = 0;
     memset(p->gpus_by_pool, 0, sizeof(p->gpus_by_pool));
@@ -227,4 +229,12 @@ void fleet_exact_clear(struct fleet_plan *p)
     p->cost_per_hour = 0;
     p->alone = 0;
     p->placed = 0;
+    uint64_t left[FLEET_MAX_POOLS];
+    for (size_t q = 0; q < f->npools; q++)
+        left[q] = f->pools[q].count;
+    g->n = 0;
+    for (size_t j = 0; j < e->ngpus; j++)
+        if (fleet_gpu_open(f, g, p, left, e->pool[j]) < 0)
+            return -ENOMEM;
+    return 0;
 }

@@ -533,14 +533,8 @@ static int within_fleet_exactly(const struct fleet *f, const struct fleet_worklo
     free(layouts);
     if (!e.found)
         return 0;
-    uint64_t left[FLEET_MAX_POOLS];
-    for (size_t k = 0; k < f->npools; k++)
-        left[k] = f->pools[k].count;
-    fleet_exact_clear(p);
-    g->n = 0;
-    for (size_t j = 0; j < e.ngpus; j++)
-        if (fleet_gpu_open(f, g, p, left, e.pool[j]) < 0)
-            return -ENOMEM;
+    if (fleet_exact_adopt(f, &e, g, p) < 0)
+        return -ENOMEM;
     for (size_t k = 0; k < n; k++) {
         size_t i = items[k].index;
         const struct fleet_workload *w = &ws->w[i];

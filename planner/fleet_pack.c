@@ -449,14 +449,8 @@ static int within_fleet_exactly(const struct fleet *f, const struct fleet_worklo
     fleet_exact_within(f, ws, items, n, &rules, &e);
     if (!e.found)
         return 0;
-    uint64_t left[FLEET_MAX_POOLS];
-    for (size_t q = 0; q < f->npools; q++)
-        left[q] = f->pools[q].count;
-    fleet_exact_clear(p);
-    g->n = 0;
-    for (size_t j = 0; j < e.ngpus; j++)
-        if (fleet_gpu_open(f, g, p, left, e.pool[j]) < 0)
-            return -ENOMEM;
+    if (fleet_exact_adopt(f, &e, g, p) < 0)
+        return -ENOMEM;
     for (size_t k = 0; k < n; k++) {
         const struct fleet_workload *w = &ws->w[items[k].index];
         fleet_gpu_add(&g->use[e.gpu_of[k]], w, w->memory_mib);
