@@ -497,6 +497,33 @@ static void search(const struct fleet_workloads *ws, size_t i, uint64_t *mem, ui
     }
 }
 
+/* Workloads alike: the sizes' sum says 40 x 25% need 11 time-sliced GPUs (92% each), but
+ * three fit a GPU, so 14; the dual-feasible bound sees it (the plan read "gap 27.3%"). */
+static void test_bound_whole_counts(void **state)
+{
+    struct fleet f = fleet_of("A100-40GB:10@3.50");
+    struct fleet_workloads ws = {0};
+    for (int i = 0; i < 40; i++)
+        add(&ws, 1024, 2500, FLEET_LAT_RELAXED, FLEET_TRUSTED);
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    struct fleet_result r;
+    assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+    assert_int_equal(r.plans[FLEET_TIMESLICE].gpus, 14);
+    assert_int_equal(r.plans[FLEET_TIMESLICE].lower_bound, 14);
+    fleet_result_free(&r);
+    fleet_workloads_free(&ws);
+    /* and in memory: 7 x 30 GiB on 80 GiB GPUs hold two each, 4 GPUs (the sum says 3) */
+    f = fleet_of("mygpu/80GiB@1.00");
+    for (int i = 0; i < 7; i++)
+        add(&ws, 30 * 1024, 0, FLEET_LAT_NORMAL, FLEET_TRUSTED);
+    assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+    assert_int_equal(r.plans[FLEET_CARVE].gpus, 4);
+    assert_int_equal(r.plans[FLEET_CARVE].lower_bound, 4);
+    fleet_result_free(&r);
+    fleet_workloads_free(&ws);
+}
+
 static void test_bound_below_optimum(void **state)
 {
     struct fleet f = fleet_of("mygpu/10GiB@1.00");
@@ -1099,6 +1126,7 @@ int main(void)
         cmocka_unit_test(test_beyond_mixed),
         cmocka_unit_test_setup_teardown(test_within_fleet_when_possible, rng_keep, rng_give_back),
         cmocka_unit_test_setup_teardown(test_within_fleet_planted, rng_keep, rng_give_back),
+        cmocka_unit_test(test_bound_whole_counts),
         cmocka_unit_test(test_bound_below_optimum),
         cmocka_unit_test(test_large_within_two_percent),
         cmocka_unit_test(test_cost_bound_below_optimum),
