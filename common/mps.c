@@ -249,24 +249,64 @@ static int user_dir(const char *base, char *out, size_t len, char *err, size_t e
     return own_dir(out, err, errlen);
 }
 
-int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen)
+/* Whether s is a number as Slurm writes its ids: 1 to 10 digits. */
+static int slurm_id(const char *s)
 {
-    char base[PATH_MAX], mine[PATH_MAX];
-    if (run_base(base, sizeof(base)) >= (int)sizeof(base)) {
-        snprintf(err, errlen, "the MPS run directory's path is too long: %.100s...", base);
-        return -ENAMETOOLONG;
-    }
+    size_t n = strspn(s, "0123456789");
+    return n > 0 && n <= 10 && s[n] == '\0';
+}
+
+int carve_mps_dir_name(const char *uuid, const char *job, const char *step, char *out,
+                       size_t len, char *err, size_t errlen)
+{
     for (const char *c = uuid; *c; c++)
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-", *c)) {
             snprintf(err, errlen, "GPU UUID `%s' has a character carve does not put in a path",
                      uuid);
             return -EINVAL;
         }
-    int r = user_dir(base, mine, sizeof(mine), err, errlen);
+    int w;
+    if (!job || !*job) {
+        w = snprintf(out, len, "mps-%s", uuid);
+    } else {
+        int batch = !step || !*step;
+        const char *var = "SLURM_JOB_ID", *val = job;
+        if (slurm_id(job)) {
+            var = "SLURM_STEP_ID";
+            val = batch || slurm_id(step) ? NULL : step;
+        }
+        if (val) {
+            snprintf(err, errlen, "%s=`%.40s' is not a Slurm id (a number): --mode mps gives "
+                                  "each job step a daemon of its own by its job and step ids",
+                     var, val);
+            return -EINVAL;
+        }
+        w = batch ? snprintf(out, len, "mps-%s-j%s", uuid, job)
+                  : snprintf(out, len, "mps-%s-j%s.%s", uuid, job, step);
+    }
+    if (w < 0 || (size_t)w >= len) {
+        snprintf(err, errlen, "the MPS run directory's name is too long: mps-%.100s", uuid);
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
+int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen)
+{
+    char base[PATH_MAX], mine[PATH_MAX], name[NAME_MAX + 1];
+    if (run_base(base, sizeof(base)) >= (int)sizeof(base)) {
+        snprintf(err, errlen, "the MPS run directory's path is too long: %.100s...", base);
+        return -ENAMETOOLONG;
+    }
+    int r = carve_mps_dir_name(uuid, getenv("SLURM_JOB_ID"), getenv("SLURM_STEP_ID"), name,
+                               sizeof(name), err, errlen);
     if (r < 0)
         return r;
-    if (snprintf(out, len, "%s/mps-%s", mine, uuid) >= (int)len) {
-        snprintf(err, errlen, "the MPS run directory's path is too long: %s/mps-%s", mine, uuid);
+    r = user_dir(base, mine, sizeof(mine), err, errlen);
+    if (r < 0)
+        return r;
+    if (snprintf(out, len, "%s/%s", mine, name) >= (int)len) {
+        snprintf(err, errlen, "the MPS run directory's path is too long: %s/%s", mine, name);
         return -ENAMETOOLONG;
     }
     return own_dir(out, err, errlen);

@@ -46,6 +46,7 @@ trap cleanup EXIT
 export CARVE_SIM_STATE=$tmp/sim CARVE_MPS_DIR=$tmp/run CARVE_SIM_MEMORY=80GiB
 unset CUDA_VISIBLE_DEVICES CARVE_MPS_CONTROL CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 unset CUDA_MPS_ACTIVE_THREAD_PERCENTAGE CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+unset SLURM_JOB_ID SLURM_STEP_ID # run in a Slurm job, the run directories would be its step's
 REC=$tmp/sim.mps
 touch "$REC"
 
@@ -262,6 +263,37 @@ grep -q "^start pid=[0-9]* cwd=/ pipe=$CARVE_MPS_DIR/mps-$uuid1/pipe .* visible=
 check "CUDA_VISIBLE_DEVICES=1 of 2: daemon and client on GPU 1 by UUID ($out)" \
     "$([ $? -eq 0 ] && [ "$out" = "$uuid1 $CARVE_MPS_DIR/mps-$uuid1/pipe" ]; echo $?)"
 
+# --- Slurm: a daemon per job step ------------------------------------------------------------
+# Slurm ends every process of a step when the step ends (proctrack/cgroup), the daemon that
+# step started and its server included. A later step of the same user that had joined that
+# daemon lost it under its running command; each step now starts its own.
+starts=$(events start)
+SLURM_JOB_ID=4242 SLURM_STEP_ID=0 "$CARVE" run --simulate --mode mps -q -- \
+    sh -c 'echo $$ >"$0/step0.pid"; exec sleep 60' "$tmp" &
+s0=$!
+wait_for "$tmp/step0.pid"
+d0=$(last_daemon)
+SLURM_JOB_ID=4242 SLURM_STEP_ID=1 "$CARVE" run --simulate --mode mps -q -- sh -c '
+    echo "$CUDA_MPS_PIPE_DIRECTORY" >"$0/step1.pipe"
+    i=0; while [ ! -e "$0/step0.gone" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    exec "$1" --max 256 --hold 0' "$tmp" "$MEMHOG" >"$tmp/step1.out" 2>&1 &
+s1=$!
+wait_for "$tmp/step1.pipe"
+d1=$(last_daemon)
+# the end of step 0 as Slurm ends it: SIGKILL to all its processes, daemon and server too
+{ kill -KILL "$s0" "$(cat "$tmp/step0.pid")"; kill -KILL -- "-$d0"; wait "$s0"; } 2>/dev/null
+rm -f /dev/shm/carve.*."$s0".* # its slice table: a SIGKILLed carve run cannot remove it
+touch "$tmp/step0.gone"
+wait "$s1"
+rc=$?
+check "SLURM_JOB_ID=4242: step 0 and step 1 each start a daemon ($(( $(events start) - starts )) starts: $d0, $d1) in mps-UUID-j4242.0 and .1 ($(cat "$tmp/step1.pipe"))" \
+    "$([ "$(events start)" -eq $((starts + 2)) ] && [ "$d0" != "$d1" ] && grep -q "^start pid=$d0 cwd=/ pipe=$rundir-j4242.0/pipe " "$REC" && [ "$(cat "$tmp/step1.pipe")" = "$rundir-j4242.1/pipe" ]; echo $?)"
+check "... step 0 killed as Slurm ends a step: step 1's command still had its daemon (pid $d1) and ended with status $rc, which then stopped it ($(alive "$d1" && echo alive || echo gone))" \
+    "$([ "$rc" -eq 0 ] && grep -q "^client pid=[0-9]* daemon=$d1 pipe=$rundir-j4242.1/pipe " "$REC" && ! alive "$d1"; echo $?)"
+out=$(SLURM_JOB_ID=4242 "$CARVE" run --simulate --mode mps -- sh -c 'echo "$CUDA_MPS_PIPE_DIRECTORY"' 2>&1)
+check "SLURM_JOB_ID without SLURM_STEP_ID (the batch script): mps-UUID-j4242 ($out)" \
+    "$([ "$out" = "$rundir-j4242/pipe" ]; echo $?)"
+
 # --- bad input: refused, nothing run, no daemon left -------------------------------------------
 expect() { # expect FRAGMENT ARGS...: carve ARGS exits 2 and says FRAGMENT; no daemon was started
     local fragment=$1 err rc starts_before
@@ -291,6 +323,8 @@ check "--priority batch/latency/normal/none/none with 1 in the environment -> CU
 check "no daemon inherited a client priority: $(grep -c '^start .* priority=[^-]' "$REC") did" \
     "$(grep -q '^start .* priority=[^-]' "$REC"; [ $? -eq 1 ]; echo $?)"
 expect "unknown priority \`urgent'" run --simulate --mode mps --priority urgent -- true
+SLURM_JOB_ID=12x expect "SLURM_JOB_ID=\`12x' is not a Slurm id (a number)" run --simulate --mode mps -- true
+SLURM_JOB_ID=12 SLURM_STEP_ID=../0 expect "SLURM_STEP_ID=\`../0' is not a Slurm id (a number)" run --simulate --mode mps -- true
 # the daemon runs in /: a relative CARVE_MPS_DIR and CARVE_MPS_CONTROL are taken from carve
 # run's directory, for the daemon and the client alike
 mkdir -p "$tmp/rel/bin" && ln -sf "$PWD/$SIMBIN/nvidia-cuda-mps-control" "$tmp/rel/bin/"

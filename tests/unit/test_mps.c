@@ -1,7 +1,8 @@
 /* test_mps.c - MPS clients (common/mps.c): choosing the GPU from CUDA_VISIBLE_DEVICES, the
- * client variables made from --compute and --memory, the client list's text, and the list
- * under its lock: dead and reused pids dropped, and many processes joining and leaving at
- * once leave exactly the survivors. */
+ * client variables made from --compute and --memory, the run directory's name and place (a
+ * daemon per Slurm job step), the client list's text, and the list under its lock: dead and
+ * reused pids dropped, and many processes joining and leaving at once leave exactly the
+ * survivors. */
 #include <errno.h>
 #include <signal.h>
 #include <limits.h>
@@ -256,10 +257,59 @@ static int remove_tmp(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+static void expect_dir_name(const char *job, const char *step, const char *want)
+{
+    char name[256] = "", err[512] = "";
+    int r = carve_mps_dir_name(gpus[0].uuid, job, step, name, sizeof(name), err, sizeof(err));
+    if (r != 0 || strcmp(name, want) != 0)
+        fail_msg("job %s step %s: %d `%s' (%s), want `%s'", job ? job : "(unset)",
+                 step ? step : "(unset)", r, name, err, want);
+}
+
+static void expect_dir_name_refused(const char *job, const char *step, const char *fragment)
+{
+    char name[256] = "", err[512] = "";
+    int r = carve_mps_dir_name(gpus[0].uuid, job, step, name, sizeof(name), err, sizeof(err));
+    if (r != -EINVAL || !strstr(err, fragment))
+        fail_msg("job %s step %s: %d `%s', want -EINVAL saying `%s'", job ? job : "(unset)",
+                 step ? step : "(unset)", r, err, fragment);
+}
+
+/* under Slurm each job step has a daemon of its own: a step's end kills every process it
+ * started, the daemon too, and another step that shared it lost it */
+static void test_dir_name(void **state)
+{
+    const char *u = "GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000";
+    char want[256], name[256], err[512];
+    snprintf(want, sizeof(want), "mps-%s", u);
+    expect_dir_name(NULL, NULL, want);
+    expect_dir_name("", "3", want); /* an empty SLURM_JOB_ID is no job */
+    snprintf(want, sizeof(want), "mps-%s-j4242.0", u);
+    expect_dir_name("4242", "0", want);
+    snprintf(want, sizeof(want), "mps-%s-j4242.1", u);
+    expect_dir_name("4242", "1", want);
+    snprintf(want, sizeof(want), "mps-%s-j4242", u); /* the batch script: no step id */
+    expect_dir_name("4242", NULL, want);
+    expect_dir_name("4242", "", want);
+    snprintf(want, sizeof(want), "mps-%s-j4294967294.4294967290", u);
+    expect_dir_name("4294967294", "4294967290", want);
+    expect_dir_name_refused("12x", "0", "SLURM_JOB_ID=`12x' is not a Slurm id (a number)");
+    expect_dir_name_refused("-1", NULL, "SLURM_JOB_ID=`-1'");
+    expect_dir_name_refused("12345678901", NULL, "SLURM_JOB_ID=`12345678901'");
+    expect_dir_name_refused("12", "../0", "SLURM_STEP_ID=`../0' is not a Slurm id");
+    expect_dir_name_refused("12", " 0", "SLURM_STEP_ID=` 0'");
+    assert_int_equal(carve_mps_dir_name("GPU-../x", NULL, NULL, name, sizeof(name), err,
+                                        sizeof(err)), -EINVAL);
+    assert_int_equal(carve_mps_dir_name(u, "4242", "0", name, 20, err, sizeof(err)),
+                     -ENAMETOOLONG);
+}
+
 static void test_run_dir(void **state)
 {
     char base[128], dir[256], want[256], err[512];
     const char *uuid = gpus[0].uuid;
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_STEP_ID");
     snprintf(base, sizeof(base), "%s/base", tmpdir);
     setenv("CARVE_MPS_DIR", base, 1);
     /* a base of ours alone: the GPU's directory right in it */
@@ -270,6 +320,18 @@ static void test_run_dir(void **state)
     snprintf(want, sizeof(want), "%s/mps-%s", base, uuid);
     assert_string_equal(dir, want);
     assert_int_equal(carve_mps_run_dir("GPU-../x", dir, sizeof(dir), err, sizeof(err)), -EINVAL);
+    /* in a Slurm job step: the step's own directory beside it */
+    setenv("SLURM_JOB_ID", "4242", 1);
+    setenv("SLURM_STEP_ID", "1", 1);
+    assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s/mps-%s-j4242.1", base, uuid);
+    assert_string_equal(dir, want);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    setenv("SLURM_STEP_ID", "x", 1);
+    assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), -EINVAL);
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_STEP_ID");
     chmod(base, 0777);
     assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), -EPERM);
     assert_non_null(strstr(err, "may be written by others (mode 777, no sticky bit)"));
@@ -423,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_command_procs),
         cmocka_unit_test(test_alive_and_prune),
         cmocka_unit_test(test_zombie_is_gone),
+        cmocka_unit_test(test_dir_name),
         cmocka_unit_test_setup_teardown(test_run_dir, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_load_store, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_concurrent_members, make_tmp, remove_tmp),
