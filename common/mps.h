@@ -47,12 +47,17 @@ void carve_mps_mem_limit(uint64_t cap, char *buf, size_t len);
 int carve_mps_dir_name(const char *uuid, const char *job, const char *step, char *out,
                        size_t len, char *err, size_t errlen);
 
-/* The run directory of one GPU for this user: BASE/NAME (carve_mps_dir_name, with the Slurm
- * ids of the environment) with BASE = CARVE_MPS_DIR, else $XDG_RUNTIME_DIR/carve, else
- * /run/carve for root, else /tmp/carve-UID; BASE/UID/NAME when BASE is not this user's alone
- * (another's, or shared with the sticky bit), so that users who share a BASE never share a
- * daemon. Creates what is missing (mode 0700) and refuses, naming the owner, a directory
- * that is not ours or that others may write. */
+/* Where the run directories go (BASE), made or checked by nothing here: CARVE_MPS_DIR when
+ * set, else $XDG_RUNTIME_DIR/carve when that directory exists, is the user's, no one else
+ * may write it and no Slurm job runs (SLURM_JOB_ID unset), else /run/carve for root, else
+ * /tmp/carve-UID. The length snprintf gave. */
+int carve_mps_run_base(char *out, size_t len);
+
+/* The run directory of one GPU for this user: BASE/NAME (BASE: carve_mps_run_base; NAME:
+ * carve_mps_dir_name, with the Slurm ids of the environment); BASE/UID/NAME when BASE is
+ * not this user's alone (another's, or shared with the sticky bit), so that users who share
+ * a BASE never share a daemon. Creates what is missing (mode 0700) and refuses, naming the
+ * owner, a directory that is not ours or that others may write. */
 int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen);
 
 /* A process by its pid and start time (/proc/PID/stat field 22), to tell a reused pid apart;

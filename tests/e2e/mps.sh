@@ -9,8 +9,9 @@
 # own thread percentage and pinned-memory limit; libcarve's cap still holds; the daemon
 # stops after the last client, also a killed one, and after a carve run that was itself
 # killed, but not under the still running command of such a carve run; concurrent carve runs never start two daemons; two users (root and nobody) who set
-# the same CARVE_MPS_DIR each get their own daemon; bad input is refused; timeslice caps
-# memory and paces nothing. Each check prints a line; the last is `N passed, N failed`.
+# the same CARVE_MPS_DIR each get their own daemon; each Slurm job step gets its own daemon;
+# an XDG_RUNTIME_DIR that is missing or another's falls back to /tmp/carve-UID; bad input is
+# refused; timeslice caps memory and paces nothing. Each check prints a line; the last is `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -427,6 +428,43 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     # a user's directory in the shared base made first by someone else: refused, not used
     mkdir -m 1777 "$tmp/squat" && as_nobody mkdir -m 700 "$tmp/squat/0"
     CARVE_MPS_DIR=$tmp/squat expect "$tmp/squat/0 belongs to nobody (uid 65534), not to you, root (uid 0): each user's MPS daemon has a directory of its own; set CARVE_MPS_DIR to a directory of yours" run --simulate --mode mps -- true
+    # --- no CARVE_MPS_DIR: an XDG_RUNTIME_DIR from another machine (srun and sbatch pass on
+    # --- the login node's) or of another user was used and failed: the fallback is taken
+    fb=/tmp/carve-65534
+    if [ ! -e "$fb" ] && [ ! -L "$fb" ]; then
+        mkdir -m 755 "$tmp/rootxdg" && mkdir -m 700 "$tmp/nbxdg" && chown 65534:65534 "$tmp/nbxdg"
+        pipe_of() { as_nobody -u CARVE_MPS_DIR "$@" "$NB/bin/carve" run --simulate --mode mps -- sh -c 'echo "$CUDA_MPS_PIPE_DIRECTORY"' 2>&1; }
+        out=$(pipe_of XDG_RUNTIME_DIR=/run/user/4242)
+        check "nobody, XDG_RUNTIME_DIR=/run/user/4242 (missing here): runs in the fallback $fb ($out)" \
+            "$([ "$out" = "$fb/mps-$uuid0/pipe" ]; echo $?)"
+        out=$(pipe_of XDG_RUNTIME_DIR="$tmp/rootxdg")
+        check "nobody, XDG_RUNTIME_DIR a directory of root's: the fallback ($out)" \
+            "$([ "$out" = "$fb/mps-$uuid0/pipe" ]; echo $?)"
+        out=$(pipe_of XDG_RUNTIME_DIR="$tmp/nbxdg")
+        check "nobody, XDG_RUNTIME_DIR its own (mode 700): used ($out)" \
+            "$([ "$out" = "$tmp/nbxdg/carve/mps-$uuid0/pipe" ]; echo $?)"
+        out=$(pipe_of XDG_RUNTIME_DIR="$tmp/nbxdg" SLURM_JOB_ID=77 SLURM_STEP_ID=3)
+        check "nobody in a Slurm step, XDG_RUNTIME_DIR its own: the fallback all the same ($out)" \
+            "$([ "$out" = "$fb/mps-$uuid0-j77.3/pipe" ]; echo $?)"
+        mode=$(stat -c '%U %a %F' "$fb")
+        check "the fallback $fb is nobody's, mode 700 ($mode)" "$([ "$mode" = "nobody 700 directory" ]; echo $?)"
+        rm -rf "$fb"
+        # the fallback's name taken first by someone else: refused, not used
+        ln -s "$tmp/nbs" "$fb"
+        out=$(pipe_of XDG_RUNTIME_DIR=/run/user/4242)
+        rc=$?
+        check "a symbolic link at $fb: refused (status $rc: $out)" \
+            "$([ "$rc" -eq 2 ] && [[ $out == *"$fb, where carve keeps your MPS daemons' pipes, is a symbolic link owned by root (uid 0), not a directory of yours (nobody (uid 65534)): have it removed, or set CARVE_MPS_DIR"* ]]; echo $?)"
+        rm -f "$fb"
+        mkdir -m 1777 "$fb"
+        out=$(pipe_of)
+        rc=$?
+        check "a directory of root's (mode 1777) at $fb: refused (status $rc: $out)" \
+            "$([ "$rc" -eq 2 ] && [[ $out == *"is a directory owned by root (uid 0), not a directory of yours"* ]]; echo $?)"
+        rm -rf "$fb"
+    else
+        echo "ok - # SKIP XDG_RUNTIME_DIR fallback: $fb exists already (another user of this machine's)"
+    fi
     chmod 700 "$tmp"
 else
     echo "ok - # SKIP two users sharing CARVE_MPS_DIR: needs root and setpriv"

@@ -1,6 +1,7 @@
 /* test_mps.c - MPS clients (common/mps.c): choosing the GPU from CUDA_VISIBLE_DEVICES, the
- * client variables made from --compute and --memory, the run directory's name and place (a
- * daemon per Slurm job step), the client list's text, and the list under its lock: dead and
+ * client variables made from --compute and --memory, the run directory's base (an
+ * $XDG_RUNTIME_DIR that is missing or not the user's falls back), name and place (a daemon
+ * per Slurm job step), the client list's text, and the list under its lock: dead and
  * reused pids dropped, and many processes joining and leaving at once leave exactly the
  * survivors. */
 #include <errno.h>
@@ -304,6 +305,71 @@ static void test_dir_name(void **state)
                      -ENAMETOOLONG);
 }
 
+static void expect_base(const char *xdg, const char *want)
+{
+    char base[PATH_MAX];
+    setenv("XDG_RUNTIME_DIR", xdg, 1);
+    carve_mps_run_base(base, sizeof(base));
+    if (strcmp(base, want) != 0)
+        fail_msg("XDG_RUNTIME_DIR=%s: base `%s', want `%s'", xdg, base, want);
+}
+
+/* $XDG_RUNTIME_DIR only when it is there and the user's alone: srun and sbatch pass on the
+ * login node's value, which on a compute node may name no directory (`cannot make
+ * /run/user/4242/carve') or another user's; and not in a Slurm job (logind removes it at
+ * the user's last logout on the node, the pipes of a step's daemon with it) */
+static void test_run_base(void **state)
+{
+    char xdg[128], want[160], fallback[64], link[160];
+    unsetenv("CARVE_MPS_DIR");
+    unsetenv("SLURM_JOB_ID");
+    if (geteuid() == 0)
+        snprintf(fallback, sizeof(fallback), "/run/carve");
+    else
+        snprintf(fallback, sizeof(fallback), "/tmp/carve-%u", (unsigned)geteuid());
+    snprintf(xdg, sizeof(xdg), "%s/xdg", tmpdir);
+    assert_int_equal(mkdir(xdg, 0700), 0);
+    snprintf(want, sizeof(want), "%s/carve", xdg);
+    expect_base(xdg, want); /* the user's, mode 0700: used */
+    chmod(xdg, 0755);
+    expect_base(xdg, want); /* others may read it, not write */
+    chmod(xdg, 0770);
+    expect_base(xdg, fallback); /* the group may write it */
+    chmod(xdg, 0703);
+    expect_base(xdg, fallback);
+    chmod(xdg, 0700);
+    expect_base("/run/user/4242", fallback); /* the login node's, missing here */
+    snprintf(link, sizeof(link), "%s/missing", tmpdir);
+    expect_base(link, fallback);
+    expect_base("", fallback);
+    expect_base("xdg", fallback); /* relative: the spec wants an absolute path */
+    snprintf(link, sizeof(link), "%s/link", tmpdir);
+    assert_int_equal(symlink(xdg, link), 0);
+    expect_base(link, fallback); /* a link, even to a good directory */
+    snprintf(link, sizeof(link), "%s/file", tmpdir);
+    FILE *f = fopen(link, "w");
+    assert_non_null(f);
+    fclose(f);
+    expect_base(link, fallback);
+    if (geteuid() == 0) {
+        /* root with a user's environment (sudo -E): not root's */
+        assert_int_equal(chown(xdg, 65534, 65534), 0);
+        expect_base(xdg, fallback);
+        assert_int_equal(chown(xdg, 0, 0), 0);
+    }
+    /* in a Slurm job the fallback, whatever XDG_RUNTIME_DIR is */
+    setenv("SLURM_JOB_ID", "4242", 1);
+    expect_base(xdg, fallback);
+    setenv("SLURM_JOB_ID", "", 1); /* empty: no job */
+    expect_base(xdg, want);
+    unsetenv("SLURM_JOB_ID");
+    /* CARVE_MPS_DIR comes first */
+    setenv("CARVE_MPS_DIR", "/some/where", 1);
+    expect_base("/run/user/4242", "/some/where");
+    unsetenv("CARVE_MPS_DIR");
+    unsetenv("XDG_RUNTIME_DIR");
+}
+
 static void test_run_dir(void **state)
 {
     char base[128], dir[256], want[256], err[512];
@@ -486,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_alive_and_prune),
         cmocka_unit_test(test_zombie_is_gone),
         cmocka_unit_test(test_dir_name),
+        cmocka_unit_test_setup_teardown(test_run_base, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_run_dir, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_load_store, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_concurrent_members, make_tmp, remove_tmp),
