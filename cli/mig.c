@@ -3,7 +3,6 @@
  * choosing a MIG instance for `carve run --mode mig`. The tables and the planner live in
  * planner/ (mig.h, mig_plan.h), the NVML calls in planner/mig_nvml.c. */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -687,32 +686,115 @@ static void diff_replace(const struct mig_live *live, int k, const struct mig_pl
             c->create[c->ncreate++] = &p->placed[j];
 }
 
+/* ---------- instance locks ---------- */
+
+/* One lock file per MIG device, shared by every user: a carve run --mode mig holds it
+ * (flock, exclusive) while its command runs, so that no other carve run, of this user or
+ * another, takes the same free instance before the command has a process in it that NVML
+ * lists. The file is made mode 0644 in /dev/shm (sticky, as /tmp is) and opened read-only:
+ * flock needs no write access, so a user who did not make it can lock it too. It goes when
+ * the lock does, where its owner (or root) releases it; a lock taken on a file that was
+ * removed meanwhile is taken again. */
+#define MIG_LOCK_DIR "/dev/shm"
+
+/* The lock file's path for MIG device uuid; -1 for a name carve does not put in a path. */
+static int lock_path(const char *uuid, char *path, size_t len)
+{
+    if (!uuid[0] || strspn(uuid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789-") != strlen(uuid))
+        return -1;
+    int n = snprintf(path, len, "%s/carve-mig-%s.lock", MIG_LOCK_DIR, uuid);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Opens the lock file at path read-only, making it (mode 0644) when create says so and it
+ * is missing. Never through a link (O_NOFOLLOW), and only a plain file with one name: a
+ * link, a FIFO or a hard link to another file that someone put there is not locked. An
+ * existing file is opened without O_CREAT, which protected_regular refuses, root included,
+ * for another user's file in a sticky directory. The fd, or -1 (errno set). */
+static int lock_open(const char *path, bool create)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0 && errno == ENOENT && create) {
+            fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+            if (fd < 0 && errno == EEXIST)
+                continue; /* made by another carve run meanwhile */
+            if (fd >= 0 && fchmod(fd, 0644) < 0) { /* whatever the umask */
+                close(fd);
+                return -1;
+            }
+        }
+        if (fd < 0)
+            return -1;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+            close(fd);
+            errno = EPERM;
+            return -1;
+        }
+        return fd;
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
+/* Takes MIG device uuid's lock without waiting: the fd that holds it, or -1 when another
+ * carve run holds it (or its file cannot be opened: then it is not free either). */
+static int lock_instance(const char *uuid)
+{
+    char path[160];
+    if (lock_path(uuid, path, sizeof(path)) < 0)
+        return -1;
+    for (int tries = 0; tries < 4; tries++) {
+        int fd = lock_open(path, true);
+        if (fd < 0)
+            return -1;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            close(fd);
+            return -1;
+        }
+        struct stat held, now;
+        if (fstat(fd, &held) == 0 && lstat(path, &now) == 0 && held.st_ino == now.st_ino &&
+            held.st_dev == now.st_dev)
+            return fd;
+        close(fd); /* removed (and perhaps made again) before the lock: take the new one */
+    }
+    return -1;
+}
+
+void carve_mig_release(int lock_fd)
+{
+    char link[64], path[PATH_MAX];
+    if (lock_fd < 0)
+        return;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", lock_fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
+    struct stat held, now;
+    if (n > 0) {
+        path[n] = '\0';
+        /* still this file by that name (held, no one could replace it); a file another
+           user made stays (the sticky bit), for the next carve run to lock */
+        if (fstat(lock_fd, &held) == 0 && lstat(path, &now) == 0 &&
+            held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+            unlink(path);
+    }
+    close(lock_fd);
+}
+
 /* Whether a carve run --mode mig (of any user) holds MIG device uuid (lock_instance): its
-   command may have no GPU process yet, and NVML then lists none. */
+   command may have no GPU process yet, and NVML then lists none. A lock file carve cannot
+   open counts as held: it cannot tell. */
 static bool held_by_run(const char *uuid)
 {
-    char tail[128];
-    if (!uuid[0])
+    char path[160];
+    if (lock_path(uuid, path, sizeof(path)) < 0)
         return false;
-    snprintf(tail, sizeof(tail), "-%s.lock", uuid);
-    DIR *d = opendir("/dev/shm");
-    if (!d)
-        return false;
-    size_t tl = strlen(tail);
-    bool held = false;
-    struct dirent *e;
-    while (!held && (e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (strncmp(e->d_name, "carve-mig-", 10) != 0 || l <= tl ||
-            strcmp(e->d_name + l - tl, tail) != 0)
-            continue;
-        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-            continue;
-        held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-        close(fd);
-    }
-    closedir(d);
+    int fd = lock_open(path, false);
+    if (fd < 0)
+        return errno != ENOENT;
+    bool held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+    close(fd);
     return held;
 }
 
@@ -1011,44 +1093,6 @@ fail:
 
 /* ---------- carve run --mode mig ---------- */
 
-/* a lock per MIG device, held by carve run while its command runs, so that two carve runs do
-   not both take the same free instance before either has a process in it. The file goes when
-   the lock does; a lock taken on a file that was removed meanwhile is taken again. */
-static int lock_instance(const char *uuid)
-{
-    char path[160];
-    snprintf(path, sizeof(path), "/dev/shm/carve-mig-%u-%s.lock", (unsigned)getuid(), uuid);
-    for (int tries = 0; tries < 4; tries++) {
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0)
-            return -1;
-        struct stat held, now;
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-            close(fd);
-            return -1;
-        }
-        if (fstat(fd, &held) == 0 && stat(path, &now) == 0 && held.st_ino == now.st_ino &&
-            held.st_dev == now.st_dev)
-            return fd;
-        close(fd);
-    }
-    return -1;
-}
-
-void carve_mig_release(int lock_fd)
-{
-    char link[64], path[PATH_MAX];
-    if (lock_fd < 0)
-        return;
-    snprintf(link, sizeof(link), "/proc/self/fd/%d", lock_fd);
-    ssize_t n = readlink(link, path, sizeof(path) - 1);
-    if (n > 0) {
-        path[n] = '\0';
-        unlink(path);
-    }
-    close(lock_fd);
-}
-
 /* --memory must be a size and --compute a share: a request parses either, and took a share
    given as --memory (or a size as --compute) as if it were the other option. */
 static int request_part(const char *opt, const char *text, bool share, char *err, size_t errlen)
@@ -1145,15 +1189,16 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
                 continue;
             }
             bool fits = l->profile && mig_request_fits(gpus[i].model, &want, l->profile);
+            bool better = fits && !l->npids && !(best && best->memory_mib <= l->memory_mib);
+            /* held: another carve run (any user's) took it, its command has no process yet */
+            int fd = better ? lock_instance(l->uuid) : -1;
             if (used < sizeof(seen))
                 used += (size_t)snprintf(seen + used, sizeof(seen) - used, "%s%s %s%s",
                                          used ? ", " : "", live_name(l), l->uuid,
-                                         l->npids ? " (busy)" : fits ? "" : " (too small)");
-            if (!fits || l->npids || (best && best->memory_mib <= l->memory_mib))
-                continue;
-            int fd = lock_instance(l->uuid);
+                                         l->npids ? " (busy)" : !fits ? " (too small)"
+                                         : better && fd < 0 ? " (held by a carve run)" : "");
             if (fd < 0)
-                continue; /* another carve run has it */
+                continue;
             carve_mig_release(*lock_fd); /* a smaller one fits: let the bigger one go */
             *lock_fd = fd;
             best = l;
