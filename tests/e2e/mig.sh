@@ -4,8 +4,9 @@
 # profile table, plans (impossible requests reported with their reason), a dry-run apply that
 # changes nothing, --yes creating instances that list shows, the refusal to destroy an
 # instance with a process in it (by destroy and by apply --replace), a command run in an
-# instance seeing its MIG device UUID, and two users (root and nobody) never given the same
-# instance at once. Never touches a real GPU: everything is --simulate.
+# instance seeing its MIG device UUID, two users (root and nobody) never given the same
+# instance at once, and CUDA_VISIBLE_DEVICES choosing the GPUs or MIG devices to take an
+# instance from. Never touches a real GPU: everything is --simulate.
 #
 #   BUILD=build bash tests/e2e/mig.sh
 #
@@ -247,6 +248,61 @@ check "destroy --all: none left" test "$(instances)" = 0
 
 check "carve run left no instance lock behind" test ! -e "/dev/shm/carve-mig-$small.lock" -a \
     ! -e "/dev/shm/carve-mig-$big.lock"
+
+# ---- CUDA_VISIBLE_DEVICES: an instance of the devices the job was given ----
+# A job given GPU 1 (Slurm sets CUDA_VISIBLE_DEVICES=1) was run in an instance of GPU 0.
+saved_state=$CARVE_SIM_STATE
+export CARVE_SIM_STATE=$state_dir/two CARVE_SIM_DEVICES=2
+"$CARVE" mig apply --simulate --index 0 --yes 8GiB 8GiB >/dev/null &&
+    "$CARVE" mig apply --simulate --index 1 --yes 8GiB 8GiB >/dev/null
+list=$("$CARVE" mig list --simulate --json)
+on_gpu() { echo "$list" | json_eval "[g['index'] for g in j for i in g['instances'] if i['uuid']=='$1'][0]" 2>/dev/null; }
+mig_of() { echo "$list" | json_eval "j[$1]['instances'][$2]['uuid']"; }
+g0a=$(mig_of 0 0) g0b=$(mig_of 0 1) g1a=$(mig_of 1 0) g1b=$(mig_of 1 1)
+gpu1=$(echo "$list" | json_eval "j[1]['uuid']")
+run_in() { CUDA_VISIBLE_DEVICES=$1 "$CARVE" run --mode mig --simulate --quiet --memory 8GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"' 2>&1; }
+seen=$(run_in 1)
+check "2 GPUs with 2 instances each: CUDA_VISIBLE_DEVICES=1 gets an instance of GPU 1 ($seen on GPU $(on_gpu "$seen"))" test "$(on_gpu "$seen")" = 1
+seen=$(run_in 0)
+check "CUDA_VISIBLE_DEVICES=0: GPU 0's ($seen)" test "$(on_gpu "$seen")" = 0
+seen=$(run_in "$gpu1")
+check "CUDA_VISIBLE_DEVICES=GPU 1's UUID: GPU 1's ($seen)" test "$(on_gpu "$seen")" = 1
+seen=$(run_in "${gpu1:0:17}")
+check "CUDA_VISIBLE_DEVICES=${gpu1:0:17} (a prefix): GPU 1's ($seen)" test "$(on_gpu "$seen")" = 1
+seen=$(run_in "$g0b")
+check "CUDA_VISIBLE_DEVICES=a MIG device: that instance ($seen)" test "$seen" = "$g0b"
+seen=$(run_in "$g1b,0")
+check "CUDA_VISIBLE_DEVICES=MIG device,0: one of them ($seen)" test -n "$(on_gpu "$seen")"
+# GPU 1's instances both held: none free for CUDA_VISIBLE_DEVICES=1, however free GPU 0's are
+hold2() {
+    CUDA_VISIBLE_DEVICES=$1 "$CARVE" run --mode mig --simulate --quiet -- sh -c 'touch "$0/$1.up"
+        i=0; while [ ! -e "$0/held.stop" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done' "$state_dir" "$1"
+}
+rm -f "$state_dir/held.stop"
+hold2 "$g1a" & h1=$!
+hold2 "$g1b" & h2=$!
+for _ in $(seq 100); do [ -e "$state_dir/$g1a.up" ] && [ -e "$state_dir/$g1b.up" ] && break; sleep 0.05; done
+CUDA_VISIBLE_DEVICES=1 expect 2 "no free MIG instance with at least 8GiB among the devices CUDA_VISIBLE_DEVICES=1 names; there are: 1g.10gb $g1a (held by a carve run), 1g.10gb $g1b (held by a carve run)" \
+    run --mode mig --simulate --memory 8GiB -- true
+CUDA_VISIBLE_DEVICES=$g1a expect 2 "$g1a (held by a carve run)" run --mode mig --simulate -- true
+touch "$state_dir/held.stop"
+wait "$h1" "$h2"
+# what is not a device list is refused, not guessed
+CUDA_VISIBLE_DEVICES= expect 2 "CUDA_VISIBLE_DEVICES is empty, which hides every GPU" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=7 expect 2 "CUDA_VISIBLE_DEVICES=7 names GPU 7, which this machine does not have" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=first expect 2 "CUDA_VISIBLE_DEVICES=first: \`first' is not a GPU index as nvidia-smi numbers them" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=0,,1 expect 2 "has an empty entry" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=-1 expect 2 "\`-1' is not a GPU index" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=${gpu1:0:12} expect 2 "\`${gpu1:0:12}' matches 2 GPUs: give more of the UUID" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=GPU-ffff expect 2 "\`GPU-ffff' names no GPU of this machine" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=MIG-nope expect 2 "names MIG device MIG-nope, which this machine does not have" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES="MIG-$gpu1/1/0" expect 2 "is the MIG-GPU-UUID/GI/CI form of drivers before R470" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=1 expect 2 "--mig-instance $g0a is not among the devices CUDA_VISIBLE_DEVICES=1 names" \
+    run --mode mig --simulate --mig-instance "$g0a" -- true
+seen=$(CUDA_VISIBLE_DEVICES=0 "$CARVE" run --mode mig --simulate --quiet --mig-instance "$g0a" -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
+check "--mig-instance of GPU 0 with CUDA_VISIBLE_DEVICES=0: run there ($seen)" test "$seen" = "$g0a"
+export CARVE_SIM_STATE=$saved_state
+unset CARVE_SIM_DEVICES
 
 # ---- other models and modes ----
 CARVE_SIM_MODEL=A100-40GB expect 0 "A100-SXM4-40GB" mig list --simulate
