@@ -31,11 +31,12 @@ int carve_cmd_advise(int argc, char **argv);
 int carve_cmd_cost(int argc, char **argv);
 int carve_cmd_mig(int argc, char **argv);
 /* carve run --mode mig: the MIG device to run in (instance, or a free one with at least
-   memory and compute), its UUID in uuid and a lock held on it in *lock_fd; 0 or an exit
-   status with err. */
+   memory and compute), among the devices visible names when it is not NULL (the value of
+   CUDA_VISIBLE_DEVICES: GPUs and MIG devices); its UUID in uuid and a lock held on it in
+   *lock_fd; 0 or an exit status with err. */
 int carve_mig_choose(const char *instance, const char *memory, const char *compute,
-                     bool simulate, char *uuid, size_t uuidlen, int *lock_fd, char *err,
-                     size_t errlen);
+                     const char *visible, bool simulate, char *uuid, size_t uuidlen,
+                     int *lock_fd, char *err, size_t errlen);
 /* Lets the MIG device carve_mig_choose locked go. */
 void carve_mig_release(int lock_fd);
 int carve_cmd_top(int argc, char **argv);

@@ -3,7 +3,6 @@
  * choosing a MIG instance for `carve run --mode mig`. The tables and the planner live in
  * planner/ (mig.h, mig_plan.h), the NVML calls in planner/mig_nvml.c. */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,6 +23,7 @@
 #include "mig.h"
 #include "mig_nvml.h"
 #include "mig_plan.h"
+#include "mig_visible.h"
 #include "size.h"
 
 #define EXIT_REFUSED 1 /* a request that does not fit, a destroy refused, an NVML failure */
@@ -687,32 +687,115 @@ static void diff_replace(const struct mig_live *live, int k, const struct mig_pl
             c->create[c->ncreate++] = &p->placed[j];
 }
 
+/* ---------- instance locks ---------- */
+
+/* One lock file per MIG device, shared by every user: a carve run --mode mig holds it
+ * (flock, exclusive) while its command runs, so that no other carve run, of this user or
+ * another, takes the same free instance before the command has a process in it that NVML
+ * lists. The file is made mode 0644 in /dev/shm (sticky, as /tmp is) and opened read-only:
+ * flock needs no write access, so a user who did not make it can lock it too. It goes when
+ * the lock does, where its owner (or root) releases it; a lock taken on a file that was
+ * removed meanwhile is taken again. */
+#define MIG_LOCK_DIR "/dev/shm"
+
+/* The lock file's path for MIG device uuid; -1 for a name carve does not put in a path. */
+static int lock_path(const char *uuid, char *path, size_t len)
+{
+    if (!uuid[0] || strspn(uuid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789-") != strlen(uuid))
+        return -1;
+    int n = snprintf(path, len, "%s/carve-mig-%s.lock", MIG_LOCK_DIR, uuid);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Opens the lock file at path read-only, making it (mode 0644) when create says so and it
+ * is missing. Never through a link (O_NOFOLLOW), and only a plain file with one name: a
+ * link, a FIFO or a hard link to another file that someone put there is not locked. An
+ * existing file is opened without O_CREAT, which protected_regular refuses, root included,
+ * for another user's file in a sticky directory. The fd, or -1 (errno set). */
+static int lock_open(const char *path, bool create)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0 && errno == ENOENT && create) {
+            fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+            if (fd < 0 && errno == EEXIST)
+                continue; /* made by another carve run meanwhile */
+            if (fd >= 0 && fchmod(fd, 0644) < 0) { /* whatever the umask */
+                close(fd);
+                return -1;
+            }
+        }
+        if (fd < 0)
+            return -1;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+            close(fd);
+            errno = EPERM;
+            return -1;
+        }
+        return fd;
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
+/* Takes MIG device uuid's lock without waiting: the fd that holds it, or -1 when another
+ * carve run holds it (or its file cannot be opened: then it is not free either). */
+static int lock_instance(const char *uuid)
+{
+    char path[160];
+    if (lock_path(uuid, path, sizeof(path)) < 0)
+        return -1;
+    for (int tries = 0; tries < 4; tries++) {
+        int fd = lock_open(path, true);
+        if (fd < 0)
+            return -1;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            close(fd);
+            return -1;
+        }
+        struct stat held, now;
+        if (fstat(fd, &held) == 0 && lstat(path, &now) == 0 && held.st_ino == now.st_ino &&
+            held.st_dev == now.st_dev)
+            return fd;
+        close(fd); /* removed (and perhaps made again) before the lock: take the new one */
+    }
+    return -1;
+}
+
+void carve_mig_release(int lock_fd)
+{
+    char link[64], path[PATH_MAX];
+    if (lock_fd < 0)
+        return;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", lock_fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
+    struct stat held, now;
+    if (n > 0) {
+        path[n] = '\0';
+        /* still this file by that name (held, no one could replace it); a file another
+           user made stays (the sticky bit), for the next carve run to lock */
+        if (fstat(lock_fd, &held) == 0 && lstat(path, &now) == 0 &&
+            held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+            unlink(path);
+    }
+    close(lock_fd);
+}
+
 /* Whether a carve run --mode mig (of any user) holds MIG device uuid (lock_instance): its
-   command may have no GPU process yet, and NVML then lists none. */
+   command may have no GPU process yet, and NVML then lists none. A lock file carve cannot
+   open counts as held: it cannot tell. */
 static bool held_by_run(const char *uuid)
 {
-    char tail[128];
-    if (!uuid[0])
+    char path[160];
+    if (lock_path(uuid, path, sizeof(path)) < 0)
         return false;
-    snprintf(tail, sizeof(tail), "-%s.lock", uuid);
-    DIR *d = opendir("/dev/shm");
-    if (!d)
-        return false;
-    size_t tl = strlen(tail);
-    bool held = false;
-    struct dirent *e;
-    while (!held && (e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (strncmp(e->d_name, "carve-mig-", 10) != 0 || l <= tl ||
-            strcmp(e->d_name + l - tl, tail) != 0)
-            continue;
-        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-            continue;
-        held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-        close(fd);
-    }
-    closedir(d);
+    int fd = lock_open(path, false);
+    if (fd < 0)
+        return errno != ENOENT;
+    bool held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+    close(fd);
     return held;
 }
 
@@ -1011,44 +1094,6 @@ fail:
 
 /* ---------- carve run --mode mig ---------- */
 
-/* a lock per MIG device, held by carve run while its command runs, so that two carve runs do
-   not both take the same free instance before either has a process in it. The file goes when
-   the lock does; a lock taken on a file that was removed meanwhile is taken again. */
-static int lock_instance(const char *uuid)
-{
-    char path[160];
-    snprintf(path, sizeof(path), "/dev/shm/carve-mig-%u-%s.lock", (unsigned)getuid(), uuid);
-    for (int tries = 0; tries < 4; tries++) {
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0)
-            return -1;
-        struct stat held, now;
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-            close(fd);
-            return -1;
-        }
-        if (fstat(fd, &held) == 0 && stat(path, &now) == 0 && held.st_ino == now.st_ino &&
-            held.st_dev == now.st_dev)
-            return fd;
-        close(fd);
-    }
-    return -1;
-}
-
-void carve_mig_release(int lock_fd)
-{
-    char link[64], path[PATH_MAX];
-    if (lock_fd < 0)
-        return;
-    snprintf(link, sizeof(link), "/proc/self/fd/%d", lock_fd);
-    ssize_t n = readlink(link, path, sizeof(path) - 1);
-    if (n > 0) {
-        path[n] = '\0';
-        unlink(path);
-    }
-    close(lock_fd);
-}
-
 /* --memory must be a size and --compute a share: a request parses either, and took a share
    given as --memory (or a size as --compute) as if it were the other option. */
 static int request_part(const char *opt, const char *text, bool share, char *err, size_t errlen)
@@ -1065,19 +1110,19 @@ static int request_part(const char *opt, const char *text, bool share, char *err
     return 0;
 }
 
-/* Whether no profile of any GPU in MIG mode could hold the request: then no instance to
- * find or make exists, and "make one with carve mig apply" would send the user to a plan that
- * refuses it. The largest profile of each such model goes into largest, for the message.
+/* Whether no profile of any GPU in MIG mode (of those in scope) could hold the request: then
+ * no instance to find or make exists, and "make one with carve mig apply" would send the user
+ * to a plan that refuses it. The largest profile of each such model goes into largest, for the message.
  * false when a GPU's model is not in carve's tables: carve cannot tell there. */
-static bool no_profile_holds(const struct mig_gpu *gpus, int ngpu, const struct mig_request *want,
-                             char *largest, size_t len)
+static bool no_profile_holds(const struct mig_gpu *gpus, int ngpu, const bool *scope,
+                             const struct mig_request *want, char *largest, size_t len)
 {
     size_t used = 0;
     int judged = 0;
     largest[0] = '\0';
     for (int i = 0; i < ngpu; i++) {
         const struct mig_model *m = gpus[i].model;
-        if (gpus[i].mode != 1)
+        if (gpus[i].mode != 1 || !scope[i])
             continue;
         if (!m)
             return false;
@@ -1097,102 +1142,216 @@ static bool no_profile_holds(const struct mig_gpu *gpus, int ngpu, const struct 
     return judged > 0;
 }
 
-int carve_mig_choose(const char *instance, const char *memory, const char *compute,
-                     bool simulate, char *uuid, size_t uuidlen, int *lock_fd, char *err,
-                     size_t errlen)
+/* What carve run --mode mig saw while choosing an instance: the choice, and what its
+ * messages say when there is none. Only the devices in scope count: all of them, or with
+ * CUDA_VISIBLE_DEVICES set (vis), those of the GPUs and the MIG devices it names. */
+struct mig_scan {
+    const struct mig_visible *vis; /* NULL: CUDA_VISIBLE_DEVICES unset */
+    const char *visible;
+    const char *instance; /* --mig-instance, or NULL */
+    struct mig_request want;
+    const struct mig_live *best, *named; /* the choice; --mig-instance's, in scope or not */
+    bool named_in_scope;
+    int lock_fd;                         /* held on best */
+    bool scope[MIG_NVML_MAX_GPUS];       /* the GPU is named, or one of its MIG devices */
+    bool vis_found[MIG_VISIBLE_MAX];     /* CUDA_VISIBLE_DEVICES's MIG device k exists */
+    char seen[512], modes[256];
+    size_t used, mused;
+    int mig_on, mig_off;
+    unsigned off_index; /* the first GPU with MIG mode off, for the command to turn it on */
+};
+
+/* Whether instance l of GPU i may be given to the command; notes the MIG devices named. */
+static bool in_scope(struct mig_scan *sc, int i, const struct mig_live *l)
 {
-    struct mig_request want = {0};
-    char text[MIG_REQUEST_TEXT];
-    *lock_fd = -1;
-    if ((memory && request_part("--memory", memory, false, err, errlen) < 0) ||
-        (compute && request_part("--compute", compute, true, err, errlen) < 0))
-        return CARVE_EXIT_USAGE;
-    if (memory || compute) {
-        snprintf(text, sizeof(text), "%s%s%s", memory ? memory : "",
-                 memory && compute ? "," : "", compute ? compute : "");
-        if (mig_request_parse(text, &want, err, errlen) < 0)
-            return CARVE_EXIT_USAGE;
-    }
-    struct mig_nvml *n;
-    struct mig_gpu gpus[MIG_NVML_MAX_GPUS];
-    if (open_nvml(simulate, &n, err, errlen) < 0)
-        return EXIT_REFUSED;
-    int ngpu = mig_nvml_gpus(n, gpus, MIG_NVML_MAX_GPUS, err, errlen);
-    const struct mig_live *best = NULL;
-    static struct mig_live live[MIG_NVML_MAX_GPUS][MIG_NVML_MAX_LIVE];
-    char seen[512] = "", modes[256] = "";
-    size_t used = 0, mused = 0;
-    int mig_on = 0, mig_off = 0;
-    unsigned off_index = 0; /* the first GPU with MIG mode off, for the command to turn it on */
+    if (!sc->vis)
+        return true;
+    bool named = false;
+    for (int k = 0; k < sc->vis->nmig; k++)
+        if (strcmp(sc->vis->mig[k], l->uuid) == 0)
+            named = sc->vis_found[k] = true;
+    return named || sc->vis->gpu[i];
+}
+
+/* Instance l of GPU g, in scope: the best so far (its lock taken, the previous one's let go)
+ * when it fits, has no process, is smaller than the best and no other carve run holds it;
+ * listed in seen either way. */
+static void consider(struct mig_scan *sc, const struct mig_gpu *g, const struct mig_live *l)
+{
+    bool fits = l->profile && mig_request_fits(g->model, &sc->want, l->profile);
+    bool better = fits && !l->npids && !(sc->best && sc->best->memory_mib <= l->memory_mib);
+    /* held: another carve run (any user's) took it, its command has no process yet */
+    int fd = better ? lock_instance(l->uuid) : -1;
+    if (sc->used < sizeof(sc->seen))
+        sc->used += (size_t)snprintf(sc->seen + sc->used, sizeof(sc->seen) - sc->used,
+                                     "%s%s %s%s", sc->used ? ", " : "", live_name(l), l->uuid,
+                                     l->npids ? " (busy)" : !fits ? " (too small)"
+                                     : better && fd < 0 ? " (held by a carve run)" : "");
+    if (fd < 0)
+        return;
+    carve_mig_release(sc->lock_fd); /* a smaller one fits: let the bigger one go */
+    sc->lock_fd = fd;
+    sc->best = l;
+}
+
+/* GPU g, not in MIG mode: noted for the message that says so. */
+static void note_mode(struct mig_scan *sc, const struct mig_gpu *g)
+{
+    if (sc->mused < sizeof(sc->modes))
+        sc->mused += (size_t)snprintf(sc->modes + sc->mused, sizeof(sc->modes) - sc->mused,
+                                      "%sGPU %u %s", sc->mused ? ", " : "", g->index,
+                                      g->mode == 0 ? "has MIG mode off" : "has no MIG");
+    if (g->mode == 0 && sc->mig_off++ == 0)
+        sc->off_index = g->index;
+}
+
+/* Looks at the instances of every GPU in MIG mode; live holds what NVML listed. */
+static void scan(struct mig_scan *sc, struct mig_nvml *n, const struct mig_gpu *gpus, int ngpu,
+                 struct mig_live (*live)[MIG_NVML_MAX_LIVE], char *err, size_t errlen)
+{
     for (int i = 0; i < ngpu; i++) {
-        if (gpus[i].mode != 1 && mused < sizeof(modes))
-            mused += (size_t)snprintf(modes + mused, sizeof(modes) - mused, "%sGPU %u %s",
-                                      mused ? ", " : "", gpus[i].index,
-                                      gpus[i].mode == 0 ? "has MIG mode off" : "has no MIG");
-        if (gpus[i].mode == 0 && mig_off++ == 0)
-            off_index = gpus[i].index;
-        if (gpus[i].mode != 1)
+        sc->scope[i] = !sc->vis || sc->vis->gpu[i];
+        if (gpus[i].mode != 1) {
+            if (sc->scope[i])
+                note_mode(sc, &gpus[i]);
             continue;
-        mig_on++;
+        }
         int k = mig_nvml_instances(n, gpus[i].index, live[i], MIG_NVML_MAX_LIVE, err, errlen);
         for (int j = 0; j < k; j++) {
             const struct mig_live *l = &live[i][j];
             if (!l->uuid[0])
                 continue;
-            if (instance) {
-                if (strcmp(instance, l->uuid) == 0)
-                    best = l;
-                continue;
+            bool ok = in_scope(sc, i, l);
+            sc->scope[i] |= ok;
+            if (sc->instance && strcmp(sc->instance, l->uuid) == 0) {
+                sc->named = l;
+                sc->named_in_scope = ok;
+            } else if (!sc->instance && ok) {
+                consider(sc, &gpus[i], l);
             }
-            bool fits = l->profile && mig_request_fits(gpus[i].model, &want, l->profile);
-            if (used < sizeof(seen))
-                used += (size_t)snprintf(seen + used, sizeof(seen) - used, "%s%s %s%s",
-                                         used ? ", " : "", live_name(l), l->uuid,
-                                         l->npids ? " (busy)" : fits ? "" : " (too small)");
-            if (!fits || l->npids || (best && best->memory_mib <= l->memory_mib))
-                continue;
-            int fd = lock_instance(l->uuid);
-            if (fd < 0)
-                continue; /* another carve run has it */
-            carve_mig_release(*lock_fd); /* a smaller one fits: let the bigger one go */
-            *lock_fd = fd;
-            best = l;
         }
+        sc->mig_on += sc->scope[i];
     }
-    int ret = 0;
-    char largest[256];
-    if (!best && instance) {
-        snprintf(err, errlen, "no MIG device %s (see carve mig list%s)", instance,
-                 simulate ? " --simulate" : "");
-        ret = CARVE_EXIT_USAGE;
-    } else if (!best && !mig_on && ngpu > 0) {
-        /* carve mig apply cannot help here: say what can */
-        if (mig_off)
-            snprintf(err, errlen, "no GPU is in MIG mode (%s); turn it on with `nvidia-smi -i "
-                     "%u -mig 1' (root, then a GPU reset), then make instances with carve mig "
-                     "apply", modes, off_index);
+}
+
+/* " among the devices CUDA_VISIBLE_DEVICES=... names" into buf, or "" without it. */
+static void scope_text(const struct mig_scan *sc, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (sc->vis)
+        snprintf(buf, len, " among the devices CUDA_VISIBLE_DEVICES=%.200s names", sc->visible);
+}
+
+/* Why no instance was chosen, into err: the exit status. */
+static int no_choice(struct mig_scan *sc, const struct mig_gpu *gpus, int ngpu,
+                     const char *memory, const char *compute, bool simulate, char *err,
+                     size_t errlen)
+{
+    char largest[256], where[300];
+    scope_text(sc, where, sizeof(where));
+    if (sc->instance) {
+        if (sc->named)
+            snprintf(err, errlen, "--mig-instance %s is not%s", sc->instance, where);
         else
-            snprintf(err, errlen, "no GPU is in MIG mode (%s); use another --mode (carve, "
-                     "timeslice or mps)", modes);
-        ret = EXIT_REFUSED;
-    } else if (!best && (memory || compute) && no_profile_holds(gpus, ngpu, &want, largest,
-                                                                  sizeof(largest))) {
+            snprintf(err, errlen, "no MIG device %s (see carve mig list%s)", sc->instance,
+                     simulate ? " --simulate" : "");
+        return CARVE_EXIT_USAGE;
+    }
+    if (!sc->mig_on && ngpu > 0) { /* carve mig apply cannot help here: say what can */
+        if (sc->mig_off)
+            snprintf(err, errlen, "no GPU%s is in MIG mode (%s); turn it on with `nvidia-smi "
+                     "-i %u -mig 1' (root, then a GPU reset), then make instances with carve "
+                     "mig apply", where, sc->modes, sc->off_index);
+        else
+            snprintf(err, errlen, "no GPU%s is in MIG mode (%s); use another --mode (carve, "
+                     "timeslice or mps)", where, sc->modes);
+        return EXIT_REFUSED;
+    }
+    if ((memory || compute) &&
+        no_profile_holds(gpus, ngpu, sc->scope, &sc->want, largest, sizeof(largest))) {
         snprintf(err, errlen, "no MIG profile holds %s%s%s, so no MIG instance can (%s); use "
                  "another --mode (carve, timeslice or mps), or a GPU with more memory",
                  memory ? memory : "", memory && compute ? " and " : "", compute ? compute : "",
                  largest);
-        ret = EXIT_REFUSED;
-    } else if (!best) {
-        snprintf(err, errlen, "no free MIG instance%s%s%s%s; there %s: %s; make one with carve "
-                 "mig apply", memory || compute ? " with at least " : "", memory ? memory : "",
-                 memory && compute ? " and " : "", compute ? compute : "",
-                 used ? "are" : "is", used ? seen : "none");
-        ret = EXIT_REFUSED;
-    } else {
-        snprintf(uuid, uuidlen, "%s", best->uuid);
-        if (instance && *lock_fd < 0)
-            *lock_fd = lock_instance(best->uuid); /* named: shared use is the user's choice */
+        return EXIT_REFUSED;
     }
+    snprintf(err, errlen, "no free MIG instance%s%s%s%s%s; there %s: %s; make one with carve "
+             "mig apply", memory || compute ? " with at least " : "", memory ? memory : "",
+             memory && compute ? " and " : "", compute ? compute : "", where,
+             sc->used ? "are" : "is", sc->used ? sc->seen : "none");
+    return EXIT_REFUSED;
+}
+
+/* A MIG device CUDA_VISIBLE_DEVICES names that this machine does not have: said in err. */
+static bool unknown_mig(const struct mig_scan *sc, bool simulate, char *err, size_t errlen)
+{
+    for (int k = 0; sc->vis && k < sc->vis->nmig; k++)
+        if (!sc->vis_found[k]) {
+            snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%.200s names MIG device %s, which this "
+                     "machine does not have (see carve mig list%s)", sc->visible,
+                     sc->vis->mig[k], simulate ? " --simulate" : "");
+            return true;
+        }
+    return false;
+}
+
+/* --memory and --compute as one request, into want. */
+static int parse_want(const char *memory, const char *compute, struct mig_request *want,
+                      char *err, size_t errlen)
+{
+    char text[MIG_REQUEST_TEXT];
+    if ((memory && request_part("--memory", memory, false, err, errlen) < 0) ||
+        (compute && request_part("--compute", compute, true, err, errlen) < 0))
+        return -1;
+    if (!memory && !compute)
+        return 0;
+    snprintf(text, sizeof(text), "%s%s%s", memory ? memory : "", memory && compute ? "," : "",
+             compute ? compute : "");
+    return mig_request_parse(text, want, err, errlen) < 0 ? -1 : 0;
+}
+
+int carve_mig_choose(const char *instance, const char *memory, const char *compute,
+                     const char *visible, bool simulate, char *uuid, size_t uuidlen,
+                     int *lock_fd, char *err, size_t errlen)
+{
+    static struct mig_live live[MIG_NVML_MAX_GPUS][MIG_NVML_MAX_LIVE];
+    struct mig_scan sc;
+    struct mig_visible vis;
+    struct mig_gpu gpus[MIG_NVML_MAX_GPUS];
+    struct mig_nvml *n;
+    memset(&sc, 0, sizeof(sc));
+    sc.lock_fd = *lock_fd = -1;
+    sc.instance = instance;
+    sc.visible = visible;
+    if (parse_want(memory, compute, &sc.want, err, errlen) < 0)
+        return CARVE_EXIT_USAGE;
+    if (open_nvml(simulate, &n, err, errlen) < 0)
+        return EXIT_REFUSED;
+    int ret = EXIT_REFUSED;
+    int ngpu = mig_nvml_gpus(n, gpus, MIG_NVML_MAX_GPUS, err, errlen);
+    if (ngpu < 0)
+        goto out;
+    ret = CARVE_EXIT_USAGE;
+    if (visible && mig_visible_parse(visible, gpus, ngpu, &vis, err, errlen) < 0)
+        goto out;
+    sc.vis = visible ? &vis : NULL;
+    scan(&sc, n, gpus, ngpu, live, err, errlen);
+    if (unknown_mig(&sc, simulate, err, errlen)) {
+        carve_mig_release(sc.lock_fd);
+        goto out;
+    }
+    if (sc.named && sc.named_in_scope) {
+        sc.best = sc.named; /* named: shared use is the user's choice, the lock if free */
+        sc.lock_fd = lock_instance(sc.named->uuid);
+    }
+    if (!sc.best) {
+        ret = no_choice(&sc, gpus, ngpu, memory, compute, simulate, err, errlen);
+        goto out;
+    }
+    snprintf(uuid, uuidlen, "%s", sc.best->uuid);
+    *lock_fd = sc.lock_fd;
+    ret = 0;
+out:
     mig_nvml_close(n);
     return ret;
 }

@@ -99,8 +99,10 @@ int carve_mode_mig_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
 {
     char uuid[96], err[1024];
     int lock_fd = -1;
-    int ret = carve_mig_choose(o->mig_instance, o->memory, o->compute_arg, o->simulate, uuid,
-                               sizeof(uuid), &lock_fd, err, sizeof(err));
+    /* the devices the job was given (Slurm, a container): the instance is one of them */
+    int ret = carve_mig_choose(o->mig_instance, o->memory, o->compute_arg,
+                               getenv("CUDA_VISIBLE_DEVICES"), o->simulate, uuid, sizeof(uuid),
+                               &lock_fd, err, sizeof(err));
     if (ret != 0) { /* as for any carve run that cannot start: 2, nothing was run */
         fprintf(stderr, "carve run: %s\n", err);
         return CARVE_EXIT_USAGE;

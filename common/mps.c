@@ -186,13 +186,27 @@ static int own_dir(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-static int run_base(char *out, size_t len)
+/* Whether $XDG_RUNTIME_DIR (v) can hold the user's run directories: an absolute path to a
+ * directory (not a link) of the user's that no one else may write, as the XDG spec has
+ * it. srun and sbatch pass on the submitting shell's value, which names the login node's
+ * /run/user/UID: on a compute node it may not exist, or be another user's; and root with a
+ * user's environment (sudo -E) would put its directories in the user's. */
+static int runtime_dir_usable(const char *v)
 {
-    const char *v = getenv("CARVE_MPS_DIR");
+    struct stat st;
+    return v && v[0] == '/' && lstat(v, &st) == 0 && S_ISDIR(st.st_mode) &&
+           st.st_uid == geteuid() && !(st.st_mode & 022);
+}
+
+int carve_mps_run_base(char *out, size_t len)
+{
+    const char *v = getenv("CARVE_MPS_DIR"), *job = getenv("SLURM_JOB_ID");
     if (v && *v)
         return snprintf(out, len, "%s", v);
+    /* not in a Slurm job: logind removes /run/user/UID at the user's last logout on the
+       node, taking the pipes of a daemon that a job's step still uses with it */
     v = getenv("XDG_RUNTIME_DIR");
-    if (v && *v)
+    if (!(job && *job) && runtime_dir_usable(v))
         return snprintf(out, len, "%s/carve", v);
     if (geteuid() == 0)
         return snprintf(out, len, "/run/carve");
@@ -249,24 +263,92 @@ static int user_dir(const char *base, char *out, size_t len, char *err, size_t e
     return own_dir(out, err, errlen);
 }
 
-int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen)
+/* Whether s is a number as Slurm writes its ids: 1 to 10 digits. */
+static int slurm_id(const char *s)
 {
-    char base[PATH_MAX], mine[PATH_MAX];
-    if (run_base(base, sizeof(base)) >= (int)sizeof(base)) {
-        snprintf(err, errlen, "the MPS run directory's path is too long: %.100s...", base);
-        return -ENAMETOOLONG;
-    }
+    size_t n = strspn(s, "0123456789");
+    return n > 0 && n <= 10 && s[n] == '\0';
+}
+
+int carve_mps_dir_name(const char *uuid, const char *job, const char *step, char *out,
+                       size_t len, char *err, size_t errlen)
+{
     for (const char *c = uuid; *c; c++)
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-", *c)) {
             snprintf(err, errlen, "GPU UUID `%s' has a character carve does not put in a path",
                      uuid);
             return -EINVAL;
         }
-    int r = user_dir(base, mine, sizeof(mine), err, errlen);
+    int w;
+    if (!job || !*job) {
+        w = snprintf(out, len, "mps-%s", uuid);
+    } else {
+        int batch = !step || !*step;
+        const char *var = "SLURM_JOB_ID", *val = job;
+        if (slurm_id(job)) {
+            var = "SLURM_STEP_ID";
+            val = batch || slurm_id(step) ? NULL : step;
+        }
+        if (val) {
+            snprintf(err, errlen, "%s=`%.40s' is not a Slurm id (a number): --mode mps gives "
+                                  "each job step a daemon of its own by its job and step ids",
+                     var, val);
+            return -EINVAL;
+        }
+        w = batch ? snprintf(out, len, "mps-%s-j%s", uuid, job)
+                  : snprintf(out, len, "mps-%s-j%s.%s", uuid, job, step);
+    }
+    if (w < 0 || (size_t)w >= len) {
+        snprintf(err, errlen, "the MPS run directory's name is too long: mps-%.100s", uuid);
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
+/* A base carve chose itself (no CARVE_MPS_DIR) must be the user's own directory when it
+ * exists: not a link, nor another user's. /tmp/carve-UID is a name anyone can take first,
+ * and would then hold the user's daemons in a directory of theirs (a link: anywhere). */
+static int chosen_base_ok(const char *base, char *err, size_t errlen)
+{
+    struct stat st;
+    char who[128], me[128];
+    if (lstat(base, &st) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "cannot read %s: %s", base, strerror(errno));
+        return -errno;
+    }
+    if (S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+        return 0;
+    user_name(st.st_uid, who, sizeof(who));
+    user_name(geteuid(), me, sizeof(me));
+    snprintf(err, errlen, "%s, where carve keeps your MPS daemons' pipes, is a %s owned by "
+                          "%s, not a directory of yours (%s): have it removed, or set "
+                          "CARVE_MPS_DIR to a directory of yours", base,
+             S_ISLNK(st.st_mode) ? "symbolic link" : S_ISDIR(st.st_mode) ? "directory" : "file",
+             who, me);
+    return -EPERM;
+}
+
+int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen)
+{
+    char base[PATH_MAX], mine[PATH_MAX], name[NAME_MAX + 1];
+    if (carve_mps_run_base(base, sizeof(base)) >= (int)sizeof(base)) {
+        snprintf(err, errlen, "the MPS run directory's path is too long: %.100s...", base);
+        return -ENAMETOOLONG;
+    }
+    int r = carve_mps_dir_name(uuid, getenv("SLURM_JOB_ID"), getenv("SLURM_STEP_ID"), name,
+                               sizeof(name), err, errlen);
     if (r < 0)
         return r;
-    if (snprintf(out, len, "%s/mps-%s", mine, uuid) >= (int)len) {
-        snprintf(err, errlen, "the MPS run directory's path is too long: %s/mps-%s", mine, uuid);
+    const char *given = getenv("CARVE_MPS_DIR");
+    if (!(given && *given) && (r = chosen_base_ok(base, err, errlen)) < 0)
+        return r;
+    r = user_dir(base, mine, sizeof(mine), err, errlen);
+    if (r < 0)
+        return r;
+    if (snprintf(out, len, "%s/%s", mine, name) >= (int)len) {
+        snprintf(err, errlen, "the MPS run directory's path is too long: %s/%s", mine, name);
         return -ENAMETOOLONG;
     }
     return own_dir(out, err, errlen);

@@ -38,11 +38,26 @@ int carve_mps_thread_percentage(const struct carve_compute *c, char *buf, size_t
  * as "no limit"). */
 void carve_mps_mem_limit(uint64_t cap, char *buf, size_t len);
 
-/* The run directory of one GPU for this user: BASE/mps-UUID with BASE = CARVE_MPS_DIR, else
- * $XDG_RUNTIME_DIR/carve, else /run/carve for root, else /tmp/carve-UID; BASE/UID/mps-UUID
- * when BASE is not this user's alone (another's, or shared with the sticky bit), so that
- * users who share a BASE never share a daemon. Creates what is missing (mode 0700) and
- * refuses, naming the owner, a directory that is not ours or that others may write. */
+/* The name of one GPU's run directory: "mps-UUID"; in a Slurm job (job: SLURM_JOB_ID, step:
+ * SLURM_STEP_ID; NULL or "" when unset) "mps-UUID-jJOB.STEP", or "mps-UUID-jJOB" in the
+ * batch script, which has no step id. So each job step starts a daemon of its own: Slurm
+ * ends every process of a step when the step ends, the daemon it started included, and a
+ * daemon shared with another step would go with it. -EINVAL with a message for a UUID with
+ * a character carve does not put in a path, or an id that is not a number. */
+int carve_mps_dir_name(const char *uuid, const char *job, const char *step, char *out,
+                       size_t len, char *err, size_t errlen);
+
+/* Where the run directories go (BASE), made or checked by nothing here: CARVE_MPS_DIR when
+ * set, else $XDG_RUNTIME_DIR/carve when that directory exists, is the user's, no one else
+ * may write it and no Slurm job runs (SLURM_JOB_ID unset), else /run/carve for root, else
+ * /tmp/carve-UID. The length snprintf gave. */
+int carve_mps_run_base(char *out, size_t len);
+
+/* The run directory of one GPU for this user: BASE/NAME (BASE: carve_mps_run_base; NAME:
+ * carve_mps_dir_name, with the Slurm ids of the environment); BASE/UID/NAME when BASE is
+ * not this user's alone (another's, or shared with the sticky bit), so that users who share
+ * a BASE never share a daemon. Creates what is missing (mode 0700) and refuses, naming the
+ * owner, a directory that is not ours or that others may write. */
 int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen);
 
 /* A process by its pid and start time (/proc/PID/stat field 22), to tell a reused pid apart;

@@ -12,7 +12,7 @@ $(PLANNER_LIB): $(PLANNER_OBJ)
 	$(AR) rcs $@ $^
 
 # tests/unit: the planner's cmocka tests
-UNIT_PLANNER     := test_mig_profiles test_mig_plan
+UNIT_PLANNER     := test_mig_profiles test_mig_plan test_mig_visible
 UNIT_PLANNER_BIN := $(UNIT_PLANNER:%=$(TESTDIR)/unit/%)
 
 $(UNIT_PLANNER_BIN): $(TESTDIR)/unit/%: $(OBJ)/tests/unit/%.o $(PLANNER_LIB) $(COMMON_LIB)

@@ -3,8 +3,10 @@
 # mig.sh - `carve mig` and `carve run --mode mig` on the simulated GPU's MIG emulation: the
 # profile table, plans (impossible requests reported with their reason), a dry-run apply that
 # changes nothing, --yes creating instances that list shows, the refusal to destroy an
-# instance with a process in it (by destroy and by apply --replace), and a command run in an
-# instance seeing its MIG device UUID. Never touches a real GPU: everything is --simulate.
+# instance with a process in it (by destroy and by apply --replace), a command run in an
+# instance seeing its MIG device UUID, two users (root and nobody) never given the same
+# instance at once, and CUDA_VISIBLE_DEVICES choosing the GPUs or MIG devices to take an
+# instance from. Never touches a real GPU: everything is --simulate.
 #
 #   BUILD=build bash tests/e2e/mig.sh
 #
@@ -135,7 +137,7 @@ fi
 "$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sleep 10 &
 holder=$!
 for _ in $(seq 100); do
-    [ -n "$(find /dev/shm -maxdepth 1 -name "carve-mig-*-$big.lock" 2>/dev/null)" ] && break
+    [ -e "/dev/shm/carve-mig-$big.lock" ] && break
     sleep 0.05
 done
 expect 2 "no free MIG instance with at least 20GiB" run --mode mig --simulate --memory 20GiB -- true
@@ -144,6 +146,62 @@ expect 1 "a carve run --mode mig holds it" mig destroy --simulate --yes "$big"
 check "the held instance was not destroyed" test "$(instances)" = 3
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
+
+# two users at once: the lock of an instance is one for all users. Each user's lock was
+# their own (/dev/shm/carve-mig-UID-UUID.lock), so root and nobody were both given the
+# 3g.40gb, free for NVML until a command has a process in it.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    # shellcheck source=tests/e2e/reachable.bash
+    . tests/e2e/reachable.bash
+    chmod 711 "$state_dir" && chmod o+rw "$state_dir"/sim-state*
+    mkdir -m 777 "$state_dir/nb"
+    NB=$(reachable_build "$BUILD" "$state_dir/nobody-build")
+    as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env CARVE_SIM_UNPRIVILEGED=1 "$@"; }
+    # hold DIR NAME CARVE ARGS...: carve run --mode mig ARGS holding its instance until DIR/NAME.stop
+    hold() {
+        local dir=$1 name=$2 carve=$3
+        shift 3
+        "$carve" run --mode mig --simulate --quiet "$@" -- sh -c 'echo "$CUDA_VISIBLE_DEVICES" >"$0/$1.got"
+            i=0; while [ ! -e "$0/$1.stop" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done' "$dir" "$name"
+    }
+    got() { for _ in $(seq 100); do [ -s "$1" ] && break; sleep 0.05; done; cat "$1" 2>/dev/null; }
+    hold "$state_dir" root "$CARVE" --memory 20GiB &
+    holder=$!
+    seen=$(got "$state_dir/root.got")
+    out=$(as_nobody "$NB/bin/carve" run --mode mig --simulate --quiet --memory 20GiB -- \
+        sh -c 'echo "nobody got $CUDA_VISIBLE_DEVICES"' 2>&1)
+    rc=$?
+    check "root holds the 3g.40gb ($seen), nobody asks for 20GiB at once: none free, status $rc ($out)" \
+        test "$seen" = "$big" -a "$rc" = 2 -a -z "${out##*no free MIG instance with at least 20GiB*}" \
+        -a -z "${out##*$big (held by a carve run)*}"
+    out=$(as_nobody "$NB/bin/carve" run --mode mig --simulate --quiet --memory 1GiB -- \
+        sh -c 'echo "$CUDA_VISIBLE_DEVICES"' 2>&1)
+    check "... nobody asking for 1GiB meanwhile gets another instance ($out)" \
+        test -z "${out##MIG-*}" -a "$out" != "$big"
+    touch "$state_dir/root.stop"
+    wait "$holder"
+    # the other way round: nobody's lock file, which root did not make, holds for root too
+    as_nobody bash -c "$(declare -f hold); hold $state_dir/nb nobody $NB/bin/carve --memory 20GiB" &
+    holder=$!
+    seen=$(got "$state_dir/nb/nobody.got")
+    mode=$(stat -c '%U %a %F' "/dev/shm/carve-mig-$big.lock" 2>&1)
+    check "nobody holds the 3g.40gb ($seen): its lock file is nobody's, mode 644 ($mode)" \
+        test "$seen" = "$big" -a "$mode" = "nobody 644 regular empty file"
+    expect 2 "$big (held by a carve run)" run --mode mig --simulate --memory 20GiB -- true
+    expect 1 "a carve run --mode mig holds it" mig destroy --simulate --yes "$big"
+    touch "$state_dir/nb/nobody.stop"
+    wait "$holder"
+    check "nobody's carve run ended and removed its lock file" test ! -e "/dev/shm/carve-mig-$big.lock"
+    # a lock file that is not a plain file of one name (a link someone put there): not used
+    ln -s /etc/passwd "/dev/shm/carve-mig-$big.lock"
+    expect 2 "$big (held by a carve run)" run --mode mig --simulate --memory 20GiB -- true
+    rm -f "/dev/shm/carve-mig-$big.lock"
+    seen=$("$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
+    check "then root gets it ($seen)" test "$seen" = "$big"
+    chmod 700 "$state_dir"
+else
+    echo "ok - # SKIP two users at once: needs root and setpriv"
+fi
 expect 2 "needs --mode mig" run --simulate --mig-instance "$small" -- true
 expect 2 "no MIG device MIG-nope" run --mode mig --simulate --mig-instance MIG-nope -- true
 # a share given as --memory (or memory as --compute) was taken as the other option
@@ -188,8 +246,63 @@ check "replace again: both kept, nothing destroyed or created" test \
 expect 0 "destroyed GI" mig destroy --simulate --yes --all
 check "destroy --all: none left" test "$(instances)" = 0
 
-check "carve run left no instance lock behind" test -z "$(find /dev/shm -maxdepth 1 \
-    \( -name "carve-mig-*-$small.lock" -o -name "carve-mig-*-$big.lock" \) 2>/dev/null)"
+check "carve run left no instance lock behind" test ! -e "/dev/shm/carve-mig-$small.lock" -a \
+    ! -e "/dev/shm/carve-mig-$big.lock"
+
+# ---- CUDA_VISIBLE_DEVICES: an instance of the devices the job was given ----
+# A job given GPU 1 (Slurm sets CUDA_VISIBLE_DEVICES=1) was run in an instance of GPU 0.
+saved_state=$CARVE_SIM_STATE
+export CARVE_SIM_STATE=$state_dir/two CARVE_SIM_DEVICES=2
+"$CARVE" mig apply --simulate --index 0 --yes 8GiB 8GiB >/dev/null &&
+    "$CARVE" mig apply --simulate --index 1 --yes 8GiB 8GiB >/dev/null
+list=$("$CARVE" mig list --simulate --json)
+on_gpu() { echo "$list" | json_eval "[g['index'] for g in j for i in g['instances'] if i['uuid']=='$1'][0]" 2>/dev/null; }
+mig_of() { echo "$list" | json_eval "j[$1]['instances'][$2]['uuid']"; }
+g0a=$(mig_of 0 0) g0b=$(mig_of 0 1) g1a=$(mig_of 1 0) g1b=$(mig_of 1 1)
+gpu1=$(echo "$list" | json_eval "j[1]['uuid']")
+run_in() { CUDA_VISIBLE_DEVICES=$1 "$CARVE" run --mode mig --simulate --quiet --memory 8GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"' 2>&1; }
+seen=$(run_in 1)
+check "2 GPUs with 2 instances each: CUDA_VISIBLE_DEVICES=1 gets an instance of GPU 1 ($seen on GPU $(on_gpu "$seen"))" test "$(on_gpu "$seen")" = 1
+seen=$(run_in 0)
+check "CUDA_VISIBLE_DEVICES=0: GPU 0's ($seen)" test "$(on_gpu "$seen")" = 0
+seen=$(run_in "$gpu1")
+check "CUDA_VISIBLE_DEVICES=GPU 1's UUID: GPU 1's ($seen)" test "$(on_gpu "$seen")" = 1
+seen=$(run_in "${gpu1:0:17}")
+check "CUDA_VISIBLE_DEVICES=${gpu1:0:17} (a prefix): GPU 1's ($seen)" test "$(on_gpu "$seen")" = 1
+seen=$(run_in "$g0b")
+check "CUDA_VISIBLE_DEVICES=a MIG device: that instance ($seen)" test "$seen" = "$g0b"
+seen=$(run_in "$g1b,0")
+check "CUDA_VISIBLE_DEVICES=MIG device,0: one of them ($seen)" test -n "$(on_gpu "$seen")"
+# GPU 1's instances both held: none free for CUDA_VISIBLE_DEVICES=1, however free GPU 0's are
+hold2() {
+    CUDA_VISIBLE_DEVICES=$1 "$CARVE" run --mode mig --simulate --quiet -- sh -c 'touch "$0/$1.up"
+        i=0; while [ ! -e "$0/held.stop" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done' "$state_dir" "$1"
+}
+rm -f "$state_dir/held.stop"
+hold2 "$g1a" & h1=$!
+hold2 "$g1b" & h2=$!
+for _ in $(seq 100); do [ -e "$state_dir/$g1a.up" ] && [ -e "$state_dir/$g1b.up" ] && break; sleep 0.05; done
+CUDA_VISIBLE_DEVICES=1 expect 2 "no free MIG instance with at least 8GiB among the devices CUDA_VISIBLE_DEVICES=1 names; there are: 1g.10gb $g1a (held by a carve run), 1g.10gb $g1b (held by a carve run)" \
+    run --mode mig --simulate --memory 8GiB -- true
+CUDA_VISIBLE_DEVICES=$g1a expect 2 "$g1a (held by a carve run)" run --mode mig --simulate -- true
+touch "$state_dir/held.stop"
+wait "$h1" "$h2"
+# what is not a device list is refused, not guessed
+CUDA_VISIBLE_DEVICES= expect 2 "CUDA_VISIBLE_DEVICES is empty, which hides every GPU" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=7 expect 2 "CUDA_VISIBLE_DEVICES=7 names GPU 7, which this machine does not have" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=first expect 2 "CUDA_VISIBLE_DEVICES=first: \`first' is not a GPU index as nvidia-smi numbers them" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=0,,1 expect 2 "has an empty entry" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=-1 expect 2 "\`-1' is not a GPU index" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=${gpu1:0:12} expect 2 "\`${gpu1:0:12}' matches 2 GPUs: give more of the UUID" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=GPU-ffff expect 2 "\`GPU-ffff' names no GPU of this machine" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=MIG-nope expect 2 "names MIG device MIG-nope, which this machine does not have" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES="MIG-$gpu1/1/0" expect 2 "is the MIG-GPU-UUID/GI/CI form of drivers before R470" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES=1 expect 2 "--mig-instance $g0a is not among the devices CUDA_VISIBLE_DEVICES=1 names" \
+    run --mode mig --simulate --mig-instance "$g0a" -- true
+seen=$(CUDA_VISIBLE_DEVICES=0 "$CARVE" run --mode mig --simulate --quiet --mig-instance "$g0a" -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
+check "--mig-instance of GPU 0 with CUDA_VISIBLE_DEVICES=0: run there ($seen)" test "$seen" = "$g0a"
+export CARVE_SIM_STATE=$saved_state
+unset CARVE_SIM_DEVICES
 
 # ---- other models and modes ----
 CARVE_SIM_MODEL=A100-40GB expect 0 "A100-SXM4-40GB" mig list --simulate

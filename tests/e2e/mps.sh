@@ -9,8 +9,9 @@
 # own thread percentage and pinned-memory limit; libcarve's cap still holds; the daemon
 # stops after the last client, also a killed one, and after a carve run that was itself
 # killed, but not under the still running command of such a carve run; concurrent carve runs never start two daemons; two users (root and nobody) who set
-# the same CARVE_MPS_DIR each get their own daemon; bad input is refused; timeslice caps
-# memory and paces nothing. Each check prints a line; the last is `N passed, N failed`.
+# the same CARVE_MPS_DIR each get their own daemon; each Slurm job step gets its own daemon;
+# an XDG_RUNTIME_DIR that is missing or another's falls back to /tmp/carve-UID; bad input is
+# refused; timeslice caps memory and paces nothing. Each check prints a line; the last is `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -46,6 +47,7 @@ trap cleanup EXIT
 export CARVE_SIM_STATE=$tmp/sim CARVE_MPS_DIR=$tmp/run CARVE_SIM_MEMORY=80GiB
 unset CUDA_VISIBLE_DEVICES CARVE_MPS_CONTROL CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 unset CUDA_MPS_ACTIVE_THREAD_PERCENTAGE CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+unset SLURM_JOB_ID SLURM_STEP_ID # run in a Slurm job, the run directories would be its step's
 REC=$tmp/sim.mps
 touch "$REC"
 
@@ -262,6 +264,37 @@ grep -q "^start pid=[0-9]* cwd=/ pipe=$CARVE_MPS_DIR/mps-$uuid1/pipe .* visible=
 check "CUDA_VISIBLE_DEVICES=1 of 2: daemon and client on GPU 1 by UUID ($out)" \
     "$([ $? -eq 0 ] && [ "$out" = "$uuid1 $CARVE_MPS_DIR/mps-$uuid1/pipe" ]; echo $?)"
 
+# --- Slurm: a daemon per job step ------------------------------------------------------------
+# Slurm ends every process of a step when the step ends (proctrack/cgroup), the daemon that
+# step started and its server included. A later step of the same user that had joined that
+# daemon lost it under its running command; each step now starts its own.
+starts=$(events start)
+SLURM_JOB_ID=4242 SLURM_STEP_ID=0 "$CARVE" run --simulate --mode mps -q -- \
+    sh -c 'echo $$ >"$0/step0.pid"; exec sleep 60' "$tmp" &
+s0=$!
+wait_for "$tmp/step0.pid"
+d0=$(last_daemon)
+SLURM_JOB_ID=4242 SLURM_STEP_ID=1 "$CARVE" run --simulate --mode mps -q -- sh -c '
+    echo "$CUDA_MPS_PIPE_DIRECTORY" >"$0/step1.pipe"
+    i=0; while [ ! -e "$0/step0.gone" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    exec "$1" --max 256 --hold 0' "$tmp" "$MEMHOG" >"$tmp/step1.out" 2>&1 &
+s1=$!
+wait_for "$tmp/step1.pipe"
+d1=$(last_daemon)
+# the end of step 0 as Slurm ends it: SIGKILL to all its processes, daemon and server too
+{ kill -KILL "$s0" "$(cat "$tmp/step0.pid")"; kill -KILL -- "-$d0"; wait "$s0"; } 2>/dev/null
+rm -f /dev/shm/carve.*."$s0".* # its slice table: a SIGKILLed carve run cannot remove it
+touch "$tmp/step0.gone"
+wait "$s1"
+rc=$?
+check "SLURM_JOB_ID=4242: step 0 and step 1 each start a daemon ($(( $(events start) - starts )) starts: $d0, $d1) in mps-UUID-j4242.0 and .1 ($(cat "$tmp/step1.pipe"))" \
+    "$([ "$(events start)" -eq $((starts + 2)) ] && [ "$d0" != "$d1" ] && grep -q "^start pid=$d0 cwd=/ pipe=$rundir-j4242.0/pipe " "$REC" && [ "$(cat "$tmp/step1.pipe")" = "$rundir-j4242.1/pipe" ]; echo $?)"
+check "... step 0 killed as Slurm ends a step: step 1's command still had its daemon (pid $d1) and ended with status $rc, which then stopped it ($(alive "$d1" && echo alive || echo gone))" \
+    "$([ "$rc" -eq 0 ] && grep -q "^client pid=[0-9]* daemon=$d1 pipe=$rundir-j4242.1/pipe " "$REC" && ! alive "$d1"; echo $?)"
+out=$(SLURM_JOB_ID=4242 "$CARVE" run --simulate --mode mps -- sh -c 'echo "$CUDA_MPS_PIPE_DIRECTORY"' 2>&1)
+check "SLURM_JOB_ID without SLURM_STEP_ID (the batch script): mps-UUID-j4242 ($out)" \
+    "$([ "$out" = "$rundir-j4242/pipe" ]; echo $?)"
+
 # --- bad input: refused, nothing run, no daemon left -------------------------------------------
 expect() { # expect FRAGMENT ARGS...: carve ARGS exits 2 and says FRAGMENT; no daemon was started
     local fragment=$1 err rc starts_before
@@ -291,6 +324,8 @@ check "--priority batch/latency/normal/none/none with 1 in the environment -> CU
 check "no daemon inherited a client priority: $(grep -c '^start .* priority=[^-]' "$REC") did" \
     "$(grep -q '^start .* priority=[^-]' "$REC"; [ $? -eq 1 ]; echo $?)"
 expect "unknown priority \`urgent'" run --simulate --mode mps --priority urgent -- true
+SLURM_JOB_ID=12x expect "SLURM_JOB_ID=\`12x' is not a Slurm id (a number)" run --simulate --mode mps -- true
+SLURM_JOB_ID=12 SLURM_STEP_ID=../0 expect "SLURM_STEP_ID=\`../0' is not a Slurm id (a number)" run --simulate --mode mps -- true
 # the daemon runs in /: a relative CARVE_MPS_DIR and CARVE_MPS_CONTROL are taken from carve
 # run's directory, for the daemon and the client alike
 mkdir -p "$tmp/rel/bin" && ln -sf "$PWD/$SIMBIN/nvidia-cuda-mps-control" "$tmp/rel/bin/"
@@ -393,6 +428,43 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     # a user's directory in the shared base made first by someone else: refused, not used
     mkdir -m 1777 "$tmp/squat" && as_nobody mkdir -m 700 "$tmp/squat/0"
     CARVE_MPS_DIR=$tmp/squat expect "$tmp/squat/0 belongs to nobody (uid 65534), not to you, root (uid 0): each user's MPS daemon has a directory of its own; set CARVE_MPS_DIR to a directory of yours" run --simulate --mode mps -- true
+    # --- no CARVE_MPS_DIR: an XDG_RUNTIME_DIR from another machine (srun and sbatch pass on
+    # --- the login node's) or of another user was used and failed: the fallback is taken
+    fb=/tmp/carve-65534
+    if [ ! -e "$fb" ] && [ ! -L "$fb" ]; then
+        mkdir -m 755 "$tmp/rootxdg" && mkdir -m 700 "$tmp/nbxdg" && chown 65534:65534 "$tmp/nbxdg"
+        pipe_of() { as_nobody -u CARVE_MPS_DIR "$@" "$NB/bin/carve" run --simulate --mode mps -- sh -c 'echo "$CUDA_MPS_PIPE_DIRECTORY"' 2>&1; }
+        out=$(pipe_of XDG_RUNTIME_DIR=/run/user/4242)
+        check "nobody, XDG_RUNTIME_DIR=/run/user/4242 (missing here): runs in the fallback $fb ($out)" \
+            "$([ "$out" = "$fb/mps-$uuid0/pipe" ]; echo $?)"
+        out=$(pipe_of XDG_RUNTIME_DIR="$tmp/rootxdg")
+        check "nobody, XDG_RUNTIME_DIR a directory of root's: the fallback ($out)" \
+            "$([ "$out" = "$fb/mps-$uuid0/pipe" ]; echo $?)"
+        out=$(pipe_of XDG_RUNTIME_DIR="$tmp/nbxdg")
+        check "nobody, XDG_RUNTIME_DIR its own (mode 700): used ($out)" \
+            "$([ "$out" = "$tmp/nbxdg/carve/mps-$uuid0/pipe" ]; echo $?)"
+        out=$(pipe_of XDG_RUNTIME_DIR="$tmp/nbxdg" SLURM_JOB_ID=77 SLURM_STEP_ID=3)
+        check "nobody in a Slurm step, XDG_RUNTIME_DIR its own: the fallback all the same ($out)" \
+            "$([ "$out" = "$fb/mps-$uuid0-j77.3/pipe" ]; echo $?)"
+        mode=$(stat -c '%U %a %F' "$fb")
+        check "the fallback $fb is nobody's, mode 700 ($mode)" "$([ "$mode" = "nobody 700 directory" ]; echo $?)"
+        rm -rf "$fb"
+        # the fallback's name taken first by someone else: refused, not used
+        ln -s "$tmp/nbs" "$fb"
+        out=$(pipe_of XDG_RUNTIME_DIR=/run/user/4242)
+        rc=$?
+        check "a symbolic link at $fb: refused (status $rc: $out)" \
+            "$([ "$rc" -eq 2 ] && [[ $out == *"$fb, where carve keeps your MPS daemons' pipes, is a symbolic link owned by root (uid 0), not a directory of yours (nobody (uid 65534)): have it removed, or set CARVE_MPS_DIR"* ]]; echo $?)"
+        rm -f "$fb"
+        mkdir -m 1777 "$fb"
+        out=$(pipe_of)
+        rc=$?
+        check "a directory of root's (mode 1777) at $fb: refused (status $rc: $out)" \
+            "$([ "$rc" -eq 2 ] && [[ $out == *"is a directory owned by root (uid 0), not a directory of yours"* ]]; echo $?)"
+        rm -rf "$fb"
+    else
+        echo "ok - # SKIP XDG_RUNTIME_DIR fallback: $fb exists already (another user of this machine's)"
+    fi
     chmod 700 "$tmp"
 else
     echo "ok - # SKIP two users sharing CARVE_MPS_DIR: needs root and setpriv"

@@ -1,7 +1,8 @@
 /* fuzz_mps.c - libFuzzer harness for what --mode mps reads: CUDA_VISIBLE_DEVICES (which GPU
- * the client runs on) and the run directory's client list. Any input gets a result or a
- * message, never a crash; a chosen GPU is one of the list, and an accepted client list
- * prints back to itself. */
+ * the client runs on), Slurm's job and step ids (the run directory's name) and the run
+ * directory's client list. Any input gets a result or a message, never a crash; a chosen
+ * GPU is one of the list, a name is one path component, and an accepted client list prints
+ * back to itself. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,21 @@ static void check_clients(const char *s)
     }
 }
 
+/* the run directory's name from Slurm's ids: a refusal says why; a name is one path
+ * component, never "." or "..", and starts as every run directory's does */
+static void check_dir_name(const char *s)
+{
+    const char *uuid = gpus[0].uuid;
+    const char *ids[][2] = {{s, NULL}, {s, "0"}, {"4242", s}};
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+        char name[256] = "", err[512] = "";
+        int r = carve_mps_dir_name(uuid, ids[i][0], ids[i][1], name, sizeof(name), err,
+                                   sizeof(err));
+        if (r < 0 ? !err[0] : strchr(name, '/') || strncmp(name, "mps-GPU-", 8) != 0)
+            abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
     char *s = strndup((const char *)data, len); /* the parsers read C strings */
@@ -62,6 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
         return 0;
     check_pick(s);
     check_clients(s);
+    check_dir_name(s);
     free(s);
     return 0;
 }

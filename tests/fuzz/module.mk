@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 8
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -std=c11 -D_GNU_SOURCE $(WARN) -g -O1 -Iinclude -Icommon \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_NAMES   := size compute config api mig_request mps # fuzz_config and fuzz_api are built by carved/*.mk
+FUZZ_NAMES   := size compute config api mig_request mig_visible mps # fuzz_config and fuzz_api are built by carved/*.mk
 
 $(FUZZ_DIR)/fuzz_size: tests/fuzz/fuzz_size.c common/size.c common/size.h
 	@mkdir -p $(dir $@)
@@ -21,6 +21,11 @@ FUZZ_MIG_SRC := tests/fuzz/fuzz_mig_request.c planner/mig_request.c planner/mig_
 $(FUZZ_DIR)/fuzz_mig_request: $(FUZZ_MIG_SRC) planner/mig.h planner/mig_plan.h common/size.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Iplanner $(FUZZ_MIG_SRC) -o $@
+
+$(FUZZ_DIR)/fuzz_mig_visible: tests/fuzz/fuzz_mig_visible.c planner/mig_visible.c \
+                              planner/mig_visible.h planner/mig_nvml.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Iplanner tests/fuzz/fuzz_mig_visible.c planner/mig_visible.c -o $@
 
 # common/mps.c reads /proc with proc.c and start times with slice.c, whose pacing calls compute.c
 FUZZ_MPS_SRC := tests/fuzz/fuzz_mps.c common/mps.c common/proc.c common/slice.c common/compute.c

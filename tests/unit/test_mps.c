@@ -1,7 +1,9 @@
 /* test_mps.c - MPS clients (common/mps.c): choosing the GPU from CUDA_VISIBLE_DEVICES, the
- * client variables made from --compute and --memory, the client list's text, and the list
- * under its lock: dead and reused pids dropped, and many processes joining and leaving at
- * once leave exactly the survivors. */
+ * client variables made from --compute and --memory, the run directory's base (an
+ * $XDG_RUNTIME_DIR that is missing or not the user's falls back), name and place (a daemon
+ * per Slurm job step), the client list's text, and the list under its lock: dead and
+ * reused pids dropped, and many processes joining and leaving at once leave exactly the
+ * survivors. */
 #include <errno.h>
 #include <signal.h>
 #include <limits.h>
@@ -256,10 +258,124 @@ static int remove_tmp(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+static void expect_dir_name(const char *job, const char *step, const char *want)
+{
+    char name[256] = "", err[512] = "";
+    int r = carve_mps_dir_name(gpus[0].uuid, job, step, name, sizeof(name), err, sizeof(err));
+    if (r != 0 || strcmp(name, want) != 0)
+        fail_msg("job %s step %s: %d `%s' (%s), want `%s'", job ? job : "(unset)",
+                 step ? step : "(unset)", r, name, err, want);
+}
+
+static void expect_dir_name_refused(const char *job, const char *step, const char *fragment)
+{
+    char name[256] = "", err[512] = "";
+    int r = carve_mps_dir_name(gpus[0].uuid, job, step, name, sizeof(name), err, sizeof(err));
+    if (r != -EINVAL || !strstr(err, fragment))
+        fail_msg("job %s step %s: %d `%s', want -EINVAL saying `%s'", job ? job : "(unset)",
+                 step ? step : "(unset)", r, err, fragment);
+}
+
+/* under Slurm each job step has a daemon of its own: a step's end kills every process it
+ * started, the daemon too, and another step that shared it lost it */
+static void test_dir_name(void **state)
+{
+    const char *u = "GPU-5a1e0c4a-1000-4e3d-9a7b-c0ffeea00000";
+    char want[256], name[256], err[512];
+    snprintf(want, sizeof(want), "mps-%s", u);
+    expect_dir_name(NULL, NULL, want);
+    expect_dir_name("", "3", want); /* an empty SLURM_JOB_ID is no job */
+    snprintf(want, sizeof(want), "mps-%s-j4242.0", u);
+    expect_dir_name("4242", "0", want);
+    snprintf(want, sizeof(want), "mps-%s-j4242.1", u);
+    expect_dir_name("4242", "1", want);
+    snprintf(want, sizeof(want), "mps-%s-j4242", u); /* the batch script: no step id */
+    expect_dir_name("4242", NULL, want);
+    expect_dir_name("4242", "", want);
+    snprintf(want, sizeof(want), "mps-%s-j4294967294.4294967290", u);
+    expect_dir_name("4294967294", "4294967290", want);
+    expect_dir_name_refused("12x", "0", "SLURM_JOB_ID=`12x' is not a Slurm id (a number)");
+    expect_dir_name_refused("-1", NULL, "SLURM_JOB_ID=`-1'");
+    expect_dir_name_refused("12345678901", NULL, "SLURM_JOB_ID=`12345678901'");
+    expect_dir_name_refused("12", "../0", "SLURM_STEP_ID=`../0' is not a Slurm id");
+    expect_dir_name_refused("12", " 0", "SLURM_STEP_ID=` 0'");
+    assert_int_equal(carve_mps_dir_name("GPU-../x", NULL, NULL, name, sizeof(name), err,
+                                        sizeof(err)), -EINVAL);
+    assert_int_equal(carve_mps_dir_name(u, "4242", "0", name, 20, err, sizeof(err)),
+                     -ENAMETOOLONG);
+}
+
+static void expect_base(const char *xdg, const char *want)
+{
+    char base[PATH_MAX];
+    setenv("XDG_RUNTIME_DIR", xdg, 1);
+    carve_mps_run_base(base, sizeof(base));
+    if (strcmp(base, want) != 0)
+        fail_msg("XDG_RUNTIME_DIR=%s: base `%s', want `%s'", xdg, base, want);
+}
+
+/* $XDG_RUNTIME_DIR only when it is there and the user's alone: srun and sbatch pass on the
+ * login node's value, which on a compute node may name no directory (`cannot make
+ * /run/user/4242/carve') or another user's; and not in a Slurm job (logind removes it at
+ * the user's last logout on the node, the pipes of a step's daemon with it) */
+static void test_run_base(void **state)
+{
+    char xdg[128], want[160], fallback[64], link[160];
+    unsetenv("CARVE_MPS_DIR");
+    unsetenv("SLURM_JOB_ID");
+    if (geteuid() == 0)
+        snprintf(fallback, sizeof(fallback), "/run/carve");
+    else
+        snprintf(fallback, sizeof(fallback), "/tmp/carve-%u", (unsigned)geteuid());
+    snprintf(xdg, sizeof(xdg), "%s/xdg", tmpdir);
+    assert_int_equal(mkdir(xdg, 0700), 0);
+    snprintf(want, sizeof(want), "%s/carve", xdg);
+    expect_base(xdg, want); /* the user's, mode 0700: used */
+    chmod(xdg, 0755);
+    expect_base(xdg, want); /* others may read it, not write */
+    chmod(xdg, 0770);
+    expect_base(xdg, fallback); /* the group may write it */
+    chmod(xdg, 0703);
+    expect_base(xdg, fallback);
+    chmod(xdg, 0700);
+    expect_base("/run/user/4242", fallback); /* the login node's, missing here */
+    snprintf(link, sizeof(link), "%s/missing", tmpdir);
+    expect_base(link, fallback);
+    expect_base("", fallback);
+    expect_base("xdg", fallback); /* relative: the spec wants an absolute path */
+    snprintf(link, sizeof(link), "%s/link", tmpdir);
+    assert_int_equal(symlink(xdg, link), 0);
+    expect_base(link, fallback); /* a link, even to a good directory */
+    snprintf(link, sizeof(link), "%s/file", tmpdir);
+    FILE *f = fopen(link, "w");
+    assert_non_null(f);
+    fclose(f);
+    expect_base(link, fallback);
+    if (geteuid() == 0) {
+        /* root with a user's environment (sudo -E): not root's */
+        assert_int_equal(chown(xdg, 65534, 65534), 0);
+        expect_base(xdg, fallback);
+        assert_int_equal(chown(xdg, 0, 0), 0);
+    }
+    /* in a Slurm job the fallback, whatever XDG_RUNTIME_DIR is */
+    setenv("SLURM_JOB_ID", "4242", 1);
+    expect_base(xdg, fallback);
+    setenv("SLURM_JOB_ID", "", 1); /* empty: no job */
+    expect_base(xdg, want);
+    unsetenv("SLURM_JOB_ID");
+    /* CARVE_MPS_DIR comes first */
+    setenv("CARVE_MPS_DIR", "/some/where", 1);
+    expect_base("/run/user/4242", "/some/where");
+    unsetenv("CARVE_MPS_DIR");
+    unsetenv("XDG_RUNTIME_DIR");
+}
+
 static void test_run_dir(void **state)
 {
     char base[128], dir[256], want[256], err[512];
     const char *uuid = gpus[0].uuid;
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_STEP_ID");
     snprintf(base, sizeof(base), "%s/base", tmpdir);
     setenv("CARVE_MPS_DIR", base, 1);
     /* a base of ours alone: the GPU's directory right in it */
@@ -270,6 +386,18 @@ static void test_run_dir(void **state)
     snprintf(want, sizeof(want), "%s/mps-%s", base, uuid);
     assert_string_equal(dir, want);
     assert_int_equal(carve_mps_run_dir("GPU-../x", dir, sizeof(dir), err, sizeof(err)), -EINVAL);
+    /* in a Slurm job step: the step's own directory beside it */
+    setenv("SLURM_JOB_ID", "4242", 1);
+    setenv("SLURM_STEP_ID", "1", 1);
+    assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s/mps-%s-j4242.1", base, uuid);
+    assert_string_equal(dir, want);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    setenv("SLURM_STEP_ID", "x", 1);
+    assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), -EINVAL);
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_STEP_ID");
     chmod(base, 0777);
     assert_int_equal(carve_mps_run_dir(uuid, dir, sizeof(dir), err, sizeof(err)), -EPERM);
     assert_non_null(strstr(err, "may be written by others (mode 777, no sticky bit)"));
@@ -423,6 +551,8 @@ int main(void)
         cmocka_unit_test(test_command_procs),
         cmocka_unit_test(test_alive_and_prune),
         cmocka_unit_test(test_zombie_is_gone),
+        cmocka_unit_test(test_dir_name),
+        cmocka_unit_test_setup_teardown(test_run_base, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_run_dir, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_load_store, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_concurrent_members, make_tmp, remove_tmp),
