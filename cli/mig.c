@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/file.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -689,114 +691,69 @@ static void diff_replace(const struct mig_live *live, int k, const struct mig_pl
 
 /* ---------- instance locks ---------- */
 
-/* One lock file per MIG device, shared by every user: a carve run --mode mig holds it
- * (flock, exclusive) while its command runs, so that no other carve run, of this user or
- * another, takes the same free instance before the command has a process in it that NVML
- * lists. The file is made mode 0644 in /dev/shm (sticky, as /tmp is) and opened read-only:
- * flock needs no write access, so a user who did not make it can lock it too. It goes when
- * the lock does, where its owner (or root) releases it; a lock taken on a file that was
- * removed meanwhile is taken again. */
-#define MIG_LOCK_DIR "/dev/shm"
-
-/* The lock file's path for MIG device uuid; -1 for a name carve does not put in a path. */
-static int lock_path(const char *uuid, char *path, size_t len)
+/* One lock per MIG device, shared by every user: a carve run --mode mig holds it while its
+ * command runs, so that no other carve run, of this user or another, takes the same free
+ * instance before the command has a process in it that NVML lists. The lock is the name
+ * "carve-mig-UUID" in the abstract unix socket namespace: bind() takes it for one socket
+ * only, for any user, and the kernel frees it when the socket closes, on SIGKILL too.
+ * Nothing is left on a file system, so no user can plant a file that holds every instance
+ * for everyone without a process of their own (as a lock file in /dev/shm could: one of
+ * mode 000 there blocked every other user); a process that holds a name is one /proc/net/unix
+ * and `ss -xlp` show. Abstract names are per network namespace, as /dev/shm is per mount
+ * namespace: carve runs in separate ones do not see each other's locks. */
+static int lock_address(const char *uuid, struct sockaddr_un *a, socklen_t *len)
 {
     if (!uuid[0] || strspn(uuid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                  "0123456789-") != strlen(uuid))
         return -1;
-    int n = snprintf(path, len, "%s/carve-mig-%s.lock", MIG_LOCK_DIR, uuid);
-    return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
-/* Opens the lock file at path read-only, making it (mode 0644) when create says so and it
- * is missing. Never through a link (O_NOFOLLOW), and only a plain file with one name: a
- * link, a FIFO or a hard link to another file that someone put there is not locked. An
- * existing file is opened without O_CREAT, which protected_regular refuses, root included,
- * for another user's file in a sticky directory. The fd, or -1 (errno set). */
-static int lock_open(const char *path, bool create)
-{
-    for (int tries = 0; tries < 4; tries++) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-        if (fd < 0 && errno == ENOENT && create) {
-            fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-            if (fd < 0 && errno == EEXIST)
-                continue; /* made by another carve run meanwhile */
-            if (fd >= 0 && fchmod(fd, 0644) < 0) { /* whatever the umask */
-                close(fd);
-                return -1;
-            }
-        }
-        if (fd < 0)
-            return -1;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
-            close(fd);
-            errno = EPERM;
-            return -1;
-        }
-        return fd;
-    }
-    errno = EAGAIN;
-    return -1;
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    /* sun_path[0] = '\0': the abstract namespace; the name is the bytes after it */
+    int n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "carve-mig-%s", uuid);
+    if (n < 0 || (size_t)n >= sizeof(a->sun_path) - 1)
+        return -1;
+    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    return 0;
 }
 
 /* Takes MIG device uuid's lock without waiting: the fd that holds it, or -1 when another
- * carve run holds it (or its file cannot be opened: then it is not free either). */
+ * carve run holds it (errno EADDRINUSE) or it cannot be taken. */
 static int lock_instance(const char *uuid)
 {
-    char path[160];
-    if (lock_path(uuid, path, sizeof(path)) < 0)
+    struct sockaddr_un a;
+    socklen_t len;
+    if (lock_address(uuid, &a, &len) < 0) {
+        errno = EINVAL;
         return -1;
-    for (int tries = 0; tries < 4; tries++) {
-        int fd = lock_open(path, true);
-        if (fd < 0)
-            return -1;
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-            close(fd);
-            return -1;
-        }
-        struct stat held, now;
-        if (fstat(fd, &held) == 0 && lstat(path, &now) == 0 && held.st_ino == now.st_ino &&
-            held.st_dev == now.st_dev)
-            return fd;
-        close(fd); /* removed (and perhaps made again) before the lock: take the new one */
     }
-    return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&a, len) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
 }
 
 void carve_mig_release(int lock_fd)
 {
-    char link[64], path[PATH_MAX];
-    if (lock_fd < 0)
-        return;
-    snprintf(link, sizeof(link), "/proc/self/fd/%d", lock_fd);
-    ssize_t n = readlink(link, path, sizeof(path) - 1);
-    struct stat held, now;
-    if (n > 0) {
-        path[n] = '\0';
-        /* still this file by that name (held, no one could replace it); a file another
-           user made stays (the sticky bit), for the next carve run to lock */
-        if (fstat(lock_fd, &held) == 0 && lstat(path, &now) == 0 &&
-            held.st_ino == now.st_ino && held.st_dev == now.st_dev)
-            unlink(path);
-    }
-    close(lock_fd);
+    if (lock_fd >= 0)
+        close(lock_fd);
 }
 
 /* Whether a carve run --mode mig (of any user) holds MIG device uuid (lock_instance): its
-   command may have no GPU process yet, and NVML then lists none. A lock file carve cannot
-   open counts as held: it cannot tell. */
+   command may have no GPU process yet, and NVML then lists none. */
 static bool held_by_run(const char *uuid)
 {
-    char path[160];
-    if (lock_path(uuid, path, sizeof(path)) < 0)
+    int fd = lock_instance(uuid);
+    if (fd >= 0) {
+        close(fd);
         return false;
-    int fd = lock_open(path, false);
-    if (fd < 0)
-        return errno != ENOENT;
-    bool held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-    close(fd);
-    return held;
+    }
+    return errno == EADDRINUSE;
 }
 
 /* Whether the instance is in use (a process in it, or a carve run holding it), and by whom. */

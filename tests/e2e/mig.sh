@@ -136,8 +136,10 @@ fi
 # a carve run holds its instance even before its command has a GPU process: no second taker
 "$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sleep 10 &
 holder=$!
+# lock_held UUID: whether a socket holds carve's lock name for MIG device UUID
+lock_held() { grep -q " @carve-mig-$1\$" /proc/net/unix; }
 for _ in $(seq 100); do
-    [ -e "/dev/shm/carve-mig-$big.lock" ] && break
+    lock_held "$big" && break
     sleep 0.05
 done
 expect 2 "no free MIG instance with at least 20GiB" run --mode mig --simulate --memory 20GiB -- true
@@ -149,7 +151,9 @@ wait "$holder" 2>/dev/null
 
 # two users at once: the lock of an instance is one for all users. Each user's lock was
 # their own (/dev/shm/carve-mig-UID-UUID.lock), so root and nobody were both given the
-# 3g.40gb, free for NVML until a command has a process in it.
+# 3g.40gb, free for NVML until a command has a process in it. Then one lock file in
+# /dev/shm for all users: one that a user left unreadable blocked every other user's carve
+# run with no process of theirs; the lock is now an abstract socket name.
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     # shellcheck source=tests/e2e/reachable.bash
     . tests/e2e/reachable.bash
@@ -180,24 +184,26 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
         test -z "${out##MIG-*}" -a "$out" != "$big"
     touch "$state_dir/root.stop"
     wait "$holder"
-    # the other way round: nobody's lock file, which root did not make, holds for root too
+    # the other way round: nobody's lock holds for root too
     as_nobody bash -c "$(declare -f hold); hold $state_dir/nb nobody $NB/bin/carve --memory 20GiB" &
     holder=$!
     seen=$(got "$state_dir/nb/nobody.got")
-    mode=$(stat -c '%U %a %F' "/dev/shm/carve-mig-$big.lock" 2>&1)
-    check "nobody holds the 3g.40gb ($seen): its lock file is nobody's, mode 644 ($mode)" \
-        test "$seen" = "$big" -a "$mode" = "nobody 644 regular empty file"
+    check "nobody holds the 3g.40gb ($seen), by its lock name" lock_held "$big"
     expect 2 "$big (held by a carve run)" run --mode mig --simulate --memory 20GiB -- true
     expect 1 "a carve run --mode mig holds it" mig destroy --simulate --yes "$big"
     touch "$state_dir/nb/nobody.stop"
     wait "$holder"
-    check "nobody's carve run ended and removed its lock file" test ! -e "/dev/shm/carve-mig-$big.lock"
-    # a lock file that is not a plain file of one name (a link someone put there): not used
-    ln -s /etc/passwd "/dev/shm/carve-mig-$big.lock"
-    expect 2 "$big (held by a carve run)" run --mode mig --simulate --memory 20GiB -- true
-    rm -f "/dev/shm/carve-mig-$big.lock"
+    check "nobody's carve run ended and let its lock go" test "$(lock_held "$big" && echo held)" = ""
+    # files a user leaves where the lock files were hold nothing: each instance's, mode 000
+    for uuid in "$big" "$small"; do
+        as_nobody sh -c "umask 777; : >/dev/shm/carve-mig-$uuid.lock"
+    done
     seen=$("$CARVE" run --mode mig --simulate --quiet --memory 20GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
-    check "then root gets it ($seen)" test "$seen" = "$big"
+    check "then root gets it ($seen), past nobody's mode-000 files" test "$seen" = "$big"
+    out=$(as_nobody "$NB/bin/carve" run --mode mig --simulate --quiet --memory 1GiB -- \
+        sh -c 'echo "$CUDA_VISIBLE_DEVICES"' 2>&1)
+    check "... and so does a user who did not make them ($out)" test -z "${out##MIG-*}"
+    rm -f "/dev/shm/carve-mig-$big.lock" "/dev/shm/carve-mig-$small.lock"
     chmod 700 "$state_dir"
 else
     echo "ok - # SKIP two users at once: needs root and setpriv"
@@ -246,8 +252,8 @@ check "replace again: both kept, nothing destroyed or created" test \
 expect 0 "destroyed GI" mig destroy --simulate --yes --all
 check "destroy --all: none left" test "$(instances)" = 0
 
-check "carve run left no instance lock behind" test ! -e "/dev/shm/carve-mig-$small.lock" -a \
-    ! -e "/dev/shm/carve-mig-$big.lock"
+check "carve run left no instance lock behind" test "$(lock_held "$small" || lock_held "$big" &&
+    echo held)" = ""
 
 # ---- CUDA_VISIBLE_DEVICES: an instance of the devices the job was given ----
 # A job given GPU 1 (Slurm sets CUDA_VISIBLE_DEVICES=1) was run in an instance of GPU 0.
