@@ -85,7 +85,7 @@ static void print_advice(const struct adv_input *in, const struct adv_result *r)
     printf("%s, %s, %s", r->gpu, adv_archetype_name(in->archetype),
            in->trust == ADV_UNTRUSTED ? "untrusted tenants" : "one team");
     if (in->latency_ms > 0)
-        printf(", P99 budget %g ms", in->latency_ms);
+        printf(", P99 budget %.10g ms", in->latency_ms);
     printf("%s\n\n", r->gpu_known ? "" : " (a GPU carve does not know)");
     printf("recommended: %s\n", row->title);
     printf("  isolation: memory %s, compute %s, fault %s; latency jitter %s\n", row->memory,

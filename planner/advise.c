@@ -171,7 +171,7 @@ static void find_traps(const struct adv_input *in, struct adv_result *r)
         add_trap(r, T_TIMESLICE_ONLINE,
                  "Time-slicing does not give concurrent use: it serialises contexts, and the "
                  "context switches add jitter (on an H100 a batch neighbour took a ResNet-50 "
-                 "tenant's P99 to 1.36x solo), so a %g ms P99 budget is at risk. Use it for "
+                 "tenant's P99 to 1.36x solo), so a %.10g ms P99 budget is at risk. Use it for "
                  "batch and notebooks, not online inference.", in->latency_ms);
     if (in->archetype != ADV_TRAINING)
         add_trap(r, T_NO_MEMORY_LIMIT,
@@ -275,7 +275,7 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
     case ADV_INFERENCE:
         if (in->latency_ms > 0 && mig && !in->changing) {
             r->mech = ADV_MIG;
-            add_reason(r, "a %g ms P99 budget needs a flat tail: MIG instances do not contend "
+            add_reason(r, "a %.10g ms P99 budget needs a flat tail: MIG instances do not contend "
                           "for L2 or memory bandwidth, so jitter is negligible", in->latency_ms);
             add_reason(r, "%s supports MIG; a fixed serving mix suits a fixed geometry (`carve "
                           "mig plan` lays it out)", r->gpu);
@@ -285,7 +285,7 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
                      "well or the mix changes (H100: P99 1.20x solo beside a batch tenant)");
         } else if (in->latency_ms > 0) {
             r->mech = ADV_CARVE;
-            add_reason(r, "a %g ms P99 budget rules out time-slicing (jitter) and MPS beside "
+            add_reason(r, "a %.10g ms P99 budget rules out time-slicing (jitter) and MPS beside "
                           "batch work (P99 5.3x solo on an H100)", in->latency_ms);
             add_reason(r, "carve slices give exact memory caps, compute shares and latency "
                           "priority on any NVIDIA GPU (H100: P99 1.20x solo beside a batch "
@@ -370,11 +370,11 @@ int adv_advise(const struct adv_input *in, struct adv_result *out, char *err, si
         return -EINVAL;
     }
     if (!(in->latency_ms >= 0 && in->latency_ms <= 3600000)) {
-        snprintf(err, errlen, "latency budget %g ms is not between 0 and 3600000", in->latency_ms);
+        snprintf(err, errlen, "latency budget %.10g ms is not between 0 and 3600000", in->latency_ms);
         return -EINVAL;
     }
     if (in->latency_ms > 0 && in->archetype != ADV_INFERENCE) {
-        snprintf(err, errlen, "a P99 budget (--latency %g ms) is for online inference; %s is "
+        snprintf(err, errlen, "a P99 budget (--latency %.10g ms) is for online inference; %s is "
                               "advised on throughput and isolation: leave --latency out, or "
                               "give --workload inference", in->latency_ms,
                  in->archetype == ADV_TRAINING ? "training" : in->archetype == ADV_NOTEBOOK

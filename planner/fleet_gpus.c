@@ -64,6 +64,14 @@ static const char *after_vendor(const char *name)
     return name;
 }
 
+/* Whether name says model's memory as a word ("32GB" in "Tesla V100-SXM2-32GB"). */
+static bool memory_named(const char *name, const struct fleet_gpu_model *model)
+{
+    char size[24];
+    snprintf(size, sizeof(size), "%lluGB", (unsigned long long)(model->memory_mib / 1024));
+    return mig_name_has_word(name, size);
+}
+
 const struct fleet_gpu_model *fleet_gpu_named(const char *name, bool *family_only)
 {
     bool ambiguous;
@@ -71,12 +79,23 @@ const struct fleet_gpu_model *fleet_gpu_named(const char *name, bool *family_onl
     const struct fleet_gpu_model *m = fleet_gpu_find(name, &ambiguous);
     if (m)
         return m;
-    /* NVML's name: a board whose NVML name is a whole word of it (the longest), else carve's
-       MIG table's reading of it, else the board named after the vendor */
-    for (size_t i = 0; i < NMODELS && !ambiguous; i++)
-        if (mig_name_has_word(name, models[i].nvml_match) &&
-            (!m || strlen(models[i].nvml_match) > strlen(m->nvml_match)))
+    /* NVML's name: a board whose NVML name is a whole word of it (the longest; of boards
+       alike there, as V100's, the one whose size is a word of it, "Tesla V100-SXM2-32GB"),
+       else carve's MIG table's reading of it, else the board named after the vendor */
+    bool tied = false;
+    for (size_t i = 0; i < NMODELS && !ambiguous; i++) {
+        if (!mig_name_has_word(name, models[i].nvml_match))
+            continue;
+        size_t len = strlen(models[i].nvml_match), best = m ? strlen(m->nvml_match) : 0;
+        if (len > best || (len == best && memory_named(name, &models[i]))) {
+            tied = false;
             m = &models[i];
+        } else if (len == best && !memory_named(name, m)) {
+            tied = true;
+        }
+    }
+    if (tied) /* no size said which: the family */
+        m = NULL;
     const struct mig_model *mm = m || ambiguous ? NULL : mig_model_find(name);
     if (mm)
         m = fleet_gpu_find(mm->name, &ambiguous);

@@ -58,8 +58,13 @@ int fleet_name_check(const char *s, char *why, size_t len)
     return 0;
 }
 
+/* The longest name a workload with a count may have: NAME#1000000 fits FLEET_NAME_MAX. */
+#define FLEET_COUNTED_NAME_MAX (FLEET_NAME_MAX - 1 - 8)
+
 static int append(struct fleet_workloads *ws, const struct fleet_workload *w, uint64_t count)
 {
+    if (count > 1 && strlen(w->name) > FLEET_COUNTED_NAME_MAX)
+        return -ENAMETOOLONG;
     if (ws->n + count > FLEET_MAX_WORKLOADS)
         return -E2BIG;
     if (ws->n + count > ws->cap) {
@@ -72,17 +77,31 @@ static int append(struct fleet_workloads *ws, const struct fleet_workload *w, ui
         ws->w = bigger;
         ws->cap = cap;
     }
-    int keep = 40; /* name#1, name#2, ...: the name keeps 40 bytes at most, whole characters */
-    while (keep > 0 && ((unsigned char)w->name[keep] & 0xc0) == 0x80)
-        keep--;
     for (uint64_t i = 0; i < count; i++) {
         ws->w[ws->n] = *w;
+        /* name#1, name#2, ...: whole, as a longer name was refused; count is at most a
+           million, and the modulus only shows the compiler that seven digits fit */
         if (count > 1)
-            snprintf(ws->w[ws->n].name, FLEET_NAME_MAX, "%.*s#%u", keep, w->name,
-                     (unsigned)(i + 1));
+            snprintf(ws->w[ws->n].name, FLEET_NAME_MAX, "%.*s#%u", FLEET_COUNTED_NAME_MAX,
+                     w->name, (unsigned)(i + 1) % 10000000u);
         ws->n++;
     }
     return 0;
+}
+
+/* What append's error r means for workload w of file's line; r. */
+static int append_error(int r, const struct fleet_workload *w, const char *file, unsigned line,
+                        char *err, size_t errlen)
+{
+    if (r == -ENAMETOOLONG)
+        snprintf(err, errlen, "%s:%u: name `%s' is %zu bytes; with a count it becomes NAME#1 "
+                              "to NAME#N, so it may have at most %d", file, line, w->name,
+                 strlen(w->name), FLEET_COUNTED_NAME_MAX);
+    else
+        snprintf(err, errlen, r == -E2BIG ? "%s:%u: more than %u workloads in all"
+                                          : "%s:%u: out of memory (%u workloads)",
+                 file, line, FLEET_MAX_WORKLOADS);
+    return r;
 }
 
 /* The value parsers: 0, or -EINVAL with "why" (without the place, which the caller adds). */
@@ -376,12 +395,8 @@ static int parse_csv(const char *text, size_t len, const char *file, struct flee
             }
         }
         int r = append(out, &w, count);
-        if (r) {
-            snprintf(err, errlen, r == -E2BIG ? "%s:%u: more than %u workloads in all"
-                                              : "%s:%u: out of memory (%u workloads)",
-                     file, line, FLEET_MAX_WORKLOADS);
-            return r;
-        }
+        if (r)
+            return append_error(r, &w, file, line, err, errlen);
     }
     if (!ncols) {
         snprintf(err, errlen, "%s: no header line and no workloads (expected a header such as "
@@ -500,11 +515,7 @@ static int parse_json_workload(json_t *o, uint32_t line, size_t idx, const char 
         return -EINVAL;
     }
     int r = append(out, &w, count);
-    if (r)
-        snprintf(err, errlen, r == -E2BIG ? "%s:%u: more than %u workloads in all"
-                                          : "%s:%u: out of memory (%u workloads)",
-                 file, line, FLEET_MAX_WORKLOADS);
-    return r;
+    return r ? append_error(r, &w, file, line, err, errlen) : 0;
 }
 
 static int parse_json(const char *text, size_t len, const char *file, struct fleet_workloads *out,

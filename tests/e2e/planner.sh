@@ -138,12 +138,13 @@ out=$(head -c 300M /dev/zero | timeout 60 "$CARVE" plan - --fleet H100-80GB 2>&1
 rc=$?
 if [ "$rc" -eq 2 ] && [[ $out == *"standard input is larger than 256 MiB"* ]]; then ok "plan - of 300 MiB -> 2: $out"; else bad "plan - of 300 MiB -> $rc (want 2, larger than 256 MiB): ${out:0:300}"; fi
 # names are text: UTF-8 is a name (it was refused as a `control character'), Latin-1 and
-# control bytes are not, and a count's NAME#N does not cut a character in two
+# control bytes are not, and a count's NAME#N keeps the whole name (it was cut to 40 bytes,
+# at a character; two names alike in their first 40 then were one)
 printf 'name,memory,count\nmod\303\250le,8GiB,1\n%s\303\251,1GiB,2\n' \
     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" >"$tmp/utf8.csv"
 "$CARVE" plan "$tmp/utf8.csv" --fleet H100-80GB --json --assign >"$tmp/utf8.json" 2>&1
-jq_check "plan: a UTF-8 name is planned, NAME#N cut at a character" \
-    '[.plans[0].assignment[].workload] == ["mod\u00e8le", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa#1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa#2"]' \
+jq_check "plan: a UTF-8 name is planned, NAME#N whole" \
+    '[.plans[0].assignment[].workload] == ["mod\u00e8le", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\u00e9#1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\u00e9#2"]' \
     "$tmp/utf8.json"
 printf 'name,memory\n\351t\351,8GiB\n' >"$tmp/latin1.csv"
 expect 2 "latin1.csv:2: field \`name' (column 1): is not UTF-8 text" plan "$tmp/latin1.csv" --fleet H100-80GB

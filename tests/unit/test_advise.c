@@ -92,7 +92,9 @@ static void test_hardware_gate(void **state)
     } named[] = {{"NVIDIA A100-SXM4-40GB", "A100-40GB"}, {"NVIDIA A100 80GB PCIe", "A100-80GB"},
                  {"NVIDIA H100 80GB HBM3", "H100-80GB"}, {"NVIDIA H100 NVL", "H100-94GB"},
                  {"NVIDIA H100 PCIe", "H100-80GB"},      {"Tesla T4", "T4-16GB"},
-                 {"NVIDIA L40S", "L40S-48GB"}};
+                 {"NVIDIA L40S", "L40S-48GB"},
+                 /* boards alike but for their memory: the size in the name says which */
+                 {"Tesla V100-SXM2-32GB", "V100-32GB"},  {"Tesla V100-PCIE-16GB", "V100-16GB"}};
     for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
         struct adv_result r = advise(named[i].nvml, ADV_BATCH, ADV_TEAM, 0, -1);
         if (!r.gpu_known || strcmp(r.gpu, named[i].board) != 0)

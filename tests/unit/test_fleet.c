@@ -105,6 +105,20 @@ static void test_csv_accepted(void **state)
         fail_msg("rejected: %s", err);
     assert_int_equal(ws.n, 5);
     assert_string_equal(ws.w[4].name, "say \"hi\"");
+    fleet_workloads_free(&ws);
+    /* 55 bytes with a count: whole, and two such names differing at the end are two */
+    const char *long_names = "name,memory,count\n"
+                             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaX,8G,2\n"
+                             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaY,8G,1000000\n";
+    if (parse(long_names, &ws, err, sizeof(err)))
+        fail_msg("rejected: %s", err);
+    assert_int_equal(ws.n, 1000002);
+    assert_string_equal(ws.w[1].name, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaX#2");
+    assert_string_equal(ws.w[1000001].name,
+                        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaY#1000000");
+    fleet_workloads_free(&ws);
+    if (parse(text, &ws, err, sizeof(err)))
+        fail_msg("rejected: %s", err);
     assert_string_equal(ws.w[0].name, "chat#1");
     assert_string_equal(ws.w[1].name, "chat#2");
     assert_int_equal(ws.w[0].memory_mib, 16384);
@@ -173,6 +187,12 @@ static void test_workloads_rejected(void **state)
                                                   "NAME#1 to NAME#N"},
         {"[\n{\"name\": \"j\", \"memory\": \"8G\"},\n{\"name\": \"j\", \"memory\": \"8G\"}]",
          "w.csv:3: workload name `j' is the name of the workload on line 2 too"},
+        /* a name with a count keeps every byte before #N: two that differ late stay two
+           (cut to 40 bytes, they became one name twice) */
+        {"name,memory,count\n"
+         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,8G,2\n",
+         "w.csv:2: name `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' is 56 bytes; "
+         "with a count it becomes NAME#1 to NAME#N, so it may have at most 55"},
         {"", "no header line"},
         {"[{\"memory\": \"8G\"}, {\"memory\": 8}]", "w.csv:1: workload 2: field `memory': must be a size string"},
         {"[\n{\"memory\": \"8G\"},\n{\"name\": \"x\"}\n]", "w.csv:3: workload 2 has no `memory'"},
