@@ -375,6 +375,12 @@ static int mps_join(const struct mps_state *st)
                 n < 0 ? err : "too many MPS clients on this GPU already");
         goto out;
     }
+    /* the directory may be new: the last client of a job step removes it (mps_finish) */
+    if ((mkdir(st->pipe, 0700) < 0 && errno != EEXIST) ||
+        (mkdir(st->log, 0700) < 0 && errno != EEXIST)) {
+        fprintf(stderr, "carve run: cannot make %s/{pipe,log}: %s\n", st->dir, strerror(errno));
+        goto out;
+    }
     if (!daemon_alive(st) && daemon_start(st) < 0)
         goto out;
     /* the command's processes come once it runs (mps_command_started) */
@@ -562,6 +568,11 @@ static void mps_finish(struct run_mode_ctx *ctx)
         fprintf(stderr, "carve run: %s\n", err);
     if (kept == 0)
         daemon_stop(st);
+    /* a job step's directory is its own (carve_mps_dir_name): its last client removes it,
+       so that steps do not leave one each on the node; the user's own stays */
+    const char *job = getenv("SLURM_JOB_ID");
+    if (kept == 0 && job && *job && !daemon_alive(st))
+        carve_mps_remove_dir(st->dir);
     carve_mps_unlock(lock);
 out:
     free(st);

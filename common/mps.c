@@ -2,6 +2,7 @@
  * flock-guarded list of live clients; see mps.h. */
 #include "mps.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -347,6 +348,11 @@ int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t
     r = user_dir(base, mine, sizeof(mine), err, errlen);
     if (r < 0)
         return r;
+    /* and again, now that it exists: a name that was free at the first look and became
+       another user's link before user_dir made it (which follows links) is refused here,
+       before anything of ours goes in; once ours, no one else can replace it */
+    if (!(given && *given) && (r = chosen_base_ok(base, err, errlen)) < 0)
+        return r;
     if (snprintf(out, len, "%s/%s", mine, name) >= (int)len) {
         snprintf(err, errlen, "the MPS run directory's path is too long: %s/%s", mine, name);
         return -ENAMETOOLONG;
@@ -523,20 +529,62 @@ int carve_mps_lock(const char *dir, char *err, size_t errlen)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/lock", dir);
-    /* O_CLOEXEC: a daemon started under the lock must not inherit (and hold) it */
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return -errno;
-    }
-    while (flock(fd, LOCK_EX) < 0)
-        if (errno != EINTR) {
-            int e = errno;
-            snprintf(err, errlen, "cannot lock %s: %s", path, strerror(e));
-            close(fd);
-            return -e;
+    /* a job step's directory goes with its last client (carve_mps_remove_dir): a lock taken
+       on the file it removed meanwhile is taken again, on a new directory */
+    for (int tries = 0; tries < 8; tries++) {
+        int r = own_dir(dir, err, errlen);
+        if (r < 0)
+            return r;
+        /* O_CLOEXEC: a daemon started under the lock must not inherit (and hold) it */
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) {
+            if (errno == ENOENT)
+                continue; /* the directory went between own_dir and open */
+            snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+            return -errno;
         }
-    return fd;
+        while (flock(fd, LOCK_EX) < 0)
+            if (errno != EINTR) {
+                int e = errno;
+                snprintf(err, errlen, "cannot lock %s: %s", path, strerror(e));
+                close(fd);
+                return -e;
+            }
+        struct stat held, now;
+        if (fstat(fd, &held) == 0 && lstat(path, &now) == 0 && held.st_ino == now.st_ino &&
+            held.st_dev == now.st_dev)
+            return fd;
+        close(fd);
+    }
+    snprintf(err, errlen, "cannot lock %s: it was removed eight times while waiting", path);
+    return -EAGAIN;
+}
+
+void carve_mps_remove_dir(const char *dir)
+{
+    static const char *const subdirs[] = {"pipe", "log"};
+    int d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d < 0)
+        return;
+    for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
+        int sub = openat(d, subdirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *entries = sub >= 0 ? fdopendir(sub) : NULL;
+        if (!entries) {
+            if (sub >= 0)
+                close(sub);
+            continue;
+        }
+        struct dirent *e;
+        while ((e = readdir(entries)))
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                unlinkat(sub, e->d_name, 0);
+        closedir(entries);
+        unlinkat(d, subdirs[i], AT_REMOVEDIR);
+    }
+    unlinkat(d, "clients", 0);
+    unlinkat(d, "lock", 0); /* last: a carve run waiting on it then takes a new one */
+    close(d);
+    rmdir(dir);
 }
 
 void carve_mps_unlock(int fd)

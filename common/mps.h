@@ -105,6 +105,10 @@ int carve_mps_clients_prune(struct carve_mps_client *c, int n);
 /* Takes the run directory's lock (dir/lock, flock, blocking): the fd to pass to unlock. */
 int carve_mps_lock(const char *dir, char *err, size_t errlen);
 void carve_mps_unlock(int fd);
+/* Removes run directory dir and what carve and MPS put in it (pipe/, log/, clients, lock),
+ * under its lock: what a job step's last client does (its directory is the step's alone).
+ * A carve run waiting on the lock meanwhile takes it again on a new directory. */
+void carve_mps_remove_dir(const char *dir);
 /* Reads dir/clients (missing: none) and drops clients that are gone; the count. A file
  * that does not parse is reported and read as empty: a crash can leave nothing worse than a
  * daemon that the next client reuses. Call with the lock held. */

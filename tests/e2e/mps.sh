@@ -294,6 +294,17 @@ check "... step 0 killed as Slurm ends a step: step 1's command still had its da
 out=$(SLURM_JOB_ID=4242 "$CARVE" run --simulate --mode mps -- sh -c 'echo "$CUDA_MPS_PIPE_DIRECTORY"' 2>&1)
 check "SLURM_JOB_ID without SLURM_STEP_ID (the batch script): mps-UUID-j4242 ($out)" \
     "$([ "$out" = "$rundir-j4242/pipe" ]; echo $?)"
+# a step's directory is its own: its last client removes it (they were left, one a step)
+check "step 1's and the batch script's directories went with their last client ($(ls -d "$rundir"-j4242* 2>/dev/null | tr '\n' ' '))" \
+    "$([ ! -e "$rundir-j4242.1" ] && [ ! -e "$rundir-j4242" ]; echo $?)"
+# three clients of one step, started and ended together: each got a daemon, none failed
+for i in 1 2 3; do
+    SLURM_JOB_ID=4243 SLURM_STEP_ID=0 "$CARVE" run --simulate --mode mps -q -- true &
+done
+bad_steps=0
+for job in $(jobs -p); do wait "$job" || bad_steps=$((bad_steps + 1)); done
+check "three carve runs of one step at once all ended well ($bad_steps failed), and left no directory" \
+    "$([ "$bad_steps" -eq 0 ] && [ ! -e "$rundir-j4243.0" ]; echo $?)"
 
 # --- bad input: refused, nothing run, no daemon left -------------------------------------------
 expect() { # expect FRAGMENT ARGS...: carve ARGS exits 2 and says FRAGMENT; no daemon was started
