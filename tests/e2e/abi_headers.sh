@@ -54,6 +54,21 @@ if [ -z "$bindings" ] || [ ! -r "$bindings" ]; then
     pass=$((pass + 1))
 else
     NVML_BINDINGS=$bindings check NVML 80 "nvml.h as $bindings has it" nvml-bindings
+    # a fact the bindings lack that no newer NVML explains fails, not "not compared": here
+    # nvmlUtilization_t, under another name in a copy of the bindings
+    sed 's/pub struct nvmlUtilization_st/pub struct nvmlUtilisation_st/' "$bindings" \
+        >"$report.rs"
+    NVML_BINDINGS=$report.rs ABI_FACTS=nvml-bindings bash bench/gpu/run-abi-check.sh "$report"
+    rc=$?
+    if [ "$rc" -eq 1 ] && grep -q "nor a newer NVML's: sizeof.nvmlUtilization_t" "$report"; then
+        echo "ok - a struct missing from the bindings fails the comparison (exit 1), named"
+        pass=$((pass + 1))
+    else
+        echo "FAIL - bindings without nvmlUtilization_t: exit $rc"
+        sed 's/^/    /' "$report" | head -n 20
+        fail=$((fail + 1))
+    fi
+    rm -f "$report.rs"
 fi
 
 echo "$pass passed, $fail failed"
