@@ -25,6 +25,7 @@
 #include "proc.h"
 #include "cli.h"
 #include "gpus.h"
+#include "hostlist.h"
 #include "size.h"
 #include "uuid.h"
 
@@ -77,7 +78,7 @@ static const char *word_value(char *const *words, int n, const char *key)
     return NULL;
 }
 
-unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu)
+unsigned carve_job_gres_shards(const char *text, const char *node, int ngpu)
 {
     unsigned long long total = 0;
     char *copy = strdup(text ? text : ""), *save = NULL;
@@ -91,11 +92,11 @@ unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu)
         for (char *w = strtok_r(line, " \t\r", &wsave); w && n < 32; w = strtok_r(NULL, " \t\r", &wsave))
             words[n++] = w;
         const char *name = word_value(words, n, "Name");
-        const char *node = word_value(words, n, "NodeName");
+        const char *node_names = word_value(words, n, "NodeName");
         const char *count = word_value(words, n, "Count");
         if (!name || strcasecmp(name, "shard") != 0 || !count)
             continue;
-        if (node && host && strcmp(node, host) != 0)
+        if (node_names && !carve_hostlist_match(node_names, node))
             continue;
         char *end;
         errno = 0;
@@ -384,14 +385,16 @@ static char *read_text(const char *path, char *err, size_t errlen)
     return text;
 }
 
-/* The GPU's shard count for a job on job_shards shards: plugstack.conf's shards_per_gpu,
- * else gres.conf's shard lines for this host over the node's GPUs (NVML's count, whether
+/* The GPU's shard count for a job on shards: plugstack.conf's shards_per_gpu, else
+ * gres.conf's shard lines for the node (its Slurm name, matched against their NodeName=
+ * hostlists) over the node's GPUs (NVML's count, whether
  * the slice is made standalone or through carved). A count that cannot be had is an error
  * naming the file and why: the job would otherwise run with none of the share its shards
  * stand for, and a guarantee it gives would go unchecked against them. */
-static int gpu_shards(const struct carve_job_conf *conf, unsigned job_shards, unsigned *out,
-                      char *err, size_t errlen)
+static int gpu_shards(const struct carve_job_conf *conf, const struct carve_job_request *req,
+                      unsigned *out, char *err, size_t errlen)
 {
+    unsigned job_shards = req->job_shards;
     *out = conf->shards_per_gpu;
     if (conf->shards_per_gpu)
         return 0;
@@ -416,16 +419,20 @@ static int gpu_shards(const struct carve_job_conf *conf, unsigned job_shards, un
                  job_shards == 1 ? "" : "s", job_shards == 1 ? "s" : "", fix);
         return -EIO;
     }
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
-    host[strcspn(host, ".")] = '\0';
-    *out = carve_job_gres_shards(text, host, ngpu);
+    char node[256] = "";
+    if (req->node && *req->node) {
+        snprintf(node, sizeof(node), "%s", req->node);
+    } else {
+        gethostname(node, sizeof(node) - 1);
+        node[strcspn(node, ".")] = '\0';
+    }
+    *out = carve_job_gres_shards(text, node, ngpu);
     free(text);
     if (*out == 0) {
         snprintf(err, errlen, "%s (plugstack.conf's gres_conf=) has no Name=shard line with "
                  "a Count= of at least one shard a GPU for this node (%s, %d GPU%s); without "
                  "it the job's %u shard%s give%s no compute share, so its tasks are not "
-                 "started: %s", conf->gres_conf, host, ngpu, ngpu == 1 ? "" : "s", job_shards,
+                 "started: %s", conf->gres_conf, node, ngpu, ngpu == 1 ? "" : "s", job_shards,
                  job_shards == 1 ? "" : "s", job_shards == 1 ? "s" : "", fix);
         return -EINVAL;
     }
@@ -444,7 +451,7 @@ static int job_compute(const struct carve_job_conf *conf, const struct carve_job
     int r;
     memset(c, 0, sizeof(*c));
     if (!req->compute) {
-        if (req->job_shards && (r = gpu_shards(conf, req->job_shards, &per_gpu, err, errlen)) < 0)
+        if (req->job_shards && (r = gpu_shards(conf, req, &per_gpu, err, errlen)) < 0)
             return r;
         carve_job_shard_share(req->job_shards, per_gpu, c);
         return 0;
@@ -455,7 +462,7 @@ static int job_compute(const struct carve_job_conf *conf, const struct carve_job
     }
     if (c->mode != CARVE_COMPUTE_GUARANTEE)
         return 0; /* a cap holds no room: the shards need not be counted */
-    if (req->job_shards && (r = gpu_shards(conf, req->job_shards, &per_gpu, err, errlen)) < 0)
+    if (req->job_shards && (r = gpu_shards(conf, req, &per_gpu, err, errlen)) < 0)
         return r;
     struct carve_compute shards, cap = *c;
     char given[32], as_cap[32];

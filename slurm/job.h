@@ -51,6 +51,9 @@ struct carve_job_request {
     const char *compute;    /* --gpu-compute, NULL when not given */
     unsigned job_shards;    /* SLURM_SHARDS_ON_NODE, 0 when the job has no shards */
     const char *gpus;       /* the job's GPU indices ("0,2"), NULL or "" for all */
+    const char *node;       /* the node's Slurm name (slurmd -N; slurmstepd's own
+                               SLURMD_NODENAME), NULL or "": the host name up to its
+                               first dot */
 };
 
 /* Checks an option's value the way `carve run` would (common/size.c, common/compute.c):
@@ -61,10 +64,11 @@ int carve_job_check_option(const char *option, const char *value, char *err, siz
  * its fraction of the GPU, as a guarantee (idle time on top). false when it has no shards. */
 bool carve_job_shard_share(unsigned job_shards, unsigned gpu_shards, struct carve_compute *out);
 
-/* Shards per GPU from a gres.conf's text: the Count= of its Name=shard lines for this
- * host (lines with another NodeName= are skipped; Count= values past a million are, and
- * the sum stops at a million) divided by ngpu; 0 when there are none. */
-unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu);
+/* Shards per GPU from a gres.conf's text: the Count= of its Name=shard lines for the node
+ * (its Slurm name; a line whose NodeName= hostlist, "gpu[01-16],login1", does not hold it
+ * is skipped; Count= values past a million are, and the sum stops at a million) divided by
+ * ngpu; 0 when there are none. */
+unsigned carve_job_gres_shards(const char *text, const char *node, int ngpu);
 
 /* Puts the step in the job's slice, making the slice when the job has none on this node.
  * Returns 1 with the slice's shared-memory name in shm, and in err "" or a note for the

@@ -11,7 +11,9 @@
 # share taken from the shards; a shard job is refused, saying why, when gres.conf cannot be
 # read; a later step asking for other values than the job's slice holds is told so; the
 # slices are gone when the jobs end, also after scancel; a slice whose steps were killed is
-# swept when slurmd restarts.
+# swept when slurmd restarts. Then the cluster starts again as a node of two GPUs whose
+# Slurm name (slurmd -N) is not its host name, with a gres.conf of NodeName= hostlists: a
+# shard job's share comes from the node's lines.
 #
 # Needs root and Debian's slurmd, slurmctld, slurm-client and munge (scripts/install-deps.sh
 # installs them; then this really runs). Where they are missing and cannot be installed
@@ -78,12 +80,18 @@ PLUGIN=$LIB/spank_carve.so
 MEMHOG=$JOB_BUILD/bench/memhog
 CLEANUP=$JOB_BUILD/bin/carve-slurm-cleanup
 pids=()
+two_uuids= # the UUIDs of the simulated GPUs of the second part (9.)
 cleanup() {
     local p
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    # slices the test's jobs may have left (a failed check), then the temp dir
+    # slices the test's jobs may have left (a failed check), the boards of the two GPUs of
+    # the second part, then the temp dir
     find /dev/shm -maxdepth 1 -name "carve.slurm.*" -newer "$T/stamp" -delete 2>/dev/null
+    for p in ${two_uuids//,/ }; do
+        p=${p#GPU-}
+        rm -f "/dev/shm/carve-board-${p//-/}" "/dev/shm/carve-board-${p//-/}.activity"
+    done
     [ -n "${SLURM_E2E_KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
@@ -160,13 +168,18 @@ if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
     printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nCgroupAutomount=yes\n' >"$T/etc/cgroup.conf"
 fi
 
-slurmctld -D -i -f "$SLURM_CONF" >"$T/log/slurmctld.out" 2>&1 &
-pids+=($!)
-start_slurmd() {
-    slurmd -D -N "$HOST" -f "$SLURM_CONF" >>"$T/log/slurmd.out" 2>&1 &
+start_slurmctld() {
+    slurmctld -D -i -f "$SLURM_CONF" >>"$T/log/slurmctld.out" 2>&1 &
+    slurmctld_pid=$!
+    pids+=("$slurmctld_pid")
+}
+NODE=$HOST # the node's Slurm name (slurmd -N)
+start_slurmd() { # start_slurmd [VAR=VALUE...]: with these in its environment too
+    env "$@" slurmd -D -N "$NODE" -f "$SLURM_CONF" >>"$T/log/slurmd.out" 2>&1 &
     slurmd_pid=$!
     pids+=("$slurmd_pid")
 }
+start_slurmctld
 start_slurmd
 
 # wait until the node takes jobs
@@ -390,7 +403,8 @@ check "job $k's slurmstepd ($stepd) killed with slurmd down: its slice is left o
 CARVE=$ROOT/$BUILD/bin/carve
 "$ROOT/$BUILD/bin/carved" --simulate --socket "$T/carved.sock" --state-dir "$T/carved" \
     --listen off >"$T/log/carved.log" 2>&1 &
-pids+=($!)
+carved_pid=$!
+pids+=("$carved_pid")
 export CARVE_SOCKET=$T/carved.sock
 wait_for 50 test -S "$CARVE_SOCKET"
 start_slurmd
@@ -424,6 +438,62 @@ echo "$out" | sed 's/^/    /'
 check "carve-slurm-cleanup lists a damaged record with why and exits 1 (rc $rc)" \
     "$([ "$rc" -eq 1 ] && echo "$out" | grep -q "^job 999 .*record cannot be read: $T/carve/job-999 is damaged" && [ -e "$T/carve/job-999" ]; echo $?)"
 rm -f "$T/carve/job-999"
+
+# 9. The node again, now with two GPUs of 4 shards each, under a Slurm name that is not its
+#    host name (slurmd -N cn07, NodeHostname=$HOST), with the gres.conf a cluster shares
+#    among its nodes: NodeName= hostlists. slurmctld and slurmd start anew (new state: the
+#    node is another); carved is stopped, so the plugin makes the slices itself.
+kill "$slurmd_pid" "$slurmctld_pid" "$carved_pid" 2>/dev/null
+wait "$slurmd_pid" "$slurmctld_pid" "$carved_pid" 2>/dev/null
+slurmd_pid=
+NODE=cn07
+export CARVE_SOCKET=$T/no-carved.sock CARVE_SIM_STATE=$T/sim-state2
+# GPUs of this run's own: a guarantee joins the board of its GPU's UUID in /dev/shm
+two_uuids=$(python3 -c 'import uuid; print("GPU-%s,GPU-%s" % (uuid.uuid4(), uuid.uuid4()))')
+mknod "$T/nvidia1" c 1 3 2>/dev/null || touch "$T/nvidia1"
+mkdir -p "$T/state2" "$T/spool2"
+CTLD_PORT=$(port)
+SLURMD_PORT=$(port)
+sed -i -e "s|^SlurmctldPort=.*|SlurmctldPort=$CTLD_PORT|" -e "s|^SlurmdPort=.*|SlurmdPort=$SLURMD_PORT|" \
+    -e "s|^StateSaveLocation=.*|StateSaveLocation=$T/state2|" \
+    -e "s|^SlurmdSpoolDir=.*|SlurmdSpoolDir=$T/spool2|" \
+    -e "s|^NodeName=.*|NodeName=$NODE NodeHostname=$HOST NodeAddr=127.0.0.1 CPUs=2 Gres=gpu:2,shard:8 State=UNKNOWN|" \
+    "$SLURM_CONF"
+echo "FirstJobId=1000" >>"$SLURM_CONF"
+# the host name's line is another node's: were it read for this node, 2 shards would be 2 of
+# 8 (25%+), not 2 of 4
+cat >"$T/etc/gres.conf" <<GRES
+AutoDetect=off
+NodeName=cn[01-16],login1 Name=gpu File=$T/nvidia0
+NodeName=cn[01-16],login1 Name=gpu File=$T/nvidia1
+NodeName=login1,cn[01-16] Name=shard Count=4 File=$T/nvidia0
+NodeName=login1,cn[01-16] Name=shard Count=4 File=$T/nvidia1
+NodeName=$HOST Name=shard Count=16
+GRES
+# start_node VAR=VALUE...: slurmd (again) with the simulated GPUs these variables give it,
+# which its slurmstepd processes, and so the plugin, see; waits until the node takes jobs
+node_up() { sinfo -h -n "$NODE" -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; }
+start_node() {
+    if [ -n "$slurmd_pid" ] && kill "$slurmd_pid" 2>/dev/null; then wait "$slurmd_pid" 2>/dev/null; fi
+    start_slurmd "$@"
+    wait_for 300 node_up
+}
+start_slurmctld
+start_node CARVE_SIM_DEVICES=2 CARVE_SIM_UUIDS="$two_uuids"
+up=$?
+check "slurmctld and slurmd are up again: node $NODE (on host $HOST), 2 GPUs, 8 shards" "$up"
+if [ "$up" -ne 0 ]; then
+    for f in "$T"/log/slurm*.log; do echo "--- $f"; tail -20 "$f"; done
+    finish
+fi
+out=$(srun --gres=shard:2 "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
+echo "$out" | sed 's/^/    /'
+check "node $NODE, gres.conf's NodeName=cn[01-16],login1: srun --gres=shard:2 gets 2 of 4 shards (50%+)" \
+    "$(echo "$out" | grep -Eq 'compute 50%\+ +1/1 steps alive'; echo $?)"
+out=$(SLURMD_NODENAME=$HOST srun --gres=shard:2 "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
+check "SLURMD_NODENAME=$HOST exported by the user: the node's own name still counts (50%+)" \
+    "$(echo "$out" | grep -Eq 'compute 50%\+ +1/1 steps alive'; echo $?)"
+
 if [ "$failed" -ne 0 ]; then
     echo "    --- slurmd.log (carve lines)"
     grep -i carve "$T/log/slurmd.log" | tail -20 | sed 's/^/    /'

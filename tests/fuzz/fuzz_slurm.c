@@ -1,13 +1,15 @@
 /* fuzz_slurm.c - libFuzzer harness for what the Slurm plugin reads from outside: the
  * values of --gpu-memory and --gpu-compute (from any user, at submit time), a job's record
- * (a file in the plugin's state directory) and gres.conf. Any input gets a result or an
- * error message, never a crash; accepted records print back to themselves.
+ * (a file in the plugin's state directory), gres.conf and its hostlists (NodeName=, File=).
+ * Any input gets a result or an error message, never a crash; accepted records print back
+ * to themselves.
  *
  * The first byte picks the parser; the rest is the text. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostlist.h"
 #include "job.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
@@ -27,6 +29,22 @@ static void check_record(const char *text)
         abort();
 }
 
+/* "EXPR\nNAME": the name matched against the expression, which is counted; a plain name
+ * (no bracket, comma or NUL) matches itself. */
+static void check_hostlist(char *text)
+{
+    char *nl = strchr(text, '\n');
+    const char *name = nl ? nl + 1 : text;
+    if (nl)
+        *nl = '\0';
+    bool in = carve_hostlist_match(text, name);
+    long n = carve_hostlist_count(text);
+    if (n < -1 || n > CARVE_HOSTLIST_MAX)
+        abort();
+    if (!nl && *text && strlen(text) <= 255 && !strpbrk(text, "[],") && !in)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
     if (len < 1)
@@ -37,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     memcpy(s, data + 1, len - 1);
     s[len - 1] = '\0';
     char err[512] = "";
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
     case 0:
     case 1:
         if (carve_job_check_option(data[0] % 4 ? "gpu-compute" : "gpu-memory", s, err,
@@ -47,12 +65,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     case 2:
         check_record(s);
         break;
-    default: {
+    case 3: {
         unsigned n = carve_job_gres_shards(s, "node1", 1 + (int)(len % 4));
         if (n > 1000000u)
             abort(); /* Count= values above that are skipped */
         break;
     }
+    default:
+        check_hostlist(s);
+        break;
     }
     free(s);
     return 0;

@@ -70,6 +70,18 @@ static void test_gres_shards(void **state)
     assert_int_equal(carve_job_gres_shards("name=SHARD count=6\n", "n", 3), 2);
     assert_int_equal(carve_job_gres_shards("Name=shard Count=-1\nName=shard Count=x\n", "n", 1), 0);
     assert_int_equal(carve_job_gres_shards(NULL, "n", 1), 0);
+    /* NodeName= is a hostlist, as a cluster's one gres.conf writes it for all its nodes */
+    const char *shared = "NodeName=vm,gpu[01-16,20] Name=shard Count=4 File=/dev/nvidia0\n"
+                         "NodeName=gpu[01-16,20],vm Name=shard Count=4 File=/dev/nvidia1\n"
+                         "NodeName=big[1-2] Name=shard Count=16\n";
+    assert_int_equal(carve_job_gres_shards(shared, "vm", 2), 4);
+    assert_int_equal(carve_job_gres_shards(shared, "gpu07", 2), 4);
+    assert_int_equal(carve_job_gres_shards(shared, "gpu20", 2), 4);
+    assert_int_equal(carve_job_gres_shards(shared, "gpu7", 2), 0); /* [01-16] is padded */
+    assert_int_equal(carve_job_gres_shards(shared, "big2", 2), 8);
+    assert_int_equal(carve_job_gres_shards(shared, "gpu17", 2), 0);
+    assert_int_equal(carve_job_gres_shards("NodeName=ALL Name=shard Count=4\n", "x", 1), 4);
+    assert_int_equal(carve_job_gres_shards("NodeName=n[1-2 Name=shard Count=4\n", "n1", 1), 0);
 }
 
 static void test_record(void **state)
@@ -444,13 +456,21 @@ static void test_gres_conf_unreadable(void **state)
     snprintf(conf.gres_conf, sizeof(conf.gres_conf), "%s/gres-noshard.conf", w->dir);
     f = fopen(conf.gres_conf, "w");
     assert_non_null(f);
-    fputs("NodeName=node[1-4] Name=shard Count=4\n", f); /* a hostlist carve does not expand */
+    fputs("NodeName=node[1-4] Name=shard Count=4\n", f); /* other nodes' line */
     fclose(f);
     req.compute = NULL;
+    req.node = "login1";
     assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "gres-noshard.conf (plugstack.conf's gres_conf=) has no "
-                                "Name=shard line"));
+                                "Name=shard line with a Count= of at least one shard a GPU for "
+                                "this node (login1, 1 GPU)"));
     assert_false(record_exists(w, 53));
+    req.node = "node3"; /* the node's Slurm name (slurmd -N, SLURMD_NODENAME), in the list */
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_int_equal(carve_slice_open(shm, &s, err, sizeof(err)), 0);
+    assert_int_equal(carve_slice_compute(s, 0).share_bp, 2500);
+    carve_slice_close(s);
+    assert_int_equal(carve_job_remove(&conf, 53, err, sizeof(err)), 0);
 }
 
 static void test_nothing_asked(void **state)
