@@ -471,11 +471,13 @@ NodeName=login1,cn[01-16] Name=shard Count=4 File=$T/nvidia1
 NodeName=$HOST Name=shard Count=16
 GRES
 # start_node VAR=VALUE...: slurmd (again) with the simulated GPUs these variables give it,
-# which its slurmstepd processes, and so the plugin, see; waits until the node takes jobs
+# which its slurmstepd processes, and so the plugin, see; the jobs, which take srun's and
+# sbatch's environment, see them too. Waits until the node takes jobs.
 node_up() { sinfo -h -n "$NODE" -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; }
 start_node() {
     if [ -n "$slurmd_pid" ] && kill "$slurmd_pid" 2>/dev/null; then wait "$slurmd_pid" 2>/dev/null; fi
     start_slurmd "$@"
+    export "$@"
     wait_for 300 node_up
 }
 start_slurmctld
@@ -493,6 +495,28 @@ check "node $NODE, gres.conf's NodeName=cn[01-16],login1: srun --gres=shard:2 ge
 out=$(SLURMD_NODENAME=$HOST srun --gres=shard:2 "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
 check "SLURMD_NODENAME=$HOST exported by the user: the node's own name still counts (50%+)" \
     "$(echo "$out" | grep -Eq 'compute 50%\+ +1/1 steps alive'; echo $?)"
+
+# 10. A job given GPU 1 whose tasks' NVML sees that GPU alone, numbered 0, as under
+#     ConstrainDevices=yes (a devices cgroup; this node has none, so slurmd's simulated GPUs
+#     and the jobs' are that view: one GPU, GPU 1's UUID). A job without carve options holds
+#     GPU 0, so that Slurm gives the next ones GPU 1. The slice is on the job's GPU, and the
+#     shards per GPU are gres.conf's 8 over the node's 2 GPUs, not over the 1 NVML lists.
+#     CUDA is pointed at GPU 0 as Slurm does under ConstrainDevices (here it sets
+#     CUDA_VISIBLE_DEVICES=1).
+start_node CARVE_SIM_DEVICES=1 CARVE_SIM_UUIDS="${two_uuids#*,}"
+h=$(submit --gres=gpu:1 -o H.out --wrap "echo held \$SLURM_JOB_GPUS; sleep 60")
+wait_for 200 running "$h"
+out=$(srun --gres=gpu:1 --gpu-memory=1G sh -c "echo gpus \$SLURM_STEP_GPUS; CUDA_VISIBLE_DEVICES=0 $MEMHOG --label V --max 2048 --hold 0" 2>&1)
+echo "$out" | sed 's/^/    V: /'
+check "job $h holds GPU 0 ($(cat H.out)); srun --gres=gpu:1 --gpu-memory=1G gets GPU 1, seen as NVML's 0: capped" \
+    "$(echo "$out" | grep -q '^gpus 1$' && echo "$out" | grep -q '^\[V\] cuMemGetInfo at start: total 1024 MiB' &&
+       echo "$out" | grep -q 'out of memory on GPU 0: cap 1 GiB'; echo $?)"
+out=$(srun --gres=shard:2 sh -c "echo gpus \$SLURM_STEP_GPUS; $CLEANUP --state-dir $T/carve --dry-run" 2>&1)
+echo "$out" | sed 's/^/    /'
+check "srun --gres=shard:2 on GPU 1, NVML seeing 1 GPU: 2 of the GPU's 4 shards (50%+), not of 8" \
+    "$(echo "$out" | grep -q '^gpus 1$' && echo "$out" | grep -Eq 'compute 50%\+ +1/1 steps alive'; echo $?)"
+scancel "$h"
+wait_for 150 gone "$h"
 
 if [ "$failed" -ne 0 ]; then
     echo "    --- slurmd.log (carve lines)"

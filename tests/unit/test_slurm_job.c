@@ -55,33 +55,100 @@ static void test_shard_share(void **state)
     assert_int_equal(c.share_bp, 1);
 }
 
-static void test_gres_shards(void **state)
+/* gres.conf's shards and GPUs for a node, as "SHARDS/GPUS". */
+static const char *gres(const char *text, const char *node)
+{
+    static char out[64];
+    struct carve_job_gres g;
+    carve_job_gres_read(text, node, &g);
+    snprintf(out, sizeof(out), "%u/%u", g.shards, g.gpus);
+    return out;
+}
+
+static void test_gres_read(void **state)
 {
     const char *text = "AutoDetect=off\n"
                        "Name=gpu File=/dev/nvidia[0-1]\n"
                        "# Name=shard Count=99\n"
                        "Name=shard Count=8 File=/dev/nvidia[0-1]   # 4 each\n"
                        "NodeName=other Name=shard Count=100\n"
+                       "NodeName=other Name=gpu Count=8\n"
                        "NodeName=node1 Name=shard Count=8\n";
-    assert_int_equal(carve_job_gres_shards(text, "node1", 2), 8);
-    assert_int_equal(carve_job_gres_shards(text, "node2", 2), 4);
-    assert_int_equal(carve_job_gres_shards(text, "node2", 0), 0);
-    assert_int_equal(carve_job_gres_shards("Name=gpu Count=1\n", "n", 1), 0);
-    assert_int_equal(carve_job_gres_shards("name=SHARD count=6\n", "n", 3), 2);
-    assert_int_equal(carve_job_gres_shards("Name=shard Count=-1\nName=shard Count=x\n", "n", 1), 0);
-    assert_int_equal(carve_job_gres_shards(NULL, "n", 1), 0);
+    assert_string_equal(gres(text, "node1"), "16/2");
+    assert_string_equal(gres(text, "node2"), "8/2");
+    assert_string_equal(gres("Name=gpu Count=1\n", "n"), "0/1");
+    assert_string_equal(gres("name=SHARD count=6\n", "n"), "6/0");
+    assert_string_equal(gres("Name=shard Count=-1\nName=shard Count=x\nName=gpu Count=-2\n", "n"), "0/0");
+    assert_string_equal(gres(NULL, "n"), "0/0");
+    /* a GPU line's devices are its files, else its Count= */
+    assert_string_equal(gres("Name=gpu Type=a100 File=/dev/nvidia[0-3]\n"
+                             "Name=gpu Type=t4 File=/dev/nvidia[4-5],/dev/nvidia7\n"
+                             "Name=gpu Count=2 File=/dev/nvidia[8-\n", "n"), "0/9");
+    assert_string_equal(gres("Name=shard Count=2000000\nName=gpu Count=2000000\n", "n"), "0/0");
     /* NodeName= is a hostlist, as a cluster's one gres.conf writes it for all its nodes */
-    const char *shared = "NodeName=vm,gpu[01-16,20] Name=shard Count=4 File=/dev/nvidia0\n"
+    const char *shared = "NodeName=vm,gpu[01-16,20] Name=gpu File=/dev/nvidia[0-1]\n"
+                         "NodeName=vm,gpu[01-16,20] Name=shard Count=4 File=/dev/nvidia0\n"
                          "NodeName=gpu[01-16,20],vm Name=shard Count=4 File=/dev/nvidia1\n"
+                         "NodeName=big[1-2] Name=gpu File=/dev/nvidia[0-7]\n"
                          "NodeName=big[1-2] Name=shard Count=16\n";
-    assert_int_equal(carve_job_gres_shards(shared, "vm", 2), 4);
-    assert_int_equal(carve_job_gres_shards(shared, "gpu07", 2), 4);
-    assert_int_equal(carve_job_gres_shards(shared, "gpu20", 2), 4);
-    assert_int_equal(carve_job_gres_shards(shared, "gpu7", 2), 0); /* [01-16] is padded */
-    assert_int_equal(carve_job_gres_shards(shared, "big2", 2), 8);
-    assert_int_equal(carve_job_gres_shards(shared, "gpu17", 2), 0);
-    assert_int_equal(carve_job_gres_shards("NodeName=ALL Name=shard Count=4\n", "x", 1), 4);
-    assert_int_equal(carve_job_gres_shards("NodeName=n[1-2 Name=shard Count=4\n", "n1", 1), 0);
+    assert_string_equal(gres(shared, "vm"), "8/2");
+    assert_string_equal(gres(shared, "gpu07"), "8/2");
+    assert_string_equal(gres(shared, "gpu20"), "8/2");
+    assert_string_equal(gres(shared, "gpu7"), "0/0"); /* [01-16] is zero-padded */
+    assert_string_equal(gres(shared, "big2"), "16/8");
+    assert_string_equal(gres(shared, "gpu17"), "0/0");
+    assert_string_equal(gres("NodeName=ALL Name=shard Count=4\n", "x"), "4/0");
+    assert_string_equal(gres("NodeName=n[1-2 Name=shard Count=4\n", "n1"), "0/0");
+}
+
+/* NVML's GPUs (index, UUID "GPU-...-0000000000IJ") as "index:slurm" of those picked. */
+static const char *pick(const char *list, int listed, const unsigned *indices)
+{
+    static char out[600];
+    struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
+    int slurm[CARVE_SLICE_MAX_DEVICES];
+    char err[512];
+    for (int i = 0; i < listed; i++)
+        gpus[i].index = indices[i];
+    int n = carve_job_pick_gpus(list, gpus, listed, slurm, err, sizeof(err));
+    if (n < 0) {
+        snprintf(out, sizeof(out), "error: %s", err);
+        return out;
+    }
+    size_t at = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n; i++)
+        at += (size_t)snprintf(out + at, sizeof(out) - at, "%s%u:%d", i ? " " : "",
+                               gpus[i].index, slurm[i]);
+    return out;
+}
+
+/* Slurm's numbers for a job's GPUs against NVML's in the task: the node's GPUs (numbers
+ * as they are), or under a devices cgroup the job's alone, numbered from 0 (in order). */
+static void test_pick_gpus(void **state)
+{
+    const unsigned node4[] = {0, 1, 2, 3}, one[] = {0}, two[] = {0, 1};
+    assert_string_equal(pick("1,3", 4, node4), "1:1 3:3");     /* the node's four */
+    assert_string_equal(pick("3,1,3", 4, node4), "1:1 3:3");   /* sorted, each once */
+    assert_string_equal(pick("1", 1, one), "0:1");             /* GPU 1, seen alone as 0 */
+    assert_string_equal(pick("3", 1, one), "0:3");
+    assert_string_equal(pick("1,3", 2, two), "0:1 1:3");       /* in the node's order */
+    assert_string_equal(pick("0,1", 2, two), "0:0 1:1");
+    assert_string_equal(pick("", 2, two), "0:0 1:1");          /* no list: every GPU */
+    assert_string_equal(pick(NULL, 4, node4), "0:0 1:1 2:2 3:3");
+    assert_string_equal(pick("GPU-1234", 2, two), "0:0 1:1"); /* not numbers: every GPU */
+    const char *e = pick("1,3", 3, node4); /* neither the job's alone nor a GPU 3 */
+    assert_non_null(strstr(e, "error: Slurm gave the job GPUs 1,3 on this node (SLURM_STEP_GPUS "
+                              "or SLURM_JOB_GPUS), but NVML lists 3 GPUs here: neither the "
+                              "job's alone (as under ConstrainDevices=yes) nor the node's with "
+                              "a GPU 3"));
+    assert_non_null(strstr(pick("2", 2, two), "error: Slurm gave the job GPU 2 on"));
+    assert_non_null(strstr(pick("0,1,2", 2, two), "error: "));
+    char many[256] = "0";
+    for (int i = 1; i <= CARVE_SLICE_MAX_DEVICES; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), ",%d", i);
+    assert_non_null(strstr(pick(many, 4, node4), "at most 16 GPUs"));
+    assert_non_null(strstr(pick("99999999", 1, one), "numbered below a million"));
 }
 
 static void test_record(void **state)
@@ -473,6 +540,56 @@ static void test_gres_conf_unreadable(void **state)
     assert_int_equal(carve_job_remove(&conf, 53, err, sizeof(err)), 0);
 }
 
+/* A job given GPU 1 of a node of two, its tasks' NVML seeing that GPU alone as GPU 0 (a
+ * devices cgroup, as under ConstrainDevices=yes: the simulated node has one GPU): the slice
+ * is on it, --gpu-memory=1=... names it by Slurm's number, and the shards per GPU are the
+ * node's 8 over gres.conf's 2 GPUs, not over the 1 NVML lists. */
+static void test_constrained_view(void **state)
+{
+    struct world *w = *state;
+    char shm[128], err[1024];
+    struct carve_job_conf conf = w->conf;
+    conf.shards_per_gpu = 0;
+    snprintf(conf.gres_conf, sizeof(conf.gres_conf), "%s/gres-two.conf", w->dir);
+    FILE *f = fopen(conf.gres_conf, "w");
+    assert_non_null(f);
+    fputs("NodeName=n[1-4] Name=gpu File=/dev/nvidia[0-1]\n"
+          "NodeName=n[1-4] Name=shard Count=8 File=/dev/nvidia[0-1]\n", f);
+    fclose(f);
+    struct carve_job_request req = {.job_id = 54, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = getpid(), .job_shards = 2, .gpus = "1",
+                                    .node = "n2", .memory = "1=2G"};
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    struct carve_slice *s;
+    assert_int_equal(carve_slice_open(shm, &s, err, sizeof(err)), 0);
+    assert_int_equal(carve_slice_ndev(s), 1);
+    assert_int_equal(carve_slice_dev_index(s, 0), 0);
+    assert_int_equal(carve_slice_cap(s, 0), 2ull << 30);
+    assert_int_equal(carve_slice_compute(s, 0).share_bp, 5000); /* 2 of 4 shards */
+    carve_slice_close(s);
+    /* a later step naming the same GPU's cap: nothing to tell; another cap: told */
+    pid_t step = fake_step();
+    req.step_pid = step;
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_string_equal(err, "");
+    assert_int_equal(carve_job_leave(&conf, 54, step, err, sizeof(err)), 0);
+    end_step(step);
+    req.step_pid = step = fake_step();
+    req.memory = "1=3G";
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_non_null(strstr(err, "this step's --gpu-memory=1=3G is not applied"));
+    assert_int_equal(carve_job_leave(&conf, 54, step, err, sizeof(err)), 0);
+    end_step(step);
+    assert_int_equal(carve_job_remove(&conf, 54, err, sizeof(err)), 0);
+
+    req.job_id = 55; /* a GPU the job was not given, by Slurm's number */
+    req.memory = "0=2G";
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "--gpu-memory=0=2G names GPU 0, which is not one of the job's "
+                                "on this node (Slurm's numbers for them: 1)"));
+    assert_false(record_exists(w, 55));
+}
+
 static void test_nothing_asked(void **state)
 {
     struct world *w = *state;
@@ -493,9 +610,10 @@ static void test_refused_values(void **state)
     assert_non_null(strstr(err, "--gpu-memory 100G"));
     assert_false(record_exists(w, 43));
     req.memory = "1G";
-    req.gpus = "3"; /* the simulated node has GPU 0 only */
+    req.gpus = "1,3"; /* the simulated node has GPU 0 only */
     assert_true(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)) < 0);
-    assert_non_null(strstr(err, "none of them the job's"));
+    assert_non_null(strstr(err, "Slurm gave the job GPUs 1,3 on this node"));
+    assert_false(record_exists(w, 43));
     req.gpus = "0";
     req.compute = "60%+";
     req.job_id = 44;
@@ -609,13 +727,15 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_option),
         cmocka_unit_test(test_shard_share),
-        cmocka_unit_test(test_gres_shards),
+        cmocka_unit_test(test_gres_read),
+        cmocka_unit_test(test_pick_gpus),
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_two_steps_share_one_slice),
         cmocka_unit_test(test_dead_steps_pruned),
         cmocka_unit_test(test_many_steps),
         cmocka_unit_test(test_carved_shard_share),
         cmocka_unit_test(test_gres_conf_unreadable),
+        cmocka_unit_test(test_constrained_view),
         cmocka_unit_test(test_nothing_asked),
         cmocka_unit_test(test_refused_values),
         cmocka_unit_test(test_guarantee_within_allocation),
