@@ -344,21 +344,6 @@ static int record_write(int fd, const struct carve_job_record *rec, char *err, s
 
 /* ---- making and removing the slice ---- */
 
-/* Whether GPU index is in list ("0,2"); every GPU is when list is empty or not a list of
- * indices (UUIDs, say). For a slice carved made on every GPU of the node, whose indices are
- * the node's. */
-static bool job_gpu(const char *list, unsigned index)
-{
-    if (!list || !*list || strspn(list, "0123456789,") != strlen(list))
-        return true;
-    char *copy = strdup(list), *save = NULL;
-    bool in = false;
-    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !in; t = strtok_r(NULL, ",", &save))
-        in = strtoul(t, NULL, 10) == index;
-    free(copy);
-    return in;
-}
-
 /* Slurm's numbers in list ("2,0,2": 0 2) into out, sorted, each once: how many; 0 when list
  * is NULL, empty or not numbers (UUIDs, say: every GPU is the job's); -1 past max. */
 static int slurm_numbers(const char *list, int *out, int max)
@@ -634,11 +619,12 @@ static void leave_boards(const struct carve_job_record *rec)
     }
 }
 
-/* The job's --gpu-memory for a slice on its GPUs as NVML numbers them to its tasks: SIZE
- * as it is; IDX=SIZE,... names GPUs by Slurm's numbers (SLURM_STEP_GPUS), turned into
- * NVML's. 0, or -EINVAL with why: a GPU that is not the job's here. */
-static int slice_memory(const char *memory, const struct job_gpus *jg, char *out, size_t len,
-                        char *err, size_t errlen)
+/* The job's --gpu-memory for a slice on its GPUs, numbered target[k] for the job's GPU k
+ * (NVML's index in the task for the plugin's slice, carved's for carved's): SIZE as it is;
+ * IDX=SIZE,... names GPUs by Slurm's numbers (SLURM_STEP_GPUS), turned into target's. 0, or
+ * -EINVAL with why: a GPU that is not the job's here. */
+static int slice_memory(const char *memory, const struct job_gpus *jg, const int *target,
+                        char *out, size_t len, char *err, size_t errlen)
 {
     snprintf(out, len, "%s", memory);
     if (!strchr(memory, '='))
@@ -662,8 +648,8 @@ static int slice_memory(const char *memory, const struct job_gpus *jg, char *out
                      (int)(end - t), t, have);
             r = -EINVAL;
         } else if (at < len) {
-            at += (size_t)snprintf(out + at, len - at, "%s%u=%s", at ? "," : "",
-                                   jg->gpu[k].index, end + 1);
+            at += (size_t)snprintf(out + at, len - at, "%s%d=%s", at ? "," : "", target[k],
+                                   end + 1);
         }
     }
     free(copy);
@@ -686,7 +672,11 @@ static int make_standalone(const struct carve_job_conf *conf, const struct carve
     int r = job_compute(conf, req, jg, &c, err, errlen);
     if (r < 0)
         return r;
-    if (req->memory && (r = slice_memory(req->memory, jg, memory, sizeof(memory), err, errlen)) < 0)
+    int index[CARVE_SLICE_MAX_DEVICES];
+    for (int k = 0; k < jg->n; k++)
+        index[k] = (int)jg->gpu[k].index;
+    if (req->memory &&
+        (r = slice_memory(req->memory, jg, index, memory, sizeof(memory), err, errlen)) < 0)
         return r;
     if ((r = carve_spec_build(&spec, name, req->memory ? memory : NULL, &c, jg->gpu, jg->n, why,
                               sizeof(why))) < 0) {
@@ -725,23 +715,39 @@ fail:
     return r;
 }
 
-/* The job's --gpu-memory for carved, which caps every GPU it has: a plain SIZE becomes
- * IDX=SIZE for the job's GPUs only. */
-static void carved_memory(const struct carve_job_request *req, char *out, size_t len)
+/* carved's index of each of the job's GPUs (by UUID, from its listing) into index: 0, or
+ * -ENODEV with why. */
+static int carved_indices(const struct job_gpus *jg, int *index, char *err, size_t errlen)
 {
-    out[0] = '\0';
-    if (!req->memory)
-        return;
-    if (strchr(req->memory, '=') || !req->gpus || !*req->gpus ||
-        strspn(req->gpus, "0123456789,") != strlen(req->gpus)) {
-        snprintf(out, len, "%s", req->memory);
-        return;
+    char why[1024];
+    int fd = carve_daemon_connect();
+    json_t *reply = fd >= 0 ? carve_daemon_call(fd, json_pack("{s:s}", "op", "list"), why,
+                                                sizeof(why))
+                            : NULL;
+    if (fd < 0)
+        snprintf(why, sizeof(why), "cannot connect to %s", carve_socket_path());
+    else
+        close(fd);
+    json_t *gpus = json_object_get(json_object_get(reply, "snapshot"), "gpus"), *g;
+    int r = 0;
+    for (int k = 0; k < jg->n && r == 0; k++) {
+        size_t i;
+        index[k] = -1;
+        json_array_foreach(gpus, i, g) {
+            const char *uuid = json_string_value(json_object_get(g, "uuid"));
+            if (uuid && strcasecmp(uuid, jg->gpu[k].uuid) == 0 &&
+                json_is_integer(json_object_get(g, "index")))
+                index[k] = (int)json_integer_value(json_object_get(g, "index"));
+        }
+        if (index[k] < 0 && reply)
+            snprintf(err, errlen, "carved does not list the job's GPU %d (%s), which "
+                     "--gpu-memory names", jg->slurm[k], jg->gpu[k].uuid);
+        else if (index[k] < 0)
+            snprintf(err, errlen, "carved: %s", why);
+        r = index[k] < 0 ? -ENODEV : 0;
     }
-    size_t at = 0;
-    char *copy = strdup(req->gpus), *save = NULL;
-    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && at < len; t = strtok_r(NULL, ",", &save))
-        at += (size_t)snprintf(out + at, len - at, "%s%s=%s", at ? "," : "", t, req->memory);
-    free(copy);
+    json_decref(reply);
+    return r;
 }
 
 static int make_through_carved(int fd, const struct carve_job_conf *conf,
@@ -749,19 +755,28 @@ static int make_through_carved(int fd, const struct carve_job_conf *conf,
                                struct carve_job_record *rec, char *err, size_t errlen)
 {
     struct carve_compute c;
-    char compute[32] = "", memory[CARVE_JOB_OPT_MAX * 4], why[1024];
+    char compute[32] = "", memory[CARVE_JOB_OPT_MAX * 2] = "", why[1024];
+    int index[CARVE_SLICE_MAX_DEVICES];
     int r = job_compute(conf, req, jg, &c, err, errlen);
+    if (r == 0 && req->memory && strchr(req->memory, '=')) /* IDX=SIZE: carved's indices */
+        r = carved_indices(jg, index, err, errlen);
+    if (r == 0 && req->memory)
+        r = slice_memory(req->memory, jg, index, memory, sizeof(memory), err, errlen);
     if (r < 0) {
         close(fd);
         return r;
     }
     if (c.share_bp)
         carve_format_compute(&c, compute, sizeof(compute));
-    carved_memory(req, memory, sizeof(memory));
+    /* the slice on the job's GPUs alone, by UUID: its cap and share, and the room a
+       guarantee holds on a GPU's board, are there and nowhere else */
+    json_t *gpus = json_array();
+    for (int k = 0; k < jg->n; k++)
+        json_array_append_new(gpus, json_string(jg->gpu[k].uuid));
     snprintf(rec->carved, sizeof(rec->carved), "slurm-%" PRIu32, req->job_id);
-    json_t *ask = json_pack("{s:s,s:s,s:s?,s:s?}", "op", "create", "name", rec->carved,
+    json_t *ask = json_pack("{s:s,s:s,s:s?,s:s?,s:o}", "op", "create", "name", rec->carved,
                             "memory", memory[0] ? memory : NULL, "compute",
-                            compute[0] ? compute : NULL);
+                            compute[0] ? compute : NULL, "gpus", gpus);
     json_t *reply = carve_daemon_call(fd, json_incref(ask), why, sizeof(why));
     close(fd);
     if (!reply && strstr(why, "exists already") && (fd = carve_daemon_connect()) >= 0) {
@@ -816,16 +831,14 @@ static bool slice_exists(const struct carve_job_record *rec)
     return rec->shm[0] && access(path, F_OK) == 0;
 }
 
-/* "GPU 0: memory cap 2 GiB, compute 25%+" for each of the slice's GPUs that are the job's:
- * all of a slice the plugin made; those of gpus, by index, of one carved made on the node's. */
-static void describe_terms(struct carve_slice *s, const char *gpus, char *out, size_t len)
+/* "GPU 0: memory cap 2 GiB, compute 25%+" for each of the slice's GPUs, which are the
+ * job's (the plugin's slice, or carved's made on the job's "gpus"). */
+static void describe_terms(struct carve_slice *s, char *out, size_t len)
 {
     size_t at = 0;
     out[0] = '\0';
     for (int d = 0; d < carve_slice_ndev(s) && at < len; d++) {
         int index = carve_slice_dev_index(s, d);
-        if (gpus && !job_gpu(gpus, (unsigned)index))
-            continue;
         char mem[32] = "no memory cap", cmp[32] = "no compute share";
         struct carve_compute c = carve_slice_compute(s, d);
         if (carve_slice_cap(s, d)) {
@@ -841,17 +854,15 @@ static void describe_terms(struct carve_slice *s, const char *gpus, char *out, s
     }
 }
 
-/* Slurm's number for the slice's GPU d, or -1 when it is not one of the job's: by UUID
- * among the job's GPUs where they could be read (jg), else by the slice's index, which is
- * the node's (carved's slice) or NVML's in the task (the plugin's, on the job's GPUs). */
-static int slice_gpu_number(struct carve_slice *s, int d, const struct job_gpus *jg,
-                            const char *filter)
+/* Slurm's number for the slice's GPU d, or -1 when it is not one of this step's: by UUID
+ * among the job's GPUs where they were read (jg), else its index in the slice. */
+static int slice_gpu_number(struct carve_slice *s, int d, const struct job_gpus *jg)
 {
     uint8_t uuid[16];
-    int index = carve_slice_dev_index(s, d), k;
+    int k;
     if (jg && carve_slice_dev_uuid(s, d, uuid) == 0)
         return (k = job_gpu_of_uuid(jg, uuid)) >= 0 ? jg->slurm[k] : -1;
-    return filter && !job_gpu(filter, (unsigned)index) ? -1 : index;
+    return carve_slice_dev_index(s, d);
 }
 
 /* Which of a step's options the job's slice, made by an earlier step with its own, does
@@ -871,15 +882,13 @@ static void ignored_options(const struct carve_job_conf *conf, const struct carv
     if ((!memory && !compute) || carve_slice_open(rec->shm, &s, why, sizeof(why)) < 0)
         return;
     /* IDX=SIZE names GPUs by Slurm's numbers: the slice's GPUs are matched to the job's by
-       UUID (NVML read again); a carved slice on every GPU of the node is the job's on its
-       GPUs only */
+       UUID (NVML read again) */
     struct job_gpus jg;
     char why2[512];
     bool mapped = memory && m.per_index_count && job_gpus_read(conf, req, &jg, why2, sizeof(why2)) == 0;
-    const char *filter = rec->carved[0] ? req->gpus : NULL;
     bool memory_differs = false, compute_differs = false, named[CARVE_SPEC_MAX_DEVICES] = {0};
     for (int d = 0; d < carve_slice_ndev(s); d++) {
-        int number = slice_gpu_number(s, d, mapped ? &jg : NULL, filter);
+        int number = slice_gpu_number(s, d, mapped ? &jg : NULL);
         if (number < 0)
             continue;
         bool in_spec = number < CARVE_SPEC_MAX_DEVICES;
@@ -893,7 +902,7 @@ static void ignored_options(const struct carve_job_conf *conf, const struct carv
     for (int i = 0; i < CARVE_SPEC_MAX_DEVICES; i++)
         memory_differs |= memory && m.per_index[i] && !named[i]; /* a GPU the slice lacks */
     if (memory_differs || compute_differs) {
-        describe_terms(s, filter, terms, sizeof(terms));
+        describe_terms(s, terms, sizeof(terms));
         snprintf(note, len, "this step's %s%s%s%s%s %s not applied: the job's slice %s on "
                  "this node was made by an earlier step of the job and holds %s; every step "
                  "of the job on the node runs in it, under the terms it was made with, until "

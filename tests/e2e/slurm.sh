@@ -457,9 +457,10 @@ SLURMD_PORT=$(port)
 sed -i -e "s|^SlurmctldPort=.*|SlurmctldPort=$CTLD_PORT|" -e "s|^SlurmdPort=.*|SlurmdPort=$SLURMD_PORT|" \
     -e "s|^StateSaveLocation=.*|StateSaveLocation=$T/state2|" \
     -e "s|^SlurmdSpoolDir=.*|SlurmdSpoolDir=$T/spool2|" \
-    -e "s|^NodeName=.*|NodeName=$NODE NodeHostname=$HOST NodeAddr=127.0.0.1 CPUs=2 Gres=gpu:2,shard:8 State=UNKNOWN|" \
+    -e "s|^NodeName=.*|NodeName=$NODE NodeHostname=$HOST NodeAddr=127.0.0.1 CPUs=8 Gres=gpu:2,shard:8 State=UNKNOWN|" \
     "$SLURM_CONF"
-echo "FirstJobId=1000" >>"$SLURM_CONF"
+# 8 CPUs whatever the machine has (config_overrides), so that four jobs run at once
+printf 'FirstJobId=1000\nSlurmdParameters=config_overrides\n' >>"$SLURM_CONF"
 # the host name's line is another node's: were it read for this node, 2 shards would be 2 of
 # 8 (25%+), not 2 of 4
 cat >"$T/etc/gres.conf" <<GRES
@@ -515,6 +516,55 @@ out=$(srun --gres=shard:2 sh -c "echo gpus \$SLURM_STEP_GPUS; $CLEANUP --state-d
 echo "$out" | sed 's/^/    /'
 check "srun --gres=shard:2 on GPU 1, NVML seeing 1 GPU: 2 of the GPU's 4 shards (50%+), not of 8" \
     "$(echo "$out" | grep -q '^gpus 1$' && echo "$out" | grep -Eq 'compute 50%\+ +1/1 steps alive'; echo $?)"
+scancel "$h"
+wait_for 150 gone "$h"
+
+# 11. Through carved on the node of two GPUs (4 shards each), seen whole again: four jobs of
+#     2 shards each, two on each GPU as Slurm places them, run at once, each slice on its
+#     job's GPU alone with 50%+ there (a slice's guarantee used to hold room on every GPU of
+#     the node: jobs 2 and 4 of 4 ran, 1 and 3 were refused, `GPU 0: --compute 50%+: the
+#     slices on this GPU already hold guarantees of 100.00%'). Then a cap by Slurm's number
+#     (--gpu-memory=1=1G) on a job given GPU 1 lands on carved's GPU 1.
+export CARVE_SOCKET=$T/carved.sock
+start_node CARVE_SIM_DEVICES=2 CARVE_SIM_UUIDS="$two_uuids" # (carved sees these too)
+"$ROOT/$BUILD/bin/carved" --simulate --socket "$T/carved.sock" --state-dir "$T/carved2" \
+    --listen off >"$T/log/carved2.log" 2>&1 &
+carved_pid=$!
+pids+=("$carved_pid")
+wait_for 50 test -S "$CARVE_SOCKET"
+# slices SLICE...: each slice's GPUs in carve slice list, "index:compute" each
+slices() {
+    "$CARVE" slice list --json 2>/dev/null | python3 -c '
+import json, sys
+got = {s["name"]: " ".join("%d:%s" % (d["index"], d["compute"]) for d in s["devices"]) for s in json.load(sys.stdin)}
+print(", ".join("%s=%s" % (n, got.get(n, "none")) for n in sys.argv[1:]))' "$@"
+}
+four=()
+for n in 1 2 3 4; do
+    four+=("$(submit --gres=shard:2 -o "F$n.out" --wrap 'echo "gpus $SLURM_JOB_GPUS slice $CARVE_SLICE"; sleep 5')")
+done
+all_in() { local j; for j in "${four[@]}"; do running "$j" && in_slice "$j" || return 1; done; }
+wait_for 200 all_in
+ran=$?
+listed=$(slices "${four[@]/#/slurm-}")
+check "four jobs of 2 shards on 2 GPUs of 4 shards run at once through carved (${four[*]}): $listed" \
+    "$([ "$ran" -eq 0 ] && [ "$(echo "$listed" | grep -oE '=[01]:50%\+(,|$)' | wc -l)" -eq 4 ]; echo $?)"
+for j in "${four[@]}"; do wait_for 300 gone "$j"; done
+for n in 1 2 3 4; do sed "s/^/    F$n: /" "F$n.out"; done
+placed=$(sed -n 's/^gpus \([01]\) .*/\1/p' F1.out F2.out F3.out F4.out | sort | tr -d '\n')
+check "each of the four ran in its slice, two on each GPU ($placed), none refused" \
+    "$(! grep -q 'carve: job' F1.out F2.out F3.out F4.out && [ "$placed" = 0011 ] &&
+       [ "$(cat F1.out F2.out F3.out F4.out | grep -c ' slice /carve.d.slurm-')" -eq 4 ]; echo $?)"
+h=$(submit --gres=gpu:1 -o H2.out --wrap "sleep 60")
+wait_for 200 running "$h"
+m=$(submit --gres=gpu:1 --gpu-memory=1=1G -o M.out --wrap "echo gpus \$SLURM_JOB_GPUS; sleep 3; $MEMHOG --label M --max 2048 --hold 0")
+wait_for 200 in_slice "$m"
+listed=$("$CARVE" slice list --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join("%d:%d" % (d["index"], d["memory_cap"]) for s in json.load(sys.stdin) if s["name"] == sys.argv[1] for d in s["devices"]))' "slurm-$m")
+wait_for 300 gone "$m"
+sed 's/^/    M: /' M.out
+check "job $m on GPU 1 with --gpu-memory=1=1G: carved's slice is on GPU 1 alone, capped ($listed)" \
+    "$([ "$listed" = "1:1073741824" ] && grep -q '^gpus 1$' M.out &&
+       grep -q '^\[M\] cuMemGetInfo at start: total 1024 MiB' M.out; echo $?)"
 scancel "$h"
 wait_for 150 gone "$h"
 

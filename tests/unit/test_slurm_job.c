@@ -399,7 +399,9 @@ static void test_many_steps(void **state)
 }
 
 /* Through carved on a node of two GPUs whose gres.conf has 8 shards (4 a GPU): a job's 2
- * shards give half a GPU, as they do standalone, and a guarantee of half is within them. */
+ * shards give half a GPU, as they do standalone, and a guarantee of half is within them;
+ * each job's slice is on its GPUs only (four such jobs fit the node), and a cap by Slurm's
+ * GPU number lands on that GPU. */
 static void test_carved_shard_share(void **state)
 {
     struct world *w = *state;
@@ -461,6 +463,44 @@ static void test_carved_shard_share(void **state)
     snprintf(err2, sizeof(err2), "%s", r2 < 0 ? err : "");
     carve_job_leave(&conf, 49, step, err, sizeof(err));
     end_step(step);
+
+    /* four jobs of 2 shards, two on each GPU as Slurm places them: each slice is on its
+       job's GPU alone, so its guarantee holds room there only and all four are made; a
+       fifth on GPU 0 is refused (100% there already) */
+    const char *on[] = {"0", "0", "1", "1", "0"};
+    int made[5], ndev[5], index[5];
+    char err5[1024] = "";
+    req.compute = NULL;
+    req.step_pid = getpid();
+    for (int j = 0; j < 5; j++) {
+        req.job_id = 60 + (uint32_t)j;
+        req.gpus = on[j];
+        made[j] = carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err));
+        ndev[j] = index[j] = -1;
+        if (made[j] == 1 && carve_slice_open(shm, &s, err, sizeof(err)) == 0) {
+            ndev[j] = carve_slice_ndev(s);
+            index[j] = carve_slice_dev_index(s, 0);
+            carve_slice_close(s);
+        }
+        if (j == 4)
+            snprintf(err5, sizeof(err5), "%s", err);
+    }
+    /* a cap by Slurm's number through carved: on the job's GPU 1, carved's GPU 1 */
+    req.job_id = 65;
+    req.job_shards = 0;
+    req.gpus = "1";
+    req.memory = "1=1G";
+    int made6 = carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err));
+    uint64_t cap6 = 0;
+    int ndev6 = -1, index6 = -1;
+    if (made6 == 1 && carve_slice_open(shm, &s, err, sizeof(err)) == 0) {
+        ndev6 = carve_slice_ndev(s);
+        index6 = carve_slice_dev_index(s, 0);
+        cap6 = carve_slice_cap(s, 0);
+        carve_slice_close(s);
+    }
+    for (uint32_t j = 60; j <= 65; j++)
+        carve_job_remove(&conf, j, err, sizeof(err));
     kill(daemon, SIGTERM);
     waitpid(daemon, NULL, 0);
     snprintf(path, sizeof(path), "%s/sim-state", w->dir);
@@ -475,6 +515,18 @@ static void test_carved_shard_share(void **state)
     assert_int_equal(c.mode, CARVE_COMPUTE_GUARANTEE);
     assert_string_equal(err2, "");
     assert_int_equal(r2, 1);
+    for (int j = 0; j < 4; j++) {
+        assert_int_equal(made[j], 1);
+        assert_int_equal(ndev[j], 1);
+        assert_int_equal(index[j], on[j][0] - '0');
+    }
+    assert_int_equal(made[4], -EINVAL);
+    assert_non_null(strstr(err5, "carved: GPU 0: --compute 50%+: the slices on this GPU already "
+                                 "hold guarantees of 100.00%"));
+    assert_int_equal(made6, 1);
+    assert_int_equal(ndev6, 1);
+    assert_int_equal(index6, 1);
+    assert_int_equal(cap6, 1ull << 30);
 }
 
 /* The shard share when the GPU's shard count comes from gres.conf: a file past 16 KiB is
