@@ -2,8 +2,11 @@
  * the socket's peer credentials (SO_PEERCRED), never anything in the request.
  *
  *   {"op":"create","name":N,"memory":S,"compute":S,"priority":S,"users":[U],"groups":[G],
- *    "run":true}   -> {"ok":true,"slice":N,"shm":SHM,"simulated":B}   (run: ends with the
- *                    asking process; simulated: carved runs on the simulated GPU)
+ *    "gpus":[IDX or "GPU-UUID"],"run":true}
+ *                  -> {"ok":true,"slice":N,"shm":SHM,"simulated":B}   (gpus: the node's GPUs
+ *                    the slice is on, default all, its memory and compute applying there
+ *                    only; run: ends with the asking process; simulated: carved runs on the
+ *                    simulated GPU)
  *   {"op":"join","name":N}   -> {"ok":true,"shm":SHM,"simulated":B}
  *   {"op":"join","name":N,"table":true} -> the same, with an fd of the slice's table passed
  *                    (SCM_RIGHTS) with the reply: the table is carved's (0600), and this is
@@ -19,6 +22,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "uuid.h"
 
 static json_t *fail(const char *fmt, const char *arg)
 {
@@ -107,6 +111,49 @@ static json_t *copy_field(json_t *req, const char *key, char *out, size_t len)
     return NULL;
 }
 
+/* The request's "gpus" into c: the node's GPUs the slice is on, each by carved's index or
+ * by UUID, each once; absent: every GPU. NULL, or the refusal. */
+static json_t *read_gpus(const struct carved *d, json_t *a, struct carved_slice_conf *c)
+{
+    size_t i;
+    json_t *v;
+    c->ngpus = 0;
+    if (!a)
+        return NULL;
+    if (!json_is_array(a) || json_array_size(a) == 0)
+        return fail("%s", "`gpus' must be a list of the node's GPUs the slice is on, each an "
+                          "index or a UUID (\"GPU-...\"); leave it out for every GPU");
+    json_array_foreach(a, i, v) {
+        char what[64] = "";
+        int g = -1;
+        uint8_t u[16];
+        if (json_is_integer(v)) {
+            snprintf(what, sizeof(what), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            for (int k = 0; k < d->ngpu && g < 0; k++)
+                if ((json_int_t)d->gpus[k].index == json_integer_value(v))
+                    g = k;
+        } else if (json_is_string(v)) {
+            snprintf(what, sizeof(what), "%.60s", json_string_value(v));
+            for (int k = 0; k < d->ngpu && g < 0 && carve_uuid_parse(what, u) == 0; k++) {
+                uint8_t mine[16];
+                if (carve_uuid_parse(d->gpus[k].uuid, mine) == 0 && memcmp(mine, u, 16) == 0)
+                    g = k;
+            }
+        } else {
+            return fail("%s", "`gpus' holds something that is neither a GPU index nor a UUID");
+        }
+        if (g < 0)
+            return fail("`gpus': this node has no GPU %s (carve ps lists its GPUs)", what);
+        if (carve_uuid_parse(d->gpus[g].uuid, u) < 0)
+            return fail("`gpus': GPU %s has a UUID carve cannot read", what);
+        for (int k = 0; k < c->ngpus; k++)
+            if (memcmp(c->gpus[k], u, 16) == 0)
+                return fail("`gpus' names GPU %s twice", what);
+        memcpy(c->gpus[c->ngpus++], u, 16);
+    }
+    return NULL;
+}
+
 static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pid_t pid)
 {
     bool run = json_is_true(json_object_get(req, "run")), admin = registry_is_admin(d, uid, gid);
@@ -126,7 +173,8 @@ static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pi
         (e = copy_field(req, "compute", c.compute, sizeof(c.compute))) ||
         (e = copy_field(req, "priority", c.priority, sizeof(c.priority))) ||
         (e = read_ids(json_object_get(req, "users"), false, c.users, &c.nusers)) ||
-        (e = read_ids(json_object_get(req, "groups"), true, c.groups, &c.ngroups)))
+        (e = read_ids(json_object_get(req, "groups"), true, c.groups, &c.ngroups)) ||
+        (e = read_gpus(d, json_object_get(req, "gpus"), &c)))
         return e;
     char err[768];
     if (registry_create(d, &c, run ? ORIGIN_RUN : ORIGIN_API, uid, run ? pid : 0, err,

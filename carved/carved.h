@@ -39,6 +39,9 @@ struct carved_slice_conf {
     int ngroups;
     int idle_policy;                /* -1: the node's; else CARVED_POLICY_REPORT/_RECLAIM */
     int line;                       /* where it was declared, for messages */
+    /* the GPUs the slice is on, by UUID (the API's "gpus"); ngpus 0: every GPU of the node */
+    uint8_t gpus[CARVE_SLICE_MAX_DEVICES][16];
+    int ngpus;
 };
 
 struct carved_config {

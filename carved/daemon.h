@@ -41,6 +41,9 @@ struct dslice {
        its terms, its index the one it had when the slice was made, left out of the
        snapshot's devices and listed as gone */
     bool gone[CARVE_SLICE_MAX_DEVICES];
+    /* made on the GPUs its request named ("gpus"), not on every GPU of the node: the node's
+       other GPUs are not the slice's by choice, not because they came after it */
+    bool chosen_gpus;
     /* the monitor's books */
     double idle_since;      /* when it last was busy or held no memory */
     double idle_gpu_hours;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "size.h"
 #include "uuid.h"
 
 static const char *origin_names[] = {"config", "api", "run"};
@@ -178,17 +179,66 @@ static int prepare_fields(struct dslice *s, const struct carved_slice_conf *req,
     return 0;
 }
 
+/* The node's GPUs a request puts its slice on, in the node's order, into out: every GPU, or
+ * those its "gpus" names (by UUID; one the node no longer has is left out). Their count. */
+static int chosen_gpus(const struct carved *d, const struct carved_slice_conf *req,
+                       struct carve_gpu_info *out)
+{
+    int n = 0;
+    for (int g = 0; g < d->ngpu; g++) {
+        uint8_t u[16];
+        bool named = req->ngpus == 0;
+        for (int k = 0; k < req->ngpus && !named && carve_uuid_parse(d->gpus[g].uuid, u) == 0; k++)
+            named = memcmp(u, req->gpus[k], 16) == 0;
+        if (named)
+            out[n++] = d->gpus[g];
+    }
+    return n;
+}
+
+/* A memory text naming GPUs by index (IDX=SIZE) names only the slice's chosen GPUs: 0, or
+ * -EINVAL with why (it would be refused as a GPU "this machine" lacks). */
+static int memory_on(const char *memory, const struct carve_gpu_info *gpus, int n, char *err,
+                     size_t errlen)
+{
+    struct carve_memory_spec m;
+    if (!memory[0] || carve_parse_memory_spec(memory, &m, NULL, 0) < 0)
+        return 0; /* carve_spec_build says what is wrong with it */
+    for (int i = 0; i < CARVE_SPEC_MAX_DEVICES; i++) {
+        bool on = !m.per_index[i];
+        for (int k = 0; k < n && !on; k++)
+            on = gpus[k].index == (unsigned)i;
+        if (!on) {
+            snprintf(err, errlen, "--memory %s names GPU %d, which is not one of the slice's "
+                     "`gpus'", memory, i);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 /* Fills s from the request: parsed and checked, the slice spec built for the node's GPUs as
- * they are now; no object made. */
+ * they are now (those the request names, or all); no object made. Its memory and compute
+ * apply on those GPUs only: a guarantee joins their boards, and no other GPU's. */
 static int prepare(struct carved *d, struct dslice *s, const struct carved_slice_conf *req,
                    char *err, size_t errlen)
 {
     struct carve_compute c;
+    struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
     int r = prepare_fields(s, req, &c, err, errlen);
     if (r < 0)
         return r;
-    return carve_spec_build(&s->spec, s->name, req->memory[0] ? req->memory : NULL, &c, d->gpus,
-                            d->ngpu, err, errlen);
+    int n = chosen_gpus(d, req, gpus);
+    if (req->ngpus && n < req->ngpus) {
+        snprintf(err, errlen, "the slice's `gpus' name %d GPU%s, of which this node has %d",
+                 req->ngpus, req->ngpus == 1 ? "" : "s", n);
+        return -ENODEV;
+    }
+    if (req->ngpus && (r = memory_on(req->memory, gpus, n, err, errlen)) < 0)
+        return r;
+    s->chosen_gpus = req->ngpus > 0;
+    return carve_spec_build(&s->spec, s->name, req->memory[0] ? req->memory : NULL, &c, gpus, n,
+                            err, errlen);
 }
 
 /* The table is carved's alone: a tenant gets an fd of it with carved's answer to its join
@@ -292,9 +342,9 @@ int registry_save(const struct carved *d, char *err, size_t errlen)
         const struct dslice *s = &d->slices[i];
         if (!s->used)
             continue;
-        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:I,s:I,s:I,s:o,s:o,s:i,s:f}",
+        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:b,s:s,s:I,s:I,s:I,s:o,s:o,s:i,s:f}",
             "name", s->name, "shm", s->shm, "memory", s->memory, "compute", s->compute,
-            "priority", s->priority, "gpus", gpus_json(s),
+            "priority", s->priority, "gpus", gpus_json(s), "chosen_gpus", s->chosen_gpus,
             "origin", registry_origin_name(s->origin),
             "owner", (json_int_t)s->owner, "creator", (json_int_t)s->creator,
             "created", (json_int_t)s->created, "users", ids_json(s->users, s->nusers),
@@ -401,7 +451,7 @@ static void log_gpus(const struct carved *d, const struct dslice *s, const int *
                        "now: its cap and share there follow the GPU", s->name, uuid, made_as[k],
                        s->spec.dev[k].index);
     }
-    for (int g = 0; g < d->ngpu; g++) {
+    for (int g = 0; g < d->ngpu && !s->chosen_gpus; g++) {
         uint8_t u[16];
         if (carve_uuid_parse(d->gpus[g].uuid, u) < 0 || spec_find_uuid(s, u) >= 0)
             continue;
@@ -487,8 +537,8 @@ static int saved_gpus(json_t *a, struct saved_gpu *out, char *why, size_t len)
  * made from its memory text, which names GPUs by index: after a renumbering the cap went on
  * another GPU, and a removed GPU's index dropped the slice. 0, or -errno with a message. */
 static int remake_on_gpus(struct carved *d, const struct carved_slice_conf *req,
-                          const struct saved_gpu *sg, int n, int origin, uid_t owner,
-                          pid_t creator, char *err, size_t errlen)
+                          const struct saved_gpu *sg, int n, bool chosen, int origin,
+                          uid_t owner, pid_t creator, char *err, size_t errlen)
 {
     struct dslice *s = free_entry(d);
     if (!s) {
@@ -502,6 +552,7 @@ static int remake_on_gpus(struct carved *d, const struct carved_slice_conf *req,
         return r;
     int made_as[CARVE_SLICE_MAX_DEVICES];
     snprintf(s->spec.name, sizeof(s->spec.name), "%s", req->name);
+    s->chosen_gpus = chosen;
     s->spec.ndev = n;
     for (int k = 0; k < n; k++) {
         struct carve_slice_dev_spec *dv = &s->spec.dev[k];
@@ -520,13 +571,13 @@ static int remake_on_gpus(struct carved *d, const struct carved_slice_conf *req,
  * slices.json records none (an older carved's file), from its memory text against the GPUs
  * as the node numbers them now, as carved did before. */
 static void remake_saved(struct carved *d, const struct carved_slice_conf *req, json_t *gpus,
-                         int origin, uid_t owner, pid_t creator)
+                         bool chosen, int origin, uid_t owner, pid_t creator)
 {
     struct saved_gpu sg[CARVE_SLICE_MAX_DEVICES];
     char err[512], why[256];
     int r, n = saved_gpus(gpus, sg, why, sizeof(why));
     if (n >= 0) {
-        r = remake_on_gpus(d, req, sg, n, origin, owner, creator, err, sizeof(err));
+        r = remake_on_gpus(d, req, sg, n, chosen, origin, owner, creator, err, sizeof(err));
     } else {
         carved_log("slice %s: %s: it is made again by GPU index, its memory `%s' read against "
                    "the GPUs as the node numbers them now", req->name, why,
@@ -561,8 +612,9 @@ int registry_remake(struct carved *d, struct dslice *s, char *err, size_t errlen
     int origin = s->origin;
     uid_t owner = s->owner;
     pid_t creator = s->creator;
+    bool chosen = s->chosen_gpus;
     registry_delete(d, s, err, errlen);
-    return remake_on_gpus(d, &req, sg, n, origin, owner, creator, err, errlen);
+    return remake_on_gpus(d, &req, sg, n, chosen, origin, owner, creator, err, errlen);
 }
 
 /* An adopted slice's saved compute or priority text that does not parse (slices.json edited
@@ -602,14 +654,14 @@ static void adopt(struct carved *d, json_t *o)
     struct carved_slice_conf req = {.idle_policy = -1};
     const char *name = "", *shm = "", *memory = "", *compute = "", *priority = "", *origin = "";
     json_int_t owner = 0, creator = 0, created = 0;
-    int idle_policy = -1;
+    int idle_policy = -1, chosen = 0;
     double idle_gpu_hours = 0;
     json_t *users = NULL, *groups = NULL;
-    if (json_unpack(o, "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s?i,s?F}", "name", &name,
+    if (json_unpack(o, "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s?i,s?F,s?b}", "name", &name,
                     "shm", &shm, "memory", &memory, "compute", &compute, "priority", &priority,
                     "origin", &origin, "owner", &owner, "creator", &creator, "created", &created,
                     "users", &users, "groups", &groups, "idle_policy", &idle_policy,
-                    "idle_gpu_hours", &idle_gpu_hours) < 0) {
+                    "idle_gpu_hours", &idle_gpu_hours, "chosen_gpus", &chosen) < 0) {
         carved_log("state: a saved slice is malformed; skipped");
         return;
     }
@@ -643,6 +695,7 @@ static void adopt(struct carved *d, json_t *o)
     if (opened && prepare_fields(s, &req, &unused, err, sizeof(err)) == 0) {
         s->handle = h;
         snprintf(s->spec.name, sizeof(s->spec.name), "%s", name);
+        s->chosen_gpus = chosen;
         follow_terms(d, s);
         snprintf(s->shm, sizeof(s->shm), "%s", shm);
         s->origin = origin_of(origin);
@@ -663,7 +716,7 @@ static void adopt(struct carved *d, json_t *o)
         return;
     }
     carve_slice_close(h);
-    remake_saved(d, &req, json_object_get(o, "gpus"), origin_of(origin), (uid_t)owner,
+    remake_saved(d, &req, json_object_get(o, "gpus"), chosen, origin_of(origin), (uid_t)owner,
                  (pid_t)creator);
 }
 

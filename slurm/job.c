@@ -25,6 +25,7 @@
 #include "proc.h"
 #include "cli.h"
 #include "gpus.h"
+#include "hostlist.h"
 #include "size.h"
 #include "uuid.h"
 
@@ -77,9 +78,18 @@ static const char *word_value(char *const *words, int n, const char *key)
     return NULL;
 }
 
-unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu)
+/* A gres.conf count: 0 to a million, or -1. */
+static long long gres_count(const char *v)
 {
-    unsigned long long total = 0;
+    char *end;
+    errno = 0;
+    unsigned long long c = v ? strtoull(v, &end, 10) : 0;
+    return v && !errno && end != v && !*end && *v != '-' && c <= 1000000 ? (long long)c : -1;
+}
+
+void carve_job_gres_read(const char *text, const char *node, struct carve_job_gres *out)
+{
+    unsigned long long shards = 0, gpus = 0;
     char *copy = strdup(text ? text : ""), *save = NULL;
     for (char *line = copy ? strtok_r(copy, "\n", &save) : NULL; line;
          line = strtok_r(NULL, "\n", &save)) {
@@ -91,25 +101,24 @@ unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu)
         for (char *w = strtok_r(line, " \t\r", &wsave); w && n < 32; w = strtok_r(NULL, " \t\r", &wsave))
             words[n++] = w;
         const char *name = word_value(words, n, "Name");
-        const char *node = word_value(words, n, "NodeName");
-        const char *count = word_value(words, n, "Count");
-        if (!name || strcasecmp(name, "shard") != 0 || !count)
+        const char *node_names = word_value(words, n, "NodeName");
+        bool shard = name && strcasecmp(name, "shard") == 0;
+        bool gpu = name && strcasecmp(name, "gpu") == 0;
+        if ((!shard && !gpu) || (node_names && !carve_hostlist_match(node_names, node)))
             continue;
-        if (node && host && strcmp(node, host) != 0)
+        /* a GPU line's devices are its files (File=/dev/nvidia[0-3]: 4), else its Count= */
+        long files = gpu ? carve_hostlist_count(word_value(words, n, "File")) : -1;
+        long long c = files > 0 ? files : gres_count(word_value(words, n, "Count"));
+        if (c < 0)
             continue;
-        char *end;
-        errno = 0;
-        unsigned long long c = strtoull(count, &end, 10);
-        if (errno || end == count || *end || c > 1000000)
-            continue;
-        total += c;
-        if (total > 1000000)
-            total = 1000000; /* a million shards is past any real GPU: keep the sum bounded */
+        unsigned long long *sum = shard ? &shards : &gpus;
+        *sum += (unsigned long long)c;
+        if (*sum > 1000000)
+            *sum = 1000000; /* a million is past any real node: keep the sums bounded */
     }
     free(copy);
-    if (ngpu <= 0 || total == 0)
-        return 0;
-    return (unsigned)(total / (unsigned long long)ngpu);
+    out->shards = (unsigned)shards;
+    out->gpus = (unsigned)gpus;
 }
 
 /* ---- the record ---- */
@@ -335,28 +344,121 @@ static int record_write(int fd, const struct carve_job_record *rec, char *err, s
 
 /* ---- making and removing the slice ---- */
 
-/* Whether GPU index is in list ("0,2"); every GPU is when list is empty or not a list of
- * indices (UUIDs, say). */
-static bool job_gpu(const char *list, unsigned index)
+/* Slurm's numbers in list ("2,0,2": 0 2) into out, sorted, each once: how many; 0 when list
+ * is NULL, empty or not numbers (UUIDs, say: every GPU is the job's); -1 past max. */
+static int slurm_numbers(const char *list, int *out, int max)
 {
     if (!list || !*list || strspn(list, "0123456789,") != strlen(list))
-        return true;
-    char *copy = strdup(list), *save = NULL;
-    bool in = false;
-    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !in; t = strtok_r(NULL, ",", &save))
-        in = strtoul(t, NULL, 10) == index;
-    free(copy);
-    return in;
+        return 0;
+    int n = 0;
+    for (const char *p = list; *p;) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end != p) {
+            int at = 0;
+            while (at < n && out[at] < (long)v)
+                at++;
+            if (at == n || out[at] != (long)v) {
+                if (n == max || v > 1000000)
+                    return -1;
+                memmove(out + at + 1, out + at, (size_t)(n - at) * sizeof(*out));
+                out[at] = (int)v;
+                n++;
+            }
+        }
+        p = *end ? end + 1 : end;
+    }
+    return n;
 }
 
-/* Keeps the GPUs that job_gpu finds in list. Returns the new count. */
-static int keep_job_gpus(struct carve_gpu_info *gpus, int n, const char *list)
+static void format_numbers(const int *v, int n, char *out, size_t len)
 {
-    int kept = 0;
-    for (int i = 0; i < n; i++)
-        if (job_gpu(list, gpus[i].index))
-            gpus[kept++] = gpus[i];
-    return kept;
+    size_t at = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(out + at, len - at, "%s%d", i ? "," : "", v[i]);
+}
+
+int carve_job_pick_gpus(const char *list, struct carve_gpu_info *gpus, int n, int *slurm,
+                        char *err, size_t errlen)
+{
+    int want[CARVE_SLICE_MAX_DEVICES];
+    int k = slurm_numbers(list, want, CARVE_SLICE_MAX_DEVICES);
+    if (n > CARVE_SLICE_MAX_DEVICES)
+        n = CARVE_SLICE_MAX_DEVICES;
+    if (k < 0) {
+        snprintf(err, errlen, "Slurm gave the job GPUs %.200s on this node, which carve "
+                 "cannot take: at most %d GPUs, numbered below a million", list,
+                 CARVE_SLICE_MAX_DEVICES);
+        return -E2BIG;
+    }
+    if (k == 0) { /* the job's GPUs are the node's, which NVML numbers as Slurm does */
+        for (int i = 0; i < n; i++)
+            slurm[i] = (int)gpus[i].index;
+        return n;
+    }
+    /* NVML lists the job's GPUs only (a devices cgroup) when it lists as many as the job
+       has: numbered from 0 in the node's order, which is Slurm's */
+    bool constrained = n == k;
+    struct carve_gpu_info picked[CARVE_SLICE_MAX_DEVICES];
+    for (int j = 0; j < k; j++) {
+        int at = constrained ? j : -1;
+        for (int i = 0; i < n && at < 0; i++)
+            if (gpus[i].index == (unsigned)want[j])
+                at = i;
+        if (at < 0) {
+            char have[256];
+            format_numbers(want, k, have, sizeof(have));
+            snprintf(err, errlen, "Slurm gave the job GPU%s %s on this node (SLURM_STEP_GPUS "
+                     "or SLURM_JOB_GPUS), but NVML lists %d GPU%s here: neither the job's "
+                     "alone (as under ConstrainDevices=yes) nor the node's with a GPU %d; "
+                     "gres.conf's GPUs must be the node's in NVML's order",
+                     k == 1 ? "" : "s", have, n, n == 1 ? "" : "s", want[j]);
+            return -ENODEV;
+        }
+        picked[j] = gpus[at];
+        slurm[j] = want[j];
+    }
+    memcpy(gpus, picked, (size_t)k * sizeof(*gpus));
+    return k;
+}
+
+/* The job's GPUs on this node as NVML lists them to its tasks, each with Slurm's number. */
+struct job_gpus {
+    int n;      /* the job's */
+    int listed; /* all NVML lists here */
+    struct carve_gpu_info gpu[CARVE_SLICE_MAX_DEVICES];
+    int slurm[CARVE_SLICE_MAX_DEVICES];
+};
+
+static int job_gpus_read(const struct carve_job_conf *conf, const struct carve_job_request *req,
+                         struct job_gpus *jg, char *err, size_t errlen)
+{
+    char nvml[PATH_MAX + 64];
+    carve_nvml_path(conf->simulate, conf->libdir, nvml, sizeof(nvml));
+    int n = carve_gpus_list(nvml, conf->simulate, jg->gpu, CARVE_SLICE_MAX_DEVICES, err, errlen);
+    if (n < 0)
+        return -ENODEV;
+    jg->listed = n;
+    if ((n = carve_job_pick_gpus(req->gpus, jg->gpu, n, jg->slurm, err, errlen)) < 0)
+        return n;
+    if (n == 0) {
+        snprintf(err, errlen, "NVML lists no GPU on this node");
+        return -ENODEV;
+    }
+    jg->n = n;
+    return 0;
+}
+
+/* Which of the job's GPUs has this UUID: its place in jg, or -1. */
+static int job_gpu_of_uuid(const struct job_gpus *jg, const uint8_t uuid[16])
+{
+    for (int k = 0; k < jg->n; k++) {
+        uint8_t u[16];
+        if (carve_uuid_parse(jg->gpu[k].uuid, u) == 0 && memcmp(u, uuid, 16) == 0)
+            return k;
+    }
+    return -1;
 }
 
 /* The whole of a text file, at most 1 MiB (a cluster's gres.conf lists every node): a
@@ -384,30 +486,23 @@ static char *read_text(const char *path, char *err, size_t errlen)
     return text;
 }
 
-/* The GPU's shard count for a job on job_shards shards: plugstack.conf's shards_per_gpu,
- * else gres.conf's shard lines for this host over the node's GPUs (NVML's count, whether
- * the slice is made standalone or through carved). A count that cannot be had is an error
- * naming the file and why: the job would otherwise run with none of the share its shards
- * stand for, and a guarantee it gives would go unchecked against them. */
-static int gpu_shards(const struct carve_job_conf *conf, unsigned job_shards, unsigned *out,
-                      char *err, size_t errlen)
+/* The GPU's shard count for a job on shards: plugstack.conf's shards_per_gpu, else
+ * gres.conf's shard lines for the node (its Slurm name, matched against their NodeName=
+ * hostlists) over the node's GPUs: its GPU lines there, else NVML's count, which is the
+ * node's where NVML sees them all (a devices cgroup, ConstrainDevices=yes, shows the job's
+ * only). A count that cannot be had is an error naming the file and why: the job would
+ * otherwise run with none of the share its shards stand for, and a guarantee it gives
+ * would go unchecked against them. */
+static int gpu_shards(const struct carve_job_conf *conf, const struct carve_job_request *req,
+                      const struct job_gpus *jg, unsigned *out, char *err, size_t errlen)
 {
+    unsigned job_shards = req->job_shards;
     *out = conf->shards_per_gpu;
     if (conf->shards_per_gpu)
         return 0;
     const char *fix = "point plugstack.conf's gres_conf= at the node's gres.conf, or give "
                       "shards_per_gpu=N there (the shard count of one GPU)";
-    struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
-    char nvml[PATH_MAX + 64], why[512];
-    carve_nvml_path(conf->simulate, conf->libdir, nvml, sizeof(nvml));
-    int ngpu = carve_gpus_list(nvml, conf->simulate, gpus, CARVE_SLICE_MAX_DEVICES, why, sizeof(why));
-    if (ngpu <= 0) {
-        snprintf(err, errlen, "the job's %u shard%s give%s it a share of a GPU, but the "
-                 "node's GPUs cannot be counted to divide gres.conf's shards among them (%s); "
-                 "give shards_per_gpu=N in plugstack.conf", job_shards, job_shards == 1 ? "" : "s",
-                 job_shards == 1 ? "s" : "", ngpu < 0 ? why : "NVML lists none");
-        return -ENODEV;
-    }
+    char why[512];
     char *text = read_text(conf->gres_conf, why, sizeof(why));
     if (!text) {
         snprintf(err, errlen, "cannot read %s (plugstack.conf's gres_conf=) for the shard "
@@ -416,16 +511,23 @@ static int gpu_shards(const struct carve_job_conf *conf, unsigned job_shards, un
                  job_shards == 1 ? "" : "s", job_shards == 1 ? "s" : "", fix);
         return -EIO;
     }
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
-    host[strcspn(host, ".")] = '\0';
-    *out = carve_job_gres_shards(text, host, ngpu);
+    char node[256] = "";
+    if (req->node && *req->node) {
+        snprintf(node, sizeof(node), "%s", req->node);
+    } else {
+        gethostname(node, sizeof(node) - 1);
+        node[strcspn(node, ".")] = '\0';
+    }
+    struct carve_job_gres gres;
+    carve_job_gres_read(text, node, &gres);
     free(text);
+    unsigned ngpu = gres.gpus ? gres.gpus : (unsigned)jg->listed;
+    *out = ngpu ? gres.shards / ngpu : 0;
     if (*out == 0) {
         snprintf(err, errlen, "%s (plugstack.conf's gres_conf=) has no Name=shard line with "
-                 "a Count= of at least one shard a GPU for this node (%s, %d GPU%s); without "
+                 "a Count= of at least one shard a GPU for this node (%s, %u GPU%s); without "
                  "it the job's %u shard%s give%s no compute share, so its tasks are not "
-                 "started: %s", conf->gres_conf, host, ngpu, ngpu == 1 ? "" : "s", job_shards,
+                 "started: %s", conf->gres_conf, node, ngpu, ngpu == 1 ? "" : "s", job_shards,
                  job_shards == 1 ? "" : "s", job_shards == 1 ? "s" : "", fix);
         return -EINVAL;
     }
@@ -437,14 +539,15 @@ static int gpu_shards(const struct carve_job_conf *conf, unsigned job_shards, un
  * it is given only within what Slurm gave the job: no more than its shards' share, and not
  * at all to a job that Slurm gave no GPU and no shard on this node. */
 static int job_compute(const struct carve_job_conf *conf, const struct carve_job_request *req,
-                       struct carve_compute *c, char *err, size_t errlen)
+                       const struct job_gpus *jg, struct carve_compute *c, char *err,
+                       size_t errlen)
 {
     char why[256];
     unsigned per_gpu = 0;
     int r;
     memset(c, 0, sizeof(*c));
     if (!req->compute) {
-        if (req->job_shards && (r = gpu_shards(conf, req->job_shards, &per_gpu, err, errlen)) < 0)
+        if (req->job_shards && (r = gpu_shards(conf, req, jg, &per_gpu, err, errlen)) < 0)
             return r;
         carve_job_shard_share(req->job_shards, per_gpu, c);
         return 0;
@@ -455,7 +558,7 @@ static int job_compute(const struct carve_job_conf *conf, const struct carve_job
     }
     if (c->mode != CARVE_COMPUTE_GUARANTEE)
         return 0; /* a cap holds no room: the shards need not be counted */
-    if (req->job_shards && (r = gpu_shards(conf, req->job_shards, &per_gpu, err, errlen)) < 0)
+    if (req->job_shards && (r = gpu_shards(conf, req, jg, &per_gpu, err, errlen)) < 0)
         return r;
     struct carve_compute shards, cap = *c;
     char given[32], as_cap[32];
@@ -516,31 +619,67 @@ static void leave_boards(const struct carve_job_record *rec)
     }
 }
 
-static int make_standalone(const struct carve_job_conf *conf, const struct carve_job_request *req,
-                           struct carve_job_record *rec, char *err, size_t errlen)
+/* The job's --gpu-memory for a slice on its GPUs, numbered target[k] for the job's GPU k
+ * (NVML's index in the task for the plugin's slice, carved's for carved's): SIZE as it is;
+ * IDX=SIZE,... names GPUs by Slurm's numbers (SLURM_STEP_GPUS), turned into target's. 0, or
+ * -EINVAL with why: a GPU that is not the job's here. */
+static int slice_memory(const char *memory, const struct job_gpus *jg, const int *target,
+                        char *out, size_t len, char *err, size_t errlen)
 {
-    struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
-    char nvml[PATH_MAX + 64];
-    carve_nvml_path(conf->simulate, conf->libdir, nvml, sizeof(nvml));
-    int ngpu = carve_gpus_list(nvml, conf->simulate, gpus, CARVE_SLICE_MAX_DEVICES, err, errlen);
-    if (ngpu < 0)
-        return -ENODEV;
-    int all = ngpu;
-    ngpu = keep_job_gpus(gpus, ngpu, req->gpus);
-    if (ngpu == 0) {
-        snprintf(err, errlen, "NVML lists %d GPU%s on this node, none of them the job's (%s)",
-                 all, all == 1 ? "" : "s", req->gpus ? req->gpus : "");
-        return -ENODEV;
+    snprintf(out, len, "%s", memory);
+    if (!strchr(memory, '='))
+        return 0;
+    size_t at = 0;
+    char *copy = strdup(memory), *save = NULL;
+    int r = copy ? 0 : -ENOMEM;
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && r == 0;
+         t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        unsigned long idx = strtoul(t, &end, 10);
+        int k = -1;
+        for (int i = 0; i < jg->n && *end == '=' && k < 0; i++)
+            if ((unsigned long)jg->slurm[i] == idx)
+                k = i;
+        if (k < 0) {
+            char have[256];
+            format_numbers(jg->slurm, jg->n, have, sizeof(have));
+            snprintf(err, errlen, "--gpu-memory=%s names GPU %.*s, which is not one of the "
+                     "job's on this node (Slurm's numbers for them: %s)", memory,
+                     (int)(end - t), t, have);
+            r = -EINVAL;
+        } else if (at < len) {
+            at += (size_t)snprintf(out + at, len - at, "%s%d=%s", at ? "," : "", target[k],
+                                   end + 1);
+        }
     }
+    free(copy);
+    if (r == 0 && at >= len) {
+        snprintf(err, errlen, "--gpu-memory=%.60s...: too long", memory);
+        r = -EINVAL;
+    }
+    return r;
+}
+
+static int make_standalone(const struct carve_job_conf *conf, const struct carve_job_request *req,
+                           const struct job_gpus *jg, struct carve_job_record *rec, char *err,
+                           size_t errlen)
+{
     struct carve_compute c;
     struct carve_slice_spec spec;
-    char name[CARVE_SLICE_NAME_MAX];
+    char name[CARVE_SLICE_NAME_MAX], memory[CARVE_JOB_OPT_MAX * 2];
     snprintf(name, sizeof(name), "slurm-%" PRIu32, req->job_id);
     char why[512];
-    int r = job_compute(conf, req, &c, err, errlen);
+    int r = job_compute(conf, req, jg, &c, err, errlen);
     if (r < 0)
         return r;
-    if ((r = carve_spec_build(&spec, name, req->memory, &c, gpus, ngpu, why, sizeof(why))) < 0) {
+    int index[CARVE_SLICE_MAX_DEVICES];
+    for (int k = 0; k < jg->n; k++)
+        index[k] = (int)jg->gpu[k].index;
+    if (req->memory &&
+        (r = slice_memory(req->memory, jg, index, memory, sizeof(memory), err, errlen)) < 0)
+        return r;
+    if ((r = carve_spec_build(&spec, name, req->memory ? memory : NULL, &c, jg->gpu, jg->n, why,
+                              sizeof(why))) < 0) {
         /* carve_spec_build speaks of carve run's --memory: name the job's option */
         bool ours = strncmp(why, "--memory", 8) == 0;
         snprintf(err, errlen, "%s%s", ours ? "--gpu-" : "", ours ? why + 2 : why);
@@ -576,43 +715,68 @@ fail:
     return r;
 }
 
-/* The job's --gpu-memory for carved, which caps every GPU it has: a plain SIZE becomes
- * IDX=SIZE for the job's GPUs only. */
-static void carved_memory(const struct carve_job_request *req, char *out, size_t len)
+/* carved's index of each of the job's GPUs (by UUID, from its listing) into index: 0, or
+ * -ENODEV with why. */
+static int carved_indices(const struct job_gpus *jg, int *index, char *err, size_t errlen)
 {
-    out[0] = '\0';
-    if (!req->memory)
-        return;
-    if (strchr(req->memory, '=') || !req->gpus || !*req->gpus ||
-        strspn(req->gpus, "0123456789,") != strlen(req->gpus)) {
-        snprintf(out, len, "%s", req->memory);
-        return;
+    char why[1024];
+    int fd = carve_daemon_connect();
+    json_t *reply = fd >= 0 ? carve_daemon_call(fd, json_pack("{s:s}", "op", "list"), why,
+                                                sizeof(why))
+                            : NULL;
+    if (fd < 0)
+        snprintf(why, sizeof(why), "cannot connect to %s", carve_socket_path());
+    else
+        close(fd);
+    json_t *gpus = json_object_get(json_object_get(reply, "snapshot"), "gpus"), *g;
+    int r = 0;
+    for (int k = 0; k < jg->n && r == 0; k++) {
+        size_t i;
+        index[k] = -1;
+        json_array_foreach(gpus, i, g) {
+            const char *uuid = json_string_value(json_object_get(g, "uuid"));
+            if (uuid && strcasecmp(uuid, jg->gpu[k].uuid) == 0 &&
+                json_is_integer(json_object_get(g, "index")))
+                index[k] = (int)json_integer_value(json_object_get(g, "index"));
+        }
+        if (index[k] < 0 && reply)
+            snprintf(err, errlen, "carved does not list the job's GPU %d (%s), which "
+                     "--gpu-memory names", jg->slurm[k], jg->gpu[k].uuid);
+        else if (index[k] < 0)
+            snprintf(err, errlen, "carved: %s", why);
+        r = index[k] < 0 ? -ENODEV : 0;
     }
-    size_t at = 0;
-    char *copy = strdup(req->gpus), *save = NULL;
-    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && at < len; t = strtok_r(NULL, ",", &save))
-        at += (size_t)snprintf(out + at, len - at, "%s%s=%s", at ? "," : "", t, req->memory);
-    free(copy);
+    json_decref(reply);
+    return r;
 }
 
 static int make_through_carved(int fd, const struct carve_job_conf *conf,
-                               const struct carve_job_request *req, struct carve_job_record *rec,
-                               char *err, size_t errlen)
+                               const struct carve_job_request *req, const struct job_gpus *jg,
+                               struct carve_job_record *rec, char *err, size_t errlen)
 {
     struct carve_compute c;
-    char compute[32] = "", memory[CARVE_JOB_OPT_MAX * 4], why[1024];
-    int r = job_compute(conf, req, &c, err, errlen);
+    char compute[32] = "", memory[CARVE_JOB_OPT_MAX * 2] = "", why[1024];
+    int index[CARVE_SLICE_MAX_DEVICES];
+    int r = job_compute(conf, req, jg, &c, err, errlen);
+    if (r == 0 && req->memory && strchr(req->memory, '=')) /* IDX=SIZE: carved's indices */
+        r = carved_indices(jg, index, err, errlen);
+    if (r == 0 && req->memory)
+        r = slice_memory(req->memory, jg, index, memory, sizeof(memory), err, errlen);
     if (r < 0) {
         close(fd);
         return r;
     }
     if (c.share_bp)
         carve_format_compute(&c, compute, sizeof(compute));
-    carved_memory(req, memory, sizeof(memory));
+    /* the slice on the job's GPUs alone, by UUID: its cap and share, and the room a
+       guarantee holds on a GPU's board, are there and nowhere else */
+    json_t *gpus = json_array();
+    for (int k = 0; k < jg->n; k++)
+        json_array_append_new(gpus, json_string(jg->gpu[k].uuid));
     snprintf(rec->carved, sizeof(rec->carved), "slurm-%" PRIu32, req->job_id);
-    json_t *ask = json_pack("{s:s,s:s,s:s?,s:s?}", "op", "create", "name", rec->carved,
+    json_t *ask = json_pack("{s:s,s:s,s:s?,s:s?,s:o}", "op", "create", "name", rec->carved,
                             "memory", memory[0] ? memory : NULL, "compute",
-                            compute[0] ? compute : NULL);
+                            compute[0] ? compute : NULL, "gpus", gpus);
     json_t *reply = carve_daemon_call(fd, json_incref(ask), why, sizeof(why));
     close(fd);
     if (!reply && strstr(why, "exists already") && (fd = carve_daemon_connect()) >= 0) {
@@ -667,15 +831,14 @@ static bool slice_exists(const struct carve_job_record *rec)
     return rec->shm[0] && access(path, F_OK) == 0;
 }
 
-/* "GPU 0: memory cap 2 GiB, compute 25%+" for each of the slice's GPUs that are the job's. */
-static void describe_terms(struct carve_slice *s, const char *gpus, char *out, size_t len)
+/* "GPU 0: memory cap 2 GiB, compute 25%+" for each of the slice's GPUs, which are the
+ * job's (the plugin's slice, or carved's made on the job's "gpus"). */
+static void describe_terms(struct carve_slice *s, char *out, size_t len)
 {
     size_t at = 0;
     out[0] = '\0';
     for (int d = 0; d < carve_slice_ndev(s) && at < len; d++) {
         int index = carve_slice_dev_index(s, d);
-        if (!job_gpu(gpus, (unsigned)index))
-            continue;
         char mem[32] = "no memory cap", cmp[32] = "no compute share";
         struct carve_compute c = carve_slice_compute(s, d);
         if (carve_slice_cap(s, d)) {
@@ -691,11 +854,22 @@ static void describe_terms(struct carve_slice *s, const char *gpus, char *out, s
     }
 }
 
+/* Slurm's number for the slice's GPU d, or -1 when it is not one of this step's: by UUID
+ * among the job's GPUs where they were read (jg), else its index in the slice. */
+static int slice_gpu_number(struct carve_slice *s, int d, const struct job_gpus *jg)
+{
+    uint8_t uuid[16];
+    int k;
+    if (jg && carve_slice_dev_uuid(s, d, uuid) == 0)
+        return (k = job_gpu_of_uuid(jg, uuid)) >= 0 ? jg->slurm[k] : -1;
+    return carve_slice_dev_index(s, d);
+}
+
 /* Which of a step's options the job's slice, made by an earlier step with its own, does
  * not hold: the slice is the job's on the node, its terms fixed while steps run in it, so
  * the step runs under them; note says so to the step's user ("" when the slice holds
  * what the step asked, or the step asked nothing). */
-static void ignored_options(const struct carve_job_record *rec,
+static void ignored_options(const struct carve_job_conf *conf, const struct carve_job_record *rec,
                             const struct carve_job_request *req, char *note, size_t len)
 {
     struct carve_memory_spec m = {0};
@@ -707,15 +881,20 @@ static void ignored_options(const struct carve_job_record *rec,
     bool compute = req->compute && carve_parse_compute(req->compute, &want, why, sizeof(why)) == 0;
     if ((!memory && !compute) || carve_slice_open(rec->shm, &s, why, sizeof(why)) < 0)
         return;
+    /* IDX=SIZE names GPUs by Slurm's numbers: the slice's GPUs are matched to the job's by
+       UUID (NVML read again) */
+    struct job_gpus jg;
+    char why2[512];
+    bool mapped = memory && m.per_index_count && job_gpus_read(conf, req, &jg, why2, sizeof(why2)) == 0;
     bool memory_differs = false, compute_differs = false, named[CARVE_SPEC_MAX_DEVICES] = {0};
     for (int d = 0; d < carve_slice_ndev(s); d++) {
-        int index = carve_slice_dev_index(s, d);
-        if (!job_gpu(req->gpus, (unsigned)index))
+        int number = slice_gpu_number(s, d, mapped ? &jg : NULL);
+        if (number < 0)
             continue;
-        bool in_spec = index >= 0 && index < CARVE_SPEC_MAX_DEVICES;
-        uint64_t cap = m.all ? m.all : in_spec ? m.per_index[index] : 0;
+        bool in_spec = number < CARVE_SPEC_MAX_DEVICES;
+        uint64_t cap = m.all ? m.all : in_spec ? m.per_index[number] : 0;
         if (in_spec)
-            named[index] = true;
+            named[number] = true;
         struct carve_compute c = carve_slice_compute(s, d);
         memory_differs |= memory && cap != carve_slice_cap(s, d);
         compute_differs |= compute && (c.share_bp != want.share_bp || c.mode != want.mode);
@@ -723,7 +902,7 @@ static void ignored_options(const struct carve_job_record *rec,
     for (int i = 0; i < CARVE_SPEC_MAX_DEVICES; i++)
         memory_differs |= memory && m.per_index[i] && !named[i]; /* a GPU the slice lacks */
     if (memory_differs || compute_differs) {
-        describe_terms(s, req->gpus, terms, sizeof(terms));
+        describe_terms(s, terms, sizeof(terms));
         snprintf(note, len, "this step's %s%s%s%s%s %s not applied: the job's slice %s on "
                  "this node was made by an earlier step of the job and holds %s; every step "
                  "of the job on the node runs in it, under the terms it was made with, until "
@@ -761,9 +940,14 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
         if (rec.shm[0])
             destroy_slice(&rec, err, errlen); /* what is left of a slice gone astray */
         memset(&rec, 0, sizeof(rec));
+        struct job_gpus jg;
+        if ((r = job_gpus_read(conf, req, &jg, err, errlen)) < 0) {
+            unlink(path);
+            goto out;
+        }
         int dfd = carve_daemon_connect();
-        r = dfd >= 0 ? make_through_carved(dfd, conf, req, &rec, err, errlen)
-                     : make_standalone(conf, req, &rec, err, errlen);
+        r = dfd >= 0 ? make_through_carved(dfd, conf, req, &jg, &rec, err, errlen)
+                     : make_standalone(conf, req, &jg, &rec, err, errlen);
         if (r < 0) {
             unlink(path);
             goto out;
@@ -783,7 +967,7 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
         goto out;
     }
     if (!listed && !made)
-        ignored_options(&rec, req, err, errlen); /* once a step: its first task says it */
+        ignored_options(conf, &rec, req, err, errlen); /* once a step: its first task says it */
     if (!listed) {
         rec.steps[rec.nsteps].pid = req->step_pid;
         rec.steps[rec.nsteps++].start = carve_proc_start_time(req->step_pid);

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "compute.h"
+#include "gpus.h"
 #include "slice.h"
 
 #define CARVE_JOB_STATE_DIR "/run/carve/slurm"
@@ -50,7 +51,11 @@ struct carve_job_request {
     const char *memory;     /* --gpu-memory, NULL when not given */
     const char *compute;    /* --gpu-compute, NULL when not given */
     unsigned job_shards;    /* SLURM_SHARDS_ON_NODE, 0 when the job has no shards */
-    const char *gpus;       /* the job's GPU indices ("0,2"), NULL or "" for all */
+    const char *gpus;       /* Slurm's numbers for the job's GPUs ("0,2": SLURM_STEP_GPUS,
+                               SLURM_JOB_GPUS), NULL or "" for all */
+    const char *node;       /* the node's Slurm name (slurmd -N; slurmstepd's own
+                               SLURMD_NODENAME), NULL or "": the host name up to its
+                               first dot */
 };
 
 /* Checks an option's value the way `carve run` would (common/size.c, common/compute.c):
@@ -61,10 +66,26 @@ int carve_job_check_option(const char *option, const char *value, char *err, siz
  * its fraction of the GPU, as a guarantee (idle time on top). false when it has no shards. */
 bool carve_job_shard_share(unsigned job_shards, unsigned gpu_shards, struct carve_compute *out);
 
-/* Shards per GPU from a gres.conf's text: the Count= of its Name=shard lines for this
- * host (lines with another NodeName= are skipped; Count= values past a million are, and
- * the sum stops at a million) divided by ngpu; 0 when there are none. */
-unsigned carve_job_gres_shards(const char *text, const char *host, int ngpu);
+/* What a gres.conf's text gives the node (its Slurm name; a line whose NodeName= hostlist,
+ * "gpu[01-16],login1", does not hold it is skipped): the Count= of its Name=shard lines, and
+ * its GPUs, the devices its Name=gpu lines' File= names (/dev/nvidia[0-3]: 4), else their
+ * Count=. Counts past a million are skipped, and each sum stops at a million; 0: none. */
+struct carve_job_gres {
+    unsigned shards;
+    unsigned gpus;
+};
+void carve_job_gres_read(const char *text, const char *node, struct carve_job_gres *out);
+
+/* Picks the job's GPUs among the n that NVML lists to its tasks (gpus, in NVML's order)
+ * from Slurm's numbers for them (list: "0,2"; NULL, "" or not numbers: every GPU listed).
+ * Where NVML lists as many GPUs as the job has, it sees the job's alone (a devices cgroup:
+ * ConstrainDevices=yes), numbered from 0 in the node's order: the job's lowest number is
+ * NVML's GPU 0, and so on. Else it sees the node's, and Slurm's number is NVML's index.
+ * Moves the job's GPUs to the front of gpus, in Slurm's order, with Slurm's number of each
+ * in slurm[]. Returns how many, or a negative errno with why in err (a GPU of the job that
+ * NVML does not list). */
+int carve_job_pick_gpus(const char *list, struct carve_gpu_info *gpus, int n, int *slurm,
+                        char *err, size_t errlen);
 
 /* Puts the step in the job's slice, making the slice when the job has none on this node.
  * Returns 1 with the slice's shared-memory name in shm, and in err "" or a note for the

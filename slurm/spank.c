@@ -230,6 +230,11 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
         step_id == SLURM_BATCH_SCRIPT)
         job_env(sp, "SLURM_JOB_GPUS", gpus, sizeof(gpus));
     req.gpus = gpus;
+    /* the node's Slurm name (slurmd -N), for gres.conf's NodeName=: slurmstepd sets it in
+       its own environment from slurmd's; the job's SLURMD_NODENAME is not set yet here, and
+       one the user exports would be read in its place (tests/e2e/slurm.sh) */
+    const char *node = getenv("SLURMD_NODENAME");
+    req.node = node;
     req.memory = opt_memory[0] ? opt_memory : NULL;
     req.compute = opt_compute[0] ? opt_compute : NULL;
     int r = carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err));

@@ -2,8 +2,9 @@
 # carved_valgrind.sh - carved --simulate under valgrind's memcheck for a whole working life
 # on a private socket: config slices made, `carve slice create` (memory, compute), list,
 # `carve run --slice` and `carve run --memory` through it, ps with a tenant and an escape,
-# bad requests, joins that take the slice's table fd (and ones that hang up first), /metrics,
-# /api/state and the dashboard page over HTTP, delete, and SIGTERM. carved must answer all of
+# bad requests, a slice made on one GPU ("gpus"), joins that take the slice's table fd (and
+# ones that hang up first), /metrics, /api/state and the dashboard page over HTTP, delete,
+# and SIGTERM. carved must answer all of
 # it, exit 0, and valgrind must report no error (invalid access, uninitialised value) and no
 # definitely lost block.
 #
@@ -92,7 +93,10 @@ check "the escape, seen in many polls, counts once (carve_escapes_total ${escape
 replies=$(python3 - "$CARVE_SOCKET" <<'EOF'
 import socket, sys
 for raw in (b"junk\n", b"[1]\n", b'{"op":"create","name":"x","\xc3\xc0":1}\n', b'{"op":"x"}\x00\n',
-            b'{"op":"list","pad":"' + b"x" * 70000 + b'"}\n', b'{"op":"li', b'{"op":"ps"}\n' * 20):
+            b'{"op":"list","pad":"' + b"x" * 70000 + b'"}\n', b'{"op":"li', b'{"op":"ps"}\n' * 20,
+            b'{"op":"create","name":"y","gpus":[9]}\n',
+            b'{"op":"create","name":"ongpu","compute":"10%+","gpus":[0]}\n',
+            b'{"op":"delete","name":"ongpu"}\n'):
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(30)
     s.connect(sys.argv[1])
@@ -105,7 +109,8 @@ for raw in (b"junk\n", b"[1]\n", b'{"op":"create","name":"x","\xc3\xc0":1}\n', b
     print(s.recv(1 << 20).decode("utf-8", "replace").strip()[:60])
 EOF
 )
-check "six bad requests, six error replies ($(tr '\n' ' ' <<<"$replies" | cut -c1-120)...)" '[ "$(grep -c "\"ok\":false" <<<"$replies")" -eq 6 ]'
+check "seven bad requests, seven error replies; a slice on GPU 0 (\"gpus\") made and deleted ($(tr '\n' ' ' <<<"$replies" | cut -c1-120)...)" \
+    '[ "$(grep -c "\"ok\":false" <<<"$replies")" -eq 7 ] && [ "$(grep -c "\"ok\":true" <<<"$replies")" -eq 2 ]'
 # joins that ask for the table, as libcarve's do: carved sends an fd with its yes
 # (send_with_fd) and closes its copy once sent, or when the client hangs up first
 fds_before=$(find "/proc/$daemon/fd" -mindepth 1 -maxdepth 1 | wc -l)

@@ -11,7 +11,9 @@
 # share taken from the shards; a shard job is refused, saying why, when gres.conf cannot be
 # read; a later step asking for other values than the job's slice holds is told so; the
 # slices are gone when the jobs end, also after scancel; a slice whose steps were killed is
-# swept when slurmd restarts.
+# swept when slurmd restarts. Then the cluster starts again as a node of two GPUs whose
+# Slurm name (slurmd -N) is not its host name, with a gres.conf of NodeName= hostlists: a
+# shard job's share comes from the node's lines.
 #
 # Needs root and Debian's slurmd, slurmctld, slurm-client and munge (scripts/install-deps.sh
 # installs them; then this really runs). Where they are missing and cannot be installed
@@ -78,12 +80,18 @@ PLUGIN=$LIB/spank_carve.so
 MEMHOG=$JOB_BUILD/bench/memhog
 CLEANUP=$JOB_BUILD/bin/carve-slurm-cleanup
 pids=()
+two_uuids= # the UUIDs of the simulated GPUs of the second part (9.)
 cleanup() {
     local p
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    # slices the test's jobs may have left (a failed check), then the temp dir
+    # slices the test's jobs may have left (a failed check), the boards of the two GPUs of
+    # the second part, then the temp dir
     find /dev/shm -maxdepth 1 -name "carve.slurm.*" -newer "$T/stamp" -delete 2>/dev/null
+    for p in ${two_uuids//,/ }; do
+        p=${p#GPU-}
+        rm -f "/dev/shm/carve-board-${p//-/}" "/dev/shm/carve-board-${p//-/}.activity"
+    done
     [ -n "${SLURM_E2E_KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
@@ -160,13 +168,18 @@ if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
     printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nCgroupAutomount=yes\n' >"$T/etc/cgroup.conf"
 fi
 
-slurmctld -D -i -f "$SLURM_CONF" >"$T/log/slurmctld.out" 2>&1 &
-pids+=($!)
-start_slurmd() {
-    slurmd -D -N "$HOST" -f "$SLURM_CONF" >>"$T/log/slurmd.out" 2>&1 &
+start_slurmctld() {
+    slurmctld -D -i -f "$SLURM_CONF" >>"$T/log/slurmctld.out" 2>&1 &
+    slurmctld_pid=$!
+    pids+=("$slurmctld_pid")
+}
+NODE=$HOST # the node's Slurm name (slurmd -N)
+start_slurmd() { # start_slurmd [VAR=VALUE...]: with these in its environment too
+    env "$@" slurmd -D -N "$NODE" -f "$SLURM_CONF" >>"$T/log/slurmd.out" 2>&1 &
     slurmd_pid=$!
     pids+=("$slurmd_pid")
 }
+start_slurmctld
 start_slurmd
 
 # wait until the node takes jobs
@@ -390,7 +403,8 @@ check "job $k's slurmstepd ($stepd) killed with slurmd down: its slice is left o
 CARVE=$ROOT/$BUILD/bin/carve
 "$ROOT/$BUILD/bin/carved" --simulate --socket "$T/carved.sock" --state-dir "$T/carved" \
     --listen off >"$T/log/carved.log" 2>&1 &
-pids+=($!)
+carved_pid=$!
+pids+=("$carved_pid")
 export CARVE_SOCKET=$T/carved.sock
 wait_for 50 test -S "$CARVE_SOCKET"
 start_slurmd
@@ -424,6 +438,136 @@ echo "$out" | sed 's/^/    /'
 check "carve-slurm-cleanup lists a damaged record with why and exits 1 (rc $rc)" \
     "$([ "$rc" -eq 1 ] && echo "$out" | grep -q "^job 999 .*record cannot be read: $T/carve/job-999 is damaged" && [ -e "$T/carve/job-999" ]; echo $?)"
 rm -f "$T/carve/job-999"
+
+# 9. The node again, now with two GPUs of 4 shards each, under a Slurm name that is not its
+#    host name (slurmd -N cn07, NodeHostname=$HOST), with the gres.conf a cluster shares
+#    among its nodes: NodeName= hostlists. slurmctld and slurmd start anew (new state: the
+#    node is another); carved is stopped, so the plugin makes the slices itself.
+kill "$slurmd_pid" "$slurmctld_pid" "$carved_pid" 2>/dev/null
+wait "$slurmd_pid" "$slurmctld_pid" "$carved_pid" 2>/dev/null
+slurmd_pid=
+NODE=cn07
+export CARVE_SOCKET=$T/no-carved.sock CARVE_SIM_STATE=$T/sim-state2
+# GPUs of this run's own: a guarantee joins the board of its GPU's UUID in /dev/shm
+two_uuids=$(python3 -c 'import uuid; print("GPU-%s,GPU-%s" % (uuid.uuid4(), uuid.uuid4()))')
+mknod "$T/nvidia1" c 1 3 2>/dev/null || touch "$T/nvidia1"
+mkdir -p "$T/state2" "$T/spool2"
+CTLD_PORT=$(port)
+SLURMD_PORT=$(port)
+sed -i -e "s|^SlurmctldPort=.*|SlurmctldPort=$CTLD_PORT|" -e "s|^SlurmdPort=.*|SlurmdPort=$SLURMD_PORT|" \
+    -e "s|^StateSaveLocation=.*|StateSaveLocation=$T/state2|" \
+    -e "s|^SlurmdSpoolDir=.*|SlurmdSpoolDir=$T/spool2|" \
+    -e "s|^NodeName=.*|NodeName=$NODE NodeHostname=$HOST NodeAddr=127.0.0.1 CPUs=8 Gres=gpu:2,shard:8 State=UNKNOWN|" \
+    "$SLURM_CONF"
+# 8 CPUs whatever the machine has (config_overrides), so that four jobs run at once
+printf 'FirstJobId=1000\nSlurmdParameters=config_overrides\n' >>"$SLURM_CONF"
+# the host name's line is another node's: were it read for this node, 2 shards would be 2 of
+# 8 (25%+), not 2 of 4
+cat >"$T/etc/gres.conf" <<GRES
+AutoDetect=off
+NodeName=cn[01-16],login1 Name=gpu File=$T/nvidia0
+NodeName=cn[01-16],login1 Name=gpu File=$T/nvidia1
+NodeName=login1,cn[01-16] Name=shard Count=4 File=$T/nvidia0
+NodeName=login1,cn[01-16] Name=shard Count=4 File=$T/nvidia1
+NodeName=$HOST Name=shard Count=16
+GRES
+# start_node VAR=VALUE...: slurmd (again) with the simulated GPUs these variables give it,
+# which its slurmstepd processes, and so the plugin, see; the jobs, which take srun's and
+# sbatch's environment, see them too. Waits until the node takes jobs.
+node_up() { sinfo -h -n "$NODE" -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; }
+start_node() {
+    if [ -n "$slurmd_pid" ] && kill "$slurmd_pid" 2>/dev/null; then wait "$slurmd_pid" 2>/dev/null; fi
+    start_slurmd "$@"
+    export "$@"
+    wait_for 300 node_up
+}
+start_slurmctld
+start_node CARVE_SIM_DEVICES=2 CARVE_SIM_UUIDS="$two_uuids"
+up=$?
+check "slurmctld and slurmd are up again: node $NODE (on host $HOST), 2 GPUs, 8 shards" "$up"
+if [ "$up" -ne 0 ]; then
+    for f in "$T"/log/slurm*.log; do echo "--- $f"; tail -20 "$f"; done
+    finish
+fi
+out=$(srun --gres=shard:2 "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
+echo "$out" | sed 's/^/    /'
+check "node $NODE, gres.conf's NodeName=cn[01-16],login1: srun --gres=shard:2 gets 2 of 4 shards (50%+)" \
+    "$(echo "$out" | grep -Eq 'compute 50%\+ +1/1 steps alive'; echo $?)"
+out=$(SLURMD_NODENAME=$HOST srun --gres=shard:2 "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
+check "SLURMD_NODENAME=$HOST exported by the user: the node's own name still counts (50%+)" \
+    "$(echo "$out" | grep -Eq 'compute 50%\+ +1/1 steps alive'; echo $?)"
+
+# 10. A job given GPU 1 whose tasks' NVML sees that GPU alone, numbered 0, as under
+#     ConstrainDevices=yes (a devices cgroup; this node has none, so slurmd's simulated GPUs
+#     and the jobs' are that view: one GPU, GPU 1's UUID). A job without carve options holds
+#     GPU 0, so that Slurm gives the next ones GPU 1. The slice is on the job's GPU, and the
+#     shards per GPU are gres.conf's 8 over the node's 2 GPUs, not over the 1 NVML lists.
+#     CUDA is pointed at GPU 0 as Slurm does under ConstrainDevices (here it sets
+#     CUDA_VISIBLE_DEVICES=1).
+start_node CARVE_SIM_DEVICES=1 CARVE_SIM_UUIDS="${two_uuids#*,}"
+h=$(submit --gres=gpu:1 -o H.out --wrap "echo held \$SLURM_JOB_GPUS; sleep 60")
+wait_for 200 running "$h"
+out=$(srun --gres=gpu:1 --gpu-memory=1G sh -c "echo gpus \$SLURM_STEP_GPUS; CUDA_VISIBLE_DEVICES=0 $MEMHOG --label V --max 2048 --hold 0" 2>&1)
+echo "$out" | sed 's/^/    V: /'
+check "job $h holds GPU 0 ($(cat H.out)); srun --gres=gpu:1 --gpu-memory=1G gets GPU 1, seen as NVML's 0: capped" \
+    "$(echo "$out" | grep -q '^gpus 1$' && echo "$out" | grep -q '^\[V\] cuMemGetInfo at start: total 1024 MiB' &&
+       echo "$out" | grep -q 'out of memory on GPU 0: cap 1 GiB'; echo $?)"
+out=$(srun --gres=shard:2 sh -c "echo gpus \$SLURM_STEP_GPUS; $CLEANUP --state-dir $T/carve --dry-run" 2>&1)
+echo "$out" | sed 's/^/    /'
+check "srun --gres=shard:2 on GPU 1, NVML seeing 1 GPU: 2 of the GPU's 4 shards (50%+), not of 8" \
+    "$(echo "$out" | grep -q '^gpus 1$' && echo "$out" | grep -Eq 'compute 50%\+ +1/1 steps alive'; echo $?)"
+scancel "$h"
+wait_for 150 gone "$h"
+
+# 11. Through carved on the node of two GPUs (4 shards each), seen whole again: four jobs of
+#     2 shards each, two on each GPU as Slurm places them, run at once, each slice on its
+#     job's GPU alone with 50%+ there (a slice's guarantee used to hold room on every GPU of
+#     the node: jobs 2 and 4 of 4 ran, 1 and 3 were refused, `GPU 0: --compute 50%+: the
+#     slices on this GPU already hold guarantees of 100.00%'). Then a cap by Slurm's number
+#     (--gpu-memory=1=1G) on a job given GPU 1 lands on carved's GPU 1.
+export CARVE_SOCKET=$T/carved.sock
+start_node CARVE_SIM_DEVICES=2 CARVE_SIM_UUIDS="$two_uuids" # (carved sees these too)
+"$ROOT/$BUILD/bin/carved" --simulate --socket "$T/carved.sock" --state-dir "$T/carved2" \
+    --listen off >"$T/log/carved2.log" 2>&1 &
+carved_pid=$!
+pids+=("$carved_pid")
+wait_for 50 test -S "$CARVE_SOCKET"
+# slices SLICE...: each slice's GPUs in carve slice list, "index:compute" each
+slices() {
+    "$CARVE" slice list --json 2>/dev/null | python3 -c '
+import json, sys
+got = {s["name"]: " ".join("%d:%s" % (d["index"], d["compute"]) for d in s["devices"]) for s in json.load(sys.stdin)}
+print(", ".join("%s=%s" % (n, got.get(n, "none")) for n in sys.argv[1:]))' "$@"
+}
+four=()
+for n in 1 2 3 4; do
+    four+=("$(submit --gres=shard:2 -o "F$n.out" --wrap 'echo "gpus $SLURM_JOB_GPUS slice $CARVE_SLICE"; sleep 5')")
+done
+all_in() { local j; for j in "${four[@]}"; do running "$j" && in_slice "$j" || return 1; done; }
+wait_for 200 all_in
+ran=$?
+listed=$(slices "${four[@]/#/slurm-}")
+check "four jobs of 2 shards on 2 GPUs of 4 shards run at once through carved (${four[*]}): $listed" \
+    "$([ "$ran" -eq 0 ] && [ "$(echo "$listed" | grep -oE '=[01]:50%\+(,|$)' | wc -l)" -eq 4 ]; echo $?)"
+for j in "${four[@]}"; do wait_for 300 gone "$j"; done
+for n in 1 2 3 4; do sed "s/^/    F$n: /" "F$n.out"; done
+placed=$(sed -n 's/^gpus \([01]\) .*/\1/p' F1.out F2.out F3.out F4.out | sort | tr -d '\n')
+check "each of the four ran in its slice, two on each GPU ($placed), none refused" \
+    "$(! grep -q 'carve: job' F1.out F2.out F3.out F4.out && [ "$placed" = 0011 ] &&
+       [ "$(cat F1.out F2.out F3.out F4.out | grep -c ' slice /carve.d.slurm-')" -eq 4 ]; echo $?)"
+h=$(submit --gres=gpu:1 -o H2.out --wrap "sleep 60")
+wait_for 200 running "$h"
+m=$(submit --gres=gpu:1 --gpu-memory=1=1G -o M.out --wrap "echo gpus \$SLURM_JOB_GPUS; sleep 3; $MEMHOG --label M --max 2048 --hold 0")
+wait_for 200 in_slice "$m"
+listed=$("$CARVE" slice list --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join("%d:%d" % (d["index"], d["memory_cap"]) for s in json.load(sys.stdin) if s["name"] == sys.argv[1] for d in s["devices"]))' "slurm-$m")
+wait_for 300 gone "$m"
+sed 's/^/    M: /' M.out
+check "job $m on GPU 1 with --gpu-memory=1=1G: carved's slice is on GPU 1 alone, capped ($listed)" \
+    "$([ "$listed" = "1:1073741824" ] && grep -q '^gpus 1$' M.out &&
+       grep -q '^\[M\] cuMemGetInfo at start: total 1024 MiB' M.out; echo $?)"
+scancel "$h"
+wait_for 150 gone "$h"
+
 if [ "$failed" -ne 0 ]; then
     echo "    --- slurmd.log (carve lines)"
     grep -i carve "$T/log/slurmd.log" | tail -20 | sed 's/^/    /'

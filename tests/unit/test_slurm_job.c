@@ -55,21 +55,100 @@ static void test_shard_share(void **state)
     assert_int_equal(c.share_bp, 1);
 }
 
-static void test_gres_shards(void **state)
+/* gres.conf's shards and GPUs for a node, as "SHARDS/GPUS". */
+static const char *gres(const char *text, const char *node)
+{
+    static char out[64];
+    struct carve_job_gres g;
+    carve_job_gres_read(text, node, &g);
+    snprintf(out, sizeof(out), "%u/%u", g.shards, g.gpus);
+    return out;
+}
+
+static void test_gres_read(void **state)
 {
     const char *text = "AutoDetect=off\n"
                        "Name=gpu File=/dev/nvidia[0-1]\n"
                        "# Name=shard Count=99\n"
                        "Name=shard Count=8 File=/dev/nvidia[0-1]   # 4 each\n"
                        "NodeName=other Name=shard Count=100\n"
+                       "NodeName=other Name=gpu Count=8\n"
                        "NodeName=node1 Name=shard Count=8\n";
-    assert_int_equal(carve_job_gres_shards(text, "node1", 2), 8);
-    assert_int_equal(carve_job_gres_shards(text, "node2", 2), 4);
-    assert_int_equal(carve_job_gres_shards(text, "node2", 0), 0);
-    assert_int_equal(carve_job_gres_shards("Name=gpu Count=1\n", "n", 1), 0);
-    assert_int_equal(carve_job_gres_shards("name=SHARD count=6\n", "n", 3), 2);
-    assert_int_equal(carve_job_gres_shards("Name=shard Count=-1\nName=shard Count=x\n", "n", 1), 0);
-    assert_int_equal(carve_job_gres_shards(NULL, "n", 1), 0);
+    assert_string_equal(gres(text, "node1"), "16/2");
+    assert_string_equal(gres(text, "node2"), "8/2");
+    assert_string_equal(gres("Name=gpu Count=1\n", "n"), "0/1");
+    assert_string_equal(gres("name=SHARD count=6\n", "n"), "6/0");
+    assert_string_equal(gres("Name=shard Count=-1\nName=shard Count=x\nName=gpu Count=-2\n", "n"), "0/0");
+    assert_string_equal(gres(NULL, "n"), "0/0");
+    /* a GPU line's devices are its files, else its Count= */
+    assert_string_equal(gres("Name=gpu Type=a100 File=/dev/nvidia[0-3]\n"
+                             "Name=gpu Type=t4 File=/dev/nvidia[4-5],/dev/nvidia7\n"
+                             "Name=gpu Count=2 File=/dev/nvidia[8-\n", "n"), "0/9");
+    assert_string_equal(gres("Name=shard Count=2000000\nName=gpu Count=2000000\n", "n"), "0/0");
+    /* NodeName= is a hostlist, as a cluster's one gres.conf writes it for all its nodes */
+    const char *shared = "NodeName=vm,gpu[01-16,20] Name=gpu File=/dev/nvidia[0-1]\n"
+                         "NodeName=vm,gpu[01-16,20] Name=shard Count=4 File=/dev/nvidia0\n"
+                         "NodeName=gpu[01-16,20],vm Name=shard Count=4 File=/dev/nvidia1\n"
+                         "NodeName=big[1-2] Name=gpu File=/dev/nvidia[0-7]\n"
+                         "NodeName=big[1-2] Name=shard Count=16\n";
+    assert_string_equal(gres(shared, "vm"), "8/2");
+    assert_string_equal(gres(shared, "gpu07"), "8/2");
+    assert_string_equal(gres(shared, "gpu20"), "8/2");
+    assert_string_equal(gres(shared, "gpu7"), "0/0"); /* [01-16] is zero-padded */
+    assert_string_equal(gres(shared, "big2"), "16/8");
+    assert_string_equal(gres(shared, "gpu17"), "0/0");
+    assert_string_equal(gres("NodeName=ALL Name=shard Count=4\n", "x"), "4/0");
+    assert_string_equal(gres("NodeName=n[1-2 Name=shard Count=4\n", "n1"), "0/0");
+}
+
+/* NVML's GPUs (index, UUID "GPU-...-0000000000IJ") as "index:slurm" of those picked. */
+static const char *pick(const char *list, int listed, const unsigned *indices)
+{
+    static char out[600];
+    struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
+    int slurm[CARVE_SLICE_MAX_DEVICES];
+    char err[512];
+    for (int i = 0; i < listed; i++)
+        gpus[i].index = indices[i];
+    int n = carve_job_pick_gpus(list, gpus, listed, slurm, err, sizeof(err));
+    if (n < 0) {
+        snprintf(out, sizeof(out), "error: %s", err);
+        return out;
+    }
+    size_t at = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n; i++)
+        at += (size_t)snprintf(out + at, sizeof(out) - at, "%s%u:%d", i ? " " : "",
+                               gpus[i].index, slurm[i]);
+    return out;
+}
+
+/* Slurm's numbers for a job's GPUs against NVML's in the task: the node's GPUs (numbers
+ * as they are), or under a devices cgroup the job's alone, numbered from 0 (in order). */
+static void test_pick_gpus(void **state)
+{
+    const unsigned node4[] = {0, 1, 2, 3}, one[] = {0}, two[] = {0, 1};
+    assert_string_equal(pick("1,3", 4, node4), "1:1 3:3");     /* the node's four */
+    assert_string_equal(pick("3,1,3", 4, node4), "1:1 3:3");   /* sorted, each once */
+    assert_string_equal(pick("1", 1, one), "0:1");             /* GPU 1, seen alone as 0 */
+    assert_string_equal(pick("3", 1, one), "0:3");
+    assert_string_equal(pick("1,3", 2, two), "0:1 1:3");       /* in the node's order */
+    assert_string_equal(pick("0,1", 2, two), "0:0 1:1");
+    assert_string_equal(pick("", 2, two), "0:0 1:1");          /* no list: every GPU */
+    assert_string_equal(pick(NULL, 4, node4), "0:0 1:1 2:2 3:3");
+    assert_string_equal(pick("GPU-1234", 2, two), "0:0 1:1"); /* not numbers: every GPU */
+    const char *e = pick("1,3", 3, node4); /* neither the job's alone nor a GPU 3 */
+    assert_non_null(strstr(e, "error: Slurm gave the job GPUs 1,3 on this node (SLURM_STEP_GPUS "
+                              "or SLURM_JOB_GPUS), but NVML lists 3 GPUs here: neither the "
+                              "job's alone (as under ConstrainDevices=yes) nor the node's with "
+                              "a GPU 3"));
+    assert_non_null(strstr(pick("2", 2, two), "error: Slurm gave the job GPU 2 on"));
+    assert_non_null(strstr(pick("0,1,2", 2, two), "error: "));
+    char many[256] = "0";
+    for (int i = 1; i <= CARVE_SLICE_MAX_DEVICES; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), ",%d", i);
+    assert_non_null(strstr(pick(many, 4, node4), "at most 16 GPUs"));
+    assert_non_null(strstr(pick("99999999", 1, one), "numbered below a million"));
 }
 
 static void test_record(void **state)
@@ -320,7 +399,9 @@ static void test_many_steps(void **state)
 }
 
 /* Through carved on a node of two GPUs whose gres.conf has 8 shards (4 a GPU): a job's 2
- * shards give half a GPU, as they do standalone, and a guarantee of half is within them. */
+ * shards give half a GPU, as they do standalone, and a guarantee of half is within them;
+ * each job's slice is on its GPUs only (four such jobs fit the node), and a cap by Slurm's
+ * GPU number lands on that GPU. */
 static void test_carved_shard_share(void **state)
 {
     struct world *w = *state;
@@ -382,6 +463,44 @@ static void test_carved_shard_share(void **state)
     snprintf(err2, sizeof(err2), "%s", r2 < 0 ? err : "");
     carve_job_leave(&conf, 49, step, err, sizeof(err));
     end_step(step);
+
+    /* four jobs of 2 shards, two on each GPU as Slurm places them: each slice is on its
+       job's GPU alone, so its guarantee holds room there only and all four are made; a
+       fifth on GPU 0 is refused (100% there already) */
+    const char *on[] = {"0", "0", "1", "1", "0"};
+    int made[5], ndev[5], index[5];
+    char err5[1024] = "";
+    req.compute = NULL;
+    req.step_pid = getpid();
+    for (int j = 0; j < 5; j++) {
+        req.job_id = 60 + (uint32_t)j;
+        req.gpus = on[j];
+        made[j] = carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err));
+        ndev[j] = index[j] = -1;
+        if (made[j] == 1 && carve_slice_open(shm, &s, err, sizeof(err)) == 0) {
+            ndev[j] = carve_slice_ndev(s);
+            index[j] = carve_slice_dev_index(s, 0);
+            carve_slice_close(s);
+        }
+        if (j == 4)
+            snprintf(err5, sizeof(err5), "%s", err);
+    }
+    /* a cap by Slurm's number through carved: on the job's GPU 1, carved's GPU 1 */
+    req.job_id = 65;
+    req.job_shards = 0;
+    req.gpus = "1";
+    req.memory = "1=1G";
+    int made6 = carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err));
+    uint64_t cap6 = 0;
+    int ndev6 = -1, index6 = -1;
+    if (made6 == 1 && carve_slice_open(shm, &s, err, sizeof(err)) == 0) {
+        ndev6 = carve_slice_ndev(s);
+        index6 = carve_slice_dev_index(s, 0);
+        cap6 = carve_slice_cap(s, 0);
+        carve_slice_close(s);
+    }
+    for (uint32_t j = 60; j <= 65; j++)
+        carve_job_remove(&conf, j, err, sizeof(err));
     kill(daemon, SIGTERM);
     waitpid(daemon, NULL, 0);
     snprintf(path, sizeof(path), "%s/sim-state", w->dir);
@@ -396,6 +515,18 @@ static void test_carved_shard_share(void **state)
     assert_int_equal(c.mode, CARVE_COMPUTE_GUARANTEE);
     assert_string_equal(err2, "");
     assert_int_equal(r2, 1);
+    for (int j = 0; j < 4; j++) {
+        assert_int_equal(made[j], 1);
+        assert_int_equal(ndev[j], 1);
+        assert_int_equal(index[j], on[j][0] - '0');
+    }
+    assert_int_equal(made[4], -EINVAL);
+    assert_non_null(strstr(err5, "carved: GPU 0: --compute 50%+: the slices on this GPU already "
+                                 "hold guarantees of 100.00%"));
+    assert_int_equal(made6, 1);
+    assert_int_equal(ndev6, 1);
+    assert_int_equal(index6, 1);
+    assert_int_equal(cap6, 1ull << 30);
 }
 
 /* The shard share when the GPU's shard count comes from gres.conf: a file past 16 KiB is
@@ -444,13 +575,71 @@ static void test_gres_conf_unreadable(void **state)
     snprintf(conf.gres_conf, sizeof(conf.gres_conf), "%s/gres-noshard.conf", w->dir);
     f = fopen(conf.gres_conf, "w");
     assert_non_null(f);
-    fputs("NodeName=node[1-4] Name=shard Count=4\n", f); /* a hostlist carve does not expand */
+    fputs("NodeName=node[1-4] Name=shard Count=4\n", f); /* other nodes' line */
     fclose(f);
     req.compute = NULL;
+    req.node = "login1";
     assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "gres-noshard.conf (plugstack.conf's gres_conf=) has no "
-                                "Name=shard line"));
+                                "Name=shard line with a Count= of at least one shard a GPU for "
+                                "this node (login1, 1 GPU)"));
     assert_false(record_exists(w, 53));
+    req.node = "node3"; /* the node's Slurm name (slurmd -N, SLURMD_NODENAME), in the list */
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_int_equal(carve_slice_open(shm, &s, err, sizeof(err)), 0);
+    assert_int_equal(carve_slice_compute(s, 0).share_bp, 2500);
+    carve_slice_close(s);
+    assert_int_equal(carve_job_remove(&conf, 53, err, sizeof(err)), 0);
+}
+
+/* A job given GPU 1 of a node of two, its tasks' NVML seeing that GPU alone as GPU 0 (a
+ * devices cgroup, as under ConstrainDevices=yes: the simulated node has one GPU): the slice
+ * is on it, --gpu-memory=1=... names it by Slurm's number, and the shards per GPU are the
+ * node's 8 over gres.conf's 2 GPUs, not over the 1 NVML lists. */
+static void test_constrained_view(void **state)
+{
+    struct world *w = *state;
+    char shm[128], err[1024];
+    struct carve_job_conf conf = w->conf;
+    conf.shards_per_gpu = 0;
+    snprintf(conf.gres_conf, sizeof(conf.gres_conf), "%s/gres-two.conf", w->dir);
+    FILE *f = fopen(conf.gres_conf, "w");
+    assert_non_null(f);
+    fputs("NodeName=n[1-4] Name=gpu File=/dev/nvidia[0-1]\n"
+          "NodeName=n[1-4] Name=shard Count=8 File=/dev/nvidia[0-1]\n", f);
+    fclose(f);
+    struct carve_job_request req = {.job_id = 54, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = getpid(), .job_shards = 2, .gpus = "1",
+                                    .node = "n2", .memory = "1=2G"};
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    struct carve_slice *s;
+    assert_int_equal(carve_slice_open(shm, &s, err, sizeof(err)), 0);
+    assert_int_equal(carve_slice_ndev(s), 1);
+    assert_int_equal(carve_slice_dev_index(s, 0), 0);
+    assert_int_equal(carve_slice_cap(s, 0), 2ull << 30);
+    assert_int_equal(carve_slice_compute(s, 0).share_bp, 5000); /* 2 of 4 shards */
+    carve_slice_close(s);
+    /* a later step naming the same GPU's cap: nothing to tell; another cap: told */
+    pid_t step = fake_step();
+    req.step_pid = step;
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_string_equal(err, "");
+    assert_int_equal(carve_job_leave(&conf, 54, step, err, sizeof(err)), 0);
+    end_step(step);
+    req.step_pid = step = fake_step();
+    req.memory = "1=3G";
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_non_null(strstr(err, "this step's --gpu-memory=1=3G is not applied"));
+    assert_int_equal(carve_job_leave(&conf, 54, step, err, sizeof(err)), 0);
+    end_step(step);
+    assert_int_equal(carve_job_remove(&conf, 54, err, sizeof(err)), 0);
+
+    req.job_id = 55; /* a GPU the job was not given, by Slurm's number */
+    req.memory = "0=2G";
+    assert_int_equal(carve_job_enter(&conf, &req, shm, sizeof(shm), err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "--gpu-memory=0=2G names GPU 0, which is not one of the job's "
+                                "on this node (Slurm's numbers for them: 1)"));
+    assert_false(record_exists(w, 55));
 }
 
 static void test_nothing_asked(void **state)
@@ -473,9 +662,10 @@ static void test_refused_values(void **state)
     assert_non_null(strstr(err, "--gpu-memory 100G"));
     assert_false(record_exists(w, 43));
     req.memory = "1G";
-    req.gpus = "3"; /* the simulated node has GPU 0 only */
+    req.gpus = "1,3"; /* the simulated node has GPU 0 only */
     assert_true(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)) < 0);
-    assert_non_null(strstr(err, "none of them the job's"));
+    assert_non_null(strstr(err, "Slurm gave the job GPUs 1,3 on this node"));
+    assert_false(record_exists(w, 43));
     req.gpus = "0";
     req.compute = "60%+";
     req.job_id = 44;
@@ -589,13 +779,15 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_option),
         cmocka_unit_test(test_shard_share),
-        cmocka_unit_test(test_gres_shards),
+        cmocka_unit_test(test_gres_read),
+        cmocka_unit_test(test_pick_gpus),
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_two_steps_share_one_slice),
         cmocka_unit_test(test_dead_steps_pruned),
         cmocka_unit_test(test_many_steps),
         cmocka_unit_test(test_carved_shard_share),
         cmocka_unit_test(test_gres_conf_unreadable),
+        cmocka_unit_test(test_constrained_view),
         cmocka_unit_test(test_nothing_asked),
         cmocka_unit_test(test_refused_values),
         cmocka_unit_test(test_guarantee_within_allocation),

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# carved_gpus.sh - slices made on some of the node's GPUs (the create request's "gpus"), on a
+# simulated node of two: a slice's memory and compute apply on its GPUs only, so two slices
+# each guaranteeing 60%+ on different GPUs are both made, while a third on a GPU already
+# guaranteed 60% is refused (guarantees on one GPU add up to 100% at most), and one on every
+# GPU is refused where any of them is full; bad "gpus" are refused saying why; a restart
+# adopts the slices on their GPUs, and the log does not call the node's other GPUs new.
+#
+#   BUILD=build bash tests/e2e/carved_gpus.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+# shellcheck source=tests/e2e/private_carved.bash
+. tests/e2e/private_carved.bash
+export CARVE_SIM_DEVICES=2 CARVE_SIM_MEMORY=8GiB
+U1=${CARVE_SIM_UUIDS#*,}
+# names of this run's own: a carved that drops a slice leaves its objects in /dev/shm
+A=gpus-a-$$ B=gpus-b-$$ C=gpus-c-$$ ALL=gpus-all-$$ CAP=gpus-cap-$$
+cleanup_extra() {
+    local n
+    for n in "$A" "$B" "$C" "$ALL" "$CAP"; do rm -f /dev/shm/carve.d."$n".*; done
+}
+
+# create JSON-FIELDS: one create request to carved (root's: an admin's); prints "ok" or the
+# error
+create() {
+    python3 - "$CARVE_SOCKET" "$1" <<'EOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(('{"op":"create",%s}\n' % sys.argv[2]).encode())
+buf = b""
+while not buf.endswith(b"\n"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+r = json.loads(buf)
+print("ok" if r.get("ok") else r.get("error", "?"))
+EOF
+}
+
+# devices SLICE: its GPUs in carve slice list --json, "index:cap:compute" each
+devices() {
+    "$CARVE" slice list --json | python3 -c '
+import json, sys
+s = [x for x in json.load(sys.stdin) if x["name"] == sys.argv[1]]
+print(" ".join("%d:%d:%s" % (d["index"], d["memory_cap"], d["compute"]) for d in s[0]["devices"]) if s else "missing")' "$1"
+}
+
+start_carved 200ms
+
+out=$(create "\"name\":\"$A\",\"compute\":\"60%+\",\"gpus\":[0]")
+check "a slice guaranteeing 60%+ on GPU 0 (gpus [0]) is made: $out" '[ "$out" = ok ]'
+out=$(create "\"name\":\"$B\",\"compute\":\"60%+\",\"memory\":\"1GiB\",\"gpus\":[\"$U1\"]")
+check "another guaranteeing 60%+ on GPU 1 (by UUID) is made too: $out" '[ "$out" = ok ]'
+a=$(devices "$A") b=$(devices "$B")
+check "each is on its GPU only, its cap and share there ($A: $a; $B: $b)" \
+    '[ "$a" = "0:0:60%+" ] && [ "$b" = "1:1073741824:60%+" ]'
+out=$(create "\"name\":\"$C\",\"compute\":\"50%+\",\"gpus\":[1]")
+check "a third guaranteeing 50%+ on GPU 1 is refused, 110% there: $out" \
+    '[[ $out == "GPU 1: "*"60.00%"* ]] && [ "$(devices "$C")" = missing ]'
+out=$(create "\"name\":\"$ALL\",\"compute\":\"50%+\"")
+check "one guaranteeing 50%+ on every GPU (no gpus) is refused too: $out" \
+    '[[ $out == "GPU "*"60.00%"* ]] && [ "$(devices "$ALL")" = missing ]'
+out=$(create "\"name\":\"$C\",\"compute\":\"40%+\",\"gpus\":[1]")
+check "40%+ more on GPU 1 fits (100%): $out" '[ "$out" = ok ] && [ "$(devices "$C")" = "1:0:40%+" ]'
+out=$(create "\"name\":\"$CAP\",\"memory\":\"0=1GiB\",\"gpus\":[1]")
+check "memory naming a GPU not in gpus is refused: $out" \
+    '[[ $out == *"names GPU 0, which is not one of the slice'"'"'s \`gpus'"'"'"* ]]'
+bad_ok=0
+for req in '"gpus":[7]|this node has no GPU 7' '"gpus":["GPU-00000000-0000-4000-8000-000000000000"]|this node has no GPU GPU-0000' \
+    '"gpus":[0,0]|names GPU 0 twice' '"gpus":[]|must be a list' '"gpus":"0"|must be a list' \
+    '"gpus":[true]|neither a GPU index nor a UUID'; do
+    out=$(create "\"name\":\"$CAP\",${req%%|*}")
+    echo "    ${req%%|*}: $out"
+    [[ $out == *"${req#*|}"* ]] || bad_ok=1
+done
+check "bad gpus are refused, saying why" '[ "$bad_ok" -eq 0 ] && [ "$(devices "$CAP")" = missing ]'
+
+stop_carved
+start_carved 200ms
+a=$(devices "$A") b=$(devices "$B")
+check "after a restart the slices are adopted on their GPUs ($a; $b)" \
+    '[ "$a" = "0:0:60%+" ] && [ "$b" = "1:1073741824:60%+" ]'
+check "the log does not call the node's other GPUs new to the slices" \
+    '! grep -q "came after the slice was made" "$work/carved.log"'
+saved=$(python3 -c 'import json,sys; print(sorted((s["name"], s["chosen_gpus"]) for s in json.load(open(sys.argv[1]))["slices"]))' \
+    "$work/state/slices.json")
+check "slices.json records that they were made on chosen GPUs: $saved" \
+    '[[ $saved == *"True"* ]] && [[ $saved != *"False"* ]]'
+out=$(create "\"name\":\"$ALL\",\"compute\":\"50%+\"")
+check "their guarantees still hold room after the restart: $out" '[[ $out == "GPU "*"%"* ]]'
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
