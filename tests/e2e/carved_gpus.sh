@@ -77,7 +77,7 @@ for req in '"gpus":[7]|this node has no GPU 7' '"gpus":["GPU-00000000-0000-4000-
     echo "    ${req%%|*}: $out"
     [[ $out == *"${req#*|}"* ]] || bad_ok=1
 done
-check "bad gpus are refused, saying why" '[ "$bad_ok" -eq 0 ] && [ "$(devices "$CAP")" = missing ]'
+check "bad gpus are refused, saying why" "[ $bad_ok -eq 0 ]"' && [ "$(devices "$CAP")" = missing ]'
 
 stop_carved
 start_carved 200ms

@@ -294,7 +294,7 @@ CUDA_VISIBLE_DEVICES=$g1a expect 2 "$g1a (held by a carve run)" run --mode mig -
 touch "$state_dir/held.stop"
 wait "$h1" "$h2"
 # what is not a device list is refused, not guessed
-CUDA_VISIBLE_DEVICES= expect 2 "CUDA_VISIBLE_DEVICES is empty, which hides every GPU" run --mode mig --simulate -- true
+CUDA_VISIBLE_DEVICES='' expect 2 "CUDA_VISIBLE_DEVICES is empty, which hides every GPU" run --mode mig --simulate -- true
 CUDA_VISIBLE_DEVICES=7 expect 2 "CUDA_VISIBLE_DEVICES=7 names GPU 7, which this machine does not have" run --mode mig --simulate -- true
 CUDA_VISIBLE_DEVICES=first expect 2 "CUDA_VISIBLE_DEVICES=first: \`first' is not a GPU index as nvidia-smi numbers them" run --mode mig --simulate -- true
 CUDA_VISIBLE_DEVICES=0,,1 expect 2 "has an empty entry" run --mode mig --simulate -- true

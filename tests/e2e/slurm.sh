@@ -478,6 +478,7 @@ node_up() { sinfo -h -n "$NODE" -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'
 start_node() {
     if [ -n "$slurmd_pid" ] && kill "$slurmd_pid" 2>/dev/null; then wait "$slurmd_pid" 2>/dev/null; fi
     start_slurmd "$@"
+    # shellcheck disable=SC2163 # the arguments are NAME=VALUE words, exported as such
     export "$@"
     wait_for 300 node_up
 }
