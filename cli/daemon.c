@@ -158,9 +158,28 @@ static json_t *name_list(const char *s)
     return a;
 }
 
+/* Whether s is a comma list of GPU indices or GPU-UUIDs, none empty: what --gpus takes. */
+static bool gpu_list_ok(const char *s)
+{
+    for (;;) {
+        s += strspn(s, " \t");
+        size_t n = strcspn(s, ","), word = n;
+        while (word > 0 && (s[word - 1] == ' ' || s[word - 1] == '\t'))
+            word--;
+        bool index = word > 0 && word <= 9 && strspn(s, "0123456789") == word;
+        bool uuid = word > 4 && strncmp(s, "GPU-", 4) == 0 &&
+                    strspn(s + 4, "0123456789abcdefABCDEF-") == word - 4;
+        if (!index && !uuid)
+            return false;
+        if (s[n] != ',')
+            return true;
+        s += n + 1;
+    }
+}
+
 static const char slice_help[] =
     "usage: carve slice create NAME [--memory SPEC] [--compute SHARE] [--priority CLASS]\n"
-    "                   [--users U,U...] [--groups G,G...]\n"
+    "                   [--users U,U...] [--groups G,G...] [--gpus GPU,GPU...]\n"
     "       carve slice list [--json|-j]\n"
     "       carve slice delete NAME\n"
     "\n"
@@ -168,6 +187,9 @@ static const char slice_help[] =
     "included) and any number of `carve run --slice NAME` commands run in them together,\n"
     "sharing the cap. --memory, --compute and --priority take what carve run takes.\n"
     "--users and --groups name who else may run in the slice (names or numbers).\n"
+    "--gpus puts the slice on those of the node's GPUs only (indices as carve ps lists\n"
+    "them, or GPU-UUIDs): its cap, share and guarantee apply there, and a guarantee is\n"
+    "counted against theirs alone. Without it, the slice is on every GPU.\n"
     "The socket is CARVE_SOCKET (default /run/carve/carved.sock).\n";
 
 /* carve run's checks of --memory, --compute and --priority, made before carved is asked, so
@@ -193,13 +215,14 @@ static int slice_create(int argc, char **argv)
     static const struct option longopts[] = {
         {"memory", required_argument, NULL, 'm'}, {"compute", required_argument, NULL, 'c'},
         {"priority", required_argument, NULL, 'p'}, {"users", required_argument, NULL, 'u'},
-        {"groups", required_argument, NULL, 'g'}, {NULL, 0, NULL, 0},
+        {"groups", required_argument, NULL, 'g'}, {"gpus", required_argument, NULL, 'G'},
+        {NULL, 0, NULL, 0},
     };
     json_t *req = json_pack("{s:s}", "op", "create");
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":m:c:p:u:g:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":m:c:p:u:g:G:", longopts, NULL)) != -1) {
         const char *key = c == 'm' ? "memory" : c == 'c' ? "compute" : c == 'p' ? "priority" : NULL;
         if (key && check_setting(c, optarg)) {
             json_decref(req);
@@ -209,7 +232,14 @@ static int slice_create(int argc, char **argv)
             json_object_set_new(req, key, json_string(optarg));
         else if (c == 'u' || c == 'g')
             json_object_set_new(req, c == 'u' ? "users" : "groups", name_list(optarg));
-        else {
+        else if (c == 'G' && gpu_list_ok(optarg))
+            json_object_set_new(req, "gpus", name_list(optarg)); /* carved knows the GPUs */
+        else if (c == 'G') {
+            json_decref(req);
+            return usage_error("slice create", "--gpus `%s' is not a comma list of GPU indices "
+                               "or GPU-UUIDs (e.g. 0,1 or GPU-8e6f...; carve ps lists them)",
+                               optarg);
+        } else {
             json_decref(req);
             if (c == ':')
                 return usage_error("slice create", "option `%s' needs a value", argv[optind - 1]);

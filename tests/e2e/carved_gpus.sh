@@ -15,10 +15,10 @@ cd "$(dirname "$0")/../.." || exit 2
 export CARVE_SIM_DEVICES=2 CARVE_SIM_MEMORY=8GiB
 U1=${CARVE_SIM_UUIDS#*,}
 # names of this run's own: a carved that drops a slice leaves its objects in /dev/shm
-A=gpus-a-$$ B=gpus-b-$$ C=gpus-c-$$ ALL=gpus-all-$$ CAP=gpus-cap-$$
+A=gpus-a-$$ B=gpus-b-$$ C=gpus-c-$$ ALL=gpus-all-$$ CAP=gpus-cap-$$ CLI=gpus-cli-$$
 cleanup_extra() {
     local n
-    for n in "$A" "$B" "$C" "$ALL" "$CAP"; do rm -f /dev/shm/carve.d."$n".*; done
+    for n in "$A" "$B" "$C" "$ALL" "$CAP" "$CLI"; do rm -f /dev/shm/carve.d."$n".*; done
 }
 
 # create JSON-FIELDS: one create request to carved (root's: an admin's); prints "ok" or the
@@ -92,6 +92,23 @@ check "slices.json records that they were made on chosen GPUs: $saved" \
     '[[ $saved == *"True"* ]] && [[ $saved != *"False"* ]]'
 out=$(create "\"name\":\"$ALL\",\"compute\":\"50%+\"")
 check "their guarantees still hold room after the restart: $out" '[[ $out == "GPU "*"%"* ]]'
+
+# the same through carve slice create --gpus
+out=$("$CARVE" slice create "$CLI" --compute 50%+ --gpus 0 2>&1)
+check "carve slice create --gpus 0 --compute 50%+ beside the 60%+ there: refused, status 1 ($out)" \
+    "[ $? -eq 1 ]"' && [[ $out == *"GPU 0: "*"60.00%"* ]] && [ "$(devices "$CLI")" = missing ]'
+out=$("$CARVE" slice create "$CLI" --compute 40% --memory 1GiB --gpus " $U1 " 2>&1)
+check "carve slice create --gpus UUID --compute 40% (a cap; GPU 1's guarantees are full): on GPU 1 alone ($out; $(devices "$CLI"))" \
+    '[ "$(devices "$CLI")" = "1:1073741824:40%" ]'
+"$CARVE" slice delete "$CLI" >/dev/null 2>&1
+out=$("$CARVE" slice create "$CLI" --gpus 0,7 2>&1)
+check "carve slice create --gpus 0,7: carved names the GPU it lacks, status 1 ($out)" \
+    "[ $? -eq 1 ]"' && [[ $out == *"this node has no GPU 7"* ]]'
+for bad in "" "0,,1" "first" "-1" "GPU-" "GPU-xyz"; do
+    out=$("$CARVE" slice create "$CLI" --gpus "$bad" 2>&1)
+    check "carve slice create --gpus '$bad': status 2, nothing asked of carved ($out)" \
+        "[ $? -eq 2 ]"' && [[ $out == *"is not a comma list of GPU indices or GPU-UUIDs"* ]]'
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
