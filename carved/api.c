@@ -134,11 +134,8 @@ static json_t *read_gpus(const struct carved *d, json_t *a, struct carved_slice_
                     g = k;
         } else if (json_is_string(v)) {
             snprintf(what, sizeof(what), "%.60s", json_string_value(v));
-            for (int k = 0; k < d->ngpu && g < 0 && carve_uuid_parse(what, u) == 0; k++) {
-                uint8_t mine[16];
-                if (carve_uuid_parse(d->gpus[k].uuid, mine) == 0 && memcmp(mine, u, 16) == 0)
-                    g = k;
-            }
+            if (carve_uuid_parse(what, u) == 0)
+                g = registry_gpu_of_uuid(d, u);
         } else {
             return fail("%s", "`gpus' holds something that is neither a GPU index nor a UUID");
         }

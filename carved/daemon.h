@@ -89,6 +89,8 @@ bool registry_may_manage(const struct carved *d, const struct dslice *s, uid_t u
 bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid);
 /* How many slices uid owns (made through the socket, not the config). */
 int registry_owned(const struct carved *d, uid_t uid);
+/* The node's GPU whose UUID is uuid (an index into d->gpus), or -1. */
+int registry_gpu_of_uuid(const struct carved *d, const uint8_t uuid[16]);
 const char *registry_origin_name(int origin);
 
 /* monitor.c */

@@ -186,10 +186,9 @@ static int chosen_gpus(const struct carved *d, const struct carved_slice_conf *r
 {
     int n = 0;
     for (int g = 0; g < d->ngpu; g++) {
-        uint8_t u[16];
         bool named = req->ngpus == 0;
-        for (int k = 0; k < req->ngpus && !named && carve_uuid_parse(d->gpus[g].uuid, u) == 0; k++)
-            named = memcmp(u, req->gpus[k], 16) == 0;
+        for (int k = 0; k < req->ngpus && !named; k++)
+            named = carve_uuid_is(d->gpus[g].uuid, req->gpus[k]);
         if (named)
             out[n++] = d->gpus[g];
     }
@@ -403,14 +402,11 @@ static bool objects_ours(const struct carve_slice *h, char *why, size_t len)
     return false;
 }
 
-/* The node's GPU whose UUID is uuid (an index into d->gpus), or -1. */
-static int gpu_of_uuid(const struct carved *d, const uint8_t uuid[16])
+int registry_gpu_of_uuid(const struct carved *d, const uint8_t uuid[16])
 {
-    for (int g = 0; g < d->ngpu; g++) {
-        uint8_t u[16];
-        if (carve_uuid_parse(d->gpus[g].uuid, u) == 0 && memcmp(u, uuid, 16) == 0)
+    for (int g = 0; g < d->ngpu; g++)
+        if (carve_uuid_is(d->gpus[g].uuid, uuid))
             return g;
-    }
     return -1;
 }
 
@@ -419,7 +415,7 @@ static int gpu_of_uuid(const struct carved *d, const uint8_t uuid[16])
  * for the slice record (for the log when the GPU comes back). */
 static void place_gpu(const struct carved *d, struct dslice *s, int k, int made_as)
 {
-    int g = gpu_of_uuid(d, s->spec.dev[k].uuid);
+    int g = registry_gpu_of_uuid(d, s->spec.dev[k].uuid);
     s->gone[k] = g < 0;
     s->spec.dev[k].index = g < 0 ? made_as : (int)d->gpus[g].index;
 }

@@ -32,6 +32,12 @@ int carve_uuid_parse(const char *text, unsigned char out[16])
     return *s == '\0' ? 0 : -1;
 }
 
+int carve_uuid_is(const char *text, const unsigned char uuid[16])
+{
+    unsigned char u[16];
+    return carve_uuid_parse(text, u) == 0 && memcmp(u, uuid, 16) == 0;
+}
+
 void carve_uuid_format(const unsigned char u[16], char *buf, size_t len)
 {
     snprintf(buf, len,

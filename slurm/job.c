@@ -453,11 +453,9 @@ static int job_gpus_read(const struct carve_job_conf *conf, const struct carve_j
 /* Which of the job's GPUs has this UUID: its place in jg, or -1. */
 static int job_gpu_of_uuid(const struct job_gpus *jg, const uint8_t uuid[16])
 {
-    for (int k = 0; k < jg->n; k++) {
-        uint8_t u[16];
-        if (carve_uuid_parse(jg->gpu[k].uuid, u) == 0 && memcmp(u, uuid, 16) == 0)
+    for (int k = 0; k < jg->n; k++)
+        if (carve_uuid_is(jg->gpu[k].uuid, uuid))
             return k;
-    }
     return -1;
 }
 

@@ -114,6 +114,11 @@ static void test_uuid_parse(void **state)
     assert_int_equal(u[15], 0xff);
     assert_int_equal(carve_uuid_parse("MIG-00112233-4455-6677-8899-aabbccddeeff", u), -1);
     assert_int_equal(carve_uuid_parse("GPU-0011", u), -1);
+    /* the comparison carved and the Slurm plugin find GPUs by */
+    assert_int_equal(carve_uuid_parse("GPU-00112233-4455-6677-8899-aabbccddeeff", u), 0);
+    assert_true(carve_uuid_is("GPU-00112233-4455-6677-8899-AABBCCDDEEFF", u));
+    assert_false(carve_uuid_is("GPU-00112233-4455-6677-8899-aabbccddeefe", u));
+    assert_false(carve_uuid_is("GPU-0011", u));
 }
 
 /* A driver whose cuGetProcAddress hands out internal addresses still gets our wrappers. */
