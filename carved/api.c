@@ -115,6 +115,7 @@ static json_t *copy_field(json_t *req, const char *key, char *out, size_t len)
  * by UUID, each once; absent: every GPU. NULL, or the refusal. */
 static json_t *read_gpus(const struct carved *d, json_t *a, struct carved_slice_conf *c)
 {
+    struct carve_gpu_ref refs[CARVE_SLICE_MAX_DEVICES];
     size_t i;
     json_t *v;
     c->ngpus = 0;
@@ -123,31 +124,31 @@ static json_t *read_gpus(const struct carved *d, json_t *a, struct carved_slice_
     if (!json_is_array(a) || json_array_size(a) == 0)
         return fail("%s", "`gpus' must be a list of the node's GPUs the slice is on, each an "
                           "index or a UUID (\"GPU-...\"); leave it out for every GPU");
+    _Static_assert(CARVE_SLICE_MAX_DEVICES == 16, "the refusal below says 16");
+    if (json_array_size(a) > CARVE_SLICE_MAX_DEVICES)
+        return fail("%s", "`gpus' names more GPUs than the 16 a slice may be on");
     json_array_foreach(a, i, v) {
-        char what[64] = "";
-        int g = -1;
-        uint8_t u[16];
-        if (json_is_integer(v)) {
+        struct carve_gpu_ref *r = &refs[i];
+        memset(r, 0, sizeof(*r));
+        if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+            json_integer_value(v) <= INT_MAX)
+            r->index = (int)json_integer_value(v);
+        else if (json_is_integer(v)) {
+            char what[32];
             snprintf(what, sizeof(what), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-            for (int k = 0; k < d->ngpu && g < 0; k++)
-                if ((json_int_t)d->gpus[k].index == json_integer_value(v))
-                    g = k;
-        } else if (json_is_string(v)) {
-            snprintf(what, sizeof(what), "%.60s", json_string_value(v));
-            if (carve_uuid_parse(what, u) == 0)
-                g = registry_gpu_of_uuid(d, u);
-        } else {
-            return fail("%s", "`gpus' holds something that is neither a GPU index nor a UUID");
-        }
-        if (g < 0)
             return fail("`gpus': this node has no GPU %s (carve ps lists its GPUs)", what);
-        if (carve_uuid_parse(d->gpus[g].uuid, u) < 0)
-            return fail("`gpus': GPU %s has a UUID carve cannot read", what);
-        for (int k = 0; k < c->ngpus; k++)
-            if (memcmp(c->gpus[k], u, 16) == 0)
-                return fail("`gpus' names GPU %s twice", what);
-        memcpy(c->gpus[c->ngpus++], u, 16);
+        }
+        else if (json_is_string(v) && carve_uuid_parse(json_string_value(v), r->uuid) == 0)
+            r->index = -1;
+        else if (json_is_string(v))
+            return fail("`gpus': this node has no GPU %.60s (carve ps lists its GPUs)",
+                        json_string_value(v));
+        else
+            return fail("%s", "`gpus' holds something that is neither a GPU index nor a UUID");
     }
+    char why[160];
+    if (registry_gpus_named(d, refs, (int)json_array_size(a), c, why, sizeof(why)) < 0)
+        return fail("`gpus': %s", why);
     return NULL;
 }
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gpus.h"
 #include "slice.h"
 
 #define CARVED_NAME_MAX CARVE_SLICE_NAME_MAX /* a slice's name, with its NUL */
@@ -42,6 +43,10 @@ struct carved_slice_conf {
     /* the GPUs the slice is on, by UUID (the API's "gpus"); ngpus 0: every GPU of the node */
     uint8_t gpus[CARVE_SLICE_MAX_DEVICES][16];
     int ngpus;
+    /* the config's `gpus', as written: carved finds them among the node's GPUs (into gpus)
+       when it starts, for the config is read before NVML (carved --check-config) */
+    struct carve_gpu_ref gpu_refs[CARVE_SLICE_MAX_DEVICES];
+    int ngpu_refs;
 };
 
 struct carved_config {

@@ -58,7 +58,8 @@ struct conf_key {
 };
 
 static conf_parse_fn parse_socket, parse_abspath, parse_listen, parse_duration, parse_enum,
-    parse_bool, parse_users, parse_groups, parse_memory, parse_compute, parse_priority;
+    parse_bool, parse_users, parse_groups, parse_memory, parse_compute, parse_priority,
+    parse_gpus;
 
 static const struct conf_word idle_words[] = {
     {"report", CARVED_POLICY_REPORT}, {"reclaim", CARVED_POLICY_RECLAIM}, {NULL, 0}};
@@ -102,6 +103,8 @@ static const struct conf_key conf_keys[] = {
      .parse = parse_users},
     {.name = "groups", SLICE(groups), .count = offsetof(struct carved_slice_conf, ngroups),
      .parse = parse_groups},
+    {.name = "gpus", SLICE(gpu_refs), .count = offsetof(struct carved_slice_conf, ngpu_refs),
+     .parse = parse_gpus},
     /* unset: -1, the node's idle_policy (set by new_slice) */
     {.name = "idle_policy", SLICE(idle_policy), .parse = parse_enum, .words = idle_words},
 };
@@ -486,6 +489,19 @@ static int parse_priority(const struct conf_key *k, const char *v, void *base, c
     if (check_length(k, v, why, whylen) < 0 || carve_parse_priority(v, &prio, why, whylen) < 0)
         return -EINVAL;
     return store_string(k, v, base, why, whylen);
+}
+
+/* Indices or UUIDs: which GPUs they are, carved learns from NVML when it starts. */
+static int parse_gpus(const struct conf_key *k, const char *v, void *base, char *why,
+                      size_t whylen)
+{
+    struct carve_gpu_ref refs[CARVE_SLICE_MAX_DEVICES];
+    int n = carve_gpu_refs_parse(v, refs, (int)(k->size / sizeof(refs[0])), why, whylen);
+    if (n < 0)
+        return n;
+    memcpy(field(base, k), refs, (size_t)n * sizeof(refs[0]));
+    *(int *)((char *)base + k->count) = n;
+    return 0;
 }
 
 void carved_config_defaults(struct carved_config *c)

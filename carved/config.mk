@@ -18,7 +18,7 @@ TEST_TARGETS += $(TEST_CONFIG)
 # is set here too in case this file is read first (the same value).
 FUZZ_DIR ?= $(BUILD)/fuzz
 FUZZ_CONFIG_SRC := tests/fuzz/fuzz_config.c carved/config.c common/size.c common/compute.c \
-	common/slice.c common/proc.c
+	common/slice.c common/proc.c common/uuid.c
 
 $(FUZZ_DIR)/fuzz_config: $(FUZZ_CONFIG_SRC) carved/carved.h common/size.h common/compute.h common/slice.h
 	@mkdir -p $(dir $@)

@@ -91,6 +91,10 @@ bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid);
 int registry_owned(const struct carved *d, uid_t uid);
 /* The node's GPU whose UUID is uuid (an index into d->gpus), or -1. */
 int registry_gpu_of_uuid(const struct carved *d, const uint8_t uuid[16]);
+/* c's gpus from the GPUs refs name (carve slice create --gpus, the config's gpus): 0, or
+ * -ENODEV/-EINVAL with which one this node lacks or which is named twice in err. */
+int registry_gpus_named(const struct carved *d, const struct carve_gpu_ref *refs, int n,
+                        struct carved_slice_conf *c, char *err, size_t errlen);
 const char *registry_origin_name(int origin);
 
 /* monitor.c */

@@ -410,6 +410,34 @@ int registry_gpu_of_uuid(const struct carved *d, const uint8_t uuid[16])
     return -1;
 }
 
+int registry_gpus_named(const struct carved *d, const struct carve_gpu_ref *refs, int n,
+                        struct carved_slice_conf *c, char *err, size_t errlen)
+{
+    c->ngpus = 0;
+    for (int i = 0; i < n; i++) {
+        char what[48];
+        uint8_t u[16];
+        carve_gpu_ref_text(&refs[i], what, sizeof(what));
+        int g = carve_gpu_ref_find(&refs[i], d->gpus, d->ngpu);
+        if (g < 0) {
+            snprintf(err, errlen, "this node has no GPU %s (carve ps lists its GPUs)", what);
+            return -ENODEV;
+        }
+        if (carve_uuid_parse(d->gpus[g].uuid, u) < 0) {
+            snprintf(err, errlen, "GPU %s has a UUID carve cannot read", what);
+            return -EINVAL;
+        }
+        for (int k = 0; k < c->ngpus; k++)
+            if (memcmp(c->gpus[k], u, 16) == 0) {
+                snprintf(err, errlen, "names GPU %s twice (an index and its UUID are one "
+                         "GPU)", what);
+                return -EINVAL;
+            }
+        memcpy(c->gpus[c->ngpus++], u, 16);
+    }
+    return 0;
+}
+
 /* Slice GPU k of s (its UUID filled) at the index the node gives its UUID now, or gone: it
  * then keeps made_as, the index it had when the slice was made, which objects made again
  * for the slice record (for the log when the GPU comes back). */
@@ -716,11 +744,29 @@ static void adopt(struct carved *d, json_t *o)
                  (pid_t)creator);
 }
 
+/* Whether kept is on the GPUs the config's section names (c->gpus, found among the node's
+ * GPUs), or on every GPU where it names none. */
+static bool on_config_gpus(const struct dslice *kept, const struct carved_slice_conf *c)
+{
+    if (!c->ngpus || !kept->chosen_gpus)
+        return !c->ngpus && !kept->chosen_gpus;
+    if (kept->spec.ndev != c->ngpus)
+        return false;
+    for (int k = 0; k < kept->spec.ndev; k++) {
+        bool named = false;
+        for (int j = 0; j < c->ngpus && !named; j++)
+            named = memcmp(c->gpus[j], kept->spec.dev[k].uuid, 16) == 0;
+        if (!named)
+            return false;
+    }
+    return true;
+}
+
 /* A config slice kept from before a restart, against its section as the config now has it.
  * Who may join and the idle policy are carved's own books: they follow the config. The caps
  * and share are in the slice's terms, which its running tenants read: they stay, and the log
  * says how to apply the new ones. */
-static void follow_config(struct dslice *s, const struct carved_slice_conf *c)
+static void follow_config(struct dslice *s, const struct carved_slice_conf *c, bool gpus_found)
 {
     if (s->origin != ORIGIN_CONFIG)
         return;
@@ -738,6 +784,11 @@ static void follow_config(struct dslice *s, const struct carved_slice_conf *c)
                    "it lives: `carve slice delete %s' and restart carved to make it anew",
                    s->name, c->line, c->memory, c->compute, c->priority, s->memory, s->compute,
                    s->priority, s->name);
+    if (gpus_found && !on_config_gpus(s, c))
+        carved_log("slice %s: the config (line %d) puts it on other GPUs than the slice kept "
+                   "from before is on (carve slice list shows them); it stays on those while "
+                   "it lives: `carve slice delete %s' and restart carved to move it", s->name,
+                   c->line, s->name);
 }
 
 int registry_load(struct carved *d, char *err, size_t errlen)
@@ -766,14 +817,27 @@ int registry_load(struct carved *d, char *err, size_t errlen)
         return -EINVAL;
     }
     for (int i = 0; i < d->conf.nslices; i++) {
-        const struct carved_slice_conf *c = &d->conf.slices[i];
+        struct carved_slice_conf *c = &d->conf.slices[i];
         struct dslice *kept = registry_find(d, c->name);
+        char why[768] = "";
+        if (c->ngpu_refs &&
+            registry_gpus_named(d, c->gpu_refs, c->ngpu_refs, c, why, sizeof(why)) < 0 &&
+            !kept) {
+            snprintf(err, errlen, "the config's [slice %s] (line %d): gpus: %s", c->name,
+                     c->line, why);
+            return -EINVAL;
+        }
         if (kept) {
-            follow_config(kept, c);
+            if (why[0]) /* a GPU gone since: the slice kept lists it as gone */
+                carved_log("slice %s: the config's gpus (line %d): %s", c->name, c->line, why);
+            follow_config(kept, c, !why[0]);
             continue;
         }
-        if (registry_create(d, c, ORIGIN_CONFIG, geteuid(), 0, err, errlen) < 0)
+        if (registry_create(d, c, ORIGIN_CONFIG, geteuid(), 0, why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "the config's [slice %s] (line %d): %s", c->name, c->line,
+                     why);
             return -EINVAL;
+        }
     }
     return registry_save(d, err, errlen);
 }

@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "compute.h"
+#include "gpus.h"
 #include "size.h"
 #include "slice.h"
 
@@ -158,23 +159,22 @@ static json_t *name_list(const char *s)
     return a;
 }
 
-/* Whether s is a comma list of GPU indices or GPU-UUIDs, none empty: what --gpus takes. */
-static bool gpu_list_ok(const char *s)
+/* --gpus as the create request's "gpus": indices as numbers, UUIDs as text. NULL, with why,
+ * when it is not a list of them. */
+static json_t *gpu_list(const char *s, char *why, size_t whylen)
 {
-    for (;;) {
-        s += strspn(s, " \t");
-        size_t n = strcspn(s, ","), word = n;
-        while (word > 0 && (s[word - 1] == ' ' || s[word - 1] == '\t'))
-            word--;
-        bool index = word > 0 && word <= 9 && strspn(s, "0123456789") == word;
-        bool uuid = word > 4 && strncmp(s, "GPU-", 4) == 0 &&
-                    strspn(s + 4, "0123456789abcdefABCDEF-") == word - 4;
-        if (!index && !uuid)
-            return false;
-        if (s[n] != ',')
-            return true;
-        s += n + 1;
+    struct carve_gpu_ref refs[CARVE_SLICE_MAX_DEVICES];
+    int n = carve_gpu_refs_parse(s, refs, CARVE_SLICE_MAX_DEVICES, why, whylen);
+    if (n < 0)
+        return NULL;
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) {
+        char text[48];
+        carve_gpu_ref_text(&refs[i], text, sizeof(text));
+        json_array_append_new(a, refs[i].index >= 0 ? json_integer(refs[i].index)
+                                                    : json_string(text));
     }
+    return a;
 }
 
 static const char slice_help[] =
@@ -232,13 +232,14 @@ static int slice_create(int argc, char **argv)
             json_object_set_new(req, key, json_string(optarg));
         else if (c == 'u' || c == 'g')
             json_object_set_new(req, c == 'u' ? "users" : "groups", name_list(optarg));
-        else if (c == 'G' && gpu_list_ok(optarg))
-            json_object_set_new(req, "gpus", name_list(optarg)); /* carved knows the GPUs */
-        else if (c == 'G') {
-            json_decref(req);
-            return usage_error("slice create", "--gpus `%s' is not a comma list of GPU indices "
-                               "or GPU-UUIDs (e.g. 0,1 or GPU-8e6f...; carve ps lists them)",
-                               optarg);
+        else if (c == 'G') { /* carved knows which GPUs the node has */
+            char why[256];
+            json_t *gpus = gpu_list(optarg, why, sizeof(why));
+            if (!gpus) {
+                json_decref(req);
+                return usage_error("slice create", "--gpus %s", why);
+            }
+            json_object_set_new(req, "gpus", gpus);
         } else {
             json_decref(req);
             if (c == ':')

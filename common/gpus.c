@@ -236,3 +236,12 @@ int carve_spec_build(struct carve_slice_spec *spec, const char *name, const char
     }
     return 0;
 }
+
+int carve_gpu_ref_find(const struct carve_gpu_ref *r, const struct carve_gpu_info *gpus, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (r->index >= 0 ? gpus[k].index == (unsigned)r->index
+                          : carve_uuid_is(gpus[k].uuid, r->uuid))
+            return k;
+    return -1;
+}

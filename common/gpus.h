@@ -10,6 +10,7 @@
 
 #include "compute.h"
 #include "slice.h"
+#include "uuid.h"
 
 struct carve_gpu_info {
     unsigned index;
@@ -52,5 +53,8 @@ int carve_gpus_list_driver(const char *nvml_path, int simulate, struct carve_gpu
 int carve_spec_build(struct carve_slice_spec *spec, const char *name, const char *memory,
                      const struct carve_compute *compute, const struct carve_gpu_info *gpus,
                      int ngpu, char *err, size_t errlen);
+
+/* Which of gpus r names: its position there, or -1. */
+int carve_gpu_ref_find(const struct carve_gpu_ref *r, const struct carve_gpu_info *gpus, int n);
 
 #endif

@@ -16,9 +16,10 @@ export CARVE_SIM_DEVICES=2 CARVE_SIM_MEMORY=8GiB
 U1=${CARVE_SIM_UUIDS#*,}
 # names of this run's own: a carved that drops a slice leaves its objects in /dev/shm
 A=gpus-a-$$ B=gpus-b-$$ C=gpus-c-$$ ALL=gpus-all-$$ CAP=gpus-cap-$$ CLI=gpus-cli-$$
+CFG=gpus-cfg-$$ CFG2=gpus-cfg2-$$
 cleanup_extra() {
     local n
-    for n in "$A" "$B" "$C" "$ALL" "$CAP" "$CLI"; do rm -f /dev/shm/carve.d."$n".*; done
+    for n in "$A" "$B" "$C" "$ALL" "$CAP" "$CLI" "$CFG" "$CFG2"; do rm -f /dev/shm/carve.d."$n".*; done
 }
 
 # create JSON-FIELDS: one create request to carved (root's: an admin's); prints "ok" or the
@@ -104,11 +105,54 @@ check "carve slice create --gpus UUID --compute 40% (a cap; GPU 1's guarantees a
 out=$("$CARVE" slice create "$CLI" --gpus 0,7 2>&1)
 check "carve slice create --gpus 0,7: carved names the GPU it lacks, status 1 ($out)" \
     "[ $? -eq 1 ]"' && [[ $out == *"this node has no GPU 7"* ]]'
-for bad in "" "0,,1" "first" "-1" "GPU-" "GPU-xyz"; do
+for bad in "" "0,,1" "first" "-1" "GPU-" "GPU-xyz" "GPU-abc"; do
     out=$("$CARVE" slice create "$CLI" --gpus "$bad" 2>&1)
     check "carve slice create --gpus '$bad': status 2, nothing asked of carved ($out)" \
-        "[ $? -eq 2 ]"' && [[ $out == *"is not a comma list of GPU indices or GPU-UUIDs"* ]]'
+        "[ $? -eq 2 ]"' && [[ $out == *"--gpus \`"* ]] && [[ $out == *"is neither a GPU index"* || $out == *"has an empty entry"* ]]'
 done
+
+# the config's [slice NAME] sections take gpus too, found among the node's GPUs at the start
+stop_carved
+forget_state
+start_carved 200ms off "[slice $CFG]
+compute = 60%+
+gpus = 1
+[slice $CFG2]
+memory = 1GiB
+gpus = ${U1%,*}, 0
+"
+a=$(devices "$CFG") b=$(devices "$CFG2")
+check "config slices: gpus = 1 is on GPU 1 alone ($a), gpus = UUID-of-GPU-1, 0 on both ($b)" \
+    '[ "$a" = "1:0:60%+" ] && [ "$b" = "0:1073741824: 1:1073741824:" ]'
+out=$(create "\"name\":\"$C\",\"compute\":\"50%+\",\"gpus\":[0]")
+check "a guarantee of 50%+ on GPU 0 fits beside the config's 60%+ on GPU 1: $out" '[ "$out" = ok ]'
+stop_carved
+start_carved 200ms off "[slice $CFG]
+compute = 60%+
+gpus = 0
+[slice $CFG2]
+memory = 1GiB
+gpus = ${U1%,*}, 0
+"
+a=$(devices "$CFG")
+check "a restart whose config moves a kept slice to GPU 0 keeps it on GPU 1 ($a), and the log says how to move it" \
+    '[ "$a" = "1:0:60%+" ] && grep -q "slice $CFG: the config (line 2) puts it on other GPUs than the slice kept from before is on" "$work/carved.log"'
+check "a kept slice whose config names the same GPUs is not logged as moved" \
+    '! grep -q "slice $CFG2: the config (line 5) puts it" "$work/carved.log"'
+stop_carved
+forget_state
+printf 'poll_interval = 200ms\n[slice %s]\ngpus = 0, 7\n' "$CFG" >"$work/bad.conf"
+out=$(timeout 20 "$CARVED" --simulate --config "$work/bad.conf" --socket "$CARVE_SOCKET" \
+    --state-dir "$work/state" --listen off 2>&1)
+check "a config slice on a GPU the node lacks: carved does not start, status 2, saying which ($out)" \
+    "[ $? -eq 2 ]"' && [[ $out == *"the config'"'"'s [slice $CFG] (line 2): gpus: this node has no GPU 7"* ]]'
+out=$("$CARVED" --config "$work/bad.conf" --check-config 2>&1)
+check "carved --check-config takes gpus = 0, 7 (the node's GPUs are not read there): $out" \
+    "[ $? -eq 0 ]"
+printf '[slice %s]\ngpus = 0 1\n' "$CFG" >"$work/bad.conf"
+out=$("$CARVED" --config "$work/bad.conf" --check-config 2>&1)
+check "carved --check-config refuses gpus = 0 1, status 2 ($out)" \
+    "[ $? -eq 2 ]"' && [[ $out == *"bad.conf:2: gpus: \`0 1'"'"' is neither a GPU index"* ]]'
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

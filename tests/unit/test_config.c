@@ -27,8 +27,8 @@ static const char *const node_keys[] = {"socket",        "state_dir",  "listen",
                                         "poll_interval", "idle_after", "idle_policy",
                                         "escape_policy", "allow_user_slices", "admins",
                                         "admin_groups"};
-static const char *const slice_keys[] = {"memory", "compute", "priority",
-                                         "users",  "groups",  "idle_policy"};
+static const char *const slice_keys[] = {"memory", "compute", "priority", "users",
+                                         "groups", "gpus",    "idle_policy"};
 
 static struct carved_config conf; /* ~200 KiB: not on the stack */
 static struct carved_config defaults;
@@ -471,6 +471,46 @@ static void test_slice_specs(void **state)
     }
 }
 
+/* gpus: indices or UUIDs as written (carved finds them among the node's GPUs at its start) */
+static void test_slice_gpus(void **state)
+{
+    static const char uuid[] = "GPU-8e6f1a2b-0c3d-4e5f-8a9b-0c1d2e3f4a5b";
+    char text[256];
+    snprintf(text, sizeof(text), "[slice s]\ngpus = 1 ,%s, 0\n", uuid);
+    parse_ok(text);
+    const struct carved_slice_conf *s = &conf.slices[0];
+    assert_int_equal(s->ngpu_refs, 3);
+    assert_int_equal(s->gpu_refs[0].index, 1);
+    assert_int_equal(s->gpu_refs[1].index, -1);
+    assert_int_equal(s->gpu_refs[1].uuid[0], 0x8e);
+    assert_int_equal(s->gpu_refs[1].uuid[15], 0x5b);
+    assert_int_equal(s->gpu_refs[2].index, 0);
+    assert_int_equal(s->ngpus, 0); /* found among the node's GPUs by carved, not here */
+    parse_ok("[slice s]\ngpus = 15\n[slice t]\n");
+    assert_int_equal(conf.slices[0].ngpu_refs, 1);
+    assert_int_equal(conf.slices[1].ngpu_refs, 0); /* every GPU */
+
+    static const struct {
+        const char *value, *why;
+    } bad[] = {
+        {"", "has an empty entry"},
+        {"0,,1", "has an empty entry"},
+        {"0,", "has an empty entry"},
+        {"first", "`first' is neither a GPU index"},
+        {"-1", "`-1' is neither a GPU index"},
+        {"GPU-", "`GPU-' is neither"},
+        {"GPU-8e6f1a2b-0c3d-4e5f-8a9b-0c1d2e3f4a5", "is neither"},
+        {"1234567890", "`1234567890' is neither"},
+        {"0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", "more than 16 GPUs"},
+    };
+    for (size_t i = 0; i < COUNT(bad); i++)
+        PARSE_BAD(in_slice("gpus", bad[i].value), 2, ": gpus: ", bad[i].why);
+    /* a refused list leaves what the slice had */
+    PARSE_BAD("[slice s]\ngpus = 2\ngpus = x\n", 3, "`gpus' is set twice");
+    assert_int_equal(conf.slices[0].ngpu_refs, 1);
+    assert_int_equal(conf.slices[0].gpu_refs[0].index, 2);
+}
+
 static void test_slice_names(void **state)
 {
     char name63[64], name64[65], text[128];
@@ -835,6 +875,7 @@ int main(void)
         cmocka_unit_test(test_ids),
         cmocka_unit_test(test_id_limits),
         cmocka_unit_test(test_slice_specs),
+        cmocka_unit_test(test_slice_gpus),
         cmocka_unit_test(test_slice_names),
         cmocka_unit_test(test_duplicates),
         cmocka_unit_test(test_too_many_slices),
