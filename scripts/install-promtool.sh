@@ -14,7 +14,7 @@
 # Idempotent: a promtool on PATH, or a deps/bin/promtool that runs, is left alone. It does
 # not fail: where promtool cannot be had (no apt lists and neither root nor sudo without a
 # password to fetch them, no network, not Debian) it says so and exits 0, and the tests say
-# that promtool is missing (CI's .ci/run makes that a failure: tests/e2e/promtool.bash).
+# that promtool is missing (scripts/test.sh makes that a failure: tests/e2e/promtool.bash).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 

@@ -12,7 +12,7 @@
 # (tests/e2e/prometheus-alerts.test.yml: which alerts fire on given series) and lints the live
 # carved's /metrics (`promtool check metrics`; dashboard.sh lints its fixture's). Without
 # promtool these checks pass saying they were not run, or fail where CARVE_REQUIRE_PROMTOOL
-# is set (CI).
+# is set and not 0 (scripts/test.sh sets it, and so CI).
 #
 #   BUILD=build bash tests/e2e/prometheus_rules.sh
 set -uo pipefail

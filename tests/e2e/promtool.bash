@@ -7,8 +7,9 @@
 #                       empty where there is none
 #   promtool_missing TEXT
 #                       the check for a script without promtool: a pass saying what was not
-#                       run (TEXT), or a failure where CARVE_REQUIRE_PROMTOOL is set: CI's
-#                       .ci/run sets it, install-deps being there to provide promtool
+#                       run (TEXT), or a failure where CARVE_REQUIRE_PROMTOOL is set and
+#                       not 0: scripts/test.sh sets it, its install-deps being there to
+#                       provide promtool
 #   promtool_lint FILE  `promtool check metrics` on FILE (a /metrics body); true when it
 #                       finds nothing but DCGM_CAMEL. Sets lint_rc (promtool's status: 0
 #                       clean, 3 findings, 1 unreadable), lint_findings (what else it said,
@@ -30,8 +31,8 @@ if [ -z "${PROMTOOL:-}" ]; then
 fi
 
 promtool_missing() {
-    if [ -n "${CARVE_REQUIRE_PROMTOOL:-}" ]; then
-        bad "promtool is not installed, and CARVE_REQUIRE_PROMTOOL is set (scripts/install-deps.sh fetches it into deps/bin: see what it said): $1"
+    if [ "${CARVE_REQUIRE_PROMTOOL:-0}" != 0 ]; then
+        bad "promtool is not installed, and CARVE_REQUIRE_PROMTOOL is set, as scripts/test.sh sets it (scripts/install-deps.sh fetches it into deps/bin: see what it said; CARVE_REQUIRE_PROMTOOL=0 runs without it): $1"
     else
         ok "promtool is not installed here (bash scripts/install-promtool.sh fetches it): $1"
     fi
