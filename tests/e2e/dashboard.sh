@@ -2,12 +2,14 @@
 # san: yes
 # dashboard.sh - carved's HTTP side end to end, through tests/e2e/http_serve with a fixture
 # snapshot (two GPUs, three slices, one of them idle, one escape): 503 before the first
-# snapshot, /metrics and /api/state after it, 404 and 405, listen addresses refused with a
-# clear message; then, when chromium is installed, the dashboard rendered headless: the DOM
-# must show every slice with its memory, the idle slice and the escape; the page must follow
-# the node live (a slice made, memory used, the idle slice busy again, the escape gone, while
-# it runs); and a screenshot is kept (SCREENSHOT=PATH; default BUILD/test-logs/dashboard.png,
-# beside the test logs of tests/run-all.sh; e.g. docs/results/dashboard-sim.png).
+# snapshot, /metrics and /api/state after it (the names checked against Prometheus' rules, and
+# by `promtool check metrics` where tests/e2e/promtool.bash finds promtool), 404 and 405,
+# listen addresses refused with a clear message; then, when chromium is installed, the
+# dashboard rendered headless: the DOM must show every slice with its memory, the idle slice
+# and the escape; the page must follow the node live (a slice made, memory used, the idle
+# slice busy again, the escape gone, while it runs); and a screenshot is kept
+# (SCREENSHOT=PATH; default BUILD/test-logs/dashboard.png, beside the test logs of
+# tests/run-all.sh; e.g. docs/results/dashboard-sim.png).
 #
 #   BUILD=build bash tests/e2e/dashboard.sh
 #
@@ -36,6 +38,8 @@ finish() {
     [ "$failed" -eq 0 ]
     exit
 }
+# shellcheck source=tests/e2e/promtool.bash
+. tests/e2e/promtool.bash
 
 if [ ! -x "$SERVE" ]; then
     bad "$SERVE is not built (make $SERVE)"
@@ -271,6 +275,26 @@ if [ -z "$lint" ]; then
     ok "/metrics follows Prometheus' naming rules (HELP, TYPE, _total, base units, label sets)"
 else
     bad "/metrics breaks Prometheus' naming rules: $lint"
+fi
+
+# promtool's own lint of the same output, but for dcgm-exporter's camelCase modelName label on
+# the DCGM_FI_ families (tests/e2e/promtool.bash says why); a camelCase label on a carve_
+# family is still a finding
+if [ -n "${PROMTOOL:-}" ]; then
+    if promtool_lint "$dir/metrics"; then
+        ok "promtool check metrics: no finding but dcgm-exporter's modelName label on the DCGM_FI_ families (exit $lint_rc, $lint_dcgm such lines)"
+    else
+        bad "promtool check metrics: exit $lint_rc: ${lint_findings//$'\n'/; }"
+    fi
+    sed 's/^carve_slice_memory_used_bytes{slice=/carve_slice_memory_used_bytes{sliceName=/' "$dir/metrics" >"$dir/metrics-camel"
+    promtool_lint "$dir/metrics-camel"
+    if grep -qx "carve_slice_memory_used_bytes label names should be written in 'snake_case' not 'camelCase'" <<<"$lint_findings"; then
+        ok "promtool check metrics: a carve_ family's label sliceName is a finding (exit $lint_rc)"
+    else
+        bad "promtool check metrics: a carve_ family's label sliceName is not a finding (exit $lint_rc: ${lint_findings//$'\n'/; })"
+    fi
+else
+    promtool_missing "/metrics is not linted by promtool check metrics (Prometheus' naming rules are checked above)"
 fi
 
 fetch GET /api/state

@@ -6,9 +6,13 @@
 # is a family carved's /metrics exports (or Prometheus's own `up'), and every
 # {{ $labels.X }} its annotations use is a label the series of its expression carry, so that
 # the example alerts cannot drift from carved's names. A copy with a misspelt metric and one
-# with a misspelt label are each refused. Where promtool is installed it checks the file and
-# runs its unit tests (tests/e2e/prometheus-alerts.test.yml: which alerts fire on given
-# series); Debian's prometheus package has it, CI does not install it.
+# with a misspelt label are each refused. With promtool (tests/e2e/promtool.bash finds it:
+# on PATH, or in deps/bin, where scripts/install-deps.sh puts it from Debian 12's prometheus
+# package, so CI runs it) it checks the file, runs its unit tests
+# (tests/e2e/prometheus-alerts.test.yml: which alerts fire on given series) and lints the live
+# carved's /metrics (`promtool check metrics`; dashboard.sh lints its fixture's). Without
+# promtool these checks pass saying they were not run, or fail where CARVE_REQUIRE_PROMTOOL
+# is set and not 0 (scripts/test.sh sets it, and so CI).
 #
 #   BUILD=build bash tests/e2e/prometheus_rules.sh
 set -uo pipefail
@@ -16,6 +20,8 @@ cd "$(dirname "$0")/../.." || exit 2
 
 # shellcheck source=tests/e2e/private_carved.bash
 . tests/e2e/private_carved.bash
+# shellcheck source=tests/e2e/promtool.bash
+. tests/e2e/promtool.bash
 RULES=${RULES:-carved/prometheus-alerts.yml}
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -90,16 +96,22 @@ out=$(judge "$work/bad-label.yml" 2>&1)
 check "an annotation naming \$labels.slice_name (no such label) is caught ($(grep -m1 -v '^rules' <<<"$out"))" \
     "grep -q 'slice_name }} is not a label' <<<\"\$out\""
 
-if command -v promtool >/dev/null; then
-    out=$(promtool check rules "$RULES" 2>&1)
+if [ -n "${PROMTOOL:-}" ]; then
+    out=$("$PROMTOOL" check rules "$RULES" 2>&1)
     rc=$?
-    check "promtool check rules: exit $rc, $(tail -n 1 <<<"$out")" "[ $rc -eq 0 ] && [[ \"\$out\" == *SUCCESS* ]]"
-    out=$(cd tests/e2e && promtool test rules prometheus-alerts.test.yml 2>&1)
+    check "promtool check rules ($PROMTOOL): exit $rc, $(tail -n 1 <<<"$out")" "[ $rc -eq 0 ] && [[ \"\$out\" == *SUCCESS* ]]"
+    # rule_files in the test file are relative to it: promtool reads them from there
+    out=$("$PROMTOOL" test rules tests/e2e/prometheus-alerts.test.yml 2>&1)
     rc=$?
     check "promtool test rules (which alerts fire on given series): exit $rc" "[ $rc -eq 0 ]"
     [ $rc -eq 0 ] || head -n 20 <<<"$out"
+    if promtool_lint "$work/metrics"; then
+        ok "promtool check metrics on the live carved's /metrics: no finding but dcgm-exporter's modelName label on the DCGM_FI_ families (exit $lint_rc, $lint_dcgm such lines)"
+    else
+        bad "promtool check metrics on the live carved's /metrics: exit $lint_rc: ${lint_findings//$'\n'/; }"
+    fi
 else
-    ok "promtool is not installed here: the expressions' syntax and tests/e2e/prometheus-alerts.test.yml are not run (the names are checked)"
+    promtool_missing "the expressions' syntax, tests/e2e/prometheus-alerts.test.yml and the lint of /metrics are not run (the names are checked)"
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
