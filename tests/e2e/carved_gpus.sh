@@ -114,26 +114,20 @@ done
 # the config's [slice NAME] sections take gpus too, found among the node's GPUs at the start
 stop_carved
 forget_state
-start_carved 200ms off "[slice $CFG]
-compute = 60%+
-gpus = 1
-[slice $CFG2]
-memory = 1GiB
-gpus = ${U1%,*}, 0
-"
+# config_slices GPUS: $CFG guaranteeing 60%+ on GPUS, $CFG2 capped at 1GiB on GPU 1 (by UUID)
+# and GPU 0
+config_slices() {
+    printf '[slice %s]\ncompute = 60%%+\ngpus = %s\n[slice %s]\nmemory = 1GiB\ngpus = %s, 0\n' \
+        "$CFG" "$1" "$CFG2" "$U1"
+}
+start_carved 200ms off "$(config_slices 1)"
 a=$(devices "$CFG") b=$(devices "$CFG2")
 check "config slices: gpus = 1 is on GPU 1 alone ($a), gpus = UUID-of-GPU-1, 0 on both ($b)" \
     '[ "$a" = "1:0:60%+" ] && [ "$b" = "0:1073741824: 1:1073741824:" ]'
 out=$(create "\"name\":\"$C\",\"compute\":\"50%+\",\"gpus\":[0]")
 check "a guarantee of 50%+ on GPU 0 fits beside the config's 60%+ on GPU 1: $out" '[ "$out" = ok ]'
 stop_carved
-start_carved 200ms off "[slice $CFG]
-compute = 60%+
-gpus = 0
-[slice $CFG2]
-memory = 1GiB
-gpus = ${U1%,*}, 0
-"
+start_carved 200ms off "$(config_slices 0)"
 a=$(devices "$CFG")
 check "a restart whose config moves a kept slice to GPU 0 keeps it on GPU 1 ($a), and the log says how to move it" \
     '[ "$a" = "1:0:60%+" ] && grep -q "slice $CFG: the config (line 2) puts it on other GPUs than the slice kept from before is on" "$work/carved.log"'
