@@ -602,6 +602,10 @@ static void remake_saved(struct carved *d, const struct carved_slice_conf *req, 
     int r, n = saved_gpus(gpus, sg, why, sizeof(why));
     if (n >= 0) {
         r = remake_on_gpus(d, req, sg, n, chosen, origin, owner, creator, err, sizeof(err));
+    } else if (chosen) { /* made on the node's every GPU, it would hold room where it asked none */
+        r = -EINVAL;
+        snprintf(err, sizeof(err), "%s, and it was made on GPUs its request chose, which only "
+                 "they can say: make it again (carve slice create --gpus)", why);
     } else {
         carved_log("slice %s: %s: it is made again by GPU index, its memory `%s' read against "
                    "the GPUs as the node numbers them now", req->name, why,

@@ -30,12 +30,13 @@ REB=gpuset-reb-$$   # --memory 1=1GiB: capped on U1 only
 REB2=gpuset-reb2-$$ # --memory 2GiB: on U0 and U1
 OLD=gpuset-old-$$   # --memory 1=1GiB, its record stripped of its GPUs (an older carved's)
 BAD=gpuset-bad-$$   # --compute 30% --priority batch, its saved text then edited unparsable
+CHO=gpuset-cho-$$   # --gpus 1 --compute 40%+, its record's GPUs then made unreadable
 tenant=
 cleanup_extra() {
     # shellcheck disable=SC2086 # one pid or two
     [ -z "$tenant" ] || kill $tenant 2>/dev/null
     local n
-    for n in "$ONE" "$ALL" "$REB" "$REB2" "$OLD" "$BAD"; do rm -f /dev/shm/carve.d."$n".*; done
+    for n in "$ONE" "$ALL" "$REB" "$REB2" "$OLD" "$BAD" "$CHO"; do rm -f /dev/shm/carve.d."$n".*; done
 }
 
 # gpus SLICE: its devices in carve ps --json, "index:uuid:cap" each, then "gone:" and the
@@ -189,13 +190,15 @@ start_carved 200ms off
 "$CARVE" slice create "$REB" --memory 1=1GiB >/dev/null
 "$CARVE" slice create "$REB2" --memory 2GiB >/dev/null
 "$CARVE" slice create "$OLD" --memory 1=1GiB >/dev/null
+"$CARVE" slice create "$CHO" --gpus 1 --compute 40%+ >/dev/null
 stop_carved
 check "slices.json records each slice's GPUs by UUID" \
     "edit_state 'g = by[\"$REB\"][\"gpus\"]
 assert [(x[\"uuid\"], x[\"index\"], x[\"cap\"]) for x in g] == [(\"$U0\", 0, 0), (\"$U1\", 1, $GIB)], g'"
 edit_state "del by['$OLD']['gpus']" # as an older carved wrote it
+edit_state "by['$CHO']['gpus'] = 'x'"
 # shellcheck disable=SC2046 # kept gives two paths
-rm -f $(kept "$REB") $(kept "$REB2") $(kept "$OLD")
+rm -f $(kept "$REB") $(kept "$REB2") $(kept "$OLD") $(kept "$CHO")
 export CARVE_SIM_UUIDS=$U1,$U0 # renumbered: U1 is GPU 0
 start_carved 200ms off
 got=$(gpus "$REB")
@@ -232,6 +235,9 @@ check "a record without GPUs (an older carved's) is made by index ($got)" \
     "[ \"\$got\" = '0:$U1:0 1:$U0:$GIB gone:' ]"
 check "the log says so" \
     "grep -q \"slice $OLD: slices.json records no GPU UUIDs for it (written by an older carved): it is made again by GPU index\" \"\$work/carved.log\""
+got=$(gpus "$CHO")
+check "a slice made on chosen GPUs whose record's GPUs cannot be read is not made on every GPU ($got)" \
+    "[ \"\$got\" = missing ] && grep -q \"cannot make slice $CHO again: .*it was made on GPUs its request chose\" \"\$work/carved.log\""
 stop_carved
 check "slices.json records the GPUs of the slice made again" \
     "edit_state 'g = by[\"$REB\"][\"gpus\"]
