@@ -134,16 +134,13 @@ static void say_no_fd(int err, const char *what, char *why, size_t len)
              "files, or raise the limit (ulimit -n)", what, (unsigned long long)rl.rlim_cur);
 }
 
-/* carved's socket, connected, with its owner's uid in *daemon; -1 when nothing accepts
- * connections there: then carve works standalone and trusts any slice; NO_FD when the
- * process has no file descriptor left for a socket. */
-static int connect_carved(long *daemon)
+/* fd connected to path's socket, or -1; NO_FD when the process has no descriptor left. */
+static int connect_path(const char *path)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof(a.sun_path), "%s/carved.sock", CARVE_RUNDIR);
-    struct stat sb;
-    if (stat(a.sun_path, &sb) < 0 || !S_ISSOCK(sb.st_mode))
+    if (strlen(path) >= sizeof(a.sun_path))
         return -1;
+    strcpy(a.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return errno == EMFILE || errno == ENFILE ? NO_FD : -1;
@@ -151,7 +148,40 @@ static int connect_carved(long *daemon)
         close(fd);
         return -1;
     }
-    *daemon = (long)sb.st_uid;
+    return fd;
+}
+
+/* carved's socket, connected, with its owner's uid in *daemon; -1 when nothing accepts
+ * connections there: then carve works standalone and trusts any slice; NO_FD when the
+ * process has no file descriptor left for a socket. carved's is the node's socket,
+ * CARVE_RUNDIR/carved.sock, whose directory only root may write. CARVE_SOCKET (carve run's
+ * setting, which a tenant inherits and may change) names another only when root answers
+ * there: a carved of the tenant's own would vouch for slices of the tenant's making. */
+static int connect_carved(long *daemon)
+{
+    const char *other = getenv("CARVE_SOCKET");
+    if (other && *other) {
+        int fd = connect_path(other);
+        struct ucred peer;
+        socklen_t n = sizeof(peer);
+        if (fd == NO_FD)
+            return fd;
+        if (fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &n) == 0 &&
+            peer.uid == 0) {
+            *daemon = 0;
+            return fd;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    char node[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    snprintf(node, sizeof(node), "%s/carved.sock", CARVE_RUNDIR);
+    struct stat sb;
+    if (stat(node, &sb) < 0 || !S_ISSOCK(sb.st_mode))
+        return -1;
+    int fd = connect_path(node);
+    if (fd >= 0)
+        *daemon = (long)sb.st_uid;
     return fd;
 }
 
@@ -363,9 +393,14 @@ static int open_once(const char *shm, struct carve_slice **out, char *why, size_
     if (table_fd >= 0)
         close(table_fd); /* the mapping stays */
     if (r == -EACCES && fd < 0 && carveds_object(shm)) {
+        const char *other = getenv("CARVE_SOCKET");
         snprintf(why, len, "%s: the slice's table is carved's, and carved does not answer at "
-                 "%s/carved.sock: no GPU context will be created; start the command again "
-                 "once carved runs", err, CARVE_RUNDIR);
+                 "%s/carved.sock%s%s%s: no GPU context will be created; start the command "
+                 "again once carved runs", err, CARVE_RUNDIR,
+                 other && *other ? ", nor does a carved running as root at " : "",
+                 other && *other ? other : "",
+                 other && *other ? " (CARVE_SOCKET; libcarve trusts a carved elsewhere than "
+                                   "the node's socket only when it runs as root)" : "");
         return -EAGAIN;
     }
     if (r == -EACCES) {
