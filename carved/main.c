@@ -557,17 +557,19 @@ int main(int argc, char **argv)
     int lfd = listen_socket(d->conf.socket_path);
     if (lfd < 0)
         return 1;
-    if (registry_load(d, err, sizeof(err)) < 0) {
-        fprintf(stderr, "carved: %s\n", err);
-        close(lfd);
-        unlink(d->conf.socket_path);
-        return 2;
-    }
+    /* and the HTTP address: it serves "no snapshot yet" until the first poll */
     if (carved_http_start(d->conf.listen, err, sizeof(err)) < 0) {
         fprintf(stderr, "carved: %s\n", err);
         close(lfd);
         unlink(d->conf.socket_path);
         return 1;
+    }
+    if (registry_load(d, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carved: %s\n", err);
+        carved_http_stop();
+        close(lfd);
+        unlink(d->conf.socket_path);
+        return 2;
     }
     struct sigaction sa = {.sa_handler = on_stop};
     sigaction(SIGTERM, &sa, NULL);

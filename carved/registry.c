@@ -298,14 +298,20 @@ int registry_create(struct carved *d, const struct carved_slice_conf *req, int o
     return make_objects(d, s, origin, owner, creator, err, errlen);
 }
 
-int registry_delete(struct carved *d, struct dslice *s, char *err, size_t errlen)
+/* s's objects and board places gone, its entry free. */
+static void unmake(struct carved *d, struct dslice *s)
 {
-    carved_log("slice %s removed", s->name);
     carve_slice_close(s->handle);
     carve_slice_unlink(s->shm);
     leave_boards(s);
     memset(s, 0, sizeof(*s));
     d->stale = true;
+}
+
+int registry_delete(struct carved *d, struct dslice *s, char *err, size_t errlen)
+{
+    carved_log("slice %s removed", s->name);
+    unmake(d, s);
     return registry_save(d, err, errlen);
 }
 
@@ -429,8 +435,13 @@ int registry_gpus_named(const struct carved *d, const struct carve_gpu_ref *refs
         }
         for (int k = 0; k < c->ngpus; k++)
             if (memcmp(c->gpus[k], u, 16) == 0) {
-                snprintf(err, errlen, "names GPU %s twice (an index and its UUID are one "
-                         "GPU)", what);
+                char first[48];
+                carve_gpu_ref_text(&refs[k], first, sizeof(first));
+                if (strcmp(first, what) == 0)
+                    snprintf(err, errlen, "names GPU %s twice", what);
+                else
+                    snprintf(err, errlen, "names GPU %s twice, as %s and as %s", first, first,
+                             what);
                 return -EINVAL;
             }
         memcpy(c->gpus[c->ngpus++], u, 16);
@@ -820,6 +831,10 @@ int registry_load(struct carved *d, char *err, size_t errlen)
                  path, je.line, je.text);
         return -EINVAL;
     }
+    /* the config's slices made here, unmade if a later one is refused: carved then does not
+       start, and must leave nothing of them behind */
+    struct dslice *made[CARVED_MAX_CONF_SLICES];
+    int nmade = 0;
     for (int i = 0; i < d->conf.nslices; i++) {
         struct carved_slice_conf *c = &d->conf.slices[i];
         struct dslice *kept = registry_find(d, c->name);
@@ -829,7 +844,7 @@ int registry_load(struct carved *d, char *err, size_t errlen)
             !kept) {
             snprintf(err, errlen, "the config's [slice %s] (line %d): gpus: %s", c->name,
                      c->line, why);
-            return -EINVAL;
+            goto refused;
         }
         if (kept) {
             if (why[0]) /* a GPU gone since: the slice kept lists it as gone */
@@ -840,8 +855,18 @@ int registry_load(struct carved *d, char *err, size_t errlen)
         if (registry_create(d, c, ORIGIN_CONFIG, geteuid(), 0, why, sizeof(why)) < 0) {
             snprintf(err, errlen, "the config's [slice %s] (line %d): %s", c->name, c->line,
                      why);
-            return -EINVAL;
+            goto refused;
         }
+        made[nmade++] = registry_find(d, c->name);
     }
     return registry_save(d, err, errlen);
+refused:
+    while (nmade > 0) {
+        carved_log("slice %s removed: carved does not start with this config",
+                   made[nmade - 1]->name);
+        unmake(d, made[--nmade]);
+    }
+    char ignored[256]; /* carved says why it does not start; slices.json as it was */
+    registry_save(d, ignored, sizeof(ignored));
+    return -EINVAL;
 }

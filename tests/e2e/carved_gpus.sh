@@ -73,7 +73,7 @@ check "memory naming a GPU not in gpus is refused: $out" \
 bad_ok=0
 for req in '"gpus":[7]|this node has no GPU 7' '"gpus":["GPU-00000000-0000-4000-8000-000000000000"]|this node has no GPU GPU-0000' \
     '"gpus":[0,0]|names GPU 0 twice' '"gpus":[]|must be a list' '"gpus":"0"|must be a list' \
-    '"gpus":[true]|neither a GPU index nor a UUID'; do
+    '"gpus":[true]|neither a GPU index nor a UUID' "\"gpus\":[1,\"$U1\"]|names GPU 1 twice, as 1 and as $U1"; do
     out=$(create "\"name\":\"$CAP\",${req%%|*}")
     echo "    ${req%%|*}: $out"
     [[ $out == *"${req#*|}"* ]] || bad_ok=1
@@ -135,11 +135,28 @@ check "a kept slice whose config names the same GPUs is not logged as moved" \
     '! grep -q "slice $CFG2: the config (line 5) puts it" "$work/carved.log"'
 stop_carved
 forget_state
-printf 'poll_interval = 200ms\n[slice %s]\ngpus = 0, 7\n' "$CFG" >"$work/bad.conf"
+printf 'poll_interval = 200ms\n[slice %s]\nmemory = 1GiB\n[slice %s]\ngpus = 0, 7\n' "$CFG2" "$CFG" \
+    >"$work/bad.conf"
 out=$(timeout 20 "$CARVED" --simulate --config "$work/bad.conf" --socket "$CARVE_SOCKET" \
     --state-dir "$work/state" --listen off 2>&1)
-check "a config slice on a GPU the node lacks: carved does not start, status 2, saying which ($out)" \
-    "[ $? -eq 2 ]"' && [[ $out == *"the config'"'"'s [slice $CFG] (line 2): gpus: this node has no GPU 7"* ]]'
+rc=$?
+check "a config slice on a GPU the node lacks: carved does not start, status 2, saying which ($(echo "$out" | tail -n 1))" \
+    '[ $rc -eq 2 ] && [[ $out == *"the config'"'"'s [slice $CFG] (line 4): gpus: this node has no GPU 7"* ]]'
+check "and the config's slice before it, made, is removed again (no /dev/shm/carve.d.$CFG2.*, none in slices.json)" \
+    '! ls /dev/shm/carve.d."$CFG2".* 2>/dev/null && ! grep -qs "$CFG2" "$work/state/slices.json"'
+# an HTTP address another program holds: carved does not start, before it makes any slice
+busy=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.sleep(30)' "$busy" &
+holder=$!
+sleep 0.5
+printf 'poll_interval = 200ms\n[slice %s]\nmemory = 1GiB\n' "$CFG2" >"$work/busy.conf"
+out=$(timeout 20 "$CARVED" --simulate --config "$work/busy.conf" --socket "$CARVE_SOCKET" \
+    --state-dir "$work/state" --listen "127.0.0.1:$busy" 2>&1)
+rc=$?
+kill "$holder" 2>/dev/null
+check "an HTTP port in use: carved exits 1 ($(echo "$out" | tail -n 1)) having made no slice of the config and written no slices.json" \
+    '[ $rc -eq 1 ] && ! ls /dev/shm/carve.d."$CFG2".* 2>/dev/null && ! grep -qs "$CFG2" "$work/state/slices.json"'
 out=$("$CARVED" --config "$work/bad.conf" --check-config 2>&1)
 check "carved --check-config takes gpus = 0, 7 (the node's GPUs are not read there): $out" \
     "[ $? -eq 0 ]"
