@@ -42,14 +42,6 @@ void carve_mig_release(int lock_fd);
 int carve_cmd_top(int argc, char **argv);
 int carve_cmd_doctor(int argc, char **argv);
 
-/* The first executable NAME in PATH (or the usual bin directories when PATH is unset) into
-   out; 0, or -1 when there is none. */
-int carve_find_in_path(const char *name, char *out, size_t len);
-/* The nvidia-cuda-mps-control carve runs: CARVE_MPS_CONTROL, the simulated GPU's (libdir/sim)
-   with simulate, else the first in PATH, into out; NULL, or where it was looked for in vain
-   ("CARVE_MPS_CONTROL", "simulated", "PATH"; out then holds the path tried, errno why). */
-const char *carve_mps_control_find(bool simulate, const char *libdir, char *out, size_t len);
-
 /* carved's socket (CARVE_SOCKET or /run/carve/carved.sock); a connected fd or -1. */
 const char *carve_socket_path(void);
 int carve_daemon_connect(void);

@@ -33,6 +33,7 @@
 #include "cli.h"
 #include "gpus.h"
 #include "mps.h"
+#include "mps_daemon.h"
 #include "proc.h"
 #include "size.h"
 #include "slice.h"

@@ -8,7 +8,6 @@
  * MPS client priority from --priority; the slice around it is the usual one, so libcarve's
  * accounting, view and cap still apply. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,52 +17,22 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <dirent.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "gpus.h"
 #include "modes.h"
 #include "mps.h"
+#include "mps_daemon.h"
 #include "proc.h"
 #include "slice.h"
 
-extern char **environ;
-
-#define CONTROL_TIMEOUT_MS 20000 /* one nvidia-cuda-mps-control command */
-#define START_WAIT_MS 10000      /* for a started daemon's pipe to appear */
-#define STOP_WAIT_MS 10000       /* for a daemon told to quit to be gone */
-#define PIPE_DIR_MAX 90          /* MPS puts unix sockets there: sun_path holds 107 bytes */
+#define PIPE_DIR_MAX 90 /* MPS puts unix sockets there: sun_path holds 107 bytes */
 
 struct mps_state {
-    char dir[PATH_MAX - 64]; /* the GPU's run directory */
-    char pipe[PATH_MAX], log[PATH_MAX];
-    char control[PATH_MAX]; /* nvidia-cuda-mps-control */
-    char uuid[96];
+    struct carve_mps_daemon d; /* the GPU's daemon and run directory */
     int quiet;
 };
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-int carve_find_in_path(const char *name, char *out, size_t len)
-{
-    const char *path = getenv("PATH");
-    char buf[4096];
-    snprintf(buf, sizeof(buf), "%s", path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-    char *save = NULL;
-    for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(out, len, "%s/%s", *d ? d : ".", name);
-        if (access(out, X_OK) == 0)
-            return 0;
-    }
-    return -1;
-}
 
 /* Makes path (of len bytes) absolute, from the working directory: the daemon runs in /, so
  * a relative CARVE_MPS_DIR, CARVE_MPS_CONTROL or PATH entry would name another file there.
@@ -87,33 +56,20 @@ static int absolute(char *path, size_t len)
     return 0;
 }
 
-const char *carve_mps_control_find(bool simulate, const char *libdir, char *out, size_t len)
-{
-    const char *env = getenv("CARVE_MPS_CONTROL");
-    if (env && *env) {
-        snprintf(out, len, "%s", env);
-        return access(out, X_OK) == 0 ? NULL : "CARVE_MPS_CONTROL";
-    }
-    if (simulate) {
-        snprintf(out, len, "%s/sim/bin/%s", libdir, CARVE_MPS_CONTROL_NAME);
-        return access(out, X_OK) == 0 ? NULL : "simulated";
-    }
-    return carve_find_in_path(CARVE_MPS_CONTROL_NAME, out, len) == 0 ? NULL : "PATH";
-}
-
 /* carve_mps_control_find's, made absolute; or why not, on stderr. */
 static int find_control(const struct run_opts *o, const char *libdir, struct mps_state *st)
 {
-    const char *missing = carve_mps_control_find(o->simulate, libdir, st->control,
-                                                 sizeof(st->control));
+    char *control = st->d.control;
+    const char *missing = carve_mps_control_find(o->simulate, libdir, control,
+                                                 sizeof(st->d.control));
     if (!missing)
-        return absolute(st->control, sizeof(st->control));
+        return absolute(control, sizeof(st->d.control));
     if (strcmp(missing, "CARVE_MPS_CONTROL") == 0)
-        fprintf(stderr, "carve run: CARVE_MPS_CONTROL=%s cannot be run: %s\n", st->control,
+        fprintf(stderr, "carve run: CARVE_MPS_CONTROL=%s cannot be run: %s\n", control,
                 strerror(errno));
     else if (strcmp(missing, "simulated") == 0)
         fprintf(stderr, "carve run: the simulated GPU has no %s at %s: build carve with make\n",
-                CARVE_MPS_CONTROL_NAME, st->control);
+                CARVE_MPS_CONTROL_NAME, control);
     else
         fprintf(stderr, "carve run: --mode mps needs %s (it comes with the NVIDIA driver's "
                         "utilities) and PATH has none; install it or set CARVE_MPS_CONTROL to it\n",
@@ -121,275 +77,44 @@ static int find_control(const struct run_opts *o, const char *libdir, struct mps
     return -1;
 }
 
-/* The daemon's environment: the caller's, for its one GPU and private directories, without
- * a client's limits (the daemon serves every client) or a slice around it. */
-static char **control_env(const struct mps_state *st)
-{
-    static const char *const dropped[] = {
-        "CUDA_VISIBLE_DEVICES=", "CUDA_MPS_PIPE_DIRECTORY=", "CUDA_MPS_LOG_DIRECTORY=",
-        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=",
-        "CUDA_MPS_CLIENT_PRIORITY=", "LD_PRELOAD=", "CARVE_SLICE=",
-    };
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = calloc(n + 4, sizeof(*env));
-    if (!env)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        int keep = 1;
-        for (size_t d = 0; d < sizeof(dropped) / sizeof(dropped[0]); d++)
-            keep &= strncmp(environ[i], dropped[d], strlen(dropped[d])) != 0;
-        if (keep)
-            env[k++] = environ[i];
-    }
-    if (asprintf(&env[k++], "CUDA_VISIBLE_DEVICES=%s", st->uuid) < 0 ||
-        asprintf(&env[k++], "CUDA_MPS_PIPE_DIRECTORY=%s", st->pipe) < 0 ||
-        asprintf(&env[k++], "CUDA_MPS_LOG_DIRECTORY=%s", st->log) < 0) {
-        free(env); /* the few strings made so far are lost: carve run ends soon after */
-        return NULL;
-    }
-    return env;
-}
-
-static void free_env(char **env, const struct mps_state *st)
-{
-    if (!env)
-        return;
-    for (size_t i = 0; env[i]; i++)
-        if (strncmp(env[i], "CUDA_VISIBLE_DEVICES=", 21) == 0 ||
-            strncmp(env[i], "CUDA_MPS_PIPE_DIRECTORY=", 24) == 0 ||
-            strncmp(env[i], "CUDA_MPS_LOG_DIRECTORY=", 23) == 0)
-            free(env[i]);
-    free(env);
-}
-
-/* Runs nvidia-cuda-mps-control with arg (e.g. "-d") or with input on its stdin; its output
- * goes to LOG/carve-control.log. Returns its exit status, or -1 when it could not run or
- * took longer than CONTROL_TIMEOUT_MS. */
-static int control_run(const struct mps_state *st, const char *arg, const char *input)
-{
-    char logpath[PATH_MAX + 32];
-    snprintf(logpath, sizeof(logpath), "%s/carve-control.log", st->log);
-    char **env = control_env(st);
-    int in[2] = {-1, -1};
-    int out = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (!env || out < 0 || pipe2(in, O_CLOEXEC) < 0) {
-        fprintf(stderr, "carve run: cannot run %s: %s\n", st->control, strerror(errno));
-        free_env(env, st);
-        if (out >= 0)
-            close(out);
-        return -1;
-    }
-    char *argv[] = {(char *)st->control, (char *)arg, NULL};
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out, 1);
-        dup2(out, 2);
-        close_range(3, ~0U, 0); /* a long-lived daemon keeps none of carve run's files */
-        setsid(); /* a daemon it starts is no part of carve run's terminal session */
-        /* nor keeps the first client's working directory busy (an unmount, a deleted dir);
-         * its paths were made absolute (find_control, make_dirs) */
-        if (chdir("/") < 0)
-            _exit(127);
-        execve(st->control, argv, env);
-        dprintf(2, "carve run: cannot run %s: %s\n", st->control, strerror(errno));
-        _exit(127);
-    }
-    close(in[0]);
-    close(out);
-    free_env(env, st);
-    if (pid < 0) {
-        close(in[1]);
-        return -1;
-    }
-    if (input) {
-        /* SIGPIPE ignored meanwhile: it may have ended already, and its status tells */
-        void (*old)(int) = signal(SIGPIPE, SIG_IGN);
-        ssize_t w = write(in[1], input, strlen(input));
-        (void)w;
-        signal(SIGPIPE, old);
-    }
-    close(in[1]);
-    int status;
-    for (int waited = 0;; waited += 10) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (waited >= CONTROL_TIMEOUT_MS) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            fprintf(stderr, "carve run: %s %s did not finish in %d s; stopped it\n", st->control,
-                    arg ? arg : input, CONTROL_TIMEOUT_MS / 1000);
-            return -1;
-        }
-        sleep_ms(10);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* The daemon's pid from its pid file when that process runs, is this user's and looks like
- * it (pids are reused), else 0. */
-static pid_t daemon_pid(const struct mps_state *st)
-{
-    char path[PATH_MAX + 64], buf[64] = "";
-    snprintf(path, sizeof(path), "%s/%s", st->pipe, CARVE_MPS_PID_FILE);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
-    if (pid <= 0 || pid > INT_MAX || !carve_proc_running((pid_t)pid))
-        return 0;
-    /* a daemon of ours runs as us: a reused pid may now be another user's daemon, with the
-     * same name (their own, in their directory), which is neither reused nor sent a quit */
-    uid_t uid;
-    gid_t gid;
-    if (carve_proc_ids((pid_t)pid, &uid, &gid) == 0 && uid != geteuid())
-        return 0;
-    char comm[32] = "";
-    snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-        n = read(fd, comm, sizeof(comm) - 1);
-        close(fd);
-        comm[n > 0 ? n : 0] = '\0';
-        comm[strcspn(comm, "\n")] = '\0';
-        const char *base = strrchr(st->control, '/');
-        base = base ? base + 1 : st->control;
-        /* comm is the name cut to 15 characters: the driver's, or CARVE_MPS_CONTROL's */
-        if (*comm && strncmp(comm, "nvidia-cuda-mps", 15) != 0 && strncmp(comm, base, 15) != 0)
-            return 0;
-    }
-    return (pid_t)pid;
-}
-
-static int daemon_alive(const struct mps_state *st)
-{
-    if (daemon_pid(st) > 0)
-        return 1;
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof(path), "%s/control", st->pipe);
-    if (access(path, F_OK) < 0)
-        return 0;
-    /* a daemon that writes no pid file (older drivers): ask it */
-    return control_run(st, NULL, "get_server_list\n") == 0;
-}
-
-/* Empties the pipe directory of what a dead daemon left. */
-static void clear_pipe_dir(const struct mps_state *st)
-{
-    DIR *d = opendir(st->pipe);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            unlinkat(dirfd(d), e->d_name, 0);
-    closedir(d);
-}
-
-/* The last line nvidia-cuda-mps-control wrote (carve-control.log), for an error message. */
-static void last_output(const struct mps_state *st, char *out, size_t len)
-{
-    char path[PATH_MAX + 32], buf[4096];
-    snprintf(path, sizeof(path), "%s/carve-control.log", st->log);
-    out[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    off_t size = lseek(fd, 0, SEEK_END);
-    off_t from = size > (off_t)sizeof(buf) - 1 ? size - (off_t)sizeof(buf) + 1 : 0;
-    ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
-    close(fd);
-    if (n <= 0)
-        return;
-    buf[n] = '\0';
-    while (n > 0 && buf[n - 1] == '\n')
-        buf[--n] = '\0';
-    const char *line = strrchr(buf, '\n');
-    line = line ? line + 1 : buf;
-    size_t l = strlen(line) < len - 1 ? strlen(line) : len - 1;
-    memcpy(out, line, l);
-    out[l] = '\0';
-}
-
-static int daemon_start(const struct mps_state *st)
-{
-    clear_pipe_dir(st);
-    int rc = control_run(st, "-d", NULL);
-    for (int waited = 0; rc == 0 && waited < START_WAIT_MS; waited += 20) {
-        if (daemon_alive(st))
-            return 0;
-        sleep_ms(20);
-    }
-    char said[256];
-    last_output(st, said, sizeof(said));
-    fprintf(stderr, "carve run: %s -d did not start an MPS control daemon for %s (%s%d%s)%s%s%s; "
-                    "see %s/carve-control.log and %s/control.log\n",
-            st->control, st->uuid, rc == 0 ? "no pipe after " : "exit status ",
-            rc == 0 ? START_WAIT_MS / 1000 : rc, rc == 0 ? " s" : "", *said ? ": `" : "",
-            said, *said ? "'" : "", st->log, st->log);
-    return -1;
-}
-
-static void daemon_stop(const struct mps_state *st)
-{
-    if (!daemon_alive(st))
-        return; /* it ended by itself (or was stopped by hand) */
-    pid_t pid = daemon_pid(st);
-    int rc = control_run(st, NULL, "quit\n");
-    for (int waited = 0; pid > 0 && waited < STOP_WAIT_MS; waited += 20) {
-        if (!carve_proc_running(pid))
-            return;
-        sleep_ms(20);
-    }
-    if (pid > 0 || rc != 0)
-        fprintf(stderr, "carve run: the MPS control daemon of %s %s after `quit' (status %d); "
-                        "the next carve run --mode mps on this GPU reuses or stops it; "
-                        "see %s/carve-control.log\n", st->uuid,
-                pid > 0 ? "still runs" : "may still run", rc, st->log);
-}
-
 /* Adds this carve run to the GPU's clients, starting the daemon when none runs. */
 static int mps_join(const struct mps_state *st)
 {
-    char err[512];
+    char err[2048];
     struct carve_mps_client clients[CARVE_MPS_MAX_CLIENTS];
-    int lock = carve_mps_lock(st->dir, err, sizeof(err));
+    int lock = carve_mps_lock(st->d.dir, err, sizeof(err));
     if (lock < 0) {
         fprintf(stderr, "carve run: %s\n", err);
         return -1;
     }
     int ret = -1;
     err[0] = '\0';
-    int n = carve_mps_clients_load(st->dir, clients, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
+    int n = carve_mps_clients_load(st->d.dir, clients, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
     if (err[0])
         fprintf(stderr, "carve run: warning: %s\n", err);
     if (n < 0 || n == CARVE_MPS_MAX_CLIENTS) {
-        fprintf(stderr, "carve run: %s: %s\n", st->dir,
+        fprintf(stderr, "carve run: %s: %s\n", st->d.dir,
                 n < 0 ? err : "too many MPS clients on this GPU already");
         goto out;
     }
     /* the directory may be new: the last client of a job step removes it (mps_finish) */
-    if ((mkdir(st->pipe, 0700) < 0 && errno != EEXIST) ||
-        (mkdir(st->log, 0700) < 0 && errno != EEXIST)) {
-        fprintf(stderr, "carve run: cannot make %s/{pipe,log}: %s\n", st->dir, strerror(errno));
+    if ((mkdir(st->d.pipe, 0700) < 0 && errno != EEXIST) ||
+        (mkdir(st->d.log, 0700) < 0 && errno != EEXIST)) {
+        fprintf(stderr, "carve run: cannot make %s/{pipe,log}: %s\n", st->d.dir,
+                strerror(errno));
         goto out;
     }
-    if (!daemon_alive(st) && daemon_start(st) < 0)
+    if (!carve_mps_daemon_alive(&st->d) && carve_mps_daemon_start(&st->d, err, sizeof(err)) < 0) {
+        fprintf(stderr, "carve run: %s\n", err);
         goto out;
+    }
     /* the command's processes come once it runs (mps_command_started) */
     clients[n] = (struct carve_mps_client){.pid = getpid(),
                                            .start = carve_proc_start_time(getpid())};
-    if (carve_mps_clients_store(st->dir, clients, n + 1, err, sizeof(err)) < 0) {
+    if (carve_mps_clients_store(st->d.dir, clients, n + 1, err, sizeof(err)) < 0) {
         fprintf(stderr, "carve run: %s\n", err);
-        if (n == 0)
-            daemon_stop(st);
+        if (n == 0 && carve_mps_daemon_stop(&st->d, err, sizeof(err)) < 0)
+            fprintf(stderr, "carve run: %s\n", err);
         goto out;
     }
     ret = 0;
@@ -407,12 +132,12 @@ static void mps_record(const struct mps_state *st, const pid_t *pids, int npid)
 {
     char err[512] = "";
     struct carve_mps_client clients[CARVE_MPS_MAX_CLIENTS];
-    int lock = carve_mps_lock(st->dir, err, sizeof(err));
+    int lock = carve_mps_lock(st->d.dir, err, sizeof(err));
     if (lock < 0) {
         fprintf(stderr, "carve run: %s; the command is not recorded as an MPS client\n", err);
         return;
     }
-    int n = carve_mps_clients_load(st->dir, clients, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
+    int n = carve_mps_clients_load(st->d.dir, clients, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
     int me = -1;
     for (int i = 0; i < n; i++)
         if (clients[i].pid == getpid())
@@ -428,8 +153,8 @@ static void mps_record(const struct mps_state *st, const pid_t *pids, int npid)
                         "client\n", err);
     else if (me < 0)
         fprintf(stderr, "carve run: warning: %s/clients lost this carve run's entry; its "
-                        "command is not recorded as an MPS client\n", st->dir);
-    else if (carve_mps_clients_store(st->dir, clients, n, err, sizeof(err)) < 0)
+                        "command is not recorded as an MPS client\n", st->d.dir);
+    else if (carve_mps_clients_store(st->d.dir, clients, n, err, sizeof(err)) < 0)
         fprintf(stderr, "carve run: %s\n", err);
     else if (full && !st->quiet)
         fprintf(stderr, "carve run: note: the command left more than %d processes running; "
@@ -450,34 +175,11 @@ static void note_signal(int sig)
     leftover_signal = sig;
 }
 
-/* carve run's children: once the command has ended, the processes it left running (orphans
- * come to carve run, a child subreaper). Their count, at most max. */
-static int list_children(pid_t *out, int max)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    int count = 0;
-    for (char *p = buf, *end; *p && count < max; p = end) {
-        long pid = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        if (pid > 0 && pid <= INT_MAX)
-            out[count++] = (pid_t)pid;
-    }
-    return count;
-}
-
 /* Passes sig on to the processes the command left running. */
 static void signal_children(int sig)
 {
     pid_t kids[1024]; /* a 4 KiB children file holds fewer */
-    int n = list_children(kids, 1024);
+    int n = carve_proc_children(kids, 1024);
     for (int i = 0; i < n; i++)
         kill(kids[i], sig);
 }
@@ -487,7 +189,7 @@ static void signal_children(int sig)
 static void record_leftovers(const struct mps_state *st, pid_t *seen, int *nseen)
 {
     pid_t kids[CARVE_MPS_CLIENT_PROCS], fresh[CARVE_MPS_CLIENT_PROCS];
-    int n = list_children(kids, CARVE_MPS_CLIENT_PROCS), nfresh = 0;
+    int n = carve_proc_children(kids, CARVE_MPS_CLIENT_PROCS), nfresh = 0;
     for (int i = 0; i < n; i++) {
         int known = 0;
         for (int k = 0; k < *nseen; k++)
@@ -525,14 +227,14 @@ static void wait_leftovers(const struct mps_state *st)
         if (r == 0 && !said && !st->quiet)
             fprintf(stderr, "carve run: the command ended and left processes running, MPS "
                             "clients of %s's daemon: waiting for them to end before leaving "
-                            "the daemon\n", st->uuid);
+                            "the daemon\n", st->d.uuid);
         said |= r == 0;
         if (leftover_signal) {
             signal_children(leftover_signal);
             leftover_signal = 0;
         }
         if (r == 0)
-            sleep_ms(50);
+            poll(NULL, 0, 50);
     }
     for (int i = 0; i < 4; i++)
         if (set[i])
@@ -544,37 +246,25 @@ static void mps_command_ended(struct run_mode_ctx *ctx)
     wait_leftovers(ctx->state);
 }
 
-/* Takes this carve run off the GPU's clients; the last one stops the daemon. The others
- * are the entries whose carve run or recorded command processes still run (the load
- * drops the rest), so the orphaned command of a carve run killed with SIGKILL keeps the
- * daemon, and once it has ended, the next carve run to end here stops it. */
+/* Takes this carve run off the GPU's clients; the last one stops the daemon, and in a
+ * Slurm job removes the step's run directory (carve_mps_release). The others are the
+ * entries whose carve run or recorded command processes still run (the load drops the
+ * rest), so the orphaned command of a carve run killed with SIGKILL keeps the daemon, and
+ * once it has ended, the next carve run to end here stops it. */
 static void mps_finish(struct run_mode_ctx *ctx)
 {
     struct mps_state *st = ctx->state;
-    char err[512] = "";
+    char err[2048] = "";
     wait_leftovers(st); /* none left when command_ended ran: a command that never started */
-    struct carve_mps_client clients[CARVE_MPS_MAX_CLIENTS];
-    int lock = carve_mps_lock(st->dir, err, sizeof(err));
-    if (lock < 0) {
-        fprintf(stderr, "carve run: %s; the MPS daemon of %s is left running\n", err, st->uuid);
-        goto out;
-    }
-    int n = carve_mps_clients_load(st->dir, clients, CARVE_MPS_MAX_CLIENTS, err, sizeof(err));
-    int kept = 0;
-    for (int i = 0; i < n; i++)
-        if (clients[i].pid != getpid())
-            clients[kept++] = clients[i];
-    if (carve_mps_clients_store(st->dir, clients, kept, err, sizeof(err)) < 0)
-        fprintf(stderr, "carve run: %s\n", err);
-    if (kept == 0)
-        daemon_stop(st);
-    /* a job step's directory is its own (carve_mps_dir_name): its last client removes it,
-       so that steps do not leave one each on the node; the user's own stays */
     const char *job = getenv("SLURM_JOB_ID");
-    if (kept == 0 && job && *job && !daemon_alive(st))
-        carve_mps_remove_dir(st->dir);
-    carve_mps_unlock(lock);
-out:
+    int r = carve_mps_release(&st->d, getpid(), job && *job, err, sizeof(err));
+    if (r < 0)
+        fprintf(stderr, "carve run: %s; the MPS daemon of %s is left running\n", err,
+                st->d.uuid);
+    else if (err[0])
+        fprintf(stderr, "carve run: %s%s\n", err,
+                r == 0 && carve_mps_daemon_alive(&st->d)
+                    ? "; the next carve run --mode mps on this GPU reuses or stops it" : "");
     free(st);
     ctx->state = NULL;
 }
@@ -582,23 +272,23 @@ out:
 static int make_dirs(struct mps_state *st)
 {
     char err[512];
-    if (carve_mps_run_dir(st->uuid, st->dir, sizeof(st->dir), err, sizeof(err)) < 0) {
+    if (carve_mps_run_dir(st->d.uuid, st->d.dir, sizeof(st->d.dir), err, sizeof(err)) < 0) {
         fprintf(stderr, "carve run: %s\n", err);
         return -1;
     }
-    if (absolute(st->dir, sizeof(st->dir)) < 0)
+    if (absolute(st->d.dir, sizeof(st->d.dir)) < 0)
         return -1;
-    snprintf(st->pipe, sizeof(st->pipe), "%s/pipe", st->dir);
-    snprintf(st->log, sizeof(st->log), "%s/log", st->dir);
-    if (strlen(st->pipe) > PIPE_DIR_MAX) {
+    snprintf(st->d.pipe, sizeof(st->d.pipe), "%s/pipe", st->d.dir);
+    snprintf(st->d.log, sizeof(st->d.log), "%s/log", st->d.dir);
+    if (strlen(st->d.pipe) > PIPE_DIR_MAX) {
         fprintf(stderr, "carve run: the MPS pipe directory %s is %zu characters long; MPS "
                         "puts sockets there and needs at most %d: set CARVE_MPS_DIR to a "
-                        "shorter place\n", st->pipe, strlen(st->pipe), PIPE_DIR_MAX);
+                        "shorter place\n", st->d.pipe, strlen(st->d.pipe), PIPE_DIR_MAX);
         return -1;
     }
-    if ((mkdir(st->pipe, 0700) < 0 && errno != EEXIST) ||
-        (mkdir(st->log, 0700) < 0 && errno != EEXIST)) {
-        fprintf(stderr, "carve run: cannot make %s/{pipe,log}: %s\n", st->dir, strerror(errno));
+    if ((mkdir(st->d.pipe, 0700) < 0 && errno != EEXIST) ||
+        (mkdir(st->d.log, 0700) < 0 && errno != EEXIST)) {
+        fprintf(stderr, "carve run: cannot make %s/{pipe,log}: %s\n", st->d.dir, strerror(errno));
         return -1;
     }
     return 0;
@@ -657,7 +347,7 @@ static int pick_gpu(const struct run_opts *o, const char *libdir, struct mps_sta
                 o->memory, gpus[g].index, gpus[g].index);
         return CARVE_EXIT_USAGE;
     }
-    snprintf(st->uuid, sizeof(st->uuid), "%s", gpus[g].uuid);
+    snprintf(st->d.uuid, sizeof(st->d.uuid), "%s", gpus[g].uuid);
     return 0;
 }
 
@@ -677,9 +367,9 @@ static int set_client_env(const struct mps_state *st, const char *pct, uint64_t 
                           const char *priority)
 {
     char limit[64];
-    int r = setenv("CUDA_VISIBLE_DEVICES", st->uuid, 1) |
-            setenv("CUDA_MPS_PIPE_DIRECTORY", st->pipe, 1) |
-            setenv("CUDA_MPS_LOG_DIRECTORY", st->log, 1);
+    int r = setenv("CUDA_VISIBLE_DEVICES", st->d.uuid, 1) |
+            setenv("CUDA_MPS_PIPE_DIRECTORY", st->d.pipe, 1) |
+            setenv("CUDA_MPS_LOG_DIRECTORY", st->d.log, 1);
     if (*pct)
         r |= setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct, 1);
     if (priority)
@@ -721,11 +411,11 @@ int carve_mode_mps_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
     /* a user who pointed CUDA at the node's own MPS daemon would otherwise not learn that
        the command runs under carve's */
     const char *theirs = getenv("CUDA_MPS_PIPE_DIRECTORY");
-    if (theirs && *theirs && strcmp(theirs, st->pipe) != 0 && !o->quiet)
+    if (theirs && *theirs && strcmp(theirs, st->d.pipe) != 0 && !o->quiet)
         fprintf(stderr, "carve run: note: CUDA_MPS_PIPE_DIRECTORY=%s is replaced by %s: "
                         "--mode mps runs the command under carve's own MPS daemon for the "
                         "GPU; to use the daemon of %s, run without --mode mps\n",
-                theirs, st->pipe, theirs);
+                theirs, st->d.pipe, theirs);
     const char *priority = o->priority_arg ? client_priority(o->compute.priority) : NULL;
     if (set_client_env(st, pct, cap, priority) < 0) {
         fprintf(stderr, "carve run: cannot set the MPS client's environment\n");

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,19 +149,20 @@ static void user_name(uid_t uid, char *out, size_t len)
     fclose(f);
 }
 
-/* Makes path (mode 0700) unless it exists; either way it must be a directory of ours that
- * no one else may write. */
-static int own_dir(const char *path, char *err, size_t errlen)
+/* Makes path (mode 0700) unless it exists (with create; without, a missing one is -ENOENT);
+ * either way it must be a directory of ours that no one else may write. */
+static int own_dir(const char *path, bool create, char *err, size_t errlen)
 {
     char who[128], me[128];
-    if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+    if (create && mkdir(path, 0700) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot make %s: %s", path, strerror(errno));
         return -errno;
     }
     struct stat st;
     if (lstat(path, &st) < 0) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        return -errno;
+        int e = errno;
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(e));
+        return -e;
     }
     if (!S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "%s is not a directory (a symbolic link or a file): carve keeps "
@@ -218,17 +220,18 @@ int carve_mps_run_base(char *out, size_t len)
  * one else may write it, else base/UID, so that users who share a base (CARVE_MPS_DIR=/tmp/mps
  * for a group, /run/carve) each get their own daemons and never reach or stop another's.
  * The choice depends on base only, not on who came first, so a user's runs always meet in
- * the same place. */
-static int user_dir(const char *base, char *out, size_t len, char *err, size_t errlen)
+ * the same place. Without create, nothing is made: -ENOENT when it does not exist. */
+static int user_dir(const char *base, bool create, char *out, size_t len, char *err,
+                    size_t errlen)
 {
     struct stat st;
     if (stat(base, &st) < 0) {
-        if (errno != ENOENT) {
-            snprintf(err, errlen, "cannot read %s: %s", base, strerror(errno));
-            return -errno;
-        }
+        int e = errno;
+        snprintf(err, errlen, "cannot read %s: %s", base, strerror(e));
+        if (e != ENOENT || !create)
+            return -e;
         snprintf(out, len, "%s", base);
-        return own_dir(base, err, errlen);
+        return own_dir(base, true, err, errlen);
     }
     if (!S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "CARVE_MPS_DIR: %s is not a directory", base);
@@ -252,7 +255,7 @@ static int user_dir(const char *base, char *out, size_t len, char *err, size_t e
                  (unsigned)geteuid());
         return -ENAMETOOLONG;
     }
-    if (mkdir(out, 0700) < 0 && (errno == EACCES || errno == EROFS)) {
+    if (create && mkdir(out, 0700) < 0 && (errno == EACCES || errno == EROFS)) {
         char who[128];
         user_name(st.st_uid, who, sizeof(who));
         snprintf(err, errlen, "%s belongs to %s, mode %03o, and you cannot make your directory "
@@ -261,7 +264,7 @@ static int user_dir(const char *base, char *out, size_t len, char *err, size_t e
                  base, who, (unsigned)(st.st_mode & 07777), out);
         return -EPERM;
     }
-    return own_dir(out, err, errlen);
+    return own_dir(out, create, err, errlen);
 }
 
 /* Whether s is a number as Slurm writes its ids: 1 to 10 digits. */
@@ -271,15 +274,24 @@ static int slurm_id(const char *s)
     return n > 0 && n <= 10 && s[n] == '\0';
 }
 
+/* Whether the n characters at uuid are all ones carve puts in a path: letters, digits, '-'. */
+static bool path_safe(const char *uuid, size_t n)
+{
+    static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-";
+    for (size_t i = 0; i < n; i++)
+        if (!uuid[i] || !strchr(ok, uuid[i]))
+            return false;
+    return true;
+}
+
 int carve_mps_dir_name(const char *uuid, const char *job, const char *step, char *out,
                        size_t len, char *err, size_t errlen)
 {
-    for (const char *c = uuid; *c; c++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-", *c)) {
-            snprintf(err, errlen, "GPU UUID `%s' has a character carve does not put in a path",
-                     uuid);
-            return -EINVAL;
-        }
+    if (!path_safe(uuid, strlen(uuid))) {
+        snprintf(err, errlen, "GPU UUID `%s' has a character carve does not put in a path",
+                 uuid);
+        return -EINVAL;
+    }
     int w;
     if (!job || !*job) {
         w = snprintf(out, len, "mps-%s", uuid);
@@ -331,21 +343,38 @@ static int chosen_base_ok(const char *base, char *err, size_t errlen)
     return -EPERM;
 }
 
-int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen)
+int carve_mps_dir_of_step(const char *name, const char *job, const char *step, char *uuid,
+                          size_t len)
 {
-    char base[PATH_MAX], mine[PATH_MAX], name[NAME_MAX + 1];
+    char suffix[32];
+    if (!job || !slurm_id(job) || (step && *step && !slurm_id(step)))
+        return 0;
+    int w = step && *step ? snprintf(suffix, sizeof(suffix), "-j%s.%s", job, step)
+                          : snprintf(suffix, sizeof(suffix), "-j%s", job);
+    size_t n = strlen(name), s = (size_t)w;
+    if (strncmp(name, "mps-", 4) != 0 || n <= 4 + s || strcmp(name + n - s, suffix) != 0)
+        return 0;
+    /* a UUID has no '.': "mps-U-j12.3" is never the batch script's "-j3", nor job 2's */
+    size_t u = n - 4 - s;
+    if (u >= len || !path_safe(name + 4, u))
+        return 0;
+    memcpy(uuid, name + 4, u);
+    uuid[u] = '\0';
+    return 1;
+}
+
+int carve_mps_user_dir(bool create, char *out, size_t len, char *err, size_t errlen)
+{
+    char base[PATH_MAX];
     if (carve_mps_run_base(base, sizeof(base)) >= (int)sizeof(base)) {
         snprintf(err, errlen, "the MPS run directory's path is too long: %.100s...", base);
         return -ENAMETOOLONG;
     }
-    int r = carve_mps_dir_name(uuid, getenv("SLURM_JOB_ID"), getenv("SLURM_STEP_ID"), name,
-                               sizeof(name), err, errlen);
-    if (r < 0)
-        return r;
     const char *given = getenv("CARVE_MPS_DIR");
+    int r;
     if (!(given && *given) && (r = chosen_base_ok(base, err, errlen)) < 0)
         return r;
-    r = user_dir(base, mine, sizeof(mine), err, errlen);
+    r = user_dir(base, create, out, len, err, errlen);
     if (r < 0)
         return r;
     /* and again, now that it exists: a name that was free at the first look and became
@@ -353,11 +382,21 @@ int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t
        before anything of ours goes in; once ours, no one else can replace it */
     if (!(given && *given) && (r = chosen_base_ok(base, err, errlen)) < 0)
         return r;
+    return 0;
+}
+
+int carve_mps_run_dir(const char *uuid, char *out, size_t len, char *err, size_t errlen)
+{
+    char mine[PATH_MAX], name[NAME_MAX + 1];
+    int r = carve_mps_dir_name(uuid, getenv("SLURM_JOB_ID"), getenv("SLURM_STEP_ID"), name,
+                               sizeof(name), err, errlen);
+    if (r < 0 || (r = carve_mps_user_dir(true, mine, sizeof(mine), err, errlen)) < 0)
+        return r;
     if (snprintf(out, len, "%s/%s", mine, name) >= (int)len) {
         snprintf(err, errlen, "the MPS run directory's path is too long: %s/%s", mine, name);
         return -ENAMETOOLONG;
     }
-    return own_dir(out, err, errlen);
+    return own_dir(out, true, err, errlen);
 }
 
 /* ---------- the client list ---------- */
@@ -532,7 +571,7 @@ int carve_mps_lock(const char *dir, char *err, size_t errlen)
     /* a job step's directory goes with its last client (carve_mps_remove_dir): a lock taken
        on the file it removed meanwhile is taken again, on a new directory */
     for (int tries = 0; tries < 8; tries++) {
-        int r = own_dir(dir, err, errlen);
+        int r = own_dir(dir, true, err, errlen);
         if (r < 0)
             return r;
         /* O_CLOEXEC: a daemon started under the lock must not inherit (and hold) it */
@@ -568,6 +607,10 @@ void carve_mps_remove_dir(const char *dir)
         return;
     for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
         int sub = openat(d, subdirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+            unlinkat(d, subdirs[i], 0); /* a link put in its place: the link, not what it names */
+            continue;
+        }
         DIR *entries = sub >= 0 ? fdopendir(sub) : NULL;
         if (!entries) {
             if (sub >= 0)

@@ -3,12 +3,14 @@
  * run directory, and the list of live clients that decides when the control daemon starts
  * and stops (read and written under an flock, so concurrent `carve run --mode mps` agree).
  *
- * Starting and stopping the daemon itself (running nvidia-cuda-mps-control) is the caller's
- * job: cli/mode_mps.c today, carved later. Not used inside tenant processes. Functions
- * return 0 (or a count) or a negative errno, with a message in err where one is given. */
+ * Starting, stopping and leaving the daemon itself (running nvidia-cuda-mps-control) is
+ * mps_daemon.h's, for cli/mode_mps.c and the Slurm plugin. Not used inside tenant
+ * processes. Functions return 0 (or a count) or a negative errno, with a message in err
+ * where one is given. */
 #ifndef CARVE_MPS_H
 #define CARVE_MPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -52,6 +54,17 @@ int carve_mps_dir_name(const char *uuid, const char *job, const char *step, char
  * may write it and no Slurm job runs (SLURM_JOB_ID unset), else /run/carve for root, else
  * /tmp/carve-UID. The length snprintf gave. */
 int carve_mps_run_base(char *out, size_t len);
+
+/* Whether name is carve_mps_dir_name's for job step (job, step) and some GPU (step NULL or
+ * "": the batch script's); 1 with the GPU's UUID in uuid, else 0 (ids that are not
+ * numbers included). */
+int carve_mps_dir_of_step(const char *name, const char *job, const char *step, char *uuid,
+                          size_t len);
+
+/* The directory of this user's run directories: BASE, or BASE/UID when BASE is not this
+ * user's alone (carve_mps_run_dir, below). With create, made as there; without, nothing is
+ * made and one that does not exist is -ENOENT. Refused (-EPERM, naming the owner) as there. */
+int carve_mps_user_dir(bool create, char *out, size_t len, char *err, size_t errlen);
 
 /* The run directory of one GPU for this user: BASE/NAME (BASE: carve_mps_run_base; NAME:
  * carve_mps_dir_name, with the Slurm ids of the environment); BASE/UID/NAME when BASE is
@@ -106,8 +119,10 @@ int carve_mps_clients_prune(struct carve_mps_client *c, int n);
 int carve_mps_lock(const char *dir, char *err, size_t errlen);
 void carve_mps_unlock(int fd);
 /* Removes run directory dir and what carve and MPS put in it (pipe/, log/, clients, lock),
- * under its lock: what a job step's last client does (its directory is the step's alone).
- * A carve run waiting on the lock meanwhile takes it again on a new directory. */
+ * under its lock: what a job step's last client does (its directory is the step's alone),
+ * and the step's end (carve_mps_end_step). Nothing is followed: a link in place of pipe/ or
+ * log/ goes itself, not what it names. A carve run waiting on the lock meanwhile takes it
+ * again on a new directory. */
 void carve_mps_remove_dir(const char *dir);
 /* Reads dir/clients (missing: none) and drops clients that are gone; the count. A file
  * that does not parse is reported and read as empty: a crash can leave nothing worse than a

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -133,6 +134,27 @@ int carve_proc_is_mps_server(pid_t pid, uid_t trusted_owner)
         return -1;
     return S_ISREG(st.st_mode) && (st.st_uid == 0 || st.st_uid == trusted_owner) &&
            !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+int carve_proc_children(pid_t *out, int max)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    int count = 0;
+    for (char *p = buf, *end; *p && count < max; p = end) {
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 0 && pid <= INT_MAX)
+            out[count++] = (pid_t)pid;
+    }
+    return count;
 }
 
 /* The kernel numbers the initial PID namespace's inode so (PROC_PID_INIT_INO). */

@@ -30,6 +30,9 @@ int carve_proc_uses_cuda(pid_t pid);
  * it; 0 when not; -1 when its executable cannot be read (gone, or not ours to look at). */
 #define CARVE_MPS_SERVER_NAME "nvidia-cuda-mps-server"
 int carve_proc_is_mps_server(pid_t pid, uid_t trusted_owner);
+/* This process's children (its main thread's, /proc/self/task/PID/children; a child
+ * subreaper's include the orphans that came to it): their count, at most max. */
+int carve_proc_children(pid_t *out, int max);
 /* 1 when this process runs in the host's (the initial) PID namespace, 0 when in another. */
 int carve_proc_host_pid_namespace(void);
 

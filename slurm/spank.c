@@ -8,24 +8,35 @@
  *                          puts the step in the job's slice, making it with the job's first
  *                          task on the node, and sets CARVE_SLICE and LD_PRELOAD for exec;
  *   slurmstepd, step end   exit takes the step off the job's record; the last one out
- *                          removes the slice;
+ *                          removes the slice; and a child process of the job's user removes
+ *                          what `carve run --mode mps` left of the step when it was killed
+ *                          (its MPS run directories, a daemon that outlived it);
  *   slurmd                 job_epilog removes the job's slice when the job ends here (its
  *                          tasks killed or not); init at slurmd's start sweeps away slices
  *                          whose steps are all gone (a slurmstepd killed, a crash).
  * The slice logic is in job.c, which knows nothing of Slurm. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h> /* SLURM_BATCH_SCRIPT */
 #include <slurm/spank.h>
 
 #include "job.h"
+#include "mps_daemon.h"
+#include "proc.h"
 
 #pragma GCC visibility push(default)
 SPANK_PLUGIN(carve, 1);
@@ -121,6 +132,249 @@ static void sweep(const struct carve_job_conf *conf)
                         st[i].error);
         else if (st[i].removed)
             slurm_info("carve: removed the slice of job %u (its steps are gone)", st[i].job_id);
+}
+
+/* ---------- a step's MPS run directories ----------
+ *
+ * `carve run --mode mps` gives each job step a run directory per GPU (BASE/mps-UUID-jJOB.STEP,
+ * common/mps.h) that the step's last carve run removes. A step that Slurm kills (scancel, a
+ * time limit, an OOM kill: SIGKILL to the whole step) runs no carve run to its end, and the
+ * directory would stay on the node for good. At the step's end a child process does what the
+ * last carve run would have (carve_mps_end_step): as the job's user, never as root, since
+ * BASE is the user's to write (a link or a swapped directory there must not make root
+ * remove anything), and with the job's environment, so that it finds the directories where
+ * the step's carve runs made them (CARVE_MPS_DIR, the fallback of the user's uid). Its
+ * messages come back on a pipe: slurmstepd's log is not written from a forked child. */
+
+#define MPS_END_TIMEOUT_MS 60000 /* how long a step's end waits for the child */
+
+/* What the child needs, read from Slurm before the fork. */
+struct mps_step {
+    uid_t uid;
+    gid_t gid;
+    gid_t *gids; /* supplementary; NULL: the primary alone */
+    int ngids;
+    char job[16], step[16]; /* step "": the batch script */
+    char **env;
+    const struct carve_job_conf *conf;
+};
+
+/* One message for the parent: "E text" or "I text", one line. */
+static void say(int fd, bool error, const char *text)
+{
+    char line[4200];
+    int n = snprintf(line, sizeof(line), "%c %s", error ? 'E' : 'I', text);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(line) - 1)
+        n = (int)sizeof(line) - 2;
+    for (int i = 2; i < n; i++)
+        if (line[i] == '\n')
+            line[i] = ' ';
+    line[n++] = '\n';
+    for (ssize_t off = 0, w; off < n; off += w)
+        if ((w = write(fd, line + off, (size_t)(n - off))) <= 0)
+            return;
+}
+
+static void note_line(void *arg, bool error, const char *text)
+{
+    say(*(int *)arg, error, text);
+}
+
+/* Becomes the job's user for good: its groups, its gid, its uid. */
+static int become_user(const struct mps_step *m)
+{
+    if (geteuid() == 0) {
+        if (setgroups(m->gids ? (size_t)m->ngids : 1, m->gids ? m->gids : &m->gid) < 0 ||
+            setgid(m->gid) < 0 || setuid(m->uid) < 0)
+            return -errno;
+    }
+    if (getuid() != m->uid || geteuid() != m->uid || getgid() != m->gid ||
+        getegid() != m->gid || (m->uid != 0 && setuid(0) == 0))
+        return -EPERM;
+    return 0;
+}
+
+/* The job's environment in place of slurmstepd's, with the step's ids as Slurm gives them
+ * to its tasks; the working directory the job's PWD (a relative CARVE_MPS_DIR or
+ * CARVE_MPS_CONTROL is taken from it, as carve run took it from its own), else /. */
+static void job_environment(const struct mps_step *m)
+{
+    clearenv();
+    for (char **e = m->env; e && *e; e++)
+        if (strchr(*e, '='))
+            putenv(*e);
+    setenv("SLURM_JOB_ID", m->job, 1);
+    if (m->step[0])
+        setenv("SLURM_STEP_ID", m->step, 1);
+    else
+        unsetenv("SLURM_STEP_ID");
+    const char *pwd = getenv("PWD");
+    if (!(pwd && pwd[0] == '/' && chdir(pwd) == 0) && chdir("/") < 0)
+        _exit(1);
+}
+
+/* Ends what the control program may have left running: its orphans came to this process,
+ * a child subreaper, and none outlives it (the step's cgroup is gone). */
+static void end_leftovers(void)
+{
+    for (int round = 0; round < 100; round++) {
+        pid_t kids[256];
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        int n = carve_proc_children(kids, 256);
+        if (n == 0)
+            return;
+        for (int i = 0; i < n; i++)
+            kill(kids[i], SIGKILL);
+        poll(NULL, 0, 10);
+    }
+}
+
+/* The child: never returns. fd: the pipe to the parent. */
+__attribute__((noreturn)) static void mps_step_child(const struct mps_step *m, int fd)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL); /* slurmstepd blocks some; its handlers are its */
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+    int keep = fcntl(fd, F_DUPFD, 3); /* the pipe above stdio, then at 3, not inherited */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (keep < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+        dup2(keep, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
+        _exit(1);
+    close_range(4, ~0U, 0); /* none of slurmstepd's files (its sockets, the job's) */
+    fd = 3;
+    /* a copy of slurmstepd's memory: the job's user may not read it (ptrace, /proc/PID/mem) */
+    prctl(PR_SET_DUMPABLE, 0);
+    char err[1024], control[PATH_MAX], text[1200];
+    int r = become_user(m);
+    if (r < 0) {
+        snprintf(text, sizeof(text), "cannot become the job's user (uid %u, gid %u) to remove "
+                 "the step's MPS run directories: %s", (unsigned)m->uid, (unsigned)m->gid,
+                 strerror(-r));
+        say(fd, true, text);
+        _exit(1);
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* set after the uid changed, which clears it */
+    job_environment(m);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (carve_mps_control_find(m->conf->simulate, m->conf->libdir, control, sizeof(control)))
+        control[0] = '\0'; /* a daemon still running is then left, and named */
+    char cwd[PATH_MAX];
+    if (control[0] && control[0] != '/') { /* the control program runs in / */
+        size_t lc = getcwd(cwd, sizeof(cwd)) ? strlen(cwd) : sizeof(control), lk = strlen(control);
+        if (lc + 1 + lk < sizeof(control)) {
+            memmove(control + lc + 1, control, lk + 1);
+            memcpy(control, cwd, lc);
+            control[lc] = '/';
+        } else {
+            control[0] = '\0';
+        }
+    }
+    r = carve_mps_end_step(m->job, m->step[0] ? m->step : NULL, control, note_line, &fd, err,
+                           sizeof(err));
+    if (r < 0) {
+        snprintf(text, sizeof(text), "the step's MPS run directories were not looked for: %s",
+                 err);
+        say(fd, true, text);
+    }
+    end_leftovers();
+    _exit(0);
+}
+
+/* Logs the child's lines until it closes the pipe or the time is up (then it is killed). */
+static void relay(int fd, pid_t child, const struct mps_step *m)
+{
+    char buf[8192];
+    size_t have = 0;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long spent = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ready = spent < MPS_END_TIMEOUT_MS ? poll(&p, 1, (int)(MPS_END_TIMEOUT_MS - spent)) : 0;
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready == 0) {
+            kill(child, SIGKILL);
+            slurm_error("carve: job %s step %s: the removal of the step's MPS run directories "
+                        "took longer than %d s; stopped it", m->job, m->step[0] ? m->step : "batch",
+                        MPS_END_TIMEOUT_MS / 1000);
+            return;
+        }
+        ssize_t n = ready < 0 ? -1 : read(fd, buf + have, sizeof(buf) - 1 - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        have += (size_t)n;
+        buf[have] = '\0';
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n'))) {
+            *nl = '\0';
+            if (line[0] == 'E' && line[1] == ' ')
+                slurm_error("carve: job %s step %s: %s", m->job, m->step[0] ? m->step : "batch",
+                            line + 2);
+            else if (line[0] == 'I' && line[1] == ' ')
+                slurm_info("carve: job %s step %s: %s", m->job, m->step[0] ? m->step : "batch",
+                           line + 2);
+            line = nl + 1;
+        }
+        have = strlen(line);
+        memmove(buf, line, have + 1);
+        if (have == sizeof(buf) - 1)
+            have = 0; /* a line longer than the buffer: dropped */
+    }
+}
+
+/* Removes the step's MPS run directories that its carve runs left (a killed step), in a
+ * child process of the job's user; never fails the step. */
+static void end_mps_step(spank_t sp, const struct carve_job_conf *conf, uint32_t job)
+{
+    struct mps_step m = {.conf = conf};
+    uint32_t step;
+    if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_UID, &m.uid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_GID, &m.gid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_ENV, &m.env) != ESPANK_SUCCESS) {
+        slurm_error("carve: job %u: cannot read the step's id, user or environment; its MPS "
+                    "run directories, if any, are left", job);
+        return;
+    }
+    if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &m.gids, &m.ngids) != ESPANK_SUCCESS ||
+        m.ngids <= 0)
+        m.gids = NULL;
+    snprintf(m.job, sizeof(m.job), "%u", job);
+    /* the batch script has no SLURM_STEP_ID: its directories are mps-UUID-jJOB */
+    if (step != SLURM_BATCH_SCRIPT)
+        snprintf(m.step, sizeof(m.step), "%u", step);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        slurm_error("carve: job %u: cannot remove the step's MPS run directories: pipe: %s",
+                    job, strerror(errno));
+        return;
+    }
+    pid_t child = fork();
+    if (child == 0) {
+        close(fds[0]);
+        mps_step_child(&m, fds[1]);
+    }
+    int e = errno;
+    close(fds[1]);
+    if (child < 0)
+        slurm_error("carve: job %u: cannot remove the step's MPS run directories: fork: %s",
+                    job, strerror(e));
+    else
+        relay(fds[0], child, &m);
+    close(fds[0]);
+    /* slurmstepd may reap it itself (ECHILD): the pipe's end said it was done */
+    while (child > 0 && waitpid(child, NULL, 0) < 0 && errno == EINTR)
+        ;
 }
 
 #pragma GCC visibility push(default)
@@ -261,6 +515,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
         return 0;
     if (carve_job_leave(&conf, job, getpid(), err, sizeof(err)) < 0)
         slurm_error("carve: job %u: %s", job, err);
+    end_mps_step(sp, &conf, job);
     return 0;
 }
 

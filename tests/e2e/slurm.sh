@@ -10,8 +10,10 @@
 # allocates past its cap and gets the OOM while the other is unaffected), with the compute
 # share taken from the shards; a shard job is refused, saying why, when gres.conf cannot be
 # read; a later step asking for other values than the job's slice holds is told so; the
-# slices are gone when the jobs end, also after scancel; a slice whose steps were killed is
-# swept when slurmd restarts. Then the cluster starts again as a node of two GPUs whose
+# slices are gone when the jobs end, also after scancel; a step running `carve run --mode
+# mps` that scancel kills leaves no MPS run directory (removed at the step's end as the
+# job's user; planted links followed nowhere); a slice whose steps were killed is swept
+# when slurmd restarts. Then the cluster starts again as a node of two GPUs whose
 # Slurm name (slurmd -N) is not its host name, with a gres.conf of NodeName= hostlists: a
 # shard job's share comes from the node's lines.
 #
@@ -85,6 +87,10 @@ cleanup() {
     local p
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+    # MPS daemons of 5c. that a failed check may have left: only those, by their recorded pids
+    for p in $(sed -n 's/^start pid=\([0-9]*\).*/\1/p' "$T/out/sim-mps.mps" 2>/dev/null); do
+        kill "$p" 2>/dev/null
+    done
     # slices the test's jobs may have left (a failed check), the boards of the two GPUs of
     # the second part, then the temp dir
     find /dev/shm -maxdepth 1 -name "carve.slurm.*" -newer "$T/stamp" -delete 2>/dev/null
@@ -383,6 +389,99 @@ check "job $u of user nobody is capped at 1 GiB" \
     "$(grep -q '^\[U\] cuMemGetInfo at start: total 1024 MiB' U.out &&
        grep -q "^carve: slice \"slurm-$u\" out of memory on GPU 0: cap 1 GiB" U.out; echo $?)"
 check "job $u's slice is gone" "$(slice_gone "$u"; echo $?)"
+
+# 5c. carve run --mode mps in job steps that Slurm kills: the commands ignore SIGTERM, so
+#     after KillWait their carve runs die by SIGKILL and can neither stop the step's MPS
+#     daemon nor remove the step's run directory; the plugin's step end does, as the job's user
+#     (nobody, whose directories are in the shared, sticky base's 65534/). The daemons
+#     outlive their steps here (proctrack/linuxproc does not follow a daemon; a cgroup would
+#     end them) and are stopped with `quit'. The batch script's carve run (mps-UUID-jJOB)
+#     goes the same way. The step plants a link, and a directory holding links, of the
+#     step's names to a directory of root's: nothing of root's is removed, the link is left.
+chmod 711 "$T/munge" # nobody's srun in the job signs its requests with munge
+MPSBASE=$T/m         # short: the pipe directory's path may be 90 characters at most
+mkdir -m 1777 "$MPSBASE"
+VICTIM=$T/victim
+mkdir -p "$VICTIM/pipe" "$VICTIM/log"
+touch "$VICTIM/pipe/keep" "$VICTIM/log/keep" "$VICTIM/clients" "$VICTIM/lock"
+victim_intact() {
+    [ -f "$VICTIM/pipe/keep" ] && [ -f "$VICTIM/log/keep" ] && [ -f "$VICTIM/clients" ] &&
+        [ -f "$VICTIM/lock" ] && [ "$(stat -c %U "$VICTIM")" = root ]
+}
+MPSREC=$T/out/sim-mps # the simulated nvidia-cuda-mps-control's record: $MPSREC.mps
+NB=$MPSBASE/65534
+# shellcheck disable=SC2016 # expanded by the step's shell
+plant='u=$(dirname "$(dirname "$CUDA_MPS_PIPE_DIRECTORY")"); s=j$SLURM_JOB_ID.$SLURM_STEP_ID
+e=$u/mps-GPU-eeeeeeee-eeee-eeee-eeee-eeeeeeeeeeee-$s
+ln -s '"$VICTIM"' "$u/mps-GPU-ffffffff-ffff-ffff-ffff-ffffffffffff-$s"
+mkdir "$e" && ln -s '"$VICTIM"'/pipe "$e/pipe" && ln -s '"$VICTIM"'/log "$e/log"'
+# the script ignores SIGTERM too (what it starts inherits that) and waits, so that what it
+# started stays its own (linuxproc kills a step's descendants) until KillWait's SIGKILL;
+# step 0's tasks start with Slurm's defaults, and its command ignores SIGTERM itself
+cat >"$T/out/mps-job.sh" <<JOB
+#!/bin/sh
+trap "" TERM
+$JOB_BUILD/bin/carve run --simulate --mode mps -q -- sleep 60 &
+srun $JOB_BUILD/bin/carve run --simulate --mode mps -q -- sh -c '$plant
+trap "" TERM; echo up; exec sleep 60' &
+wait
+JOB
+q=$(submit --uid=nobody --gid=nogroup -o "$T/out/Q.out" \
+    --export=ALL,CARVE_SIM_STATE="$MPSREC",CARVE_MPS_DIR="$MPSBASE" "$T/out/mps-job.sh")
+step_dirs() { find "$NB" -mindepth 1 -maxdepth 1 -type d -name "mps-*-j$q*" -printf '%f\n' 2>/dev/null | sort; }
+mps_up() {
+    [ "$(step_dirs | wc -l)" -eq 3 ] && grep -qs '^up$' "$T/out/Q.out" &&
+        [ "$(grep -c '^start ' "$MPSREC.mps" 2>/dev/null)" -eq 2 ]
+}
+wait_for 300 mps_up
+up=$?
+daemons=$(sed -n 's/^start pid=\([0-9]*\) .*/\1/p' "$MPSREC.mps" 2>/dev/null | tr '\n' ' ')
+check "job $q of nobody: its batch script and its step 0 run carve run --mode mps, a daemon each ($daemons), in $(step_dirs | sed 's/^mps-GPU-[0-9a-f-]*-j/...-j/' | tr '\n' ' ')" "$up"
+scancel "$q"
+mps_gone() { [ -z "$(step_dirs)" ]; }
+# the step ends after KillWait and Slurm's own waits: the job leaves squeue before it does
+wait_for 300 gone "$q" && wait_for 300 mps_gone
+rc=$?
+sed 's/^/    Q: /' "$T/out/Q.out"
+grep "carve: job $q " "$T/log/slurmd.log" | sed 's/^/    slurmd: /'
+left=$(step_dirs | tr '\n' ' ')
+check "after scancel, no mps-*-j$q.0 nor mps-*-j$q directory is left in $NB (${left:-none})" "$rc"
+# running PID: not gone, nor a zombie (an orphaned daemon's reaper here may be slow)
+running_pid() { local st; st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "${st%% *}" != Z ]; }
+quits=0
+for d in $daemons; do
+    grep -q "^quit pid=$d " "$MPSREC.mps" && ! running_pid "$d" && quits=$((quits + 1))
+done
+check "the two daemons, which outlived their steps, were told to quit at the steps' ends and are gone ($quits of 2)" \
+    "$([ "$quits" -eq 2 ] &&
+       grep -q "carve: job $q step 0: removed $NB/mps-GPU-.*-j$q.0, after stopping its MPS control daemon (pid [0-9]*), which outlived the step" "$T/log/slurmd.log" &&
+       grep -q "carve: job $q step batch: removed $NB/mps-GPU-.*-j$q, after stopping" "$T/log/slurmd.log"; echo $?)"
+link=$NB/mps-GPU-ffffffff-ffff-ffff-ffff-ffffffffffff-j$q.0
+check "the planted link, and the links in a planted directory, removed nothing of root's $VICTIM; the link is left, and named" \
+    "$(victim_intact && [ "$(readlink "$link")" = "$VICTIM" ] &&
+       grep -qF "carve: job $q step 0: $link is not a directory (a symbolic link), so not carve's: left as it is" "$T/log/slurmd.log"; echo $?)"
+# A CARVE_MPS_DIR naming a directory of root's (through a link) that holds a run directory
+# of the job's name: as nobody, the batch script's end looks in BASE/65534 (BASE is not
+# nobody's) and leaves root's alone; the same job of root's, whose directory that is, has it
+# removed. Run as root, the first would have removed it too.
+mkdir -m 755 "$T/rootbase"
+ln -s "$T/rootbase" "$T/out/mpslink"
+for who in nobody root; do
+    r=$(submit --hold --uid="$who" -o /dev/null --export=ALL,CARVE_MPS_DIR="$T/out/mpslink" --wrap true)
+    rd=$T/rootbase/mps-GPU-dddddddd-dddd-dddd-dddd-dddddddddddd-j$r
+    mkdir -m 700 "$rd" "$rd/pipe" "$rd/log"
+    touch "$rd/clients" "$rd/lock" "$rd/pipe/keep"
+    scontrol release "$r"
+    wait_for 300 gone "$r"
+    if [ "$who" = nobody ]; then
+        check "job $r of nobody, CARVE_MPS_DIR a link to root's $T/rootbase: root's mps-...-j$r is left whole" \
+            "$([ -f "$rd/pipe/keep" ] && [ -f "$rd/clients" ] && ! grep -q "carve: job $r " "$T/log/slurmd.log"; echo $?)"
+    else
+        wait_for 50 test ! -e "$rd"
+        check "the same as root's job $r: root's own mps-...-j$r goes at the batch script's end" \
+            "$([ ! -e "$rd" ] && grep -qF "carve: job $r step batch: removed $T/out/mpslink/${rd##*/}" "$T/log/slurmd.log"; echo $?)"
+    fi
+done
 
 # 6. A job whose slurmstepd is killed (no exit hook runs) while slurmd is down: slurmd's
 #    restart sweeps its slice away.

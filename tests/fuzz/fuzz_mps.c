@@ -1,14 +1,31 @@
 /* fuzz_mps.c - libFuzzer harness for what --mode mps reads: CUDA_VISIBLE_DEVICES (which GPU
  * the client runs on), Slurm's job and step ids (the run directory's name) and the run
- * directory's client list. Any input gets a result or a message, never a crash; a chosen
- * GPU is one of the list, a name is one path component, and an accepted client list prints
- * back to itself. */
+ * directory's client list; and the names a job step's end takes for the step's. Any input
+ * gets a result or a message, never a crash; a chosen GPU is one of the list, a name is one
+ * path component, an accepted client list prints back to itself, and a name taken as a
+ * step's is the one carve gives that step's directory. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mps.h"
+
+/* a directory name a job step's end reads from the user's directory: one it takes is
+ * carve_mps_dir_name's own for the UUID it found, and that UUID is one path component */
+static void check_dir_of_step(const char *s)
+{
+    const char *ids[][2] = {{"4242", "0"}, {"4242", NULL}, {"7", "4294967290"}};
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+        char uuid[96] = "", name[256] = "", err[512] = "";
+        if (!carve_mps_dir_of_step(s, ids[i][0], ids[i][1], uuid, sizeof(uuid)))
+            continue;
+        if (!uuid[0] || strchr(uuid, '/') || strchr(uuid, '.') ||
+            carve_mps_dir_name(uuid, ids[i][0], ids[i][1], name, sizeof(name), err,
+                               sizeof(err)) < 0 || strcmp(name, s) != 0)
+            abort();
+    }
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
@@ -79,6 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     check_pick(s);
     check_clients(s);
     check_dir_name(s);
+    check_dir_of_step(s);
     free(s);
     return 0;
 }

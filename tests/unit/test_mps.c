@@ -3,7 +3,8 @@
  * $XDG_RUNTIME_DIR that is missing or not the user's falls back), name and place (a daemon
  * per Slurm job step), the client list's text, and the list under its lock: dead and
  * reused pids dropped, and many processes joining and leaving at once leave exactly the
- * survivors. */
+ * survivors; a job step's end (mps_daemon.c) takes the step's directories whose clients are
+ * gone, stopping a daemon that outlived the step, and follows no link. */
 #include <errno.h>
 #include <signal.h>
 #include <limits.h>
@@ -22,6 +23,7 @@
 #include <cmocka.h>
 
 #include "mps.h"
+#include "mps_daemon.h"
 #include "proc.h"
 #include "slice.h"
 #include "unreaped.h"
@@ -541,6 +543,183 @@ static void test_concurrent_members(void **state)
     carve_mps_unlock(fd);
 }
 
+/* The directory names of a job step, and of the batch script, that its end looks for. */
+static void test_dir_of_step(void **state)
+{
+    const char *u = gpus[0].uuid;
+    char name[256], uuid[96], err[512];
+    assert_int_equal(carve_mps_dir_name(u, "4242", "1", name, sizeof(name), err, sizeof(err)), 0);
+    assert_int_equal(carve_mps_dir_of_step(name, "4242", "1", uuid, sizeof(uuid)), 1);
+    assert_string_equal(uuid, u);
+    assert_int_equal(carve_mps_dir_of_step(name, "4242", "11", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step(name, "242", "1", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step(name, "4242", NULL, uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step(name, "4242", "", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step(name, "4242", "1", uuid, 8), 0); /* no room */
+    /* the batch script's, with no step id */
+    assert_int_equal(carve_mps_dir_name(u, "4242", NULL, name, sizeof(name), err, sizeof(err)), 0);
+    assert_int_equal(carve_mps_dir_of_step(name, "4242", NULL, uuid, sizeof(uuid)), 1);
+    assert_int_equal(carve_mps_dir_of_step(name, "4242", "", uuid, sizeof(uuid)), 1);
+    assert_string_equal(uuid, u);
+    assert_int_equal(carve_mps_dir_of_step(name, "4242", "1", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step(name, "242", NULL, uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step("mps-GPU-1-j14242", "4242", NULL, uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step("mps-GPU-1-j1.4242", "4242", NULL, uuid, sizeof(uuid)), 0);
+    /* not a UUID carve puts in a path, none at all, not carve's prefix, ids not numbers */
+    assert_int_equal(carve_mps_dir_of_step("mps-GPU-x.y-j4242.1", "4242", "1", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step("mps-../x-j4242.1", "4242", "1", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step("mps--j4242.1", "4242", "1", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step("mps-j4242.1", "4242", "1", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step("xps-GPU-1-j4242.1", "4242", "1", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step("mps-GPU-1-j4242.1", "42x", "1", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step("mps-GPU-1-j4242../1", "4242", "../1", uuid, sizeof(uuid)), 0);
+    assert_int_equal(carve_mps_dir_of_step("mps-GPU-1-j4242.1", NULL, "1", uuid, sizeof(uuid)), 0);
+}
+
+static char notes[4096];
+static int note_errors;
+
+static void collect(void *arg, bool error, const char *text)
+{
+    size_t used = strlen(notes);
+    snprintf(notes + used, sizeof(notes) - used, "%s%s\n", error ? "E " : "I ", text);
+    note_errors += error;
+}
+
+/* A run directory of the job step (7, 3) in CARVE_MPS_DIR for the GPU uuid, with a client
+ * list of the one client pid (0: none) and files in pipe/ and log/; its path in dir. */
+static void step_dir(const char *uuid, const char *job, const char *step, pid_t client,
+                     char *dir, size_t len)
+{
+    char err[512], path[512];
+    setenv("SLURM_JOB_ID", job, 1);
+    if (step)
+        setenv("SLURM_STEP_ID", step, 1);
+    else
+        unsetenv("SLURM_STEP_ID");
+    if (carve_mps_run_dir(uuid, dir, len, err, sizeof(err)) < 0)
+        fail_msg("run dir of %s: %s", uuid, err);
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_STEP_ID");
+    struct carve_mps_client c = {.pid = client, .start = carve_proc_start_time(client)};
+    assert_int_equal(carve_mps_clients_store(dir, &c, client ? 1 : 0, err, sizeof(err)), 0);
+    const char *files[] = {"pipe", "log", "pipe/control", "log/control.log", "lock"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        if (i < 2)
+            assert_int_equal(mkdir(path, 0700), 0);
+        else
+            fclose(fopen(path, "w"));
+    }
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* A job step's end (carve_mps_end_step): its directories whose clients are gone go, with a
+ * daemon that outlived the step stopped first; one with a client that still runs stays, as
+ * do other steps', the batch script's, other jobs', and links: nothing a link names is
+ * touched. */
+static void test_end_step(void **state)
+{
+    char base[128], a[512], b[512], c[512], d[512], o[512], h[512], victim[256], path[700],
+        err[512];
+    snprintf(base, sizeof(base), "%s/base", tmpdir);
+    setenv("CARVE_MPS_DIR", base, 1);
+    /* nothing made yet: nothing found, nothing made */
+    assert_int_equal(carve_mps_end_step("7", "3", NULL, collect, NULL, err, sizeof(err)), 0);
+    assert_false(exists(base));
+    step_dir(gpus[0].uuid, "7", "3", dead_pid(), a, sizeof(a)); /* its client is gone */
+    step_dir(gpus[1].uuid, "7", "3", getpid(), b, sizeof(b));   /* its client runs */
+    step_dir(gpus[0].uuid, "7", "30", 0, c, sizeof(c));         /* another step */
+    step_dir(gpus[0].uuid, "7", NULL, 0, d, sizeof(d));         /* the batch script */
+    step_dir(gpus[0].uuid, "17", "3", 0, o, sizeof(o));         /* another job */
+    /* a daemon that outlived the step: a stand-in control program, running as the daemon */
+    step_dir(gpus[2].uuid, "7", "3", 0, h, sizeof(h));
+    char control[192];
+    snprintf(control, sizeof(control), "%s/fake-mps-ctl", tmpdir);
+    FILE *f = fopen(control, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\n"
+          "if [ \"$1\" = daemon ]; then trap 'exit 0' TERM; while :; do sleep 0.05; done; fi\n"
+          "read -r cmd && [ \"$cmd\" = quit ] && echo quit >>\"$0.said\" &&\n"
+          "    kill \"$(cat \"$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid\")\"\n", f);
+    fclose(f);
+    chmod(control, 0755);
+    pid_t daemon = fork();
+    assert_true(daemon >= 0);
+    if (daemon == 0) {
+        execl(control, control, "daemon", (char *)NULL);
+        _exit(127);
+    }
+    struct carve_proc_stat ps = {0};
+    for (int i = 0; i < 500 && !(carve_proc_stat(daemon, &ps) == 0 &&
+                                 strcmp(ps.comm, "fake-mps-ctl") == 0); i++)
+        usleep(10000);
+    assert_string_equal(ps.comm, "fake-mps-ctl");
+    snprintf(path, sizeof(path), "%s/pipe/%s", h, CARVE_MPS_PID_FILE);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%d\n", (int)daemon);
+    fclose(f);
+    /* a root-like victim: a link of the step's name to it, and a directory of links into it */
+    snprintf(victim, sizeof(victim), "%s/victim", tmpdir);
+    assert_int_equal(mkdir(victim, 0700), 0);
+    snprintf(path, sizeof(path), "%s/pipe", victim);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/pipe/keep", victim);
+    fclose(fopen(path, "w"));
+    snprintf(path, sizeof(path), "%s/clients", victim);
+    fclose(fopen(path, "w"));
+    char mine[256], link[512], links[512];
+    snprintf(mine, sizeof(mine), "%.*s", (int)(strrchr(a, '/') - a), a);
+    snprintf(link, sizeof(link), "%s/mps-GPU-ffffffff-j7.3", mine);
+    assert_int_equal(symlink(victim, link), 0);
+    snprintf(links, sizeof(links), "%s/mps-GPU-eeeeeeee-j7.3", mine);
+    assert_int_equal(mkdir(links, 0700), 0);
+    snprintf(path, sizeof(path), "%s/pipe", links);
+    char target[320];
+    snprintf(target, sizeof(target), "%s/pipe", victim);
+    assert_int_equal(symlink(target, path), 0);
+    snprintf(path, sizeof(path), "%s/clients", links);
+    assert_int_equal(symlink(target, path), 0);
+
+    notes[0] = '\0';
+    note_errors = 0;
+    int found = carve_mps_end_step("7", "3", control, collect, NULL, err, sizeof(err));
+    int status = -1;
+    pid_t reaped = waitpid(daemon, &status, WNOHANG);
+    printf("%s", notes);
+    assert_int_equal(found, 5); /* a, b, h, the link and the directory of links */
+    assert_false(exists(a));
+    assert_true(exists(b)); /* its client (this test) runs */
+    assert_true(exists(c));
+    assert_true(exists(d));
+    assert_true(exists(o));
+    assert_false(exists(h));
+    assert_int_equal(reaped, daemon); /* told to quit, and did */
+    assert_true(WIFEXITED(status));
+    assert_non_null(strstr(notes, "after stopping its MPS control daemon"));
+    assert_true(exists(link)); /* not carve's: left, and named */
+    assert_non_null(strstr(notes, "is not a directory (a symbolic link), so not carve's"));
+    assert_int_equal(note_errors, 1);
+    assert_false(exists(links)); /* its links went, not what they named */
+    snprintf(path, sizeof(path), "%s/pipe/keep", victim);
+    assert_true(exists(path));
+    snprintf(path, sizeof(path), "%s/clients", victim);
+    assert_true(exists(path));
+    assert_non_null(strstr(notes, ": left: 1 of its carve run --mode mps clients still run"));
+    /* the batch script's end: its own directory, none of the steps' */
+    assert_int_equal(carve_mps_end_step("7", NULL, control, collect, NULL, err, sizeof(err)), 1);
+    assert_false(exists(d));
+    assert_true(exists(c));
+    assert_true(exists(b));
+    unsetenv("CARVE_MPS_DIR");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -556,6 +735,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_run_dir, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_load_store, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_concurrent_members, make_tmp, remove_tmp),
+        cmocka_unit_test(test_dir_of_step),
+        cmocka_unit_test_setup_teardown(test_end_step, make_tmp, remove_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * pid that is not there reads as nothing; whose a process is comes from /proc/PID/status,
  * also once it is not dumpable (its /proc entry is root's then); a process uses CUDA when it
  * maps a libcuda.so (carved kills only such a pid that NVML names); NVIDIA's MPS server is
- * told by the file it runs, not by a name anyone can give a program. */
+ * told by the file it runs, not by a name anyone can give a program; a process's children
+ * include the orphans that come to a child subreaper. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -205,6 +206,52 @@ static void test_mps_server(void **state)
     assert_int_equal(carve_proc_is_mps_server(p, me), -1); /* reaped */
 }
 
+/* A process's children as /proc lists them: what it forked, and an orphan that came to it
+ * as a child subreaper (what carve run and the Slurm plugin's step end rely on). */
+static void test_children(void **state)
+{
+    (void)state;
+    pid_t kids[16];
+    assert_int_equal(carve_proc_children(kids, 16), 0);
+    pid_t a = fork();
+    if (a == 0) {
+        pause();
+        _exit(0);
+    }
+    int n = carve_proc_children(kids, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(kids[0], a);
+    /* a grandchild orphaned by its parent comes here while this is a subreaper */
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t b = fork();
+    if (b == 0) {
+        pid_t g = fork();
+        if (g == 0) {
+            pause();
+            _exit(0);
+        }
+        if (write(p[1], &g, sizeof(g)) != (ssize_t)sizeof(g))
+            _exit(1);
+        _exit(0);
+    }
+    pid_t g = 0;
+    assert_int_equal(read(p[0], &g, sizeof(g)), (ssize_t)sizeof(g));
+    waitpid(b, NULL, 0);
+    n = carve_proc_children(kids, 16);
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+    kill(a, SIGKILL);
+    kill(g, SIGKILL);
+    waitpid(a, NULL, 0);
+    waitpid(g, NULL, 0);
+    close(p[0]);
+    close(p[1]);
+    assert_int_equal(n, 2);
+    assert_true((kids[0] == a && kids[1] == g) || (kids[0] == g && kids[1] == a));
+    assert_int_equal(carve_proc_children(kids, 1), 0); /* both gone */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_ids),
         cmocka_unit_test(test_uses_cuda),
         cmocka_unit_test(test_mps_server),
+        cmocka_unit_test(test_children),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
