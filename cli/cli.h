@@ -47,5 +47,8 @@ const char *carve_socket_path(void);
 int carve_daemon_connect(void);
 /* Sends req (taken) and returns carved's reply when it says ok; else NULL with its error. */
 json_t *carve_daemon_call(int fd, json_t *req, char *err, size_t errlen);
+/* Whether a carved answers at the socket and runs on the simulated GPU: carve run's modes
+ * that find the GPU themselves (mps, mig) then use that GPU too, as the default mode does. */
+bool carve_daemon_simulated(void);
 
 #endif

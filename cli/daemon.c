@@ -108,6 +108,20 @@ json_t *carve_daemon_call(int fd, json_t *req, char *err, size_t errlen)
     return reply;
 }
 
+bool carve_daemon_simulated(void)
+{
+    char err[256];
+    int fd = carve_daemon_connect();
+    if (fd < 0)
+        return false;
+    json_t *r = carve_daemon_call(fd, json_pack("{s:s}", "op", "list"), err, sizeof(err));
+    close(fd);
+    bool simulated = r && json_is_true(json_object_get(json_object_get(r, "snapshot"),
+                                                       "simulated"));
+    json_decref(r);
+    return simulated;
+}
+
 /* Connects and calls; prints the error as "carve CMD: ..." and returns NULL on failure. */
 static json_t *call(const char *cmd, json_t *req)
 {

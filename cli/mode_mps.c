@@ -393,6 +393,7 @@ int carve_mode_mps_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
         fprintf(stderr, "carve run: out of memory\n");
         return CARVE_EXIT_USAGE;
     }
+    o->simulate = o->simulate || carve_daemon_simulated();
     if ((ret = pick_gpu(o, ctx->libdir, st, &cap)) != 0)
         goto fail;
     ret = CARVE_EXIT_USAGE;

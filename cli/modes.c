@@ -99,6 +99,7 @@ int carve_mode_mig_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
 {
     char uuid[96], err[1024];
     int lock_fd = -1;
+    o->simulate = o->simulate || carve_daemon_simulated();
     /* the devices the job was given (Slurm, a container): the instance is one of them */
     int ret = carve_mig_choose(o->mig_instance, o->memory, o->compute_arg,
                                getenv("CUDA_VISIBLE_DEVICES"), o->simulate, uuid, sizeof(uuid),

@@ -512,6 +512,12 @@ print(len([p for p in procs if p["mps_server"]]), len([p for p in procs if p["sl
 wait "$held"
 check "with carved: the MPS server listed as such, the client in its slice, no escape (servers, tenants, escapes: $seen)" \
     "$([ "$seen" = "1 1 0" ]; echo $?)"
+# a carved on the simulated GPU: --mode mps takes that GPU without --simulate, as the
+# default mode does (it looked for a driver: "no NVIDIA driver found", status 2)
+out=$(CARVE_SOCKET=$tmp/carved.sock "$CARVE" run --mode mps --memory 1GiB -- "$MEMHOG" --max 2048 --hold 0 2>&1)
+rc=$?
+check "with a simulated carved, --mode mps without --simulate runs on the simulated GPU (status $rc: $(echo "$out" | grep -m1 -E 'total|carve run:'))" \
+    "$([ "$rc" -eq 0 ] && [[ $out == *"total 1024 MiB"* ]]; echo $?)"
 kill "$carved_pid"; wait "$carved_pid" 2>/dev/null; carved_pid=
 
 # --- timeslice and carve ------------------------------------------------------------------------
