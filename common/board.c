@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "slice.h"
 
 #define BOARD_MAGIC 0x6361727665424f44ULL /* "carveBOD" */
@@ -104,7 +105,9 @@ static bool entry_dead(const struct board_entry *e)
     int32_t pid = atomic_load(&e->pid);
     if (pid <= 0)
         return false;
-    if (kill(pid, 0) < 0 && errno == ESRCH)
+    /* a zombie is dead: a carved stopped under a parent that has not reaped it yet held its
+       slices' places, and the next carved's slices were placed after them */
+    if (!carve_proc_running(pid))
         return true;
     uint64_t now = carve_proc_start_time(pid);
     return e->start_time && now && now != e->start_time; /* pid reused */

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "board.h"
+#include "proc.h"
 
 static void fresh_uuid(uint8_t uuid[16])
 {
@@ -77,6 +78,46 @@ static void test_guarantees_add_up_to_100(void **state)
     assert_null(strstr(err, "0.00%+"));
     carve_board_leave(c, ec);
     carve_board_leave(a, ea);
+}
+
+/* An entry whose process has exited but is not reaped yet (a zombie: a carved stopped under
+ * a parent that reaps late) is free: its guarantee no longer holds room. */
+static void test_zombie_entry_is_free(void **state)
+{
+    uint8_t uuid[16];
+    fresh_uuid(uuid);
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct carve_board *z;
+        int ez = -1;
+        char err[512];
+        int r = carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G60, "z", getpid(), &z, &ez,
+                                 err, sizeof(err));
+        _exit(r == 0 && write(ready[1], "j", 1) == 1 ? 0 : 1); /* gone, never left */
+    }
+    close(ready[1]);
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    for (int i = 0; i < 200; i++) { /* until it is a zombie: exited, not yet waited for */
+        struct carve_proc_stat st;
+        if (carve_proc_stat(pid, &st) == 0 && st.state == 'Z')
+            break;
+        usleep(10000);
+    }
+    struct carve_board *b;
+    int eb = -1;
+    char err[512] = "";
+    int r = carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G50, "b", getpid(), &b, &eb, err,
+                             sizeof(err));
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (r != 0)
+        fail_msg("a 50%% guarantee beside a zombie's 60%%: %d (%s)", r, err);
+    carve_board_leave(b, eb);
 }
 
 /* A fresh board with a 30% cap (a) and a 40% guarantee (b) joined, and a tenant's mapping. */
@@ -322,6 +363,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_guarantees_add_up_to_100),
+        cmocka_unit_test(test_zombie_entry_is_free),
         cmocka_unit_test(test_activity_reaches_peers),
         cmocka_unit_test(test_queue_hands_over),
         cmocka_unit_test(test_window_given),
