@@ -224,6 +224,31 @@ static int check_setting(int c, const char *value)
     return CARVE_EXIT_USAGE;
 }
 
+/* Whether the request's memory names by IDX=SIZE a GPU its gpus, all indices, leave out (why
+ * says which): bad input, found before carved is asked. UUIDs only carved can place. */
+static bool memory_outside_gpus(json_t *req, char *why, size_t len)
+{
+    json_t *gpus = json_object_get(req, "gpus"), *g;
+    const char *memory = json_string_value(json_object_get(req, "memory"));
+    struct carve_memory_spec m;
+    size_t k;
+    if (!gpus || !memory || carve_parse_memory_spec(memory, &m, NULL, 0) < 0)
+        return false;
+    json_array_foreach(gpus, k, g)
+        if (!json_is_integer(g))
+            return false;
+    for (int i = 0; i < CARVE_SPEC_MAX_DEVICES; i++) {
+        bool named = !m.per_index[i];
+        json_array_foreach(gpus, k, g)
+            named = named || json_integer_value(g) == i;
+        if (!named) {
+            snprintf(why, len, "--memory %s names GPU %d, which --gpus leaves out", memory, i);
+            return true;
+        }
+    }
+    return false;
+}
+
 static int slice_create(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -265,9 +290,13 @@ static int slice_create(int argc, char **argv)
         json_decref(req);
         return usage_error("slice create", "give one NAME%s", "");
     }
+    char why[160];
+    if (memory_outside_gpus(req, why, sizeof(why))) {
+        json_decref(req);
+        return usage_error("slice create", "%s", why);
+    }
     /* a bad name is bad input, status 2 as carve-slice(1) says (carved refused it: 1) */
     if (!carve_slice_name_ok(argv[optind])) {
-        char why[160];
         snprintf(why, sizeof(why), "slice name `%.80s' is not 1-%d of A-Z a-z 0-9 . _ - "
                  "(nor . or ..)", argv[optind], CARVE_SLICE_NAME_MAX - 1);
         json_decref(req);

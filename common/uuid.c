@@ -82,6 +82,11 @@ int carve_gpu_refs_parse(const char *text, struct carve_gpu_ref *out, int max, c
                      "them) nor a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", item);
             return -EINVAL;
         }
+        for (int k = 0; k < n; k++)
+            if (out[k].index == r->index && (r->index >= 0 || !memcmp(out[k].uuid, r->uuid, 16))) {
+                snprintf(why, whylen, "`%s' names GPU %s twice", text, item);
+                return -EINVAL;
+            }
         n++;
         if (s[len] != ',')
             return n;

@@ -111,6 +111,13 @@ for bad in "" "0,,1" "first" "-1" "GPU-" "GPU-xyz" "GPU-abc"; do
         "[ $? -eq 2 ]"' && [[ $out == *"--gpus \`"* ]] && [[ $out == *"is neither a GPU index"* || $out == *"has an empty entry"* ]]'
 done
 
+out=$("$CARVE" slice create "$CLI" --gpus 1,0,1 2>&1)
+check "carve slice create --gpus 1,0,1: status 2 before carved is asked ($out)" \
+    "[ $? -eq 2 ]"' && [[ $out == *"names GPU 1 twice"* ]]'
+out=$("$CARVE" slice create "$CLI" --gpus 1 --memory 0=1GiB 2>&1)
+check "carve slice create --gpus 1 --memory 0=1GiB: status 2 before carved is asked ($out)" \
+    "[ $? -eq 2 ]"' && [[ $out == *"--memory 0=1GiB names GPU 0, which --gpus leaves out"* ]]'
+
 # the config's [slice NAME] sections take gpus too, found among the node's GPUs at the start
 stop_carved
 forget_state

@@ -502,6 +502,9 @@ static void test_slice_gpus(void **state)
         {"GPU-8e6f1a2b-0c3d-4e5f-8a9b-0c1d2e3f4a5", "is neither"},
         {"1234567890", "`1234567890' is neither"},
         {"0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", "more than 16 GPUs"},
+        {"0, 1, 0", "names GPU 0 twice"},
+        {"GPU-8e6f1a2b-0c3d-4e5f-8a9b-0c1d2e3f4a5b,GPU-8E6F1A2B0c3d4e5f8a9b0c1d2e3f4a5b",
+         "names GPU GPU-8E6F1A2B0c3d4e5f8a9b0c1d2e3f4a5b twice"},
     };
     for (size_t i = 0; i < COUNT(bad); i++)
         PARSE_BAD(in_slice("gpus", bad[i].value), 2, ": gpus: ", bad[i].why);
