@@ -528,6 +528,43 @@ static void loop(struct carved *d, int lfd)
 
 static struct carved daemon_state;
 
+/* --check-config: the config's gpus against the node's GPUs, where NVML answers (the
+ * driver's, or with --simulate the simulated one), so that a reload (carved.service's
+ * ExecReload) is not told a config is good that carved would refuse to start with. 0, or 2
+ * with what is wrong on standard error. Without NVML it says the GPUs are found at start. */
+static int check_config_gpus(struct carved *d, bool simulate)
+{
+    char libdir[PATH_MAX], nvml[PATH_MAX + 64], err[768] = "cannot find carve's libraries";
+    int named = 0, bad = 0;
+    for (int i = 0; i < d->conf.nslices; i++)
+        named += d->conf.slices[i].ngpu_refs > 0;
+    if (!named)
+        return 0;
+    d->ngpu = -1;
+    if (carve_find_libdir(libdir, sizeof(libdir)) == 0) {
+        carve_nvml_path(simulate, libdir, nvml, sizeof(nvml));
+        d->ngpu = carve_gpus_list(nvml, simulate, d->gpus, CARVE_SLICE_MAX_DEVICES, err,
+                                  sizeof(err));
+    }
+    if (d->ngpu < 0) {
+        printf("carved: the GPUs of %d slice%s (gpus) are not checked here, for NVML does not "
+               "answer (%s): carved finds them when it starts\n", named, named == 1 ? "" : "s",
+               err);
+        d->ngpu = 0;
+        return 0;
+    }
+    for (int i = 0; i < d->conf.nslices; i++) {
+        struct carved_slice_conf *c = &d->conf.slices[i];
+        if (c->ngpu_refs &&
+            registry_gpus_named(d, c->gpu_refs, c->ngpu_refs, c, err, sizeof(err)) < 0) {
+            fprintf(stderr, "carved: the config's [slice %s] (line %d): gpus: %s\n", c->name,
+                    c->line, err);
+            bad = 1;
+        }
+    }
+    return bad ? 2 : 0;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {0};
@@ -538,6 +575,8 @@ int main(int argc, char **argv)
     if ((r = load_config(d, &o)) != 0)
         return r;
     if (o.check) {
+        if ((r = check_config_gpus(d, o.simulate)) != 0)
+            return r;
         printf("carved: config ok: %d slice%s, socket %s, state %s, listen %s\n", d->conf.nslices,
                d->conf.nslices == 1 ? "" : "s", d->conf.socket_path, d->conf.state_dir,
                d->conf.listen[0] ? d->conf.listen : "off");

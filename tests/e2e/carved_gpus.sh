@@ -164,9 +164,13 @@ rc=$?
 kill "$holder" 2>/dev/null
 check "an HTTP port in use: carved exits 1 ($(echo "$out" | tail -n 1)) having made no slice of the config and written no slices.json" \
     '[ $rc -eq 1 ] && ! ls /dev/shm/carve.d."$CFG2".* 2>/dev/null && ! grep -qs "$CFG2" "$work/state/slices.json"'
-out=$("$CARVED" --config "$work/bad.conf" --check-config 2>&1)
-check "carved --check-config takes gpus = 0, 7 (the node's GPUs are not read there): $out" \
-    "[ $? -eq 0 ]"
+out=$("$CARVED" --config "$work/bad.conf" --check-config --simulate 2>&1)
+check "carved --check-config --simulate refuses gpus = 0, 7 on the simulated node of two, status 2 ($out)" \
+    "[ $? -eq 2 ]"' && [[ $out == *"the config'"'"'s [slice $CFG] (line 4): gpus: this node has no GPU 7"* ]]'
+out=$(env CARVE_LIBDIR="$work/nowhere" "$CARVED" --config "$work/bad.conf" --check-config --simulate 2>&1)
+check "without NVML, carved --check-config takes it, saying the GPUs are found at start ($(echo "$out" | head -n 1 | cut -c1-80)...)" \
+    "[ $? -eq 0 ]"' && [[ $out == *"are not checked here"*"carved finds them when it starts"* ]]'
+
 printf '[slice %s]\ngpus = 0 1\n' "$CFG" >"$work/bad.conf"
 out=$("$CARVED" --config "$work/bad.conf" --check-config 2>&1)
 check "carved --check-config refuses gpus = 0 1, status 2 ($out)" \
