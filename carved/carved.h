@@ -111,6 +111,7 @@ char *carved_metrics_render(const json_t *snap);
  *   } ],
  *   "slices": [ {
  *       "name": "train", "owner": "alice", "uid": 1000, "created": 1763900000,
+ *       "users": ["bob", "1001"], "groups": ["wheel"],  (who else may join: names, or numbers)
  *       "origin": "config" | "api" | "run",   (run: made by `carve run` for one command)
  *       "devices": [ { "index": 0, "uuid": "GPU-...", "memory_cap": N (0 = none),
  *                      "memory_used": N, "memory_peak": N, "oom_denials": N,

@@ -3,6 +3,7 @@
  * time; the escape and idle policies; and the snapshot (carved.h) built from all of it. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -122,32 +123,55 @@ void monitor_close(void)
     }
 }
 
-/* uid -> user name, looked up once per poll: getpwuid reads /etc/passwd on every call, and
- * with a thousand slices that was most of a poll (bench/carved-bench.sh). */
+/* uid -> user name and gid -> group name, each looked up once per poll: getpwuid reads
+ * /etc/passwd on every call, and with a thousand slices that was most of a poll
+ * (bench/carved-bench.sh). */
 #define NAME_CACHE 64
 static struct {
-    uid_t uid;
+    bool group;
+    unsigned id;
     char name[32];
 } names[NAME_CACHE];
 static int nnames;
 
-static void user_name(uid_t uid, char *out, size_t len)
+static void id_name(bool group, unsigned id, char *out, size_t len)
 {
     for (int i = 0; i < nnames; i++)
-        if (names[i].uid == uid) {
+        if (names[i].group == group && names[i].id == id) {
             snprintf(out, len, "%s", names[i].name);
             return;
         }
-    struct passwd *pw = getpwuid(uid);
-    if (pw)
-        snprintf(out, len, "%s", pw->pw_name);
+    struct passwd *pw = group ? NULL : getpwuid((uid_t)id);
+    struct group *gr = group ? getgrgid((gid_t)id) : NULL;
+    if (pw || gr)
+        snprintf(out, len, "%s", pw ? pw->pw_name : gr->gr_name);
     else
-        snprintf(out, len, "%u", (unsigned)uid);
+        snprintf(out, len, "%u", id);
     if (nnames < NAME_CACHE) {
-        names[nnames].uid = uid;
+        names[nnames].group = group;
+        names[nnames].id = id;
         snprintf(names[nnames].name, sizeof(names[nnames].name), "%s", out);
         nnames++;
     }
+}
+
+static void user_name(uid_t uid, char *out, size_t len)
+{
+    id_name(false, (unsigned)uid, out, len);
+}
+
+/* Who may join s besides its owner, root and carved's admins: names where known. */
+_Static_assert(sizeof(uid_t) == sizeof(unsigned) && sizeof(gid_t) == sizeof(unsigned),
+               "ids are read as unsigned");
+static json_t *ids_names(bool group, const unsigned *ids, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        id_name(group, ids[i], name, sizeof(name));
+        json_array_append_new(a, json_string(name));
+    }
+    return a;
 }
 
 /* The length of the UTF-8 sequence at s (1-4), or 0 when it is not one: the checks jansson
@@ -662,8 +686,10 @@ static json_t *slice_json(struct carved *d, struct dslice *s, bool busy, double 
         }
     char owner[32];
     user_name(s->owner, owner, sizeof(owner));
-    return json_pack("{s:s,s:s,s:I,s:I,s:s,s:o,s:o,s:o,s:b,s:f,s:f,s:s}", "name", s->name,
-                     "owner", owner, "uid", (json_int_t)s->owner,
+    return json_pack("{s:s,s:s,s:I,s:o,s:o,s:I,s:s,s:o,s:o,s:o,s:b,s:f,s:f,s:s}", "name",
+                     s->name, "owner", owner, "uid", (json_int_t)s->owner, "users",
+                     ids_names(false, (const unsigned *)s->users, s->nusers), "groups",
+                     ids_names(true, (const unsigned *)s->groups, s->ngroups),
                      "created", (json_int_t)s->created, "origin", registry_origin_name(s->origin),
                      "devices", slice_devices(s, dt), "gpus_gone", gone, "processes", procs,
                      "idle", s->idle,

@@ -327,6 +327,25 @@ static void print_slice_columns(json_t *s, size_t row)
  * and cap, the share it achieved over carved's last poll and the one it asked for; then one
  * per GPU of the slice that the node no longer has (by its UUID). A slice on no GPU here
  * still has its row: it was left out of the listing. */
+/* The users and groups a slice lets in besides its owner and the admins, on a row of their
+ * own under it; nothing when it lets in none (a carved of before 2026-11-27 says none). */
+static void print_joiners(json_t *s)
+{
+    json_t *lists[2] = {json_object_get(s, "users"), json_object_get(s, "groups")}, *v;
+    if (!json_array_size(lists[0]) && !json_array_size(lists[1]))
+        return;
+    printf("%-20s may join:", "");
+    for (int l = 0; l < 2; l++) {
+        size_t i;
+        if (!json_array_size(lists[l]))
+            continue;
+        printf(" %s", l == 0 ? "users" : (json_array_size(lists[0]) ? "; groups" : "groups"));
+        json_array_foreach(lists[l], i, v)
+            printf("%s%s", i ? ", " : " ", json_string_value(v));
+    }
+    printf(" (and its owner, root, carved's admins)\n");
+}
+
 static void print_slices(json_t *snap)
 {
     printf("%-20s %-10s %-7s %5s %3s %-22s %6s %-8s %s\n", "SLICE", "OWNER", "ORIGIN", "PROCS",
@@ -359,6 +378,7 @@ static void print_slices(json_t *snap)
             print_slice_columns(s, rows++);
             printf("%3s %-22s %6s %-8s %s\n", "-", "-", "-", "-", idle);
         }
+        print_joiners(s);
     }
 }
 

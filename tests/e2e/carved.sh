@@ -107,7 +107,14 @@ check "the config's slices are listed" '[[ $list == *shared* ]] && [[ $list == *
 check "carve slice create makes a slice" '"$CARVE" slice create mine --memory 768MiB >/dev/null'
 out=$("$CARVE" slice create other --memory 256MiB --users '0, nobody' 2>&1)
 check "--users takes numbers and names, spaces around them ($out)" '[[ $out == "slice other made" ]]'
+"$CARVE" slice create other-g --memory 256MiB --groups "$(id -gn)" >/dev/null 2>&1
+list=$("$CARVE" slice list 2>&1)
+joiners=$("$CARVE" slice list --json | python3 -c 'import json, sys
+print(*[(s["name"], s["users"], s["groups"]) for s in json.load(sys.stdin) if s["name"] in ("other", "other-g", "closed")])')
+check "carve slice list says who may join: users root, nobody; groups $(id -gn); --json too ($joiners)" \
+    '[[ $list == *"may join: users root, nobody (and its owner, root, carved'"'"'s admins)"* ]] && [[ $list == *"may join: groups $(id -gn) ("* ]] && [[ $joiners == *"('"'"'other'"'"', ['"'"'root'"'"', '"'"'nobody'"'"'], [])"* ]] && [[ $joiners == *"('"'"'closed'"'"', [], [])"* ]]'
 "$CARVE" slice delete other >/dev/null 2>&1
+"$CARVE" slice delete other-g >/dev/null 2>&1
 out=$("$CARVE" slice create mine --help 2>&1)
 rc=$?
 check "carve slice create --help prints the slice help (exit $rc)" '[ $rc -eq 0 ] && [[ $out == usage:* ]]'
