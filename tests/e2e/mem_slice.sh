@@ -156,6 +156,14 @@ check "mem_edge: bad and racing frees, overflowing sizes, a refused map and a re
 grep -q 'requested a size past 64 bits$' "$state_dir/edge.err" && ! grep -q 'PiB$' "$state_dir/edge.err"
 check "mem_edge: the OOM line of an overflowing size says it passed 64 bits ($(grep -c 'past 64 bits' "$state_dir/edge.err") lines)" $?
 
+# context and module memory given back at every unload and destroy grew the slice's usage by
+# as much each time (500 -> 502 -> 504 MiB per module load and unload, +500 MiB per context),
+# until 2026-11-27
+out=$(CARVE_SIM_CTX_MEMORY=500MiB CARVE_SIM_MODULE_MEMORY=2MiB in_slice 4GiB "$E2E/mem_overhead" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_overhead: module loads and unloads, contexts created and destroyed, the primary released and retained leave usage where it was" "$rc"
+
 out=$(CARVE_SIM_CTX_MEMORY=0 in_slice 1GiB "$E2E/mem_graph" 2>&1)
 rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
