@@ -23,7 +23,8 @@ static CUresult settle(const struct carve_dev *d, uint64_t admitted, uint64_t ac
     return r;
 }
 
-/* Admits bytes, calls the driver (managed when flags >= 0), records what was counted. */
+/* Admits bytes, calls the driver (managed when flags >= 0), records what was counted. The
+ * caller has run carve__init (which resolves the real pointers). */
 static CUresult ptr_alloc_counted(CUdeviceptr *dptr, size_t bytes, int managed_flags)
 {
     struct carve_dev d;
@@ -47,6 +48,7 @@ static CUresult ptr_alloc_counted(CUdeviceptr *dptr, size_t bytes, int managed_f
 
 CARVE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
+    carve__init(); /* before the real pointer is read: this may be the first call we see */
     return ptr_alloc_counted(dptr, bytesize, -1);
 }
 

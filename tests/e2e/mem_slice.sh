@@ -170,6 +170,15 @@ rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
 check "mem_overhead: module loads and unloads, contexts created and destroyed, the primary released and retained leave usage where it was" "$rc"
 
+# cuMemAlloc_v2 as the first call libcarve wraps read the real entry point before init had
+# resolved it: CUDA_ERROR_NOT_INITIALIZED, context or not (until 2026-11-27)
+for arg in ctx noctx; do
+    out=$(CARVE_SIM_CTX_MEMORY=0 MEM_CAP=$GIB in_slice 1GiB "$E2E/mem_first" "$arg" 2>&1)
+    rc=$?
+    echo "$out" | grep -v '^ok\|^carve: ' | sed 's/^/    /'
+    check "mem_first $arg: cuMemAlloc_v2 as the first wrapped call gets the driver's answer, counted" "$rc"
+done
+
 out=$(CARVE_SIM_CTX_MEMORY=0 in_slice 1GiB "$E2E/mem_graph" 2>&1)
 rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
