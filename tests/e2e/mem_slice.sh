@@ -170,6 +170,15 @@ rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
 check "mem_overhead: module loads and unloads, contexts created and destroyed, the primary released and retained leave usage where it was" "$rc"
 
+# an address unmapped on one thread and mapped again on another before the unmap returned:
+# the unmap took the new mapping's note, and the new handle's release was given back while
+# it was mapped (until 2026-11-27)
+out=$(CARVE_SIM_MAP_DELAY_US=2000 CARVE_SIM_UNMAP_DELAY_US=4000 CARVE_SIM_CTX_MEMORY=0 \
+      in_slice 1GiB "$E2E/mem_remap" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_remap: a re-map racing an unmap keeps the new handle counted until its own unmap" "$rc"
+
 # cuMemAlloc_v2 as the first call libcarve wraps read the real entry point before init had
 # resolved it: CUDA_ERROR_NOT_INITIALIZED, context or not (until 2026-11-27)
 for arg in ctx noctx; do
