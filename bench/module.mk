@@ -17,6 +17,13 @@ $(BENCH_BIN)/compute_load: $(OBJ)/bench/compute_load.o $(BENCH_LOAD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ldl
 
+# cuMemUnmap and cuMemRelease per page with thousands of pages mapped (PyTorch's expandable
+# segments)
+ALL_TARGETS += $(BENCH_BIN)/vmm_unmap
+$(BENCH_BIN)/vmm_unmap: $(OBJ)/bench/vmm_unmap.o $(BENCH_LOAD)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ldl
+
 # the load generator of bench/carved-bench.sh (socket requests and carve run start-ups)
 ALL_TARGETS += $(BENCH_BIN)/carved_bench
 $(BENCH_BIN)/carved_bench: $(OBJ)/bench/carved_bench.o

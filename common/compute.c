@@ -147,6 +147,16 @@ struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int 
     return r;
 }
 
+/* A paced slice's width of the period when the rates of the paced slices add up to total
+ * (n of them) and more than the period: each keeps one basis point and the rest of the
+ * period is split in proportion to what each asked beyond it. Scaled in proportion alone, a
+ * 0.01% cap beside a 100% one had 1 * 10000 / 10001 = 0: a window of no width, in which it
+ * never ran while the other was active. The widths add up to at most the period. */
+static uint64_t window_scaled(uint64_t rate, uint64_t total, int n)
+{
+    return 1 + (rate - 1) * (CARVE_BP_FULL - (uint64_t)n) / (total - (uint64_t)n);
+}
+
 bool carve_compute_window_around(const struct carve_peer *peers, int n, int me,
                                  uint32_t batch_yield_bp, uint32_t *offset_bp,
                                  uint32_t *width_bp, int *before, uint32_t *idle_after_bp)
@@ -158,22 +168,25 @@ bool carve_compute_window_around(const struct carve_peer *peers, int n, int me,
     for (int j = 0; j < n; j++) {
         if (peers[j].compute.share_bp == 0 || (j != me && !peers[j].active))
             continue;
-        uint64_t w = carve_compute_rate(peers, n, j, batch_yield_bp).rate_bp;
-        if (j < me) {
-            ahead += w;
+        total += carve_compute_rate(peers, n, j, batch_yield_bp).rate_bp;
+        if (j < me)
             last_before = j;
-        }
-        if (j == me)
-            mine = w;
-        total += w;
         last = j;
         paced++;
     }
     if (paced < 2)
         return false;
-    if (total > CARVE_BP_FULL) { /* caps are not checked against each other: shrink all */
-        ahead = ahead * CARVE_BP_FULL / total;
-        mine = mine * CARVE_BP_FULL / total;
+    /* caps are not checked against each other: past the period, every window shrinks */
+    for (int j = 0; j <= me; j++) {
+        if (peers[j].compute.share_bp == 0 || (j != me && !peers[j].active))
+            continue;
+        uint64_t w = carve_compute_rate(peers, n, j, batch_yield_bp).rate_bp;
+        if (total > CARVE_BP_FULL)
+            w = window_scaled(w, total, paced);
+        if (j < me)
+            ahead += w;
+        else
+            mine = w;
     }
     *offset_bp = (uint32_t)ahead;
     *width_bp = (uint32_t)mine;

@@ -67,7 +67,7 @@ struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int 
  * submits at a time (no time-slicing between them in the driver, and clean cost samples).
  * Sets peers[me]'s window in basis points of the period and returns true; false when me is
  * the only active paced slice (then pacing needs no window). Widths are scaled down when
- * the rates add up to more than the whole period. */
+ * the rates add up to more than the whole period, each to at least 1 basis point. */
 bool carve_compute_window(const struct carve_peer *peers, int n, int me, uint32_t batch_yield_bp,
                           uint32_t *offset_bp, uint32_t *width_bp);
 /* The same, and around the window: *before, the index in peers of the slice whose window

@@ -131,25 +131,6 @@ bool carve_allocmap_remove(struct carve_allocmap *m, uint64_t key, uint64_t *val
     return true;
 }
 
-bool carve_allocmap_remove_pair(struct carve_allocmap *m, uint64_t key, uint64_t value)
-{
-    if (key == KEY_EMPTY || key == KEY_TOMB)
-        return false;
-    for (struct carve_allocmap_table *t = atomic_load(&m->first); t;
-         t = atomic_load(&t->next)) {
-        size_t i = (size_t)mix(key) & t->mask;
-        for (unsigned n = 0; n < PROBE_MAX && n <= t->mask; n++, i = (i + 1) & t->mask) {
-            uint64_t k = atomic_load(&t->slots[i].key);
-            if (k == KEY_EMPTY)
-                break;
-            if (k == key && atomic_load(&t->slots[i].value) == value &&
-                atomic_compare_exchange_strong(&t->slots[i].key, &k, KEY_TOMB))
-                return true;
-        }
-    }
-    return false;
-}
-
 bool carve_allocmap_find(const struct carve_allocmap *m, uint64_t key, uint64_t *value)
 {
     struct slot *s = lookup(m, key);
@@ -159,16 +140,10 @@ bool carve_allocmap_find(const struct carve_allocmap *m, uint64_t key, uint64_t 
     return true;
 }
 
-bool carve_allocmap_has_value(const struct carve_allocmap *m, uint64_t value)
+_Atomic uint64_t *carve_allocmap_value_of(struct carve_allocmap *m, uint64_t key)
 {
-    for (struct carve_allocmap_table *t = atomic_load(&m->first); t;
-         t = atomic_load(&t->next))
-        for (size_t i = 0; i <= t->mask; i++) {
-            uint64_t k = atomic_load(&t->slots[i].key);
-            if (k != KEY_EMPTY && k != KEY_TOMB && atomic_load(&t->slots[i].value) == value)
-                return true;
-        }
-    return false;
+    struct slot *s = lookup(m, key);
+    return s ? &s->value : NULL;
 }
 
 uint64_t carve_allocmap_count(const struct carve_allocmap *m)

@@ -27,13 +27,13 @@ struct carve_allocmap {
 int carve_allocmap_insert(struct carve_allocmap *m, uint64_t key, uint64_t value);
 /* Removes key; true and *value set when it was there. */
 bool carve_allocmap_remove(struct carve_allocmap *m, uint64_t key, uint64_t *value);
-/* Removes key only where it holds value (a key inserted twice, one of them about to be
- * undone: the other stays); true when it was there. */
-bool carve_allocmap_remove_pair(struct carve_allocmap *m, uint64_t key, uint64_t value);
 /* Re-reads key's value without removing it. */
 bool carve_allocmap_find(const struct carve_allocmap *m, uint64_t key, uint64_t *value);
-/* Whether some live key has this value (walks every table). */
-bool carve_allocmap_has_value(const struct carve_allocmap *m, uint64_t value);
+/* key's value word, for a caller that changes it in place (a count), or NULL. Once the key is
+ * removed, its slot may be taken by another key, whose insert stores its own value there: a
+ * caller that may race with the remove changes the word only by compare-and-swap from a value
+ * that only its key can hold. */
+_Atomic uint64_t *carve_allocmap_value_of(struct carve_allocmap *m, uint64_t key);
 /* Number of live keys (walks every table; for tests and diagnostics). */
 uint64_t carve_allocmap_count(const struct carve_allocmap *m);
 /* Forgets every key and unmaps every table; only when no other thread uses the map (a

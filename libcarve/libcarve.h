@@ -117,9 +117,14 @@ int carve__ndev(void);
 /* Accounting against the slice (the one place that calls common/slice.h's admit/release). */
 CUresult carve__admit(const struct carve_dev *d, uint64_t bytes); /* 0 or OUT_OF_MEMORY */
 bool carve__try_admit(int sdev, uint64_t bytes);                  /* no message */
+/* Gives back an allocation's bytes (admitted, or charged with carve__charge_counted): the
+ * slice's usage and this process's count of its allocations both go down. */
 void carve__release(int sdev, uint64_t bytes);
-/* Count bytes without admission (memory the driver already took: context, modules). */
+/* Count bytes without admission (memory the driver already took: context, modules). They
+ * are not the process's allocations (carve__counted leaves them out): given back with
+ * carve__uncharge, never carve__release, which would take them off that count too. */
 void carve__charge(int sdev, uint64_t bytes);
+void carve__uncharge(int sdev, uint64_t bytes);
 /* The same for an allocation's memory, given back with carve__release. */
 void carve__charge_counted(int sdev, uint64_t bytes);
 /* Prints the one-line OOM message (unless CARVE_QUIET=1). */

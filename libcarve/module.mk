@@ -31,7 +31,7 @@ endif
 MEM_E2E_DIR  := $(TESTDIR)/e2e
 MEM_E2E_LIB  := $(OBJ)/tests/e2e/mem_common.o
 MEM_E2E_PROG := mem_direct mem_dlsym mem_gpa mem_stress mem_kill mem_forge mem_claim mem_pooldev \
-                mem_graph mem_edge \
+                mem_graph mem_edge mem_overhead mem_first mem_remap \
                 mem_slots nvml_list launch_multi fork_init fd_starved
 MEM_E2E_BIN  := $(MEM_E2E_PROG:%=$(MEM_E2E_DIR)/%)
 
@@ -44,13 +44,14 @@ $(MEM_E2E_DIR)/fork_init $(MEM_E2E_DIR)/fd_starved: $(MEM_E2E_DIR)/%: $(OBJ)/tes
 	$(CC) -o $@ $^ $(LDFLAGS) -L$(SIMDIR) -lcuda -lpthread
 $(MEM_E2E_DIR)/mem_dlsym $(MEM_E2E_DIR)/mem_gpa \
 $(MEM_E2E_DIR)/mem_kill $(MEM_E2E_DIR)/mem_forge $(MEM_E2E_DIR)/mem_claim \
-$(MEM_E2E_DIR)/mem_pooldev $(MEM_E2E_DIR)/mem_slots: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
+$(MEM_E2E_DIR)/mem_pooldev $(MEM_E2E_DIR)/mem_slots $(MEM_E2E_DIR)/mem_overhead \
+$(MEM_E2E_DIR)/mem_first: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
 $(MEM_E2E_DIR)/nvml_list $(MEM_E2E_DIR)/launch_multi: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl
-$(MEM_E2E_DIR)/mem_edge: $(OBJ)/tests/e2e/mem_edge.o $(MEM_E2E_LIB)
+$(MEM_E2E_DIR)/mem_edge $(MEM_E2E_DIR)/mem_remap: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
 $(MEM_E2E_DIR)/mem_graph: $(OBJ)/tests/e2e/mem_graph.o $(MEM_E2E_LIB) $(COMMON_LIB)

@@ -84,7 +84,10 @@ static bool nvml_usage(int sdev, uint64_t *bytes)
     return found;
 }
 
-/* Moves the overhead charged on sdev to target bytes. */
+/* Moves the overhead charged on sdev to target bytes. Overhead is outside carve__counted
+ * both ways (charge, uncharge): given back with carve__release, each decrease took that
+ * count below the allocations' bytes, and the next reconciliation (usage - counted) charged
+ * it again, so that every module unload and context destroy left its memory on the slice. */
 static void overhead_set(int sdev, int64_t target)
 {
     if (target < 0)
@@ -93,7 +96,7 @@ static void overhead_set(int sdev, int64_t target)
     if (target > old)
         carve__charge(sdev, (uint64_t)(target - old));
     else if (old > target)
-        carve__release(sdev, (uint64_t)(old - target));
+        carve__uncharge(sdev, (uint64_t)(old - target));
 }
 
 void carve__overhead_begin(struct carve_probe *p)

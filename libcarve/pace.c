@@ -446,14 +446,21 @@ static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
                        CARVE_BP_FULL;
         uint64_t width = atomic_load_explicit(&pd->win_width, memory_order_relaxed) * period /
                          CARVE_BP_FULL;
+        /* a window narrower than a wake-up and a launch (a tiny share beside big ones: one
+         * basis point of 50 ms is 5 us) is missed by every sleep that ends in it: it is the
+         * hand-over lead wide, running into the next window by the difference */
+        if (width < P.handover_ns)
+            width = P.handover_ns;
         uint64_t start = now - now % period + off, late = 0;
-        /* the last period's window, moved on past this period's start, may be open still */
+        /* the last period's window, moved on past this period's start (or widened past it),
+         * may be open still */
         uint64_t prev = start - period;
-        if (now < start && start >= period &&
-            atomic_load_explicit(&pd->late_start, memory_order_relaxed) == prev &&
-            now < prev + width +
-                      window_moved(pd, atomic_load_explicit(&pd->late_ns, memory_order_relaxed),
-                                   width, period))
+        uint64_t prev_moved =
+            atomic_load_explicit(&pd->late_start, memory_order_relaxed) == prev
+                ? window_moved(pd, atomic_load_explicit(&pd->late_ns, memory_order_relaxed),
+                               width, period)
+                : 0;
+        if (now < start && start >= period && now < prev + width + prev_moved)
             start = prev;
         if (now >= start)
             late = window_late(pd, start, width);

@@ -30,6 +30,9 @@ struct pool {
 static struct pool pools[MAX_POOLS];
 /* pool allocations: pointer -> entry index (top byte) and bytes */
 static struct carve_allocmap pool_ptrs;
+/* pools made while every entry was taken: handle -> slice device + 1 (top byte, 0: not
+ * counted) and CUDA ordinal, so that their allocations count on their own device too */
+static struct carve_allocmap pool_devs;
 
 void carve__pools_reset(void)
 {
@@ -40,6 +43,7 @@ void carve__pools_reset(void)
         atomic_store(&pools[i].outstanding, 0);
     }
     carve_allocmap_reset(&pool_ptrs);
+    carve_allocmap_reset(&pool_devs);
 }
 
 static unsigned pool_hash(uintptr_t h)
@@ -206,21 +210,61 @@ static void pool_untrack(struct pool *e, uint64_t bytes)
         carve__release(atomic_load(&e->sdev), atomic_exchange(&e->charged, 0));
 }
 
-/* The device whose pool this is, among the devices' default and current pools: false when
- * that device is not capped. Any other pool (imported) counts on the current device, d. */
-static bool pool_home(CUmemoryPool pool, struct carve_dev *d)
+/* The CUDA ordinal of the device whose default or current pool this is, or -1 (a pool made
+ * by cuMemPoolCreate, or imported). */
+static int pool_home(CUmemoryPool pool)
 {
     int n = 0;
     if (!R.cuDeviceGetCount || R.cuDeviceGetCount(&n) != CUDA_SUCCESS)
-        return true;
+        return -1;
     for (int i = 0; i < n; i++) {
         CUmemoryPool p = NULL, q = NULL;
         if ((R.cuDeviceGetMemPool(&p, i) == CUDA_SUCCESS && p == pool) ||
             (R.cuDeviceGetDefaultMemPool &&
              R.cuDeviceGetDefaultMemPool(&q, i) == CUDA_SUCCESS && q == pool))
-            return carve__dev_of(i, d);
+            return i;
     }
-    return true;
+    return -1;
+}
+
+/* Where an allocation from pool counts: true with d, the slice device its memory is on, and
+ * *e, the pool's entry (NULL when more pools are live than the table holds: then the request
+ * itself counts); false when it is not counted. A pool decides by itself, whichever device is
+ * current (CUDA allocates from a pool on any device): its entry from cuMemPoolCreate, else
+ * the device whose default or current pool it is, else its note in pool_devs (one made while
+ * the table was full). Only a pool none of these know (imported from another process) counts
+ * on the current device. cuMemAllocAsync (*pool NULL) takes the current device's current
+ * pool. A pool of a device without a cap gets an entry too, so that the next allocation
+ * from it passes at once. */
+static bool pool_where(CUmemoryPool *pool, struct pool **e, struct carve_dev *d)
+{
+    uint64_t note;
+    if (!*pool && (!carve__dev_current(d) || R.cuDeviceGetMemPool(pool, d->cu) != CUDA_SUCCESS))
+        return false;
+    *e = pool_entry(*pool, NULL);
+    if (*e && atomic_load(&(*e)->live)) {
+        d->sdev = atomic_load(&(*e)->sdev);
+        d->cu = atomic_load(&(*e)->cu);
+        return d->sdev >= 0;
+    }
+    int home = pool_home(*pool);
+    if (home >= 0) {
+        if (!carve__dev_of(home, d))
+            *d = (struct carve_dev){.cu = home, .sdev = -1};
+    } else if (carve_allocmap_find(&pool_devs, (uintptr_t)*pool, &note)) {
+        *d = (struct carve_dev){.cu = (CUdevice)(note & CARVE_ALLOCMAP_BYTES_MAX),
+                                .sdev = (int)(note >> CARVE_ALLOCMAP_DEV_SHIFT) - 1};
+        *e = NULL; /* counted by request from its first allocation: keep it so */
+        return d->sdev >= 0;
+    } else if (!carve__dev_current(d)) {
+        return false;
+    }
+    *e = pool_entry(*pool, d);
+    if (*e) { /* another thread may have added it first */
+        d->sdev = atomic_load(&(*e)->sdev);
+        d->cu = atomic_load(&(*e)->cu);
+    }
+    return d->sdev >= 0;
 }
 
 typedef CUresult (*async_alloc_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream, void *);
@@ -230,25 +274,15 @@ static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool
                               CUresult (*free_async)(CUdeviceptr, CUstream))
 {
     struct carve_dev d;
+    struct pool *e;
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
     /* under capture the driver makes an allocation node, not memory: graphmem.c counts the
      * graph's memory when it is launched */
-    if (!carve__dev_current(&d) || !dptr || bytes == 0 || carve__capturing(stream) ||
-        (!pool && R.cuDeviceGetMemPool(&pool, d.cu) != CUDA_SUCCESS))
+    if (!carve__active() || !dptr || bytes == 0 || carve__capturing(stream) ||
+        !pool_where(&pool, &e, &d))
         return call(dptr, bytes, pool, stream, real);
-    struct pool *e = pool_entry(pool, NULL);
-    if (!e || !atomic_load(&e->live)) { /* a pool not made through cuMemPoolCreate */
-        if (!pool_home(pool, &d))
-            return call(dptr, bytes, pool, stream, real);
-        e = pool_entry(pool, &d);
-    }
-    if (e) { /* its memory is on its own device, whichever is current */
-        d.sdev = atomic_load(&e->sdev);
-        d.cu = atomic_load(&e->cu);
-        if (d.sdev < 0)
-            return call(dptr, bytes, pool, stream, real);
-    } else { /* more live pools than we track: count the request itself, freed as such */
+    if (!e) { /* more live pools than we track: count the request itself, freed as such */
         CUresult r = carve__admit(&d, bytes);
         if (r != CUDA_SUCCESS)
             return r;
@@ -395,7 +429,10 @@ CARVE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *
     if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
         !carve__dev_of(props->location.id, &d))
         d.sdev = -1;
-    pool_entry(*pool, &d);
+    if (!pool_entry(*pool, &d)) /* not counted (sdev -1) is worth noting too */
+        carve_allocmap_insert(&pool_devs, (uintptr_t)*pool,
+                              (uint64_t)(d.sdev + 1) << CARVE_ALLOCMAP_DEV_SHIFT |
+                                  (uint64_t)(d.sdev >= 0 ? d.cu : 0));
     return r;
 }
 
@@ -426,6 +463,9 @@ CARVE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
             reserved = atomic_load(&e->charged);
     }
     CUresult r = R.cuMemPoolDestroy(pool);
+    uint64_t note;
+    if (r == CUDA_SUCCESS && !e && carve__active())
+        carve_allocmap_remove(&pool_devs, (uintptr_t)pool, &note);
     if (r != CUDA_SUCCESS || !e || !atomic_exchange(&e->live, false))
         return r;
     int sdev = atomic_load(&e->sdev);

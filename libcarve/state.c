@@ -628,6 +628,12 @@ void carve__charge(int sdev, uint64_t bytes)
         carve_slice_charge(st.slice, st.slot, sdev, bytes);
 }
 
+void carve__uncharge(int sdev, uint64_t bytes)
+{
+    if (bytes)
+        carve_slice_release(st.slice, st.slot, sdev, bytes);
+}
+
 void carve__charge_counted(int sdev, uint64_t bytes)
 {
     carve__charge(sdev, bytes);

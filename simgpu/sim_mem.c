@@ -389,8 +389,11 @@ API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
         va += m->size;
         free(m);
     }
-    return mprotect((void *)(uintptr_t)ptr, size, PROT_NONE) == 0 ? CUDA_SUCCESS
-                                                                  : CUDA_ERROR_INVALID_VALUE;
+    if (mprotect((void *)(uintptr_t)ptr, size, PROT_NONE) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (sim_config()->unmap_delay_us)
+        usleep(sim_config()->unmap_delay_us);
+    return CUDA_SUCCESS;
 }
 
 API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,

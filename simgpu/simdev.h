@@ -42,6 +42,9 @@ struct sim_config {
     /* microseconds cuMemMap waits before it maps (CARVE_SIM_MAP_DELAY_US; 0): widens the
      * window in which a release of its handle races with it, for the tests of it */
     unsigned map_delay_us;
+    /* microseconds cuMemUnmap waits after it unmaps (CARVE_SIM_UNMAP_DELAY_US; 0): widens the
+     * window in which another thread maps the address again before the unmap returns */
+    unsigned unmap_delay_us;
     /* nvmlComputeMode_t's value for every GPU (CARVE_SIM_COMPUTE_MODE, 0-3; 0 Default):
      * NVML reports it, and contexts follow it as a GPU's do (Prohibited: none; Exclusive_
      * Process: one process's at a time) */

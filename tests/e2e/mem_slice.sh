@@ -129,10 +129,16 @@ out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 MEM_CAP=$GIB in_slice 0=2GiB,
 rc=$?
 echo "$out" | grep -E '^(FAIL|# )' | sed 's/^/    /'
 check "CUDA_VISIBLE_DEVICES=1,0 with 0=2GiB,1=1GiB: device 0 has physical GPU 1's 1 GiB cap" "$rc"
-out=$(CARVE_SIM_DEVICES=2 CARVE_SIM_CTX_MEMORY=0 in_slice 0=4GiB,1=1GiB "$E2E/mem_pooldev" 2>&1)
-rc=$?
-echo "$out" | grep -v '^ok' | sed 's/^/    /'
-check "mem_pooldev: a pool's allocations count on the pool's GPU, not the current one" "$rc"
+# with GPU 0 (current) uncapped, allocations from GPU 1's pools went through uncounted, and with
+# 256 pools live (libcarve's table full) they counted on GPU 0, until 2026-11-27
+for caps in 0=4GiB,1=1GiB 1=1GiB; do
+    for fill in 0 256; do
+        out=$(CARVE_SIM_DEVICES=2 CARVE_SIM_CTX_MEMORY=0 in_slice "$caps" "$E2E/mem_pooldev" "$fill" 2>&1)
+        rc=$?
+        echo "$out" | grep -v '^ok\|^carve: ' | sed 's/^/    /'
+        check "mem_pooldev with caps $caps, $fill pools on GPU 0 first: a pool's allocations count on the pool's GPU, not the current one" "$rc"
+    done
+done
 # A process the command leaves running starts CUDA after `carve run` has ended and removed
 # the slice: it gets no GPU context rather than an uncapped GPU.
 late=$state_dir/late
@@ -155,6 +161,32 @@ check "mem_edge: bad and racing frees, overflowing sizes, a refused map and a re
 # an overflowing size is named so, not as the stand-in's "16384.00 PiB"
 grep -q 'requested a size past 64 bits$' "$state_dir/edge.err" && ! grep -q 'PiB$' "$state_dir/edge.err"
 check "mem_edge: the OOM line of an overflowing size says it passed 64 bits ($(grep -c 'past 64 bits' "$state_dir/edge.err") lines)" $?
+
+# context and module memory given back at every unload and destroy grew the slice's usage by
+# as much each time (500 -> 502 -> 504 MiB per module load and unload, +500 MiB per context),
+# until 2026-11-27
+out=$(CARVE_SIM_CTX_MEMORY=500MiB CARVE_SIM_MODULE_MEMORY=2MiB in_slice 4GiB "$E2E/mem_overhead" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_overhead: module loads and unloads, contexts created and destroyed, the primary released and retained leave usage where it was" "$rc"
+
+# an address unmapped on one thread and mapped again on another before the unmap returned:
+# the unmap took the new mapping's note, and the new handle's release was given back while
+# it was mapped (until 2026-11-27)
+out=$(CARVE_SIM_MAP_DELAY_US=2000 CARVE_SIM_UNMAP_DELAY_US=4000 CARVE_SIM_CTX_MEMORY=0 \
+      in_slice 1GiB "$E2E/mem_remap" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_remap: a re-map racing an unmap keeps the new handle counted until its own unmap" "$rc"
+
+# cuMemAlloc_v2 as the first call libcarve wraps read the real entry point before init had
+# resolved it: CUDA_ERROR_NOT_INITIALIZED, context or not (until 2026-11-27)
+for arg in ctx noctx; do
+    out=$(CARVE_SIM_CTX_MEMORY=0 MEM_CAP=$GIB in_slice 1GiB "$E2E/mem_first" "$arg" 2>&1)
+    rc=$?
+    echo "$out" | grep -v '^ok\|^carve: ' | sed 's/^/    /'
+    check "mem_first $arg: cuMemAlloc_v2 as the first wrapped call gets the driver's answer, counted" "$rc"
+done
 
 out=$(CARVE_SIM_CTX_MEMORY=0 in_slice 1GiB "$E2E/mem_graph" 2>&1)
 rc=$?

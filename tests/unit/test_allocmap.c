@@ -1,7 +1,9 @@
 /* test_allocmap.c - libcarve's lock-free allocation map: growth by chained tables,
- * tombstones, reserved keys, and threads inserting and removing at once. */
+ * tombstones, reserved keys, value words changed in place, and threads inserting, removing
+ * and counting at once. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -35,12 +37,16 @@ static void test_grow_and_remove(void **state)
         assert_int_equal(carve_allocmap_insert(&m, k * 4096 + 1, k), 0);
     for (uint64_t k = 2; k <= MANY; k += 2)
         assert_true(carve_allocmap_find(&m, k * 4096, &v) && v == k);
-    /* has_value sees live keys in every table, not removed ones */
-    assert_true(carve_allocmap_has_value(&m, MANY));
-    assert_true(carve_allocmap_has_value(&m, 2));
-    assert_false(carve_allocmap_has_value(&m, MANY + 1));
+    /* value_of finds live keys in every table, not removed ones, and its word is the value */
+    _Atomic uint64_t *w = carve_allocmap_value_of(&m, (uint64_t)MANY * 4096);
+    assert_non_null(w);
+    atomic_fetch_add(w, 5);
+    assert_true(carve_allocmap_find(&m, (uint64_t)MANY * 4096, &v) && v == MANY + 5);
+    assert_non_null(carve_allocmap_value_of(&m, 2 * 4096));
+    assert_null(carve_allocmap_value_of(&m, 3 * 4096)); /* removed above */
+    assert_null(carve_allocmap_value_of(&m, 0));
     assert_true(carve_allocmap_remove(&m, 2 * 4096, &v));
-    assert_false(carve_allocmap_has_value(&m, 2));
+    assert_null(carve_allocmap_value_of(&m, 2 * 4096));
     assert_int_equal(carve_allocmap_insert(&m, 0, 1), -22);
     assert_int_equal(carve_allocmap_insert(&m, UINT64_MAX, 1), -22);
     carve_allocmap_reset(&m);
@@ -49,26 +55,37 @@ static void test_grow_and_remove(void **state)
 
 static struct carve_allocmap shared;
 
-/* A key noted twice (a map refused because its address is mapped) loses only the pair
- * undone, wherever the two landed: the older note, met first, stays. */
-static void test_remove_pair(void **state)
+/* Threads counting on keys' value words at once (libcarve's mapping counts): every change
+ * lands, on the key it was meant for. */
+static struct carve_allocmap counts;
+
+static void *count_up_down(void *arg)
+{
+    uint64_t key = ((uintptr_t)arg % 4 + 1) * 4096;
+    for (int i = 0; i < 100000; i++) {
+        _Atomic uint64_t *w = carve_allocmap_value_of(&counts, key);
+        atomic_fetch_add(w, 3);
+        atomic_fetch_sub(w, 1);
+    }
+    return NULL;
+}
+
+static void test_value_of_threads(void **state)
 {
     (void)state;
-    struct carve_allocmap m;
-    memset(&m, 0, sizeof(m));
+    pthread_t t[8];
     uint64_t v;
-    assert_int_equal(carve_allocmap_insert(&m, 0x7000, 1), 0);
-    assert_true(carve_allocmap_remove(&m, 0x7000, &v)); /* a tombstone where it was */
-    assert_int_equal(carve_allocmap_insert(&m, 0x7000, 11), 0);
-    assert_int_equal(carve_allocmap_insert(&m, 0x7000, 22), 0);
-    assert_false(carve_allocmap_remove_pair(&m, 0x7000, 33));
-    assert_true(carve_allocmap_remove_pair(&m, 0x7000, 22));
-    assert_false(carve_allocmap_remove_pair(&m, 0x7000, 22));
-    assert_true(carve_allocmap_find(&m, 0x7000, &v));
-    assert_int_equal(v, 11);
-    assert_int_equal(carve_allocmap_count(&m), 1);
-    assert_false(carve_allocmap_remove_pair(&m, 0, 0)); /* reserved key */
-    carve_allocmap_reset(&m);
+    for (uint64_t k = 1; k <= 4; k++)
+        assert_int_equal(carve_allocmap_insert(&counts, k * 4096, k << 32), 0);
+    for (uintptr_t i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, count_up_down, (void *)i);
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    for (uint64_t k = 1; k <= 4; k++) {
+        assert_true(carve_allocmap_find(&counts, k * 4096, &v));
+        assert_int_equal(v, (k << 32) + 2 * 2 * 100000);
+    }
+    carve_allocmap_reset(&counts);
 }
 
 static void *churn(void *arg)
@@ -102,7 +119,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grow_and_remove),
-        cmocka_unit_test(test_remove_pair),
+        cmocka_unit_test(test_value_of_threads),
         cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -558,6 +558,33 @@ static void test_window_scaled(void **state)
     }
 }
 
+/* A tiny share beside shares that add up to more than the period: scaled in proportion alone
+ * its window was 0 basis points wide (1 * 10000 / 10001), and the slice never ran while the
+ * others were active. Each paced slice keeps at least one basis point, the windows stay apart
+ * and in the period, in either board order. */
+static void test_window_scaled_tiny(void **state)
+{
+    (void)state;
+    struct carve_peer p[] = {peer(1, CAP, NORMAL, true), peer(10000, CAP, NORMAL, true)};
+    expect_window(p, 2, 0, YIELD, 0, 1);
+    expect_window(p, 2, 1, YIELD, 1, 9999);
+    struct carve_peer q[] = {peer(10000, CAP, NORMAL, true), peer(1, CAP, NORMAL, true)};
+    expect_window(q, 2, 0, YIELD, 0, 9999);
+    expect_window(q, 2, 1, YIELD, 9999, 1);
+    /* two tiny ones among full caps, guarantees too: each keeps its basis point */
+    struct carve_peer r[] = {peer(10000, CAP, NORMAL, true), peer(1, CAP, NORMAL, true),
+                             peer(10000, CAP, NORMAL, true), peer(1, GUAR, NORMAL, true),
+                             peer(9999, CAP, NORMAL, true)};
+    uint32_t end = 0;
+    for (int me = 0; me < 5; me++) {
+        uint32_t off, w;
+        assert_true(carve_compute_window(r, 5, me, YIELD, &off, &w));
+        if (w < 1 || off < end || (uint64_t)off + w > CARVE_BP_FULL)
+            fail_msg("peer %d: window [%u, +%u) after one ending at %u", me, off, w, end);
+        end = off + w;
+    }
+}
+
 /* Many boards, made up by a fixed LCG: every active paced slice gets a window, the windows of
  * a board are in board order and do not overlap, they stay in the period, and when the rates
  * fit they are exactly the rates. */
@@ -574,7 +601,9 @@ static void test_window_property(void **state)
         struct carve_peer p[8];
         int n = 1 + (int)(lcg(&seed) % 8);
         for (int i = 0; i < n; i++) {
-            uint32_t share = lcg(&seed) % 4 == 0 ? 0 : 1 + lcg(&seed) % 6000;
+            /* some tiny shares (0.01% to 0.05%), to be scaled beside the big ones */
+            uint32_t kind = lcg(&seed) % 8;
+            uint32_t share = kind < 2 ? 0 : kind == 2 ? 1 + lcg(&seed) % 5 : 1 + lcg(&seed) % 6000;
             p[i] = peer(share, (int)(lcg(&seed) % 2), (int)(lcg(&seed) % 3),
                         lcg(&seed) % 4 != 0);
         }
@@ -598,8 +627,9 @@ static void test_window_property(void **state)
                              i, off, w);
                 continue;
             }
-            if (!has)
-                fail_msg("round %d: peer %d of %d paced has no window", round, i, paced);
+            if (!has || w == 0)
+                fail_msg("round %d: peer %d of %d paced has no window (%d, width %u)", round,
+                         i, paced, has, w);
             if (off < end)
                 fail_msg("round %d: peer %d's window [%u, +%u) overlaps one ending at %u",
                          round, i, off, w, end);
@@ -641,6 +671,7 @@ int main(void)
         cmocka_unit_test(test_window_skips_idle_and_unshared),
         cmocka_unit_test(test_window_yielding_batch),
         cmocka_unit_test(test_window_scaled),
+        cmocka_unit_test(test_window_scaled_tiny),
         cmocka_unit_test(test_window_property),
         cmocka_unit_test(test_window_around),
     };

@@ -1,0 +1,115 @@
+/* mem_overhead.c - context and module memory (overhead.c) comes and goes without a trace: in
+ * a slice on the simulated GPU (a context takes CARVE_SIM_CTX_MEMORY, a module
+ * CARVE_SIM_MODULE_MEMORY), with an allocation held throughout, modules loaded and unloaded,
+ * contexts created and destroyed and the primary context released and retained again must
+ * bring the slice's usage back to where it was each time. Until 2026-11-27 each decrease was
+ * given back as if it were an allocation's, pushing what the process counted for its
+ * allocations below the truth, and the next reconciliation charged the difference again:
+ * usage grew by a module's memory per load and unload, and by a context's per release and
+ * retain. */
+#include <stdio.h>
+
+#include <dlfcn.h>
+
+#include "mem_common.h"
+
+#define ROUNDS 5
+
+static struct mem_api a;
+static CUresult (*ctx_create)(CUcontext *, unsigned int, CUdevice);
+static CUresult (*ctx_destroy)(CUcontext);
+static unsigned long long cap;
+static int failed;
+
+static unsigned long long used(void)
+{
+    size_t f = 0, t = 0;
+    if (a.cuMemGetInfo(&f, &t) != CUDA_SUCCESS || t != cap) {
+        failed += mem_check(0, "cuMemGetInfo: total %zu == cap %llu", t, cap);
+        return ~0ull;
+    }
+    return t - f;
+}
+
+static void expect_used(unsigned long long want, const char *what, int round)
+{
+    unsigned long long u = used();
+    failed += mem_check(u == want, "%s, round %d: used %llu MiB == %llu MiB", what, round,
+                        u / MiB, want / MiB);
+}
+
+static void modules(unsigned long long base)
+{
+    for (int i = 1; i <= ROUNDS; i++) {
+        CUmodule m;
+        failed += mem_check(a.cuModuleLoadData(&m, CARVE_SIM_KERNEL_IMAGE) == CUDA_SUCCESS,
+                            "cuModuleLoadData, round %d", i);
+        unsigned long long u = used();
+        failed += mem_check(u > base, "module loaded, round %d: used %llu MiB > %llu MiB", i,
+                            u / MiB, base / MiB);
+        a.cuModuleUnload(m);
+        expect_used(base, "after cuModuleUnload", i);
+    }
+}
+
+static void contexts(CUdevice dev, CUcontext primary, unsigned long long base)
+{
+    for (int i = 1; i <= ROUNDS; i++) {
+        CUcontext c;
+        failed += mem_check(ctx_create(&c, 0, dev) == CUDA_SUCCESS, "cuCtxCreate_v2, round %d",
+                            i);
+        unsigned long long u = used();
+        failed += mem_check(u > base, "second context, round %d: used %llu MiB > %llu MiB", i,
+                            u / MiB, base / MiB);
+        ctx_destroy(c);
+        a.cuCtxSetCurrent(primary);
+        expect_used(base, "after cuCtxDestroy_v2", i);
+    }
+}
+
+/* The primary context released and retained again: what it held goes and comes back. The
+ * allocation is freed first, since the context's release frees its memory. */
+static void primary(CUdevice dev, unsigned long long base)
+{
+    for (int i = 1; i <= ROUNDS; i++) {
+        CUcontext c;
+        a.cuDevicePrimaryCtxRelease(dev);
+        failed += mem_check(a.cuDevicePrimaryCtxRetain(&c, dev) == CUDA_SUCCESS &&
+                                a.cuCtxSetCurrent(c) == CUDA_SUCCESS,
+                            "cuDevicePrimaryCtxRelease_v2 and Retain, round %d", i);
+        expect_used(base, "after the primary context's release and retain", i);
+    }
+}
+
+int main(void)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    CUdeviceptr p;
+    size_t f, t;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (mem_api_dlsym(&a) != 0 || !h)
+        return 2;
+    ctx_create = (__typeof__(ctx_create))dlsym(h, "cuCtxCreate_v2");
+    ctx_destroy = (__typeof__(ctx_destroy))dlsym(h, "cuCtxDestroy_v2");
+    if (!ctx_create || !ctx_destroy || a.cuInit(0) != CUDA_SUCCESS ||
+        a.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        a.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
+        a.cuCtxSetCurrent(ctx) != CUDA_SUCCESS || a.cuMemGetInfo(&f, &t) != CUDA_SUCCESS)
+        return 2;
+    cap = t;
+    unsigned long long ctx_only = used();
+    failed += mem_check(ctx_only > 0, "context memory counted: %llu MiB", ctx_only / MiB);
+    failed += mem_check(a.cuMemAlloc(&p, 256 * MiB) == CUDA_SUCCESS, "cuMemAlloc_v2 256 MiB");
+    unsigned long long base = used();
+    failed += mem_check(base == ctx_only + 256 * MiB, "with the allocation: used %llu MiB",
+                        base / MiB);
+    modules(base);
+    contexts(dev, ctx, base);
+    a.cuMemFree(p);
+    expect_used(ctx_only, "after cuMemFree_v2", 0);
+    primary(dev, ctx_only);
+    modules(ctx_only);
+    printf("mem_overhead: %d failed\n", failed);
+    return failed ? 1 : 0;
+}
