@@ -280,6 +280,8 @@ API CUresult cuDeviceGetPCIBusId(char *bus, int len, CUdevice dev)
 static struct CUctx_st primary[SIM_MAX_DEVICES];
 static _Thread_local CUcontext ctx_stack[MAX_CTX_STACK];
 static _Thread_local int ctx_depth;
+static _Atomic uint64_t ctx_lives;     /* the last context life handed out */
+static struct CUctx_st *ctx_free_list; /* destroyed contexts, under sim_cuda__lock */
 
 CUcontext sim_cuda__current(void)
 {
@@ -322,6 +324,8 @@ static void ctx_init(struct CUctx_st *c, CUdevice dev, bool is_primary)
     c->null_stream.ctx = c;
     atomic_store(&c->null_stream.tail_ns, 0);
     c->null_stream.capturing = false;
+    c->null_stream.graph = NULL;
+    atomic_store(&c->life, atomic_fetch_add(&ctx_lives, 1) + 1);
 }
 
 API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
@@ -356,6 +360,7 @@ static CUresult primary_release(CUdevice dev, bool reset)
         r = reset ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
     else if (reset || --c->refs == 0) {
         c->refs = 0;
+        atomic_store(&c->life, 0); /* its events go with it */
         ctx_uncharge(c->phys);
     }
     pthread_mutex_unlock(&sim_cuda__lock);
@@ -399,12 +404,21 @@ static CUresult ctx_create(CUcontext *pctx, CUdevice dev)
         return CUDA_ERROR_INVALID_DEVICE;
     if (ctx_depth >= MAX_CTX_STACK)
         return CUDA_ERROR_INVALID_CONTEXT;
-    struct CUctx_st *c = calloc(1, sizeof(*c));
-    if (!c)
+    /* a destroyed context's memory is used again (its handle too, as a driver's may be):
+     * never freed, so that its dead events can still tell that it went */
+    pthread_mutex_lock(&sim_cuda__lock);
+    struct CUctx_st *c = ctx_free_list;
+    if (c)
+        ctx_free_list = c->next_free;
+    pthread_mutex_unlock(&sim_cuda__lock);
+    if (!c && !(c = calloc(1, sizeof(*c))))
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = ctx_charge(dev);
     if (r != CUDA_SUCCESS) {
-        free(c);
+        pthread_mutex_lock(&sim_cuda__lock);
+        c->next_free = ctx_free_list;
+        ctx_free_list = c;
+        pthread_mutex_unlock(&sim_cuda__lock);
         return r;
     }
     ctx_init(c, dev, false);
@@ -433,7 +447,7 @@ API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned
 API CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
     NEED_INIT();
-    if (!ctx || ctx->primary)
+    if (!ctx || ctx->primary || !atomic_load(&ctx->life))
         return CUDA_ERROR_INVALID_CONTEXT;
     for (int i = 0; i < ctx_depth; i++)
         if (ctx_stack[i] == ctx) {
@@ -442,7 +456,11 @@ API CUresult cuCtxDestroy_v2(CUcontext ctx)
             i--;
         }
     ctx_uncharge(ctx->phys);
-    free(ctx);
+    atomic_store(&ctx->life, 0); /* its events go with it */
+    pthread_mutex_lock(&sim_cuda__lock);
+    ctx->next_free = ctx_free_list;
+    ctx_free_list = ctx;
+    pthread_mutex_unlock(&sim_cuda__lock);
     return CUDA_SUCCESS;
 }
 

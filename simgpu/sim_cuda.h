@@ -58,6 +58,11 @@ struct CUctx_st {
     int refs;
     _Atomic uint64_t last_end_ns;
     struct CUstream_st null_stream;
+    /* nonzero while the context lives, a new number each time it is made; 0 once it is
+     * destroyed, or (a primary context) released for the last time or reset. Its events keep
+     * the number they were made under, and are dead once it changes (sim_exec.c). */
+    _Atomic uint64_t life;
+    struct CUctx_st *next_free; /* destroyed: kept for the next cuCtxCreate, never freed */
 };
 
 bool sim_cuda__valid_dev(CUdevice d);

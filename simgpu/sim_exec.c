@@ -127,7 +127,30 @@ API CUresult cuLibraryUnload(CUlibrary lib)
 struct CUevent_st {
     _Atomic uint64_t ts_ns;
     bool recorded;
+    struct CUctx_st *ctx; /* the context it was made in (never freed: sim_cuda.c) */
+    uint64_t life;        /* and that context's life it belongs to */
+    struct CUevent_st *prev, *next; /* in `events` */
 };
+
+/* Every event not destroyed, under sim_cuda__lock: those whose context went are kept (a use
+ * of them is told apart, not a use of freed memory), and stay reachable for leak checkers. */
+static struct CUevent_st *events;
+
+/* Whether e went with its context (destroyed, or a primary context released for the last
+ * time or reset since e was made): a real driver freed it then, and `call` on it would be a
+ * use after free there. Said on stderr, and aborted, with CARVE_SIM_STALE_EVENTS=abort. */
+static bool event_stale(CUevent e, const char *call)
+{
+    if (atomic_load(&e->ctx->life) == e->life)
+        return false;
+    if (sim_config()->stale_events_abort) {
+        fprintf(stderr, "carve simulated GPU: %s on an event whose context was destroyed or "
+                        "reset (a use after free on a real driver); aborting "
+                        "(CARVE_SIM_STALE_EVENTS=abort)\n", call);
+        abort();
+    }
+    return true;
+}
 
 struct CUstream_st *sim_cuda__stream_of(CUstream s, CUcontext c)
 {
@@ -428,6 +451,14 @@ API CUresult cuEventCreate(CUevent *pe, unsigned int flags)
     struct CUevent_st *e = calloc(1, sizeof(*e));
     if (!e)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    e->ctx = c;
+    e->life = atomic_load(&c->life);
+    pthread_mutex_lock(&sim_cuda__lock);
+    e->next = events;
+    if (events)
+        events->prev = e;
+    events = e;
+    pthread_mutex_unlock(&sim_cuda__lock);
     *pe = e;
     return CUDA_SUCCESS;
 }
@@ -435,7 +466,7 @@ API CUresult cuEventCreate(CUevent *pe, unsigned int flags)
 API CUresult cuEventRecord(CUevent e, CUstream hs)
 {
     NEED_CTX(c);
-    if (!e)
+    if (!e || event_stale(e, "cuEventRecord"))
         return CUDA_ERROR_INVALID_HANDLE;
     uint64_t now = sim_now_ns(), tail = atomic_load(&sim_cuda__stream_of(hs, c)->tail_ns);
     atomic_store(&e->ts_ns, tail > now ? tail : now);
@@ -446,7 +477,7 @@ API CUresult cuEventRecord(CUevent e, CUstream hs)
 API CUresult cuEventQuery(CUevent e)
 {
     NEED_INIT();
-    if (!e)
+    if (!e || event_stale(e, "cuEventQuery"))
         return CUDA_ERROR_INVALID_HANDLE;
     return sim_now_ns() >= atomic_load(&e->ts_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -454,16 +485,16 @@ API CUresult cuEventQuery(CUevent e)
 API CUresult cuEventSynchronize(CUevent e)
 {
     NEED_INIT();
-    if (!e)
+    if (!e || event_stale(e, "cuEventSynchronize"))
         return CUDA_ERROR_INVALID_HANDLE;
     sim_cuda__sleep_until(atomic_load(&e->ts_ns));
     return CUDA_SUCCESS;
 }
 
-static CUresult elapsed(float *ms, CUevent a, CUevent b)
+static CUresult elapsed(float *ms, CUevent a, CUevent b, const char *call)
 {
     NEED_INIT();
-    if (!ms || !a || !b)
+    if (!ms || !a || !b || event_stale(a, call) || event_stale(b, call))
         return CUDA_ERROR_INVALID_HANDLE;
     if (!a->recorded || !b->recorded)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -476,19 +507,27 @@ static CUresult elapsed(float *ms, CUevent a, CUevent b)
 
 API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 {
-    return elapsed(ms, a, b);
+    return elapsed(ms, a, b, "cuEventElapsedTime");
 }
 
 API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
 {
-    return elapsed(ms, a, b);
+    return elapsed(ms, a, b, "cuEventElapsedTime_v2");
 }
 
 API CUresult cuEventDestroy_v2(CUevent e)
 {
     NEED_INIT();
-    if (!e)
-        return CUDA_ERROR_INVALID_HANDLE;
+    if (!e || event_stale(e, "cuEventDestroy_v2"))
+        return CUDA_ERROR_INVALID_HANDLE; /* a stale one went with its context: not again */
+    pthread_mutex_lock(&sim_cuda__lock);
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        events = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    pthread_mutex_unlock(&sim_cuda__lock);
     free(e);
     return CUDA_SUCCESS;
 }

@@ -45,6 +45,11 @@ struct sim_config {
     /* microseconds cuMemUnmap waits after it unmaps (CARVE_SIM_UNMAP_DELAY_US; 0): widens the
      * window in which another thread maps the address again before the unmap returns */
     unsigned unmap_delay_us;
+    /* a use of an event whose context went (destroyed, or a primary context released for
+     * the last time or reset) aborts the process, naming the call (CARVE_SIM_STALE_EVENTS=
+     * abort); else the call fails with CUDA_ERROR_INVALID_HANDLE. A real driver freed such an
+     * event with its context: a use after free there, caught here for the tests */
+    bool stale_events_abort;
     /* nvmlComputeMode_t's value for every GPU (CARVE_SIM_COMPUTE_MODE, 0-3; 0 Default):
      * NVML reports it, and contexts follow it as a GPU's do (Prohibited: none; Exclusive_
      * Process: one process's at a time) */
