@@ -79,6 +79,24 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream);
 /* After it: finish the sample when the launch went through. */
 void carve__launch_end(struct carve_launch *L, CUresult launched);
 
+/* Sampling's event pairs live and die with their context. Around a call that may destroy a
+ * context (cuCtxDestroy_v2: ctx; a primary context's release or reset: ctx NULL, dev its
+ * device), carve__pace_closing takes that context's pairs out of use, and carve__pace_closed
+ * forgets them (never touching their events again) when gone says that the context went,
+ * else puts them back. Neither is on a launch's path; closing may wait for a poller. */
+struct carve_pace_close {
+    CUcontext ctx;    /* the context, NULL: every pair of dev */
+    CUdevice dev;
+    uint32_t taken;   /* pairs taken out of use, one bit each */
+    uint32_t pending; /* of those, the ones with a sample in flight */
+};
+void carve__pace_closing(struct carve_pace_close *c, CUcontext ctx, CUdevice dev);
+void carve__pace_closed(struct carve_pace_close *c, bool gone);
+/* After a context is made or retained (a primary one: primary): fresh says it was made by
+ * this call, so that pairs of an earlier context with the same handle, gone unseen, are
+ * forgotten; a primary context's handle is kept for its release and reset. */
+void carve__pace_made(CUcontext ctx, CUdevice dev, bool primary, bool fresh);
+
 /* ---- state.c: the process's state and init ---- */
 enum { CARVE_ST_NONE, CARVE_ST_BUSY, CARVE_ST_READY };
 extern _Atomic int carve__state;

@@ -26,13 +26,13 @@ endif
 
 # End-to-end programs (run by tests/e2e/mem_slice.sh, as is nvml_list; mem_forge by carved.sh,
 # mem_claim by carved_reclaim.sh, launch_multi by compute_share.sh, fork_init by carved.sh,
-# fd_starved by carved.sh and mem_slice.sh). mem_direct, fork_init and fd_starved link the
-# simulated libcuda; the others find the driver at run time.
+# fd_starved by carved.sh and mem_slice.sh, pace_ctx by pace_contexts.sh). mem_direct,
+# fork_init and fd_starved link the simulated libcuda; the others find the driver at run time.
 MEM_E2E_DIR  := $(TESTDIR)/e2e
 MEM_E2E_LIB  := $(OBJ)/tests/e2e/mem_common.o
 MEM_E2E_PROG := mem_direct mem_dlsym mem_gpa mem_stress mem_kill mem_forge mem_claim mem_pooldev \
                 mem_graph mem_edge mem_overhead mem_first mem_remap \
-                mem_slots nvml_list launch_multi fork_init fd_starved
+                mem_slots nvml_list launch_multi pace_ctx fork_init fd_starved
 MEM_E2E_BIN  := $(MEM_E2E_PROG:%=$(MEM_E2E_DIR)/%)
 
 $(MEM_E2E_DIR)/mem_direct: $(OBJ)/tests/e2e/mem_direct.o $(MEM_E2E_LIB) | $(SIMDIR)/libcuda.so
@@ -48,7 +48,8 @@ $(MEM_E2E_DIR)/mem_pooldev $(MEM_E2E_DIR)/mem_slots $(MEM_E2E_DIR)/mem_overhead 
 $(MEM_E2E_DIR)/mem_first: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
-$(MEM_E2E_DIR)/nvml_list $(MEM_E2E_DIR)/launch_multi: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o
+$(MEM_E2E_DIR)/nvml_list $(MEM_E2E_DIR)/launch_multi $(MEM_E2E_DIR)/pace_ctx: $(MEM_E2E_DIR)/%: \
+		$(OBJ)/tests/e2e/%.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl
 $(MEM_E2E_DIR)/mem_edge $(MEM_E2E_DIR)/mem_remap: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)

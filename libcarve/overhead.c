@@ -5,7 +5,8 @@
  * reconciled after every call that creates or destroys a context or loads or unloads a
  * module: the difference from what is already charged as overhead is charged (never
  * refused: the driver has taken it already) or released. Where NVML is missing or does not
- * list our pid, the change in cuMemGetInfo_v2's free across the call stands in. */
+ * list our pid, the change in cuMemGetInfo_v2's free across the call stands in. The context
+ * calls also tell pace.c which contexts are made and which go, for its event pairs. */
 #include "libcarve.h"
 #include "nvml_procs.h"
 
@@ -134,44 +135,91 @@ void carve__overhead_end(struct carve_probe *p)
     }
 }
 
-/* Body of a wrapper whose call may change context or module memory; one that makes a
- * context on dev (else -1) has a refusal for the GPU's compute mode explained
- * (carve__say_unavailable). */
-#define WITH_NEW_CONTEXT(name, args, dev)                       \
-    struct carve_probe p;                                       \
+/* The start of every wrapper below: libcarve's init, and the driver's entry point. */
+#define READY(name)                                             \
     carve__init();                                              \
     if (!R.name)                                                \
-        return CUDA_ERROR_NOT_INITIALIZED;                      \
-    carve__overhead_begin(&p);                                  \
+        return CUDA_ERROR_NOT_INITIALIZED;
+
+/* CUresult r = the call, which may change context or module memory; one that makes a context
+ * on dev (else -1) has a refusal for the GPU's compute mode explained
+ * (carve__say_unavailable). */
+#define PROBED(r, name, args, dev)                              \
+    struct carve_probe p_;                                      \
+    carve__overhead_begin(&p_);                                 \
     CUresult r = R.name args;                                   \
-    carve__overhead_end(&p);                                    \
+    carve__overhead_end(&p_);                                   \
     if (r == CUDA_ERROR_DEVICE_UNAVAILABLE && (int)(dev) >= 0)  \
-        carve__say_unavailable(dev);                            \
+        carve__say_unavailable(dev);
+
+#define WITH_OVERHEAD(name, args)                               \
+    READY(name)                                                 \
+    PROBED(r, name, args, -1)                                   \
     return r;
-#define WITH_OVERHEAD(name, args) WITH_NEW_CONTEXT(name, args, -1)
+
+/* dev's primary context: 1 active, 0 not, -1 unknown. Asked only while launches are paced
+ * (pace.c's event pairs are what it is for). */
+static int primary_state(CUdevice dev)
+{
+    unsigned int flags;
+    int active = 0;
+    if (!atomic_load(&carve__pacing) || !R.cuDevicePrimaryCtxGetState ||
+        R.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS)
+        return -1;
+    return active != 0;
+}
+
+/* A context made by the wrapped call (a primary one: primary; fresh: made by this call, not
+ * an active one retained again): pace.c is told its handle. */
+static void made(CUresult r, CUcontext *pctx, CUdevice dev, bool primary, bool fresh)
+{
+    if (r == CUDA_SUCCESS && pctx)
+        carve__pace_made(*pctx, dev, primary, fresh);
+}
 
 CARVE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
     if (carve__refused())
         return CUDA_ERROR_NOT_PERMITTED;
-    WITH_NEW_CONTEXT(cuDevicePrimaryCtxRetain, (pctx, dev), dev)
+    READY(cuDevicePrimaryCtxRetain)
+    bool fresh = primary_state(dev) == 0;
+    PROBED(r, cuDevicePrimaryCtxRetain, (pctx, dev), dev)
+    made(r, pctx, dev, true, fresh);
+    return r;
 }
 
+/* The primary context goes with its last release: pace.c forgets its event pairs then. A
+ * state the driver cannot tell counts as gone (pairs forgotten in a live context only leak
+ * their events; pairs kept past their context would be used after it). */
 CARVE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    WITH_OVERHEAD(cuDevicePrimaryCtxRelease_v2, (dev))
+    READY(cuDevicePrimaryCtxRelease_v2)
+    struct carve_pace_close c;
+    carve__pace_closing(&c, NULL, dev);
+    PROBED(r, cuDevicePrimaryCtxRelease_v2, (dev), -1)
+    carve__pace_closed(&c, r == CUDA_SUCCESS && primary_state(dev) != 1);
+    return r;
 }
 
+/* A reset destroys the primary context's state, its events with it, retained or not. */
 CARVE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
-    WITH_OVERHEAD(cuDevicePrimaryCtxReset_v2, (dev))
+    READY(cuDevicePrimaryCtxReset_v2)
+    struct carve_pace_close c;
+    carve__pace_closing(&c, NULL, dev);
+    PROBED(r, cuDevicePrimaryCtxReset_v2, (dev), -1)
+    carve__pace_closed(&c, r == CUDA_SUCCESS);
+    return r;
 }
 
 CARVE_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     if (carve__refused())
         return CUDA_ERROR_NOT_PERMITTED;
-    WITH_NEW_CONTEXT(cuCtxCreate_v2, (pctx, flags, dev), dev)
+    READY(cuCtxCreate_v2)
+    PROBED(r, cuCtxCreate_v2, (pctx, flags, dev), dev)
+    made(r, pctx, dev, false, true);
+    return r;
 }
 
 CARVE_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params,
@@ -179,7 +227,10 @@ CARVE_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *param
 {
     if (carve__refused())
         return CUDA_ERROR_NOT_PERMITTED;
-    WITH_NEW_CONTEXT(cuCtxCreate_v3, (pctx, params, numParams, flags, dev), dev)
+    READY(cuCtxCreate_v3)
+    PROBED(r, cuCtxCreate_v3, (pctx, params, numParams, flags, dev), dev)
+    made(r, pctx, dev, false, true);
+    return r;
 }
 
 CARVE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
@@ -187,12 +238,20 @@ CARVE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
 {
     if (carve__refused())
         return CUDA_ERROR_NOT_PERMITTED;
-    WITH_NEW_CONTEXT(cuCtxCreate_v4, (pctx, params, flags, dev), dev)
+    READY(cuCtxCreate_v4)
+    PROBED(r, cuCtxCreate_v4, (pctx, params, flags, dev), dev)
+    made(r, pctx, dev, false, true);
+    return r;
 }
 
 CARVE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
-    WITH_OVERHEAD(cuCtxDestroy_v2, (ctx))
+    READY(cuCtxDestroy_v2)
+    struct carve_pace_close c;
+    carve__pace_closing(&c, ctx, -1);
+    PROBED(r, cuCtxDestroy_v2, (ctx), -1)
+    carve__pace_closed(&c, r == CUDA_SUCCESS);
+    return r;
 }
 
 CARVE_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)

@@ -4,7 +4,8 @@
  *
  * The GPU time of a launch is not known when it is made, so it is learned: now and then a
  * launch is bracketed by two events on its stream, and the elapsed time between them is a
- * sample for that kernel (function and grid) or graph. Contention only ever lengthens a
+ * sample for that kernel (function and grid) or graph. The events are a pair kept for the
+ * context they were made in, and forgotten when that context goes (contexts that go, below). Contention only ever lengthens a
  * sample (the stream waits while another context runs), so the estimate is the minimum of a
  * window of samples. Launches of a kernel not measured yet are charged a typical cost, and
  * the difference is charged as debt when the first sample arrives.
@@ -19,6 +20,7 @@
 #include "libcarve.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +42,15 @@
 #define LEARN_WAIT_NS 100000000ull /* the longest a launch waits for its key's first sample */
 #define LEARN_AHEAD 2u            /* launches of an unmeasured key that go before one waits */
 
-enum { PAIR_FREE, PAIR_BUSY, PAIR_PENDING };
+#define CLOSE_YIELDS 64       /* a context's close yields to a poller at its pair this often */
+#define CLOSE_WAITS 20000      /* then sleeps CLOSE_WAIT_NS as often, at most (a second) */
+#define CLOSE_WAIT_NS 50000ull
+
+/* A pair is owned by whoever moved it to BUSY or POLLED (a launch sampling, a poller, a
+ * context's close): only the owner touches its events, and an owner that finds `gone` set
+ * forgets them (pair_forget) instead. */
+enum { PAIR_FREE, PAIR_BUSY, PAIR_PENDING, PAIR_POLLED };
+_Static_assert(PAIRS <= 32, "struct carve_pace_close has one bit a pair");
 
 struct est {
     _Atomic uint64_t key;     /* 0: empty */
@@ -59,7 +69,9 @@ struct est {
 
 struct carve_pace_pair {
     _Atomic int state;
-    CUcontext ctx;
+    _Atomic(CUcontext) ctx; /* the context its events were made in, NULL: none (yet) */
+    _Atomic CUdevice dev;   /* that context's device */
+    _Atomic int gone;       /* that context is gone, and its events with it */
     CUevent start, end;
     struct est *est;
 };
@@ -86,6 +98,7 @@ static struct {
     struct pace_dev dev[CARVE_SLICE_MAX_DEVICES];
     struct est est[EST_SLOTS];
     struct carve_pace_pair pair[PAIRS];
+    _Atomic(CUcontext) primary[MAX_CU]; /* each device's primary context, as last retained */
     _Atomic uint32_t typical_ns;
     _Atomic uint64_t next_poll;
     uint64_t tau_ns, yield_tau_ns, active_ns, period_ns, handover_ns;
@@ -222,6 +235,13 @@ static struct est *est_of(uint64_t key, int sdev)
     return NULL;
 }
 
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
 /* Runs f with this thread's capture mode relaxed: the event calls below are "potentially
  * unsafe" during another thread's global-mode capture and would invalidate it otherwise. */
 static CUstreamCaptureMode relax(void)
@@ -277,6 +297,20 @@ static void take_sample(struct est *e, uint64_t ns)
     }
 }
 
+/* Forgets the events of an owned pair whose context is gone: they went with it and are never
+ * touched again (a real driver may have handed their memory to anything by now). The pair is
+ * made anew in the next context that claims it; a sample in flight is lost, and its key may
+ * be sampled again. */
+static void pair_forget(struct carve_pace_pair *p, bool in_flight)
+{
+    if (in_flight && p->est)
+        atomic_store(&p->est->sampling, 0);
+    p->start = p->end = NULL;
+    p->est = NULL;
+    atomic_store(&p->ctx, NULL);
+    atomic_store(&p->gone, 0);
+}
+
 static void poll_samples(uint64_t now)
 {
     uint64_t next = atomic_load_explicit(&P.next_poll, memory_order_relaxed);
@@ -287,8 +321,13 @@ static void poll_samples(uint64_t now)
         struct carve_pace_pair *p = &P.pair[i];
         int want = PAIR_PENDING;
         if (atomic_load(&p->state) != PAIR_PENDING ||
-            !atomic_compare_exchange_strong(&p->state, &want, PAIR_BUSY))
+            !atomic_compare_exchange_strong(&p->state, &want, PAIR_POLLED))
             continue;
+        if (atomic_load(&p->gone)) {
+            pair_forget(p, true);
+            atomic_store(&p->state, PAIR_FREE);
+            continue;
+        }
         CUresult q = R.cuEventQuery(p->end);
         if (q == CUDA_ERROR_NOT_READY) {
             atomic_store(&p->state, PAIR_PENDING);
@@ -308,30 +347,133 @@ static void poll_samples(uint64_t now)
     unrelax(m);
 }
 
-/* A free event pair of the current context, or NULL. */
-static struct carve_pace_pair *claim_pair(CUcontext ctx)
+/* A free event pair of the current context (ctx, on device cu), or NULL: one made in it
+ * before, else one not made yet (or whose context is gone), made now. */
+static struct carve_pace_pair *claim_pair(CUcontext ctx, CUdevice cu)
 {
     for (int i = 0; i < PAIRS; i++) {
         struct carve_pace_pair *p = &P.pair[i];
+        CUcontext bound = atomic_load(&p->ctx);
         int want = PAIR_FREE;
-        if (atomic_load(&p->state) != PAIR_FREE || (p->ctx && p->ctx != ctx) ||
+        if (atomic_load(&p->state) != PAIR_FREE ||
+            (bound && bound != ctx && !atomic_load(&p->gone)) ||
             !atomic_compare_exchange_strong(&p->state, &want, PAIR_BUSY))
             continue;
-        if (p->ctx == ctx)
+        if (atomic_load(&p->gone))
+            pair_forget(p, false);
+        bound = atomic_load(&p->ctx);
+        if (bound == ctx)
             return p;
-        if (!p->ctx) { /* first use: make its events in this context */
+        if (!bound) { /* first use, or its context went: make its events in this one */
             if (R.cuEventCreate(&p->start, 0) == CUDA_SUCCESS) {
                 if (R.cuEventCreate(&p->end, 0) == CUDA_SUCCESS) {
-                    p->ctx = ctx;
+                    atomic_store(&p->dev, cu);
+                    atomic_store(&p->ctx, ctx);
                     return p;
                 }
                 R.cuEventDestroy_v2(p->start);
             }
+            p->start = NULL;
+            atomic_store(&p->state, PAIR_FREE);
+            return NULL;
         }
-        atomic_store(&p->state, PAIR_FREE);
-        return NULL;
+        atomic_store(&p->state, PAIR_FREE); /* taken for another context meanwhile */
     }
     return NULL;
+}
+
+/* ---- contexts that go ----
+ *
+ * A pair's events live and die with the context they were made in. Before a call that may
+ * destroy a context, its pairs that are free or pending are taken (a poller at one is waited
+ * for: it is at their events), so that nothing touches their events while the driver destroys
+ * them; after it, they are forgotten if the context went, else put back. A pair a launch holds
+ * (sampling in that very context, as the context goes) is marked gone, and forgotten by
+ * whoever has it next. Never on a launch's path: only context calls wait or scan. */
+
+/* Whether pair p is of the context c is about to close. */
+static bool closes(const struct carve_pace_close *c, struct carve_pace_pair *p)
+{
+    CUcontext bound = atomic_load(&p->ctx);
+    return bound && (c->ctx ? bound == c->ctx : atomic_load(&p->dev) == c->dev);
+}
+
+void carve__pace_closing(struct carve_pace_close *c, CUcontext ctx, CUdevice dev)
+{
+    c->ctx = ctx;
+    c->dev = dev;
+    c->taken = c->pending = 0;
+    if (!atomic_load(&carve__pacing))
+        return;
+    if (!ctx && (dev < 0 || dev >= MAX_CU))
+        return; /* no context named */
+    if (!ctx) /* a primary context: its handle as retained, else every pair of its device */
+        c->ctx = atomic_load(&P.primary[dev]);
+    for (int i = 0; i < PAIRS; i++) {
+        struct carve_pace_pair *p = &P.pair[i];
+        for (int tries = 0; closes(c, p); tries++) {
+            int s = atomic_load(&p->state);
+            if ((s == PAIR_FREE || s == PAIR_PENDING) &&
+                atomic_compare_exchange_strong(&p->state, &s, PAIR_BUSY)) {
+                if (!closes(c, p)) { /* forgotten and made again elsewhere meanwhile */
+                    atomic_store(&p->state, s);
+                    break;
+                }
+                c->taken |= 1u << i;
+                if (s == PAIR_PENDING)
+                    c->pending |= 1u << i;
+                break;
+            }
+            if (s == PAIR_BUSY || tries >= CLOSE_YIELDS + CLOSE_WAITS)
+                break; /* a launch's (or a stuck poller's): marked gone afterwards */
+            if (s == PAIR_POLLED) {
+                if (tries < CLOSE_YIELDS)
+                    sched_yield();
+                else
+                    sleep_ns(CLOSE_WAIT_NS);
+            }
+        }
+    }
+}
+
+void carve__pace_closed(struct carve_pace_close *c, bool gone)
+{
+    if (!atomic_load(&carve__pacing))
+        return;
+    for (int i = 0; i < PAIRS; i++) {
+        struct carve_pace_pair *p = &P.pair[i];
+        uint32_t bit = 1u << i;
+        if (c->taken & bit) {
+            if (gone)
+                pair_forget(p, c->pending & bit);
+            atomic_store(&p->state, !gone && (c->pending & bit) ? PAIR_PENDING : PAIR_FREE);
+            continue;
+        }
+        if (!gone || !closes(c, p))
+            continue;
+        atomic_store(&p->gone, 1);
+        int s = atomic_load(&p->state);
+        if ((s == PAIR_FREE || s == PAIR_PENDING) &&
+            atomic_compare_exchange_strong(&p->state, &s, PAIR_BUSY)) {
+            if (atomic_load(&p->gone))
+                pair_forget(p, s == PAIR_PENDING);
+            atomic_store(&p->state, s == PAIR_PENDING && atomic_load(&p->ctx) ? s : PAIR_FREE);
+        }
+    }
+}
+
+void carve__pace_made(CUcontext ctx, CUdevice dev, bool primary, bool fresh)
+{
+    if (!ctx || !atomic_load(&carve__pacing))
+        return;
+    if (primary && dev >= 0 && dev < MAX_CU)
+        atomic_store(&P.primary[dev], ctx);
+    if (!fresh)
+        return;
+    /* a context went that this handle named before, unseen (an entry point not wrapped, or a
+     * release racing with this retain): its pairs' events are gone too */
+    struct carve_pace_close c = {.ctx = ctx, .dev = dev};
+    carve__pace_closed(&c, true);
 }
 
 static void refresh_rate(int sdev, uint64_t now)
@@ -360,13 +502,6 @@ static void refresh_rate(int sdev, uint64_t now)
     atomic_store_explicit(&pd->win_before, window ? peers[before].entry : -1,
                           memory_order_relaxed);
     atomic_store_explicit(&pd->window, window, memory_order_relaxed);
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
 }
 
 /* How long the work the other slices queued before a window (its start) ran into it, up to
@@ -647,7 +782,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
         return;
     CUcontext ctx;
     if (!R.cuCtxGetCurrent || R.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
-        !(L->pair = claim_pair(ctx)) ||
+        !(L->pair = claim_pair(ctx, cu)) ||
         R.cuEventRecord(L->pair->start, stream) != CUDA_SUCCESS) {
         if (L->pair)
             atomic_store(&L->pair->state, PAIR_FREE);
@@ -665,10 +800,13 @@ void carve__launch_end(struct carve_launch *L, CUresult launched)
     struct carve_pace_pair *p = L->pair;
     if (!p)
         return;
-    if (launched == CUDA_SUCCESS && R.cuEventRecord(p->end, L->stream) == CUDA_SUCCESS) {
+    if (atomic_load(&p->gone)) { /* its context went while this launch was made in it */
+        pair_forget(p, true);
+    } else if (launched == CUDA_SUCCESS && R.cuEventRecord(p->end, L->stream) == CUDA_SUCCESS) {
         atomic_store(&p->state, PAIR_PENDING);
         return;
+    } else {
+        atomic_store(&p->est->sampling, 0);
     }
-    atomic_store(&p->est->sampling, 0);
     atomic_store(&p->state, PAIR_FREE);
 }
