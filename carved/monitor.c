@@ -1,8 +1,10 @@
 /* monitor.c - carved's view of the node, once per poll: every GPU process NVML sees, which
  * slice each belongs to (or none: an escape), each slice's memory, achieved share and idle
  * time; the escape and idle policies; and the snapshot (carved.h) built from all of it. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <grp.h>
 #include <pwd.h>
 #include <setjmp.h>
@@ -21,6 +23,7 @@
 #include "uuid.h"
 
 #define MAX_PROCS 1024
+#define ORPHAN_SWEEP_POLLS 10 /* polls between two sweeps of /dev/shm for carve runs' slices */
 
 /* nvml.h's nvmlPciInfo_t (v3), for DCGM's pci_bus_id label; declared here because only
  * carved reads it. */
@@ -810,8 +813,45 @@ static void poll_once(struct carved *d, double now)
     save_node_counters(d);
 }
 
+/* The slice objects of `carve run`s that ended without removing them (SIGKILL: a job step
+ * killed, an OOM kill), /dev/shm/carve.UID.PID.RAND and its .terms, whose PID runs no more:
+ * nothing else removes them, and each killed run left 85 KB in /dev/shm until a reboot.
+ * carved is in the host's PID namespace (it says when not), where those pids are. A process
+ * the command left running keeps its mapping; a new one gets no context, as after any
+ * carve run's end. How many it removed. */
+static int sweep_orphans(void)
+{
+    if (!carve_proc_host_pid_namespace())
+        return 0; /* the pids in the names are not ours to judge */
+    DIR *dir = opendir("/dev/shm");
+    int n = 0;
+    if (!dir)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        unsigned uid, rnd;
+        int pid, end = 0;
+        /* the table's name only (carve_slice_unlink takes its terms with it) */
+        if (sscanf(e->d_name, "carve.%u.%d.%8x%n", &uid, &pid, &rnd, &end) != 3 ||
+            e->d_name[end] != '\0' || end != (int)strlen(e->d_name) || pid <= 0 ||
+            carve_proc_running(pid))
+            continue;
+        char shm[NAME_MAX + 2];
+        snprintf(shm, sizeof(shm), "/%s", e->d_name);
+        carve_slice_unlink(shm);
+        carved_log("removed slice %s of a carve run that ended without removing it (pid %d, "
+                   "uid %u, runs no more)", shm, pid, uid);
+        n++;
+    }
+    closedir(dir);
+    return n;
+}
+
 void monitor_poll(struct carved *d, double now)
 {
+    static unsigned polls;
+    if (polls++ % ORPHAN_SWEEP_POLLS == 0)
+        sweep_orphans();
     if (sigsetjmp(poll_escape, 1)) { /* a table was cut short: what was built is dropped */
         in_poll = 0;
         remake_broken(d);
