@@ -126,8 +126,11 @@ char *carved_metrics_render(const json_t *snap);
  *       "gpus_gone": [ "GPU-..." ] (GPUs it was made for that the node no longer has, by
  *         UUID: kept in the slice, in no entry of its devices; a restart adopted it so, or
  *         made it again so from slices.json after a reboot),
- *       "processes": [ { "pid": 123, "user": "alice", "command": "python",
- *                        "memory_used": N } ],
+ *       "processes": [ { "pid": 123 (carved's pid for it; null: a process of another PID
+ *                          namespace that carved cannot find, user and command "?"),
+ *                        "user": "alice", "command": "python", "memory_used": N,
+ *                        "pid_namespace": 4026531836 (the inode of its /proc/PID/ns/pid;
+ *                          null: unknown), "namespace_pid": 123 (its pid there) } ],
  *       "idle": false, "idle_seconds": 12.0 (memory held and no kernel since),
  *       "idle_gpu_hours": 0.0 (idle stretches of idle_after or more, from their start,
  *       times the GPUs holding its memory; kept across restarts), "policy_idle": "report"

@@ -50,6 +50,8 @@ static struct {
 
 static double last_poll;
 static double clock_seconds(clockid_t clock);
+static bool host_pidns;   /* carved runs in the host's PID namespace: it sees every process */
+static uint32_t time_ns;  /* carved's time namespace */
 
 /* A slice's tenants must write its table, so any of them can truncate it, and reading a
  * mapping past its end raises SIGBUS. The poll, where carved reads the tables, comes back
@@ -85,6 +87,8 @@ int monitor_open(struct carved *d, char *err, size_t errlen)
     struct sigaction bus = {.sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO};
     sigemptyset(&bus.sa_mask);
     sigaction(SIGBUS, &bus, NULL);
+    host_pidns = carve_proc_host_pid_namespace() == 1;
+    time_ns = carve_proc_ns(0, "time");
     char path[PATH_MAX + 64];
     carve_nvml_path(d->simulate, d->libdir, path, sizeof(path));
     d->ngpu = carve_gpus_list(path, d->simulate, d->gpus, CARVE_SLICE_MAX_DEVICES, err, errlen);
@@ -284,23 +288,169 @@ static bool may_be_in(const struct carved *d, const struct dslice *s, pid_t pid)
     return carve_proc_ids(pid, &uid, &gid) < 0 || registry_may_join(d, s, uid, gid);
 }
 
+/* Tenants of other PID namespaces than carved's (containers): the table names each by its
+ * pid there (every container's first process is 1), NVML and /proc here by another.
+ * find_foreign looks for them by their namespace and pid there, in one pass over /proc for
+ * those not found before, and keeps what it found while the process checks out; where one
+ * is surely gone (not there in a /proc that shows every process, or its pid there taken by
+ * a process started since), it gives its slot back, as a tenant of its namespace would. */
+#define MAX_FOREIGN 4096
+struct foreign {
+    struct dslice *slice;
+    struct carve_slice_owner o;
+    pid_t pid;   /* its pid here; 0: not found */
+    bool said;   /* the log says it was not found */
+    bool reaped; /* gone: its slot was given back this poll */
+};
+static struct foreign foreign[MAX_FOREIGN], foreign_prev[MAX_FOREIGN];
+static int nforeign, nforeign_prev;
+static int foreign_at[CARVED_MAX_SLICES], foreign_n[CARVED_MAX_SLICES]; /* each slice's */
+
+/* Whether a precedes b in the list's order (slice, then slot), and whether both name the
+ * same owner of the same slot. */
+static bool foreign_before(const struct foreign *a, const struct foreign *b)
+{
+    return a->slice < b->slice || (a->slice == b->slice && a->o.slot < b->o.slot);
+}
+
+static bool foreign_same(const struct foreign *a, const struct foreign *b)
+{
+    return a->slice == b->slice && a->o.slot == b->o.slot && a->o.pid == b->o.pid &&
+           a->o.pidns == b->o.pidns && a->o.start == b->o.start;
+}
+
+/* Whether pid here is the process that o names: its namespace, its pid there, and its start
+ * time (not compared across time namespaces, where /proc shifts start times). */
+static bool is_owner(pid_t pid, const struct carve_slice_owner *o)
+{
+    pid_t inner;
+    if (carve_proc_ns(pid, "pid") != o->pidns || carve_proc_inner_pid(pid, &inner) < 0 ||
+        inner != o->pid)
+        return false;
+    if (!o->start || carve_proc_ns(pid, "time") != time_ns)
+        return true;
+    return carve_proc_start_time(pid) == o->start;
+}
+
+/* Why a tenant of another namespace was not found, for the log. */
+static const char *not_found_why(const struct foreign *f, int scan)
+{
+    if (!f->o.pidns)
+        return "it could not read its namespace (no /proc where it runs)";
+    if (!host_pidns)
+        return "carved runs in a PID namespace of its own, and cannot see into that one";
+    return scan < 0 ? "carved cannot read /proc"
+                    : "carved cannot look into every process (it does not run as root)";
+}
+
+/* The owners of other namespaces of slice s appended to foreign, each with what the last
+ * poll found of it; those to look for into want (their index in foreign into at). */
+static void list_foreign(struct dslice *s, struct carve_proc_nspid *want, int *at, int *nwant,
+                         int *prev)
+{
+    static struct carve_slice_owner owners[CARVE_SLICE_MAX_PROCS];
+    int n = carve_slice_foreign(s->handle, owners, CARVE_SLICE_MAX_PROCS);
+    for (int j = 0; j < n && nforeign < MAX_FOREIGN; j++) {
+        struct foreign *f = &foreign[nforeign];
+        *f = (struct foreign){.slice = s, .o = owners[j]};
+        while (*prev < nforeign_prev && foreign_before(&foreign_prev[*prev], f))
+            (*prev)++;
+        if (*prev < nforeign_prev && foreign_same(&foreign_prev[*prev], f)) {
+            f->said = foreign_prev[*prev].said;
+            if (foreign_prev[*prev].pid > 0 && is_owner(foreign_prev[*prev].pid, &f->o))
+                f->pid = foreign_prev[*prev].pid;
+        }
+        if (!f->pid && f->o.pidns) {
+            want[*nwant] = (struct carve_proc_nspid){f->o.pidns, f->o.pid, 0};
+            at[(*nwant)++] = nforeign;
+        }
+        nforeign++;
+    }
+}
+
+static void find_foreign(struct carved *d)
+{
+    static struct carve_proc_nspid want[MAX_FOREIGN];
+    static int at[MAX_FOREIGN];
+    int nwant = 0, prev = 0;
+    memcpy(foreign_prev, foreign, (size_t)nforeign * sizeof(*foreign));
+    nforeign_prev = nforeign;
+    nforeign = 0;
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
+        foreign_at[i] = nforeign;
+        if (d->slices[i].used)
+            list_foreign(&d->slices[i], want, at, &nwant, &prev);
+        foreign_n[i] = nforeign - foreign_at[i];
+    }
+    int scan = nwant ? carve_proc_find_nspids(want, nwant) : 1;
+    for (int k = 0; k < nwant; k++) {
+        struct foreign *f = &foreign[at[k]];
+        pid_t found = want[k].found;
+        if (found > 0 && is_owner(found, &f->o)) {
+            f->pid = found;
+            continue;
+        }
+        /* its pid there is a later process's, or no process has it on the node */
+        bool gone = found > 0 || (scan == 1 && host_pidns);
+        f->reaped = gone && carve_slice_reap_owner(f->slice->handle, &f->o);
+    }
+    for (int k = 0; k < nforeign; k++) { /* unknown namespaces were not looked for */
+        struct foreign *f = &foreign[k];
+        if (f->pid || f->reaped || f->said)
+            continue;
+        carved_log("slice %s: a tenant of PID namespace %u (pid %d there) holds a slot, and "
+                   "carved cannot find it: %s. It is listed without a pid, its slot is not "
+                   "given back when it ends, idle_policy does not end it, and the pid NVML "
+                   "names it by is an escape", f->slice->name, f->o.pidns, (int)f->o.pid,
+                   not_found_why(f, scan));
+        f->said = true;
+    }
+}
+
+/* One process of a slice, as the poll lists it. */
+struct tenant {
+    pid_t pid;      /* carved's pid for it; 0: of another namespace, not found */
+    int slot;
+    pid_t ns_pid;   /* its pid in its own PID namespace */
+    uint32_t pidns; /* that namespace (0: unknown) */
+};
+
+/* The processes of s: those of carved's namespace that live, and those of others (found or
+ * not) that find_foreign did not find gone. At most max; the count. */
+static int slice_tenants(const struct carved *d, const struct dslice *s, struct tenant *out,
+                         int max)
+{
+    static struct carve_slice_owner owners[CARVE_SLICE_MAX_PROCS];
+    int n = 0, k = carve_slice_owners(s->handle, owners, CARVE_SLICE_MAX_PROCS);
+    for (int j = 0; j < k && n < max; j++)
+        if (owners[j].local)
+            out[n++] = (struct tenant){owners[j].pid, owners[j].slot, owners[j].pid,
+                                       owners[j].pidns};
+    int i = (int)(s - d->slices);
+    for (int j = foreign_at[i]; j < foreign_at[i] + foreign_n[i] && n < max; j++)
+        if (!foreign[j].reaped)
+            out[n++] = (struct tenant){foreign[j].pid, foreign[j].o.slot, foreign[j].o.pid,
+                                       foreign[j].o.pidns};
+    return n;
+}
+
 /* The slices' processes, by their tables and checked: a pid someone wrote into another
  * slice's table took that process's NVML memory there, and under escape_policy = kill an
  * over-cap slice's processes were killed, whoever's they were. A process started in a
  * slice its user may not join is kept apart (barred): an escape, not the slice's tenant. */
 static void read_members(struct carved *d)
 {
-    unsigned pids[CARVE_SLICE_MAX_PROCS];
+    static struct tenant t[CARVE_SLICE_MAX_PROCS];
     nmembers = 0;
     for (int i = 0; i < CARVED_MAX_SLICES; i++) {
         struct dslice *s = &d->slices[i];
         if (!s->used)
             continue;
-        int n = carve_slice_pids(s->handle, pids, CARVE_SLICE_MAX_PROCS);
+        int n = slice_tenants(d, s, t, CARVE_SLICE_MAX_PROCS);
         for (int j = 0; j < n && nmembers < MAX_MEMBERS; j++)
-            if (started_in((pid_t)pids[j], s->shm) != 0)
+            if (t[j].pid > 0 && started_in(t[j].pid, s->shm) != 0)
                 members[nmembers++] =
-                    (struct member){pids[j], s, !may_be_in(d, s, (pid_t)pids[j])};
+                    (struct member){(unsigned)t[j].pid, s, !may_be_in(d, s, t[j].pid)};
     }
 }
 
@@ -620,7 +770,7 @@ static int gpus_held(const struct dslice *s)
  * ended the slice's processes: those started in it (a pid written into its table by hand
  * was killed too, whoever's it was). */
 static bool judge_idle(struct carved *d, struct dslice *s, bool busy, double now, double dt,
-                       int nprocs, const unsigned *pids)
+                       int nprocs, const struct tenant *t)
 {
     int held = gpus_held(s);
     if (busy || held == 0) {
@@ -641,16 +791,23 @@ static bool judge_idle(struct carved *d, struct dslice *s, bool busy, double now
         return false;
     int ended = 0;
     for (int i = 0; i < nprocs; i++) {
-        int in = started_in((pid_t)pids[i], s->shm);
+        if (!t[i].pid) {
+            if (!was)
+                carved_log("slice %s: a tenant of PID namespace %u (pid %d there) is in its "
+                           "table, and carved cannot find it; not ended", s->name, t[i].pidns,
+                           (int)t[i].ns_pid);
+            continue;
+        }
+        int in = started_in(t[i].pid, s->shm);
         if (in != 1) {
             if (!was) /* once, not at every poll it stays idle */
-                carved_log("slice %s: pid %u is in its table but %s (CARVE_SLICE=%s in its "
-                           "environment); not ended", s->name, pids[i],
+                carved_log("slice %s: pid %d is in its table but %s (CARVE_SLICE=%s in its "
+                           "environment); not ended", s->name, (int)t[i].pid,
                            in == 0 ? "was not started in the slice" : "carved cannot read "
                            "whether it was started in the slice", s->shm);
             continue;
         }
-        kill((pid_t)pids[i], SIGKILL);
+        kill(t[i].pid, SIGKILL);
         ended++;
     }
     carve_slice_reap(s->handle);
@@ -661,25 +818,32 @@ static bool judge_idle(struct carved *d, struct dslice *s, bool busy, double now
     return true;
 }
 
+/* A process of a slice in the snapshot: by carved's pid (null for one of another namespace
+ * that carved cannot find) and by its pid in its own PID namespace. */
+static json_t *tenant_json(const struct dslice *s, const struct tenant *t)
+{
+    char user[64] = "?", cmd[64] = "?";
+    if (t->pid)
+        proc_user(t->pid, user, sizeof(user), cmd, sizeof(cmd));
+    uint64_t used = 0;
+    for (int dv = 0; dv < s->spec.ndev; dv++)
+        used += carve_slice_slot_used(s->handle, t->slot, dv);
+    return json_pack("{s:o,s:s,s:s,s:I,s:o,s:I}", "pid",
+                     t->pid ? json_integer(t->pid) : json_null(), "user", user, "command", cmd,
+                     "memory_used", (json_int_t)used, "pid_namespace",
+                     t->pidns ? json_integer(t->pidns) : json_null(), "namespace_pid",
+                     (json_int_t)t->ns_pid);
+}
+
 static json_t *slice_json(struct carved *d, struct dslice *s, bool busy, double now, double dt)
 {
-    unsigned pids[CARVE_SLICE_MAX_PROCS];
-    int n = carve_slice_pids(s->handle, pids, CARVE_SLICE_MAX_PROCS);
-    if (judge_idle(d, s, busy, now, dt, n, pids))
+    static struct tenant t[CARVE_SLICE_MAX_PROCS];
+    int n = slice_tenants(d, s, t, CARVE_SLICE_MAX_PROCS);
+    if (judge_idle(d, s, busy, now, dt, n, t))
         n = 0;
     json_t *procs = json_array();
-    for (int i = 0; i < n; i++) {
-        char user[64], cmd[64];
-        proc_user((pid_t)pids[i], user, sizeof(user), cmd, sizeof(cmd));
-        uint64_t used = 0;
-        for (int slot = 0; slot < CARVE_SLICE_MAX_PROCS; slot++)
-            if (carve_slice_slot_pid(s->handle, slot) == (int)pids[i])
-                for (int dv = 0; dv < s->spec.ndev; dv++)
-                    used += carve_slice_slot_used(s->handle, slot, dv);
-        json_array_append_new(procs, json_pack("{s:I,s:s,s:s,s:I}", "pid", (json_int_t)pids[i],
-                                               "user", user, "command", cmd, "memory_used",
-                                               (json_int_t)used));
-    }
+    for (int i = 0; i < n; i++)
+        json_array_append_new(procs, tenant_json(s, &t[i]));
     json_t *gone = json_array();
     for (int i = 0; i < s->spec.ndev; i++)
         if (s->gone[i]) {
@@ -741,6 +905,7 @@ static void count_new_escapes(struct carved *d, const json_t *escapes)
  * is left in the slice (a SIGKILLed carve run cannot ask for it). */
 static void end_orphan_runs(struct carved *d)
 {
+    struct carve_slice_owner owner[1];
     unsigned pids[1];
     char err[256];
     for (int i = 0; i < CARVED_MAX_SLICES; i++) {
@@ -749,7 +914,9 @@ static void end_orphan_runs(struct carved *d)
             continue;
         if (kill(s->creator, 0) == 0 || errno != ESRCH)
             continue;
-        if (carve_slice_pids(s->handle, pids, 1) == 0)
+        /* tenants of other namespaces too, until find_foreign finds them gone */
+        if (carve_slice_pids(s->handle, pids, 1) == 0 &&
+            carve_slice_foreign(s->handle, owner, 1) == 0)
             registry_delete(d, s, err, sizeof(err));
     }
 }
@@ -777,6 +944,7 @@ static void poll_once(struct carved *d, double now)
     nnames = 0; /* names as they are now: a renamed user shows at the next poll */
     d->stale = false;
     end_orphan_runs(d);
+    find_foreign(d);
     read_members(d);
     static bool busy[CARVED_MAX_SLICES];
     memset(busy, 0, sizeof(busy));

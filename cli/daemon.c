@@ -457,11 +457,35 @@ static void print_mps_servers(json_t *snap)
 static const char ps_help[] =
     "usage: carve ps [--json|-j]\n"
     "\n"
-    "What carved sees: each slice with its processes (pid, user, command, memory), memory\n"
-    "used and cap, achieved compute share and idle time; then every GPU process that is in\n"
-    "no slice (an escape: a static binary, or one that dropped LD_PRELOAD), and NVIDIA's\n"
-    "MPS servers, which are in no slice but not escapes.\n"
+    "What carved sees: each slice with its processes (pid, user, command, memory; one of a\n"
+    "container's PID namespace says its pid there too), memory used and cap, achieved\n"
+    "compute share and idle time; then every GPU process that is in no slice (an escape: a\n"
+    "static binary, or one that dropped LD_PRELOAD), and NVIDIA's MPS servers, which are in\n"
+    "no slice but not escapes.\n"
     "--json (-j) prints carved's whole snapshot (the schema is in carved/carved.h).\n";
+
+/* One row of carve ps's slice processes. One of another PID namespace than carved's (a
+ * container) says its pid there too; one that carved cannot find has no pid here. */
+static void print_slice_process(const char *slice, json_t *p)
+{
+    char used[32], pid[24] = "?", ns[24] = "unknown", note[160] = "";
+    carve_format_size((uint64_t)json_integer_value(json_object_get(p, "memory_used")), used,
+                      sizeof(used));
+    json_t *here = json_object_get(p, "pid"), *pidns = json_object_get(p, "pid_namespace");
+    long long inner = json_integer_value(json_object_get(p, "namespace_pid"));
+    if (json_is_integer(here))
+        snprintf(pid, sizeof(pid), "%lld", (long long)json_integer_value(here));
+    if (json_is_integer(pidns))
+        snprintf(ns, sizeof(ns), "%lld", (long long)json_integer_value(pidns));
+    if (!json_is_integer(here))
+        snprintf(note, sizeof(note), "  (pid %lld in PID namespace %s: carved cannot find it, "
+                 "see its log)", inner, ns);
+    else if (inner && inner != json_integer_value(here))
+        snprintf(note, sizeof(note), "  (pid %lld in PID namespace %s)", inner, ns);
+    printf("%-20s %8s %-10s %-16s %s%s\n", slice, pid,
+           json_string_value(json_object_get(p, "user")),
+           json_string_value(json_object_get(p, "command")), used, note);
+}
 
 int carve_cmd_ps(int argc, char **argv)
 {
@@ -490,14 +514,8 @@ int carve_cmd_ps(int argc, char **argv)
     json_t *s, *p;
     printf("\n%-20s %8s %-10s %-16s %s\n", "SLICE", "PID", "USER", "COMMAND", "MEMORY");
     json_array_foreach(json_object_get(snap, "slices"), i, s)
-        json_array_foreach(json_object_get(s, "processes"), j, p) {
-            char used[32];
-            carve_format_size((uint64_t)json_integer_value(json_object_get(p, "memory_used")), used, sizeof(used));
-            printf("%-20s %8lld %-10s %-16s %s\n", json_string_value(json_object_get(s, "name")),
-                   (long long)json_integer_value(json_object_get(p, "pid")),
-                   json_string_value(json_object_get(p, "user")),
-                   json_string_value(json_object_get(p, "command")), used);
-        }
+        json_array_foreach(json_object_get(s, "processes"), j, p)
+            print_slice_process(json_string_value(json_object_get(s, "name")), p);
     json_t *esc = json_object_get(snap, "escapes");
     printf("\nescapes (GPU processes in no slice, in a slice NVML sees over its cap, or in one "
            "not open to their user): %zu\n", json_array_size(esc));

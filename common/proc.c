@@ -1,7 +1,9 @@
-/* proc.c - what /proc/PID/stat says of a process, read in one place: the name may hold any
- * character, spaces and parentheses included, so the fields resume after its last ')'. */
+/* proc.c - what /proc says of a process, read in one place: /proc/PID/stat (the name may hold
+ * any character, spaces and parentheses included, so the fields resume after its last ')'),
+ * /proc/PID/status, and the process's PID namespace with its pid there. */
 #include "proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,13 +17,11 @@
 
 #define START_FIELD 22 /* starttime, counting from 1 (pid) */
 
-/* /proc/PID/FILE into buf, NUL-terminated; 0, or -1 when it cannot be read. */
-static int read_proc(pid_t pid, const char *file, char *buf, size_t len)
+/* /proc/WHO/FILE into buf, NUL-terminated; 0, or -1 when it cannot be read. */
+static int read_proc_at(const char *who, const char *file, char *buf, size_t len)
 {
     char path[64];
-    if (pid <= 0)
-        return -1;
-    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+    snprintf(path, sizeof(path), "/proc/%s/%s", who, file);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -33,11 +33,19 @@ static int read_proc(pid_t pid, const char *file, char *buf, size_t len)
     return 0;
 }
 
-int carve_proc_stat(pid_t pid, struct carve_proc_stat *st)
+/* /proc/PID/FILE into buf, NUL-terminated; 0, or -1 when it cannot be read. */
+static int read_proc(pid_t pid, const char *file, char *buf, size_t len)
 {
-    char buf[1024];
-    if (read_proc(pid, "stat", buf, sizeof(buf)) < 0)
+    char who[16];
+    if (pid <= 0)
         return -1;
+    snprintf(who, sizeof(who), "%d", (int)pid);
+    return read_proc_at(who, file, buf, len);
+}
+
+/* The fields of a /proc/PID/stat line into *st: 0, or -1 when it is not one. */
+static int parse_stat(const char *buf, struct carve_proc_stat *st)
+{
     const char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
     if (!open_paren || !close_paren || close_paren < open_paren || close_paren[1] != ' ' ||
         !close_paren[2])
@@ -53,6 +61,18 @@ int carve_proc_stat(pid_t pid, struct carve_proc_stat *st)
         p = strchr(p + 1, ' ');
     st->start = p ? strtoull(p + 1, NULL, 10) : 0;
     return 0;
+}
+
+int carve_proc_stat(pid_t pid, struct carve_proc_stat *st)
+{
+    char buf[1024];
+    return read_proc(pid, "stat", buf, sizeof(buf)) < 0 ? -1 : parse_stat(buf, st);
+}
+
+int carve_proc_stat_self(struct carve_proc_stat *st)
+{
+    char buf[1024];
+    return read_proc_at("self", "stat", buf, sizeof(buf)) < 0 ? -1 : parse_stat(buf, st);
 }
 
 int carve_proc_running(pid_t pid)
@@ -157,11 +177,147 @@ int carve_proc_children(pid_t *out, int max)
     return count;
 }
 
-/* The kernel numbers the initial PID namespace's inode so (PROC_PID_INIT_INO). */
-#define HOST_PID_NAMESPACE_INO 0xEFFFFFFCu
-
 int carve_proc_host_pid_namespace(void)
 {
+    return carve_proc_ns(0, "pid") == CARVE_HOST_PID_NS;
+}
+
+uint32_t carve_proc_ns(pid_t pid, const char *kind)
+{
+    char path[64];
     struct stat st;
-    return stat("/proc/self/ns/pid", &st) == 0 && st.st_ino == HOST_PID_NAMESPACE_INO;
+    if (pid < 0)
+        return 0;
+    if (pid == 0)
+        snprintf(path, sizeof(path), "/proc/self/ns/%s", kind);
+    else
+        snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, kind);
+    if (stat(path, &st) < 0 || st.st_ino > UINT32_MAX)
+        return 0;
+    return (uint32_t)st.st_ino;
+}
+
+/* The fields of the NSpid line of a /proc/PID/status (its pid from /proc's namespace down
+ * to its own), at most max of them into out: their count, 0 when there is no such line. */
+static int nspid_fields(const char *status, long *out, int max)
+{
+    const char *line = strstr(status, "\nNSpid:");
+    int n = 0;
+    if (!line)
+        return 0;
+    for (const char *p = line + 7; n < max; n++) {
+        char *end;
+        long v = strtol(p, &end, 10); /* strtol skips the tabs between the fields */
+        if (end == p || v <= 0 || v > INT_MAX)
+            break;
+        out[n] = v;
+        p = end;
+    }
+    return n;
+}
+
+#define NSPID_MAX 33 /* the kernel nests PID namespaces 32 deep */
+
+int carve_proc_inner_pid(pid_t pid, pid_t *inner)
+{
+    char buf[4096], who[16];
+    long f[NSPID_MAX];
+    if (pid < 0)
+        return -1;
+    if (pid == 0)
+        snprintf(who, sizeof(who), "self");
+    else
+        snprintf(who, sizeof(who), "%d", (int)pid);
+    int n = read_proc_at(who, "status", buf, sizeof(buf)) < 0 ? 0 : nspid_fields(buf, f, NSPID_MAX);
+    if (n == 0)
+        return -1;
+    *inner = (pid_t)f[n - 1];
+    return 0;
+}
+
+int carve_proc_is_own(void)
+{
+    char buf[4096];
+    long f[2];
+    if (read_proc_at("self", "status", buf, sizeof(buf)) < 0)
+        return -1;
+    /* no NSpid (before Linux 4.1): no way to tell; /proc has been the namespace's whenever
+     * it was mounted in it, as containers do */
+    return nspid_fields(buf, f, 2) != 2;
+}
+
+/* Whether the name of a /proc entry is a pid: digits only. */
+static bool pid_name(const char *name, pid_t *pid)
+{
+    char *end;
+    long v = strtol(name, &end, 10);
+    if (*name < '1' || *name > '9' || *end || v > INT_MAX)
+        return false;
+    *pid = (pid_t)v;
+    return true;
+}
+
+/* Marks found the entries of want that pid (of namespace ns) is. */
+static void match_nspid(struct carve_proc_nspid *want, int n, uint32_t ns, pid_t pid)
+{
+    pid_t inner = 0;
+    bool read = false;
+    for (int i = 0; i < n; i++) {
+        if (want[i].found || want[i].ns != ns)
+            continue;
+        if (!read && carve_proc_inner_pid(pid, &inner) < 0)
+            return; /* gone meanwhile */
+        read = true;
+        if (want[i].pid == inner)
+            want[i].found = pid;
+    }
+}
+
+/* Whether pid, whose namespace we may not look into, may be one of want: by NSpid in its
+ * status, which anyone may read. One with a single field is of /proc's own namespace,
+ * proc_ns (0: unknown); another has its pid there last. */
+static bool may_be_wanted(const struct carve_proc_nspid *want, int n, pid_t pid,
+                          uint32_t proc_ns)
+{
+    char buf[4096], who[16];
+    long f[NSPID_MAX];
+    snprintf(who, sizeof(who), "%d", (int)pid);
+    errno = 0;
+    if (read_proc_at(who, "status", buf, sizeof(buf)) < 0)
+        return errno != ENOENT && errno != ESRCH; /* gone meanwhile: none of them */
+    int k = nspid_fields(buf, f, NSPID_MAX);
+    for (int i = 0; i < n; i++) {
+        if (want[i].found)
+            continue;
+        if (k == 0 || (k == 1 && (!proc_ns || want[i].ns == proc_ns)) ||
+            (k > 1 && f[k - 1] == want[i].pid))
+            return true;
+    }
+    return false;
+}
+
+int carve_proc_find_nspids(struct carve_proc_nspid *want, int n)
+{
+    DIR *dir = opendir("/proc");
+    if (!dir)
+        return -1;
+    for (int i = 0; i < n; i++)
+        want[i].found = 0;
+    uint32_t proc_ns = carve_proc_is_own() == 1 ? carve_proc_ns(0, "pid") : 0;
+    int complete = 1;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        pid_t pid;
+        if (!pid_name(e->d_name, &pid))
+            continue;
+        errno = 0;
+        uint32_t ns = carve_proc_ns(pid, "pid");
+        if (ns)
+            match_nspid(want, n, ns, pid);
+        /* not ours to look into (another user's, or kept from root), and maybe one of them */
+        else if ((errno == EACCES || errno == EPERM) && may_be_wanted(want, n, pid, proc_ns))
+            complete = 0;
+    }
+    closedir(dir);
+    return complete;
 }

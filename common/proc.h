@@ -1,5 +1,5 @@
-/* proc.h - what /proc/PID/stat says of a process (its name, its state, its start time), and
- * whose it is by /proc/PID/status. */
+/* proc.h - what /proc/PID/stat says of a process (its name, its state, its start time),
+ * whose it is by /proc/PID/status, and which PID namespace it is in. */
 #ifndef CARVE_PROC_H
 #define CARVE_PROC_H
 
@@ -14,6 +14,9 @@ struct carve_proc_stat {
 
 /* 0 and *st filled, or -1 when the entry cannot be read (gone, or /proc hidden). */
 int carve_proc_stat(pid_t pid, struct carve_proc_stat *st);
+/* The same of this process, by /proc/self: right also where /proc is an outer PID
+ * namespace's, whose /proc/PID is another process than this process's PID. */
+int carve_proc_stat_self(struct carve_proc_stat *st);
 /* 1 when pid runs: kill(2) finds it and /proc does not call it exited (a zombie waiting for
  * a parent, or a PID 1 that reaps late or never). A hidden /proc leaves kill's word. */
 int carve_proc_running(pid_t pid);
@@ -35,5 +38,33 @@ int carve_proc_is_mps_server(pid_t pid, uid_t trusted_owner);
 int carve_proc_children(pid_t *out, int max);
 /* 1 when this process runs in the host's (the initial) PID namespace, 0 when in another. */
 int carve_proc_host_pid_namespace(void);
+
+/* The kernel numbers the initial PID namespace's inode so (PROC_PID_INIT_INO). */
+#define CARVE_HOST_PID_NS 0xEFFFFFFCu
+/* pid's namespace of a kind ("pid", "time", ...), by the inode of /proc/PID/ns/KIND (pid 0:
+ * this process); 0 when it cannot be read (gone, not ours to look into, no /proc). The
+ * kernel's namespace inodes are 32 bits, and the same whichever /proc names them. */
+uint32_t carve_proc_ns(pid_t pid, const char *kind);
+/* pid's pid in its own PID namespace: the last field of NSpid in /proc/PID/status (pid 0:
+ * this process). 0, or -1 when it cannot be read (or a kernel before 4.1, which has no
+ * NSpid). */
+int carve_proc_inner_pid(pid_t pid, pid_t *inner);
+/* 1 when /proc is this process's PID namespace's (its /proc/PID are this process's PIDs:
+ * NSpid there has one field), 0 when it is an outer namespace's (a process of a namespace
+ * made without a /proc of its own, as by unshare -p -f without --mount-proc), -1 when
+ * /proc/self cannot be read. */
+int carve_proc_is_own(void);
+
+/* A process to find by its pid in its own PID namespace: found is its pid in /proc as this
+ * process sees it (the host's pid, where /proc is the host's), 0 when not found. */
+struct carve_proc_nspid {
+    uint32_t ns;
+    pid_t pid;
+    pid_t found;
+};
+/* Looks for each of want[0, n) in one pass over /proc. 1 when every process listed there
+ * could be looked into (then one not found is not there), 0 when some could not be (not
+ * ours: one not found may be among them), -1 when /proc cannot be read. */
+int carve_proc_find_nspids(struct carve_proc_nspid *want, int n);
 
 #endif

@@ -27,7 +27,17 @@ struct carve_slice {
     uid_t terms_uid;             /* who owns the terms object, and its mode: the trust */
     mode_t terms_mode;           /* check of libcarve (carve_slice_terms_owner) */
     uid_t table_uid;             /* who owns the table (carved's check when it adopts one) */
+    uint32_t self_ns;            /* this process's PID namespace (0: unknown), and whether */
+    bool proc_own;               /* /proc is that namespace's: read at open and at attach */
 };
+
+/* Which PID namespace this process is in, and whether its /proc/PID are its own PIDs: once
+ * at open and at each attach, never on the allocation path. */
+static void know_self(struct carve_slice *s)
+{
+    s->self_ns = carve_proc_ns(0, "pid");
+    s->proc_own = carve_proc_is_own() == 1;
+}
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, const char *arg)
 {
@@ -124,6 +134,7 @@ int carve_slice_create(const char *shm_name, const struct carve_slice_spec *spec
     s->terms_uid = geteuid();
     s->terms_mode = 0644;
     s->table_uid = geteuid();
+    know_self(s);
     *out = s;
     return 0;
 }
@@ -210,6 +221,7 @@ int carve_slice_open_fd(const char *shm_name, int table_fd, struct carve_slice *
     s->terms_uid = kst.st_uid;
     s->terms_mode = kst.st_mode & 07777;
     s->table_uid = tst.st_uid;
+    know_self(s);
     *out = s;
     return 0;
 }
@@ -305,12 +317,30 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static bool slot_owner_dead(struct slice_slot *sl, int32_t pid)
+/* Whether o names a process: not free, not being cleared. */
+static bool owner_is_process(uint64_t o)
 {
-    if (pid <= 0)
+    return o != SLOT_FREE && o != SLOT_REAPING && SLOT_OWNER_PID(o) > 0;
+}
+
+static bool owner_local(const struct carve_slice *s, uint64_t o)
+{
+    return SLOT_OWNER_NS(o) == s->self_ns;
+}
+
+/* Whether the process that owns a slot, one of this process's PID namespace, is gone. A slot
+ * of another namespace is never judged here: its pid names another process here, or none
+ * (every container's first process is 1). */
+static bool slot_owner_dead(const struct carve_slice *s, struct slice_slot *sl, uint64_t owner)
+{
+    if (!owner_is_process(owner) || !owner_local(s, owner))
         return false;
+    pid_t pid = SLOT_OWNER_PID(owner);
     if (kill(pid, 0) < 0 && errno == ESRCH)
         return true;
+    /* /proc/PID is this namespace's PID only where /proc is its own */
+    if (!s->proc_own)
+        return false;
     /* A gone process is seen at once above. Reading /proc to catch a reused pid costs a few
      * microseconds per slot, and a storm of refused admissions would pay it for every
      * slot every time: a pid cannot be reused within the interval, so check once per it. */
@@ -320,7 +350,7 @@ static bool slot_owner_dead(struct slice_slot *sl, int32_t pid)
     atomic_store(&sl->reuse_checked_ns, now);
     uint64_t start = atomic_load(&sl->start_time);
     uint64_t current = carve_proc_start_time(pid);
-    /* an unreadable /proc entry (hidepid, another namespace) proves nothing: keep it */
+    /* an unreadable /proc entry (hidepid) proves nothing: keep it */
     return start && current && start != current;
 }
 
@@ -334,18 +364,23 @@ static void slot_clear(struct slice_slot *sl)
     atomic_store(&sl->reuse_checked_ns, 0);
 }
 
-/* Takes slot i from a dead owner; true when this caller cleared it. */
-static bool reap_slot(struct slice_table *t, uint32_t i)
+/* Clears slot i if it still holds owner; true when this caller cleared it. */
+static bool take_slot(struct slice_table *t, uint32_t i, uint64_t owner)
 {
     struct slice_slot *sl = &t->slot[i];
-    int32_t pid = atomic_load(&sl->pid);
-    if (!slot_owner_dead(sl, pid))
-        return false;
-    if (!atomic_compare_exchange_strong(&sl->pid, &pid, SLOT_REAPING))
+    if (!atomic_compare_exchange_strong(&sl->owner, &owner, SLOT_REAPING))
         return false;
     slot_clear(sl);
-    atomic_store(&sl->pid, SLOT_FREE);
+    atomic_store(&sl->owner, SLOT_FREE);
     return true;
+}
+
+/* Takes slot i from a dead owner; true when this caller cleared it. */
+static bool reap_slot(const struct carve_slice *s, uint32_t i)
+{
+    struct slice_slot *sl = &s->t->slot[i];
+    uint64_t owner = atomic_load(&sl->owner);
+    return slot_owner_dead(s, sl, owner) && take_slot(s->t, i, owner);
 }
 
 int carve_slice_reap(struct carve_slice *s)
@@ -354,17 +389,28 @@ int carve_slice_reap(struct carve_slice *s)
     uint32_t hw = atomic_load(&t->slots_hw);
     int n = 0;
     for (uint32_t i = 0; i < hw && i < CARVE_SLICE_MAX_PROCS; i++)
-        n += reap_slot(t, i);
+        n += reap_slot(s, i);
     return n;
 }
 
-static bool claim_slot(struct slice_table *t, uint32_t i, pid_t pid)
+/* The start time of pid as the slot keeps it: our own by /proc/self, right wherever /proc
+ * is mounted from; another pid's (tests) only where /proc/PID is that pid. */
+static uint64_t start_of(const struct carve_slice *s, pid_t pid)
 {
-    int32_t expect = SLOT_FREE;
-    if (!atomic_compare_exchange_strong(&t->slot[i].pid, &expect, (int32_t)pid))
+    struct carve_proc_stat st;
+    if (pid == getpid())
+        return carve_proc_stat_self(&st) == 0 ? st.start : 0;
+    return s->proc_own ? carve_proc_start_time(pid) : 0;
+}
+
+static bool claim_slot(const struct carve_slice *s, uint32_t i, pid_t pid)
+{
+    struct slice_table *t = s->t;
+    uint64_t expect = SLOT_FREE;
+    if (!atomic_compare_exchange_strong(&t->slot[i].owner, &expect, SLOT_OWNER(s->self_ns, pid)))
         return false;
     slot_clear(&t->slot[i]);
-    atomic_store(&t->slot[i].start_time, carve_proc_start_time(pid));
+    atomic_store(&t->slot[i].start_time, start_of(s, pid));
     uint32_t hw = atomic_load(&t->slots_hw);
     while (hw < i + 1 && !atomic_compare_exchange_weak(&t->slots_hw, &hw, i + 1))
         ;
@@ -373,10 +419,10 @@ static bool claim_slot(struct slice_table *t, uint32_t i, pid_t pid)
 
 int carve_slice_attach(struct carve_slice *s, pid_t pid)
 {
-    struct slice_table *t = s->t;
+    know_self(s);
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < CARVE_SLICE_MAX_PROCS; i++)
-            if (claim_slot(t, i, pid))
+            if (claim_slot(s, i, pid))
                 return (int)i;
         if (carve_slice_reap(s) == 0)
             break;
@@ -388,12 +434,9 @@ void carve_slice_detach(struct carve_slice *s, int slot)
 {
     if (slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
         return;
-    struct slice_slot *sl = &s->t->slot[slot];
-    int32_t pid = atomic_load(&sl->pid);
-    if (pid <= 0 || !atomic_compare_exchange_strong(&sl->pid, &pid, SLOT_REAPING))
-        return;
-    slot_clear(sl);
-    atomic_store(&sl->pid, SLOT_FREE);
+    uint64_t owner = atomic_load(&s->t->slot[slot].owner);
+    if (owner_is_process(owner))
+        take_slot(s->t, (uint32_t)slot, owner);
 }
 
 int carve_slice_forget_pid(struct carve_slice *s, pid_t pid)
@@ -401,14 +444,10 @@ int carve_slice_forget_pid(struct carve_slice *s, pid_t pid)
     struct slice_table *t = s->t;
     uint32_t hw = atomic_load(&t->slots_hw);
     int n = 0;
-    for (uint32_t i = 0; i < hw && i < CARVE_SLICE_MAX_PROCS; i++) {
-        int32_t cur = (int32_t)pid;
-        if (pid <= 0 || !atomic_compare_exchange_strong(&t->slot[i].pid, &cur, SLOT_REAPING))
-            continue;
-        slot_clear(&t->slot[i]);
-        atomic_store(&t->slot[i].pid, SLOT_FREE);
-        n++;
-    }
+    if (pid <= 0)
+        return 0;
+    for (uint32_t i = 0; i < hw && i < CARVE_SLICE_MAX_PROCS; i++)
+        n += take_slot(t, i, SLOT_OWNER(s->self_ns, pid));
     return n;
 }
 
@@ -578,11 +617,53 @@ int carve_slice_pids(const struct carve_slice *s, unsigned int *out, int max)
     uint32_t hw = atomic_load(&t->slots_hw);
     int n = 0;
     for (uint32_t i = 0; i < hw && i < CARVE_SLICE_MAX_PROCS && n < max; i++) {
-        int32_t pid = atomic_load(&t->slot[i].pid);
-        if (pid > 0 && !slot_owner_dead(&t->slot[i], pid))
-            out[n++] = (unsigned int)pid;
+        uint64_t owner = atomic_load(&t->slot[i].owner);
+        if (owner_is_process(owner) && owner_local(s, owner) &&
+            !slot_owner_dead(s, &t->slot[i], owner))
+            out[n++] = (unsigned int)SLOT_OWNER_PID(owner);
     }
     return n;
+}
+
+/* The owners of the claimed slots: of other namespaces, and of ours when locals (those that
+ * live: a syscall or two each). */
+static int list_owners(const struct carve_slice *s, struct carve_slice_owner *out, int max,
+                       bool locals)
+{
+    struct slice_table *t = s->t;
+    uint32_t hw = atomic_load(&t->slots_hw);
+    int n = 0;
+    for (uint32_t i = 0; i < hw && i < CARVE_SLICE_MAX_PROCS && n < max; i++) {
+        struct slice_slot *sl = &t->slot[i];
+        uint64_t owner = atomic_load(&sl->owner);
+        bool local = owner_local(s, owner);
+        if (!owner_is_process(owner) || (local && (!locals || slot_owner_dead(s, sl, owner))))
+            continue;
+        out[n++] = (struct carve_slice_owner){(int)i, SLOT_OWNER_PID(owner),
+                                              SLOT_OWNER_NS(owner), local,
+                                              atomic_load(&sl->start_time)};
+    }
+    return n;
+}
+
+int carve_slice_owners(const struct carve_slice *s, struct carve_slice_owner *out, int max)
+{
+    return list_owners(s, out, max, true);
+}
+
+int carve_slice_foreign(const struct carve_slice *s, struct carve_slice_owner *out, int max)
+{
+    return list_owners(s, out, max, false);
+}
+
+bool carve_slice_reap_owner(struct carve_slice *s, const struct carve_slice_owner *o)
+{
+    if (o->slot < 0 || o->slot >= CARVE_SLICE_MAX_PROCS || o->pid <= 0)
+        return false;
+    /* the same owner in the same slot, not one of its pid and namespace that came since */
+    if (atomic_load(&s->t->slot[o->slot].start_time) != o->start)
+        return false;
+    return take_slot(s->t, (uint32_t)o->slot, SLOT_OWNER(o->pidns, o->pid));
 }
 
 uint64_t carve_slice_slot_used(const struct carve_slice *s, int slot, int dev)
@@ -596,7 +677,7 @@ int carve_slice_slot_pid(const struct carve_slice *s, int slot)
 {
     if (slot < 0 || slot >= CARVE_SLICE_MAX_PROCS)
         return 0;
-    return atomic_load(&s->t->slot[slot].pid);
+    return SLOT_OWNER_PID(atomic_load(&s->t->slot[slot].owner));
 }
 
 struct carve_compute carve_slice_compute(const struct carve_slice *s, int dev)

@@ -78,13 +78,22 @@ uid_t carve_slice_table_owner(const struct carve_slice *s);
  * so truncate it; reading a mapping past a truncated end raises SIGBUS. */
 bool carve_slice_intact(const char *shm_name);
 
-/* Claims a slot for pid (reusing a dead process's slot); returns its index or -ENOSPC. */
+/* A slot's process is named by its pid in its own PID namespace and by that namespace (the
+ * inode of /proc/PID/ns/pid): tenants of one slice may run in several (containers), where
+ * one pid names different processes, and a process of one cannot tell whether one of
+ * another runs. Each judges the slots of its own namespace only; carved, in the host's,
+ * finds the others' processes by /proc (carve_slice_owners, carve_slice_reap_owner). */
+
+/* Claims a slot for pid, a pid of the caller's namespace (reusing a dead process's slot of
+ * that namespace); returns its index or -ENOSPC. Reads the caller's namespace again: a fork
+ * child may be in another than its parent (unshare(CLONE_NEWPID) moves children only). */
 int carve_slice_attach(struct carve_slice *s, pid_t pid);
 /* Gives a slot back with everything it counted (a tenant's exit). */
 void carve_slice_detach(struct carve_slice *s, int slot);
-/* Gives back the slots pid holds: called by a process before it attaches, they are what its
- * image before an exec counted (the driver freed that memory at the exec, and the pid and
- * its start time are unchanged, so no reaper would ever take them). Returns how many. */
+/* Gives back the slots pid holds in the caller's namespace: called by a process before it
+ * attaches, they are what its image before an exec counted (the driver freed that memory at
+ * the exec, and the pid and its start time are unchanged, so no reaper would ever take
+ * them). Returns how many. */
 int carve_slice_forget_pid(struct carve_slice *s, pid_t pid);
 
 /* Admits bytes on device dev for the process in slot: 0, or -ENOMEM when the slice's cap
@@ -105,11 +114,27 @@ int carve_slice_dev_index(const struct carve_slice *s, int dev);
 const char *carve_slice_name(const struct carve_slice *s);
 /* Slice device whose UUID is uuid, or -1. */
 int carve_slice_find_uuid(const struct carve_slice *s, const uint8_t uuid[16]);
-/* Clears the slots of dead processes (gone, or pid reused); returns how many. */
+/* Clears the slots of dead processes of the caller's namespace (gone, or pid reused);
+ * returns how many. Slots of other namespaces are left to whoever can see their processes. */
 int carve_slice_reap(struct carve_slice *s);
-/* Pids of live member processes, at most max; returns the count. */
+/* Pids of live member processes of the caller's namespace, at most max; returns the count. */
 int carve_slice_pids(const struct carve_slice *s, unsigned int *out, int max);
-/* Pid holding slot (0 free, -1 being cleared), for tests and listings. */
+/* A claimed slot's owner. */
+struct carve_slice_owner {
+    int slot;
+    pid_t pid;      /* in its own PID namespace */
+    uint32_t pidns; /* that namespace: the inode of /proc/PID/ns/pid; 0 when it was unreadable */
+    bool local;     /* of the caller's namespace: pid is a pid here */
+    uint64_t start; /* its start time, clock ticks since boot (0: unknown) */
+};
+/* The slots' owners, at most max: those of the caller's namespace that live, and every one
+ * of another namespace, which the caller cannot judge. Returns the count. */
+int carve_slice_owners(const struct carve_slice *s, struct carve_slice_owner *out, int max);
+/* Those of other namespaces alone (no syscall). */
+int carve_slice_foreign(const struct carve_slice *s, struct carve_slice_owner *out, int max);
+/* Clears o's slot if o still holds it (carved found that process gone); true when cleared. */
+bool carve_slice_reap_owner(struct carve_slice *s, const struct carve_slice_owner *o);
+/* Pid holding slot in its own namespace (0 free, -1 being cleared), for tests and listings. */
 int carve_slice_slot_pid(const struct carve_slice *s, int slot);
 /* Bytes slot counted on dev (tests and listings). */
 uint64_t carve_slice_slot_used(const struct carve_slice *s, int slot, int dev);

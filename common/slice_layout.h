@@ -13,10 +13,17 @@
 #include "slice.h"
 
 #define SLICE_MAGIC 0x6361727665534c43ULL /* "carveSLC" */
-#define SLICE_VERSION 5
+#define SLICE_VERSION 6
 #define SLICE_TERMS_SUFFIX ".terms" /* the terms object is the table's name + this */
-#define SLOT_FREE 0
-#define SLOT_REAPING (-1)
+/* A slot's owner is one word, so that one compare-and-swap claims, checks or clears it
+ * whole: the process's pid in its own PID namespace (low 32 bits) and that namespace, by the
+ * inode of /proc/PID/ns/pid (high 32 bits; 0 when the process could not read it). Pids of
+ * different namespaces collide (every container's first process is 1); the pair does not. */
+#define SLOT_FREE 0ULL
+#define SLOT_REAPING UINT64_MAX /* pid -1: being cleared */
+#define SLOT_OWNER(ns, pid) ((uint64_t)(uint32_t)(ns) << 32 | (uint32_t)(pid))
+#define SLOT_OWNER_PID(o) ((int32_t)(uint32_t)(o))
+#define SLOT_OWNER_NS(o) ((uint32_t)((o) >> 32))
 
 struct slice_terms_dev {
     uint8_t uuid[16];
@@ -54,9 +61,8 @@ struct slice_pace {
 } __attribute__((aligned(64)));
 
 struct slice_slot {
-    _Atomic int32_t pid; /* SLOT_FREE, SLOT_REAPING or the owner's pid */
-    uint32_t pad;
-    _Atomic uint64_t start_time;
+    _Atomic uint64_t owner;      /* SLOT_FREE, SLOT_REAPING or SLOT_OWNER(ns, pid) */
+    _Atomic uint64_t start_time; /* the owner's, in clock ticks since boot; 0 unknown */
     _Atomic uint64_t reuse_checked_ns; /* when the pid-reuse check last ran */
     _Atomic uint64_t used[CARVE_SLICE_MAX_DEVICES];
     _Atomic uint64_t reserving[CARVE_SLICE_MAX_DEVICES];

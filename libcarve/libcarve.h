@@ -151,7 +151,8 @@ uint64_t carve__cap(int sdev);
 uint64_t carve__slice_used(int sdev);
 /* Bytes this process counted for allocations on sdev (overhead excluded). */
 uint64_t carve__counted(int sdev);
-/* Pids of the slice's live processes; returns how many (at most max). */
+/* Pids of the slice's live processes of this process's PID namespace (a pid of another is
+ * none here, or another process); returns how many (at most max). */
 int carve__pids(unsigned int *pids, int max);
 
 /* ---- allocation records ---- */

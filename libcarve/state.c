@@ -463,7 +463,8 @@ static void init_slice(void)
     if (label && *label)
         snprintf(st.name, sizeof(st.name), "%s", label);
     st.pid = getpid();
-    /* a slot with our pid was our image's before an exec: what it counted is gone */
+    /* a slot with our pid in our PID namespace was our image's before an exec: what it
+     * counted is gone (our pid in another namespace is another process: a container's) */
     carve_slice_forget_pid(s, st.pid);
     st.slot = carve_slice_attach(s, st.pid);
     if (st.slot < 0) {

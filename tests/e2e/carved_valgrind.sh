@@ -2,6 +2,7 @@
 # carved_valgrind.sh - carved --simulate under valgrind's memcheck for a whole working life
 # on a private socket: config slices made, `carve slice create` (memory, compute), list,
 # `carve run --slice` and `carve run --memory` through it, ps with a tenant and an escape,
+# a tenant in a PID namespace of its own SIGKILLed (as root),
 # bad requests, a slice made on one GPU ("gpus"), joins that take the slice's table fd (and
 # ones that hang up first), /metrics, /api/state and the dashboard page over HTTP, delete,
 # and SIGTERM. carved must answer all of
@@ -90,6 +91,32 @@ sleep 0.5
 metrics=$(curl -s --max-time 30 "http://127.0.0.1:$port/metrics")
 escapes_total=$(grep -o '^carve_escapes_total{.*} [0-9]*$' <<<"$metrics" | grep -o '[0-9]*$')
 check "the escape, seen in many polls, counts once (carve_escapes_total ${escapes_total:-missing})" '[ "$escapes_total" = 1 ]'
+# a tenant in a PID namespace of its own (a container's first process: pid 1 there), as root:
+# carved finds it by /proc, lists it by its host pid, and gives its slot back once SIGKILLed
+if [ "$(id -u)" -eq 0 ] && unshare -p -f -m --mount-proc --kill-child true 2>/dev/null; then
+    unshare -p -f -m --mount-proc --kill-child "$CARVE" run --simulate --slice mine -- \
+        "$MEMHOG" --label boxed --max 128 --hold 4 >"$work/boxed.log" 2>&1 &
+    boxed=$!
+    sleep 2
+    inner=$(pgrep -P "$boxed")
+    ps_json=$("$CARVE" ps --json 2>&1)
+    check "a container's tenant (pid 1 there) is listed by its host pid (${inner:-none})" "python3 -c '
+import json,sys; s=json.loads(sys.argv[1])
+p=[x for x in s[\"slices\"] if x[\"name\"]==\"mine\"][0][\"processes\"]
+assert [(x[\"pid\"], x[\"namespace_pid\"]) for x in p]==[(int(sys.argv[2]), 1)], p
+' \"\$ps_json\" \"\$inner\""
+    kill -KILL "$inner"
+    wait "$boxed" 2>/dev/null
+    gone=0
+    for _ in $(seq 50); do
+        "$CARVE" ps --json 2>/dev/null | python3 -c 'import json,sys
+sys.exit([x for x in json.load(sys.stdin)["slices"] if x["name"] == "mine"][0]["processes"] != [])' && gone=1 && break
+        sleep 0.2
+    done
+    check "SIGKILLed, its slot is given back by carved" '[ "$gone" = 1 ]'
+else
+    echo "skip - a tenant in a PID namespace of its own (needs root and unshare -p)"
+fi
 replies=$(python3 - "$CARVE_SOCKET" <<'EOF'
 import socket, sys
 for raw in (b"junk\n", b"[1]\n", b'{"op":"create","name":"x","\xc3\xc0":1}\n', b'{"op":"x"}\x00\n',

@@ -3,7 +3,8 @@
  *   carve run --slice S -- mem_claim hold MIB SECONDS
  *       a tenant: allocates MIB MiB, runs no kernel, and sleeps (an idle slice)
  *   CARVE_SLICE=SHM mem_claim PID
- *       anyone: writes PID into a free slot of the slice's table (mode 0666), holding 1 GiB,
+ *       anyone: writes PID (of mem_claim's PID namespace) into a free slot of the slice's
+ *       table (mode 0666), holding 1 GiB,
  *       as a tenant that wants carved to kill another user's process would
  *
  * Exit 0, or 1 when the memory or the table could not be had; 2 for bad arguments. */
@@ -50,9 +51,11 @@ static int claim(long pid)
     close(fd);
     if (t == MAP_FAILED)
         return 1;
+    struct stat ns; /* the pid is taken for one of our PID namespace, as a tenant's is */
+    uint64_t owner = SLOT_OWNER(stat("/proc/self/ns/pid", &ns) == 0 ? ns.st_ino : 0, pid);
     for (uint32_t i = 0; i < CARVE_SLICE_MAX_PROCS; i++) {
-        int32_t free_slot = SLOT_FREE;
-        if (!atomic_compare_exchange_strong(&t->slot[i].pid, &free_slot, (int32_t)pid))
+        uint64_t free_slot = SLOT_FREE;
+        if (!atomic_compare_exchange_strong(&t->slot[i].owner, &free_slot, owner))
             continue;
         atomic_store(&t->slot[i].start_time, 0);
         atomic_store(&t->slot[i].used[0], 1ull << 30);

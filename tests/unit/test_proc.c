@@ -4,7 +4,8 @@
  * also once it is not dumpable (its /proc entry is root's then); a process uses CUDA when it
  * maps a libcuda.so (carved kills only such a pid that NVML names); NVIDIA's MPS server is
  * told by the file it runs, not by a name anyone can give a program; a process's children
- * include the orphans that come to a child subreaper. */
+ * include the orphans that come to a child subreaper; a process's PID namespace and its pid
+ * there, and one pass over /proc that finds processes by them. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -252,6 +253,47 @@ static void test_children(void **state)
     assert_int_equal(carve_proc_children(kids, 1), 0); /* both gone */
 }
 
+/* This process, a child, and a pid that is gone, by their PID namespace and their pid there
+ * (here, the same namespace: the pid is the pid). */
+static void test_namespaces(void **state)
+{
+    (void)state;
+    uint32_t ns = carve_proc_ns(0, "pid");
+    pid_t inner = 0;
+    assert_true(ns != 0);
+    assert_int_equal(carve_proc_ns(getpid(), "pid"), ns);
+    assert_int_equal(carve_proc_host_pid_namespace(), ns == CARVE_HOST_PID_NS);
+    assert_int_equal(carve_proc_inner_pid(0, &inner), 0);
+    assert_int_equal(inner, getpid());
+    assert_int_equal(carve_proc_inner_pid(getpid(), &inner), 0);
+    assert_int_equal(inner, getpid());
+    assert_int_equal(carve_proc_is_own(), 1); /* the test runs where /proc is its own */
+    struct carve_proc_stat st, self;
+    assert_int_equal(carve_proc_stat_self(&self), 0);
+    assert_int_equal(carve_proc_stat(getpid(), &st), 0);
+    assert_int_equal(self.start, st.start);
+
+    pid_t child = fork();
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    assert_int_equal(carve_proc_ns(gone, "pid"), 0);
+    assert_int_equal(carve_proc_inner_pid(gone, &inner), -1);
+    struct carve_proc_nspid want[3] = {{ns, child, 7}, {ns, gone, 7}, {ns + 1, getpid(), 7}};
+    int r = carve_proc_find_nspids(want, 3);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    assert_true(r >= 0);
+    assert_int_equal(want[0].found, child);
+    assert_int_equal(want[1].found, 0);
+    assert_int_equal(want[2].found, 0); /* our pid, of another namespace: not us */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_uses_cuda),
         cmocka_unit_test(test_mps_server),
         cmocka_unit_test(test_children),
+        cmocka_unit_test(test_namespaces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

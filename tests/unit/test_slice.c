@@ -1,9 +1,11 @@
 /* test_slice.c - the slice table: admission against the cap, exact across 64 processes of 4
- * threads each, recovery of a SIGKILLed process's usage, pid-reuse safety, and refusal of
- * tables that are not slices of this version. */
+ * threads each, recovery of a SIGKILLed process's usage, pid-reuse safety, tenants of other
+ * PID namespaces (whose pids collide with ours) left alone, and refusal of tables that are
+ * not slices of this version. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -15,12 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "proc.h"
 #include "slice.h"
 #include "slice_layout.h"
 #include "snapshot.h"
@@ -375,6 +379,185 @@ static void test_forget_pid(void **state)
     drop_slice(s);
 }
 
+/* Tenants of several PID namespaces (containers) share a slice, and a pid names different
+ * processes in each: every container's first process is 1. A slot of another namespace is
+ * not forgotten as our image's before an exec, not reaped by what its pid means here (a
+ * process that is no tenant, or none), not listed among our pids; carved, which found its
+ * process gone, gives it back, and only while the same owner holds it. */
+static void test_other_namespace(void **state)
+{
+    struct carve_slice *s = make_slice(GiB, 0);
+    struct slice_table *raw = raw_table();
+    uint32_t here = carve_proc_ns(0, "pid"), there = here + 1;
+    assert_true(here != 0);
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    /* our pid and a pid that is nobody here, both of another namespace */
+    int twin = carve_slice_attach(s, getpid());
+    int ghost = carve_slice_attach(s, gone);
+    assert_true(twin >= 0 && ghost >= 0);
+    atomic_store(&raw->slot[twin].owner, SLOT_OWNER(there, getpid()));
+    atomic_store(&raw->slot[ghost].owner, SLOT_OWNER(there, gone));
+    assert_int_equal(carve_slice_admit(s, twin, 0, 800 * MiB), 0);
+    assert_int_equal(carve_slice_admit(s, ghost, 0, 100 * MiB), 0);
+    assert_int_equal(carve_slice_forget_pid(s, getpid()), 0);
+    assert_int_equal(carve_slice_forget_pid(s, gone), 0);
+    /* here, another start time of our pid would be a reused pid */
+    atomic_store(&raw->slot[twin].start_time, carve_proc_start_time(getpid()) + 1);
+    usleep(20000); /* past the interval between two reuse checks of one slot */
+    assert_int_equal(carve_slice_reap(s), 0);
+    int me = carve_slice_attach(s, getpid());
+    assert_true(me >= 0);
+    assert_int_equal(carve_slice_admit(s, me, 0, 200 * MiB), -ENOMEM);
+    assert_int_equal(carve_slice_used(s, 0), 900 * MiB);
+
+    unsigned pids[4];
+    assert_int_equal(carve_slice_pids(s, pids, 4), 1);
+    assert_int_equal(pids[0], getpid());
+    struct carve_slice_owner o[4];
+    assert_int_equal(carve_slice_owners(s, o, 4), 3);
+    assert_int_equal(o[0].slot, twin);
+    assert_false(o[0].local);
+    assert_int_equal(o[0].pidns, there);
+    assert_int_equal(o[0].pid, getpid());
+    assert_int_equal(o[1].slot, ghost);
+    assert_false(o[1].local);
+    assert_int_equal(o[2].slot, me);
+    assert_true(o[2].local);
+    assert_int_equal(o[2].pidns, here);
+    assert_int_equal(o[2].start, carve_proc_start_time(getpid()));
+    struct carve_slice_owner others[4];
+    assert_int_equal(carve_slice_foreign(s, others, 4), 2);
+    assert_int_equal(others[0].slot, twin);
+    assert_int_equal(others[1].slot, ghost);
+
+    struct carve_slice_owner claimed_since = o[1];
+    claimed_since.start++;
+    assert_false(carve_slice_reap_owner(s, &claimed_since));
+    assert_true(carve_slice_reap_owner(s, &o[1]));
+    assert_false(carve_slice_reap_owner(s, &o[1]));
+    assert_int_equal(carve_slice_slot_pid(s, ghost), 0);
+    assert_int_equal(carve_slice_admit(s, me, 0, 200 * MiB), 0);
+    munmap(raw, sizeof(*raw));
+    drop_slice(s);
+}
+
+/* The namespaces' makers of test_pid_namespaces, killed by its teardown whatever happened:
+ * each tenant dies with its maker, and each maker with this process. */
+static pid_t ns_makers[2];
+
+/* A process that is the first (pid 1) of a PID namespace of its own, as unshare -p -f makes
+ * it (with this /proc, an outer namespace's): it attaches to the slice, asks for bytes on
+ * device 0, writes {its pid, the answer} to fd, and waits to be killed. Returns the pid of
+ * its parent, which made the namespace. */
+static pid_t ns_tenant(uint64_t bytes, int fd)
+{
+    pid_t test = getpid(), outer = fork();
+    if (outer != 0)
+        return outer;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != test ||
+        unshare(CLONE_NEWPID) != 0)
+        _exit(77);
+    pid_t inner = fork();
+    if (inner == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* its maker waits for it: not gone before */
+        struct carve_slice *t = NULL;
+        char err[256];
+        int32_t msg[2] = {(int32_t)getpid(), -EIO};
+        if (carve_slice_open(name, &t, err, sizeof(err)) == 0) {
+            carve_slice_forget_pid(t, getpid());
+            int slot = carve_slice_attach(t, getpid());
+            msg[1] = slot < 0 ? slot : carve_slice_admit(t, slot, 0, bytes);
+        }
+        (void)!write(fd, msg, sizeof(msg));
+        for (;;)
+            pause();
+    }
+    waitpid(inner, NULL, 0);
+    _exit(0);
+}
+
+/* The pid here of outer's one child. */
+static pid_t child_of(pid_t outer)
+{
+    char path[64], buf[64] = "";
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)outer, (int)outer);
+    for (int i = 0; i < 100 && !buf[0]; i++) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(buf, sizeof(buf), f))
+                buf[0] = '\0';
+            fclose(f);
+        }
+        if (!buf[0])
+            usleep(10000);
+    }
+    return (pid_t)atoi(buf);
+}
+
+static bool can_unshare_pid(void)
+{
+    pid_t p = fork();
+    if (p == 0)
+        _exit(unshare(CLONE_NEWPID) == 0 ? 0 : 77);
+    int st = 0;
+    waitpid(p, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* With real PID namespaces (root): two tenants that are each their namespace's pid 1. The
+ * second does not take the first's slot for its own image's before an exec, nor reap it as
+ * a process here that is another (pid 1 here is init): it is refused what the first holds.
+ * From here (outside both) each is found by /proc, and the one that ended is given back. */
+static void test_pid_namespaces(void **state)
+{
+    if (geteuid() != 0 || !can_unshare_pid())
+        skip();
+    struct carve_slice *s = make_slice(GiB, 0);
+    int ch[2];
+    int32_t a[2], b[2];
+    assert_int_equal(pipe(ch), 0);
+    pid_t outer_a = ns_makers[0] = ns_tenant(800 * MiB, ch[1]);
+    assert_int_equal(read(ch[0], a, sizeof(a)), sizeof(a));
+    pid_t outer_b = ns_makers[1] = ns_tenant(800 * MiB, ch[1]);
+    assert_int_equal(read(ch[0], b, sizeof(b)), sizeof(b));
+    pid_t inner_a = child_of(outer_a), inner_b = child_of(outer_b);
+    assert_true(inner_a > 0 && inner_b > 0);
+    assert_int_equal(a[0], 1);
+    assert_int_equal(a[1], 0);
+    assert_int_equal(b[0], 1);
+    assert_int_equal(b[1], -ENOMEM);
+    assert_int_equal(carve_slice_used(s, 0), 800 * MiB);
+
+    struct carve_slice_owner o[4];
+    assert_int_equal(carve_slice_owners(s, o, 4), 2);
+    assert_false(o[0].local || o[1].local);
+    assert_int_equal(o[0].pid, 1);
+    assert_int_equal(o[1].pid, 1);
+    assert_int_equal(o[0].pidns, carve_proc_ns(inner_a, "pid"));
+    assert_int_equal(o[1].pidns, carve_proc_ns(inner_b, "pid"));
+    assert_int_equal(o[0].start, carve_proc_start_time(inner_a));
+    struct carve_proc_nspid want[2] = {{o[0].pidns, 1, 0}, {o[1].pidns, 1, 0}};
+    assert_true(carve_proc_find_nspids(want, 2) >= 0);
+    assert_int_equal(want[0].found, inner_a);
+    assert_int_equal(want[1].found, inner_b);
+
+    kill(inner_a, SIGKILL);
+    waitpid(outer_a, NULL, 0);
+    ns_makers[0] = 0;
+    assert_int_equal(carve_slice_reap(s), 0); /* not ours to judge */
+    assert_int_equal(carve_proc_find_nspids(want, 2), 1);
+    assert_int_equal(want[0].found, 0);
+    assert_int_equal(want[1].found, inner_b);
+    assert_true(carve_slice_reap_owner(s, &o[0]));
+    assert_int_equal(carve_slice_used(s, 0), 0);
+    close(ch[0]);
+    close(ch[1]);
+    drop_slice(s);
+}
+
 static void test_attach_full(void **state)
 {
     struct carve_slice *s = make_slice(GiB, 0);
@@ -392,6 +575,16 @@ static int unlink_slice(void **state)
     if (name[0])
         carve_slice_unlink(name);
     return 0;
+}
+
+/* The same, and test_pid_namespaces's tenants end (with their makers). */
+static int end_ns_tenants(void **state)
+{
+    for (int i = 0; i < 2; i++)
+        if (ns_makers[i] > 0 && kill(ns_makers[i], SIGKILL) == 0)
+            waitpid(ns_makers[i], NULL, 0);
+    ns_makers[0] = ns_makers[1] = 0;
+    return unlink_slice(state);
 }
 
 
@@ -495,6 +688,8 @@ int main(void)
         SLICE_TEST(test_pid_reuse),
         SLICE_TEST(test_forget_pid),
         SLICE_TEST(test_killed_while_reserving),
+        SLICE_TEST(test_other_namespace),
+        cmocka_unit_test_teardown(test_pid_namespaces, end_ns_tenants),
         SLICE_TEST(test_attach_full),
         SLICE_TEST(test_terms_read_only),
         SLICE_TEST(test_ran_flag),
