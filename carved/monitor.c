@@ -982,15 +982,17 @@ static void poll_once(struct carved *d, double now)
 }
 
 /* The slice objects of `carve run`s that ended without removing them (SIGKILL: a job step
- * killed, an OOM kill), /dev/shm/carve.UID.PID.RAND and its .terms, whose PID runs no more:
- * nothing else removes them, and each killed run left 85 KB in /dev/shm until a reboot.
- * carved is in the host's PID namespace (it says when not), where those pids are. A process
- * the command left running keeps its mapping; a new one gets no context, as after any
- * carve run's end. How many it removed. */
+ * killed, an OOM kill), /dev/shm/carve.UID.PID.RAND and its .terms, whose maker runs no
+ * more: nothing else removes them, and each killed run left 85 KB in /dev/shm until a
+ * reboot. Only a maker of carved's own PID namespace, as its terms record it, is judged: a
+ * container that shares the host's /dev/shm but not its PIDs (--ipc=host) has pids that name
+ * other processes here, or none. A process the command left running keeps its mapping; a
+ * new one gets no context, as after any carve run's end. How many it removed. */
 static int sweep_orphans(void)
 {
-    if (!carve_proc_host_pid_namespace())
-        return 0; /* the pids in the names are not ours to judge */
+    uint32_t own_ns = carve_proc_ns(0, "pid");
+    if (!own_ns)
+        return 0;
     DIR *dir = opendir("/dev/shm");
     int n = 0;
     if (!dir)
@@ -1001,11 +1003,15 @@ static int sweep_orphans(void)
         int pid, end = 0;
         /* the table's name only (carve_slice_unlink takes its terms with it) */
         if (sscanf(e->d_name, "carve.%u.%d.%8x%n", &uid, &pid, &rnd, &end) != 3 ||
-            e->d_name[end] != '\0' || end != (int)strlen(e->d_name) || pid <= 0 ||
-            carve_proc_running(pid))
+            e->d_name[end] != '\0' || end != (int)strlen(e->d_name) || pid <= 0)
             continue;
         char shm[NAME_MAX + 2];
+        int maker;
+        uint32_t maker_ns;
         snprintf(shm, sizeof(shm), "/%s", e->d_name);
+        if (carve_slice_creator(shm, &maker, &maker_ns) < 0 || maker != pid ||
+            maker_ns != own_ns || carve_proc_running(pid))
+            continue;
         carve_slice_unlink(shm);
         carved_log("removed slice %s of a carve run that ended without removing it (pid %d, "
                    "uid %u, runs no more)", shm, pid, uid);

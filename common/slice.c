@@ -81,6 +81,7 @@ static void fill_terms(struct slice_terms *k, const struct carve_slice_spec *spe
     snprintf(k->name, sizeof(k->name), "%s", spec->name);
     k->ndev = spec->ndev;
     k->owner_pid = getpid();
+    k->owner_ns = carve_proc_ns(0, "pid");
     k->created = (uint64_t)time(NULL);
     for (int i = 0; i < spec->ndev; i++) {
         memcpy(k->dev[i].uuid, spec->dev[i].uuid, 16);
@@ -241,6 +242,22 @@ int carve_slice_label(const char *shm_name, char *out, size_t len, uid_t *uid, m
     munmap(k, sizeof(*k));
     *uid = kst.st_uid;
     *mode = kst.st_mode & 07777;
+    return 0;
+}
+
+int carve_slice_creator(const char *shm_name, int *pid, uint32_t *ns)
+{
+    char kname[256];
+    if (terms_name(shm_name, kname, sizeof(kname)) < 0)
+        return -ENAMETOOLONG;
+    struct stat kst;
+    struct slice_terms *k = NULL;
+    int r = open_object(kname, -1, false, sizeof(*k), (void **)&k, &kst, NULL, 0);
+    if (r < 0)
+        return r;
+    *pid = k->owner_pid;
+    *ns = k->owner_ns;
+    munmap(k, sizeof(*k));
     return 0;
 }
 

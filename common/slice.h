@@ -43,6 +43,9 @@ struct carve_slice_spec {
     int ndev;
     struct carve_slice_dev_spec dev[CARVE_SLICE_MAX_DEVICES];
 };
+/* Who made the slice: its pid and the inode of its PID namespace (0 where it could not read
+ * it), from its terms. 0, or -errno (no such slice, or one of another layout). */
+int carve_slice_creator(const char *shm_name, int *pid, uint32_t *ns);
 
 /* Owner side: creates the slice's two shared-memory objects, `shm_name` (the table, mode
  * spec->table_mode) and `shm_name`.terms (mode 0644), both O_EXCL. */

@@ -40,7 +40,9 @@ struct slice_terms {
     uint32_t size;
     char name[CARVE_SLICE_NAME_MAX];
     int32_t ndev;
-    int32_t owner_pid;
+    int32_t owner_pid; /* who made it, in its PID namespace (the inode of its ns/pid; 0: not */
+    uint32_t owner_ns; /* known): carved sweeps a killed carve run's slice by them */
+    uint32_t pad_owner;
     uint64_t created;
     struct slice_terms_dev dev[CARVE_SLICE_MAX_DEVICES];
 };

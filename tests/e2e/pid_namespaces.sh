@@ -148,6 +148,22 @@ for _ in $(seq 200); do kill -0 "$host" 2>/dev/null || break; sleep 0.1; done
 wait "$reclaimed" 2>/dev/null
 check "idle_policy = reclaim ends an idle container's tenant by its host pid, and its memory comes back" \
     '! kill -0 "$host" 2>/dev/null && grep -q "slice reclaimed reclaimed: 1 process(es) ended" "$work/carved.log" && wait_field reclaimed "s[\"devices\"][0][\"memory_used\"]" 0'
+# 5b. a carve run without carved in a container that shares the host's /dev/shm but not its
+# PIDs (docker --ipc=host): its slice's name holds its pid there (30000), which names no
+# process here; carved's sweep of killed carve runs' slices must leave it (its terms say the
+# namespace it was made in)
+"${box[@]}" sh -c 'echo 29999 >/proc/sys/kernel/ns_last_pid; env CARVE_SOCKET=/nonexistent "$0" run --simulate --memory 1GiB -- sleep 30' \
+    "$PWD/$CARVE" >/dev/null 2>&1 &
+boxed=$!
+started+=("$boxed")
+for _ in $(seq 50); do ls /dev/shm/carve.0.30000.* >/dev/null 2>&1 && break; sleep 0.1; done
+made=$(cd /dev/shm && ls carve.0.30000.* 2>/dev/null | tr '\n' ' ')
+sleep 3 # past a sweep or more (every tenth poll of 200 ms)
+check "a live carve run of another PID namespace keeps its slice ($made; pid 30000 $(kill -0 30000 2>/dev/null && echo runs || echo "runs not") here) through carved's sweeps" \
+    '[ -n "$made" ] && ls /dev/shm/carve.0.30000.* >/dev/null 2>&1 && ! grep -q "removed slice /carve.0.30000" "$work/carved.log"'
+kill "$boxed" 2>/dev/null
+wait "$boxed" 2>/dev/null
+rm -f /dev/shm/carve.0.30000.*
 stop_carved
 daemon=
 
