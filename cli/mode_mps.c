@@ -62,6 +62,7 @@ static int find_control(const struct run_opts *o, const char *libdir, struct mps
     char *control = st->d.control;
     const char *missing = carve_mps_control_find(o->simulate, libdir, control,
                                                  sizeof(st->d.control));
+    st->d.may_exec = true; /* carve run starts, asks and stops the daemon with it */
     if (!missing)
         return absolute(control, sizeof(st->d.control));
     if (strcmp(missing, "CARVE_MPS_CONTROL") == 0)
@@ -104,7 +105,11 @@ static int mps_join(const struct mps_state *st)
                 strerror(errno));
         goto out;
     }
-    if (!carve_mps_daemon_alive(&st->d) && carve_mps_daemon_start(&st->d, err, sizeof(err)) < 0) {
+    char asked[512];
+    int alive = carve_mps_daemon_alive(&st->d, asked, sizeof(asked));
+    if (asked[0]) /* a control program that failed or hung: why carve run waited */
+        fprintf(stderr, "carve run: %s\n", asked);
+    if (alive == 0 && carve_mps_daemon_start(&st->d, err, sizeof(err)) < 0) {
         fprintf(stderr, "carve run: %s\n", err);
         goto out;
     }
@@ -254,17 +259,20 @@ static void mps_command_ended(struct run_mode_ctx *ctx)
 static void mps_finish(struct run_mode_ctx *ctx)
 {
     struct mps_state *st = ctx->state;
-    char err[2048] = "";
+    char err[2048] = "", asked[512];
     wait_leftovers(st); /* none left when command_ended ran: a command that never started */
     const char *job = getenv("SLURM_JOB_ID");
     int r = carve_mps_release(&st->d, getpid(), job && *job, err, sizeof(err));
     if (r < 0)
         fprintf(stderr, "carve run: %s; the MPS daemon of %s is left running\n", err,
                 st->d.uuid);
-    else if (err[0])
-        fprintf(stderr, "carve run: %s%s\n", err,
-                r == 0 && carve_mps_daemon_alive(&st->d)
-                    ? "; the next carve run --mode mps on this GPU reuses or stops it" : "");
+    else if (err[0]) {
+        asked[0] = '\0';
+        int alive = r == 0 ? carve_mps_daemon_alive(&st->d, asked, sizeof(asked)) : 0;
+        fprintf(stderr, "carve run: %s%s%s%s\n", err, asked[0] ? "; " : "", asked,
+                alive != 0 ? "; the next carve run --mode mps on this GPU reuses or stops it"
+                           : "");
+    }
     free(st);
     ctx->state = NULL;
 }

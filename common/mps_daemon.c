@@ -22,6 +22,11 @@ extern char **environ;
 #define CONTROL_TIMEOUT_MS 20000 /* one nvidia-cuda-mps-control command */
 #define START_WAIT_MS 10000      /* for a started daemon's pipe to appear */
 #define STOP_WAIT_MS 10000       /* for a daemon told to quit to be gone */
+#define TERM_GRACE_MS 1000       /* SIGTERM to SIGKILL, where nothing is run (a step's end) */
+#define KILL_WAIT_MS 1000        /* for what SIGKILL ends to be gone */
+#define START_SLACK_S 2          /* a daemon's start and its pid file's time, on two clocks */
+#define MAX_SERVERS 16           /* MPS servers of one daemon that are stopped with it */
+#define MPS_COMM "nvidia-cuda-mps" /* the driver's programs' names as the kernel cuts them */
 
 static void sleep_ms(long ms)
 {
@@ -40,13 +45,14 @@ static void add_message(char *err, size_t errlen, const char *text)
 }
 
 void carve_mps_daemon_init(struct carve_mps_daemon *d, const char *dir, const char *uuid,
-                           const char *control)
+                           const char *control, bool may_exec)
 {
     snprintf(d->dir, sizeof(d->dir), "%s", dir);
     snprintf(d->pipe, sizeof(d->pipe), "%s/pipe", d->dir);
     snprintf(d->log, sizeof(d->log), "%s/log", d->dir);
     snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
     snprintf(d->control, sizeof(d->control), "%s", control ? control : "");
+    d->may_exec = may_exec;
 }
 
 /* ---------- the control program ---------- */
@@ -128,8 +134,9 @@ int carve_mps_control_run(const struct carve_mps_daemon *d, const char *arg, con
 {
     char logpath[PATH_MAX + 32];
     snprintf(logpath, sizeof(logpath), "%s/carve-control.log", d->log);
-    if (!d->control[0]) {
-        snprintf(err, errlen, "no %s to run", CARVE_MPS_CONTROL_NAME);
+    if (!d->may_exec || !d->control[0]) {
+        snprintf(err, errlen, "no %s to run%s", CARVE_MPS_CONTROL_NAME,
+                 d->may_exec ? "" : " here (none is run at a Slurm step's end)");
         return -1;
     }
     char **env = control_env(d);
@@ -148,7 +155,7 @@ int carve_mps_control_run(const struct carve_mps_daemon *d, const char *arg, con
         dup2(in[0], 0);
         dup2(out, 1);
         dup2(out, 2);
-        close_range(3, ~0U, 0); /* a long-lived daemon keeps none of its starter's files */
+        carve_close_from(3); /* a long-lived daemon keeps none of its starter's files */
         setsid(); /* a daemon it starts is no part of its starter's terminal session */
         /* nor keeps the first client's working directory busy (an unmount, a deleted dir);
          * its paths are absolute (cli/mode_mps.c makes them so) */
@@ -198,68 +205,205 @@ int carve_mps_control_run(const struct carve_mps_daemon *d, const char *arg, con
 
 /* ---------- whether the daemon runs ---------- */
 
-/* The pid in the daemon's pid file: 0 with *pid, or -1 when there is no such file. */
-static int pid_file(const struct carve_mps_daemon *d, long *pid)
+/* The pipe directory, not followed: its fd, or -1 when there is none or a link is in its
+ * place (no daemon that carve started keeps its pipes there; nothing it names is read). */
+static int open_pipe_dir(const struct carve_mps_daemon *d)
 {
-    char path[PATH_MAX + 64], buf[64] = "";
-    snprintf(path, sizeof(path), "%s/%s", d->pipe, CARVE_MPS_PID_FILE);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    return open(d->pipe, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* The daemon's pid file in pipe directory dir: 0 with its pid and the time it was written,
+ * or -1 when there is none (nor a regular file of that name). */
+static int pid_file(int dir, long *pid, struct timespec *written)
+{
+    char buf[64] = "";
+    struct stat st;
+    int fd = dir < 0 ? -1 : openat(dir, CARVE_MPS_PID_FILE,
+                                   O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
         return -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -1;
+    }
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     *pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+    *written = st.st_mtim;
     return 0;
 }
 
-/* pid, when it runs, is this user's and looks like the daemon; else 0. */
-static pid_t daemon_process(const struct carve_mps_daemon *d, long pid)
+/* pid started no later than the pid file was written, START_SLACK_S allowed: a pid that the
+ * kernel gave again after the daemon ended started after its file. The start time counts
+ * clock ticks since boot, the file's time is the wall clock's: compared on the first. An
+ * unknown start proves nothing, and is not taken. */
+static bool started_by(pid_t pid, const struct timespec *written)
 {
-    if (pid <= 0 || pid > INT_MAX || !carve_proc_running((pid_t)pid))
-        return 0;
-    /* a daemon of ours runs as us: a reused pid may now be another user's daemon, with the
-     * same name (their own, in their directory), which is neither reused nor sent a quit */
+    struct carve_proc_stat st;
+    struct timespec real, boot;
+    long tick = sysconf(_SC_CLK_TCK);
+    if (carve_proc_stat(pid, &st) < 0 || st.start == 0 || tick <= 0 ||
+        clock_gettime(CLOCK_REALTIME, &real) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+        return false;
+    double age = (double)(real.tv_sec - written->tv_sec) +
+                 (double)(real.tv_nsec - written->tv_nsec) / 1e9;
+    double at_boot = (double)boot.tv_sec + (double)boot.tv_nsec / 1e9 - age;
+    return (double)st.start / (double)tick <= at_boot + START_SLACK_S;
+}
+
+/* pid runs, is this user's (its status says so: an unreadable one proves nothing) and is
+ * named as the daemon: the driver's name, or with may_exec the control program's own (cut to
+ * 15 characters, as the kernel keeps it; CARVE_MPS_CONTROL's stand-ins). */
+static bool ours_named(const struct carve_mps_daemon *d, pid_t pid)
+{
     uid_t uid;
     gid_t gid;
-    if (carve_proc_ids((pid_t)pid, &uid, &gid) == 0 && uid != geteuid())
+    struct carve_proc_stat st;
+    if (!carve_proc_running(pid) || carve_proc_ids(pid, &uid, &gid) < 0 || uid != geteuid() ||
+        carve_proc_stat(pid, &st) < 0)
+        return false;
+    if (strncmp(st.comm, MPS_COMM, strlen(MPS_COMM)) == 0)
+        return true;
+    const char *base = strrchr(d->control, '/');
+    base = base ? base + 1 : d->control;
+    return d->may_exec && *base && strncmp(st.comm, base, sizeof(st.comm) - 1) == 0;
+}
+
+/* pid, when it is the daemon that wrote the pid file at written; else 0. A pid reused by
+ * another user's daemon (their own, in their directory) or by a later one of ours is
+ * neither reused nor stopped. */
+static pid_t daemon_process(const struct carve_mps_daemon *d, long pid,
+                            const struct timespec *written)
+{
+    if (pid <= 0 || pid > INT_MAX || !ours_named(d, (pid_t)pid) ||
+        !started_by((pid_t)pid, written))
         return 0;
-    char path[64], comm[32] = "";
-    snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, comm, sizeof(comm) - 1);
-        close(fd);
-        comm[n > 0 ? n : 0] = '\0';
-        comm[strcspn(comm, "\n")] = '\0';
-        const char *base = strrchr(d->control, '/');
-        base = base ? base + 1 : d->control;
-        /* comm is the name cut to 15 characters: the driver's, or CARVE_MPS_CONTROL's */
-        if (*comm && strncmp(comm, "nvidia-cuda-mps", 15) != 0 &&
-            (!*base || strncmp(comm, base, 15) != 0))
-            return 0;
-    }
     return (pid_t)pid;
 }
 
 pid_t carve_mps_daemon_pid(const struct carve_mps_daemon *d)
 {
     long pid;
-    return pid_file(d, &pid) == 0 ? daemon_process(d, pid) : 0;
+    struct timespec written;
+    int dir = open_pipe_dir(d);
+    pid_t found = pid_file(dir, &pid, &written) == 0 ? daemon_process(d, pid, &written) : 0;
+    if (dir >= 0)
+        close(dir);
+    return found;
 }
 
-int carve_mps_daemon_alive(const struct carve_mps_daemon *d)
+/* Calls fn for each process /proc lists until it returns other than 0: that, 0 when it never
+ * did, or -1 when /proc cannot be read. */
+static int each_process(int (*fn)(pid_t pid, void *arg), void *arg)
 {
+    DIR *proc = opendir("/proc");
+    if (!proc)
+        return -1;
+    int r = 0;
+    struct dirent *e;
+    while (r == 0 && (e = readdir(proc))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (end != e->d_name && !*end && pid > 0 && pid <= INT_MAX)
+            r = fn((pid_t)pid, arg);
+    }
+    closedir(proc);
+    return r;
+}
+
+/* pid is this user's and named nvidia-cuda-mps... (the driver's control daemon or server). */
+static bool ours_mps(pid_t pid, struct carve_proc_stat *st)
+{
+    uid_t uid;
+    gid_t gid;
+    return carve_proc_stat(pid, st) == 0 && strncmp(st->comm, MPS_COMM, strlen(MPS_COMM)) == 0 &&
+           carve_proc_ids(pid, &uid, &gid) == 0 && uid == geteuid();
+}
+
+struct pid_file_seen {
     long pid;
-    if (pid_file(d, &pid) == 0)
-        return daemon_process(d, pid) > 0; /* a daemon that wrote it and died left it */
-    char path[PATH_MAX + 16], err[512];
-    snprintf(path, sizeof(path), "%s/control", d->pipe);
-    if (access(path, F_OK) < 0)
+    const struct timespec *written;
+};
+
+/* each_process's test for nested_daemon: 1 for such a process, -1 for one of this user so
+ * named whose namespaces cannot be read. */
+static int nested_one(pid_t pid, void *arg)
+{
+    const struct pid_file_seen *f = arg;
+    struct carve_proc_stat st;
+    pid_t inner;
+    if (!ours_mps(pid, &st))
         return 0;
-    if (!d->control[0])
-        return 1; /* no one to ask: it may run */
-    /* a daemon that writes no pid file (older drivers): ask it */
-    return carve_mps_control_run(d, NULL, "get_server_list\n", err, sizeof(err)) == 0;
+    int depth = carve_proc_ns_pid(pid, &inner);
+    if (depth < 0)
+        return -1;
+    return depth > 1 && inner == f->pid && started_by(pid, f->written);
+}
+
+/* Whether a daemon of ours may be the pid file's in a PID namespace below this one (a
+ * container's, sharing BASE), where the file's pid is its own: a process of this user named
+ * nvidia-cuda-mps... whose pid there is pid, started by the file's time. 1 (or -1 when /proc
+ * cannot be read, or one such process's namespaces cannot: neither can be judged), else 0. */
+static int nested_daemon(long pid, const struct timespec *written)
+{
+    struct pid_file_seen f = {pid, written};
+    return each_process(nested_one, &f);
+}
+
+int carve_mps_daemon_alive(const struct carve_mps_daemon *d, char *err, size_t errlen)
+{
+    long pid = 0;
+    struct timespec written;
+    struct stat st;
+    err[0] = '\0';
+    int dir = open_pipe_dir(d);
+    int have_file = pid_file(dir, &pid, &written) == 0;
+    bool ours = have_file && daemon_process(d, pid, &written) > 0;
+    bool has_pipe = dir >= 0 && fstatat(dir, "control", &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (dir >= 0)
+        close(dir);
+    if (ours)
+        return 1;
+    if (!has_pipe)
+        return 0; /* a daemon that wrote a pid file and died left it, the pipe gone */
+    if (d->may_exec && d->control[0]) {
+        /* ask it: one that writes no pid file (older drivers), or whose pid is another PID
+           namespace's (a container sharing BASE) */
+        char ran[512] = "";
+        if (carve_mps_control_run(d, NULL, "get_server_list\n", ran, sizeof(ran)) == 0)
+            return 1;
+        snprintf(err, errlen, "%s", ran);
+        return 0;
+    }
+    if (!have_file) {
+        snprintf(err, errlen, "%s has a control pipe and no %s: whether its MPS control "
+                              "daemon runs cannot be told without running %s%s", d->pipe,
+                 CARVE_MPS_PID_FILE, CARVE_MPS_CONTROL_NAME,
+                 d->may_exec ? ", and there is none" : ", which is not run here");
+        return -EAGAIN;
+    }
+    if (!d->may_exec && pid > 0 && pid <= INT_MAX && ours_named(d, (pid_t)pid)) {
+        /* a pid given again, or the daemon itself under a clock set forward since */
+        snprintf(err, errlen, "%s names pid %ld, a process of yours named %s... that started "
+                              "after the file was written: whether it is the MPS control "
+                              "daemon cannot be told", CARVE_MPS_PID_FILE, pid, MPS_COMM);
+        return -EAGAIN;
+    }
+    int nested = d->may_exec ? 0 : nested_daemon(pid, &written);
+    if (nested > 0)
+        snprintf(err, errlen, "its MPS control daemon may run in another PID namespace: %s "
+                              "names pid %ld, which a process of yours named %s... has there",
+                 CARVE_MPS_PID_FILE, pid, MPS_COMM);
+    else if (nested < 0)
+        snprintf(err, errlen, "whether its MPS control daemon (pid %ld in %s) runs in another "
+                              "PID namespace cannot be told from /proc", pid, CARVE_MPS_PID_FILE);
+    else if (d->may_exec)
+        snprintf(err, errlen, "the MPS control daemon of %s may run (%s names pid %ld, which "
+                              "is not it here) and there is no %s to ask", d->uuid,
+                 CARVE_MPS_PID_FILE, pid, CARVE_MPS_CONTROL_NAME);
+    else
+        return 0; /* the file's pid is final: its daemon ended (SIGKILL with its step) */
+    return -EAGAIN;
 }
 
 /* ---------- starting and stopping ---------- */
@@ -304,11 +448,11 @@ static void last_output(const struct carve_mps_daemon *d, char *out, size_t len)
 
 int carve_mps_daemon_start(const struct carve_mps_daemon *d, char *err, size_t errlen)
 {
-    char ran[512] = "", said[256];
+    char ran[512] = "", asked[512] = "", said[256];
     clear_pipe_dir(d);
     int rc = carve_mps_control_run(d, "-d", NULL, ran, sizeof(ran));
     for (int waited = 0; rc == 0 && waited < START_WAIT_MS; waited += 20) {
-        if (carve_mps_daemon_alive(d))
+        if (carve_mps_daemon_alive(d, asked, sizeof(asked)) > 0)
             return 0;
         sleep_ms(20);
     }
@@ -319,14 +463,107 @@ int carve_mps_daemon_start(const struct carve_mps_daemon *d, char *err, size_t e
              rc == 0 ? START_WAIT_MS / 1000 : rc, rc == 0 ? " s" : "", *said ? ": `" : "",
              said, *said ? "'" : "", d->log, d->log);
     add_message(err, errlen, ran);
+    add_message(err, errlen, asked);
     return -EIO;
+}
+
+struct servers_seen {
+    pid_t daemon;
+    struct carve_mps_proc *out;
+    int n, max;
+};
+
+/* each_process's test for find_servers: notes a server of the daemon; 1 once full. */
+static int server_one(pid_t pid, void *arg)
+{
+    struct servers_seen *s = arg;
+    struct carve_proc_stat st;
+    if (ours_mps(pid, &st) && st.ppid == s->daemon &&
+        carve_proc_is_mps_server(pid, geteuid()) == 1)
+        s->out[s->n++] = (struct carve_mps_proc){pid, st.start};
+    return s->n == s->max;
+}
+
+/* The MPS servers of daemon: its children of this user that run nvidia-cuda-mps-server (the
+ * file, not a name anyone can give a program), with their start times; at most max. */
+static int find_servers(pid_t daemon, struct carve_mps_proc *out, int max)
+{
+    struct servers_seen s = {daemon, out, 0, max};
+    each_process(server_one, &s);
+    return s.n;
+}
+
+/* Sends sig to those of procs that are still the same processes. */
+static void signal_all(const struct carve_mps_proc *procs, int n, int sig)
+{
+    for (int i = 0; i < n; i++)
+        if (carve_mps_proc_alive(procs[i].pid, procs[i].start))
+            kill(procs[i].pid, sig);
+}
+
+/* Waits up to ms for procs to be gone; true when all are. */
+static bool wait_gone(const struct carve_mps_proc *procs, int n, long ms)
+{
+    for (long waited = 0;; waited += 20) {
+        bool any = false;
+        for (int i = 0; i < n; i++)
+            any |= carve_mps_proc_alive(procs[i].pid, procs[i].start) != 0;
+        if (!any)
+            return true;
+        if (waited >= ms)
+            return false;
+        sleep_ms(20);
+    }
+}
+
+/* Stops daemon pid and its servers without running anything: SIGTERM, then SIGKILL to what
+ * is left after TERM_GRACE_MS. */
+static int signal_stop(const struct carve_mps_daemon *d, pid_t pid, char *err, size_t errlen)
+{
+    struct carve_mps_proc procs[1 + MAX_SERVERS];
+    struct carve_proc_stat st;
+    /* pid was proven the daemon a moment ago; from here on it is this start time's */
+    if (pid <= 0 || carve_proc_stat(pid, &st) < 0)
+        return 0; /* it ended meanwhile */
+    procs[0] = (struct carve_mps_proc){pid, st.start};
+    int n = 1 + find_servers(pid, procs + 1, MAX_SERVERS);
+    signal_all(procs, n, SIGTERM);
+    if (wait_gone(procs, n, TERM_GRACE_MS))
+        return 0;
+    signal_all(procs, n, SIGKILL);
+    wait_gone(procs, n, KILL_WAIT_MS);
+    if (carve_mps_proc_alive(pid, procs[0].start)) {
+        snprintf(err, errlen, "the MPS control daemon of %s (pid %d) still runs after SIGTERM "
+                              "and SIGKILL", d->uuid, (int)pid);
+        return -EBUSY;
+    }
+    snprintf(err, errlen, "it did not end within %d s of SIGTERM: SIGKILL", TERM_GRACE_MS / 1000);
+    for (int i = 1; i < n; i++)
+        if (carve_mps_proc_alive(procs[i].pid, procs[i].start)) {
+            char text[128];
+            snprintf(text, sizeof(text), "its MPS server (pid %d) still runs after SIGKILL",
+                     (int)procs[i].pid);
+            add_message(err, errlen, text);
+        }
+    return 0;
 }
 
 int carve_mps_daemon_stop(const struct carve_mps_daemon *d, char *err, size_t errlen)
 {
-    if (!carve_mps_daemon_alive(d))
-        return 0; /* it ended by itself (or was stopped by hand) */
+    char asked[512];
+    err[0] = '\0';
+    int alive = carve_mps_daemon_alive(d, asked, sizeof(asked));
+    if (alive == 0) { /* it ended by itself (or was stopped by hand) */
+        snprintf(err, errlen, "%s", asked);
+        return 0;
+    }
+    if (alive < 0) {
+        snprintf(err, errlen, "%s; left as it is", asked);
+        return -EBUSY;
+    }
     pid_t pid = carve_mps_daemon_pid(d);
+    if (!d->may_exec)
+        return signal_stop(d, pid, err, errlen);
     if (!d->control[0]) {
         snprintf(err, errlen, "the MPS control daemon of %s runs (pid %d) and there is no %s "
                               "to stop it", d->uuid, (int)pid, CARVE_MPS_CONTROL_NAME);
@@ -371,19 +608,26 @@ int carve_mps_release(const struct carve_mps_daemon *d, pid_t leaving, bool remo
     if (carve_mps_clients_store(d->dir, clients, kept, why, sizeof(why)) < 0)
         add_message(err, errlen, why);
     why[0] = '\0';
-    if (kept == 0 && carve_mps_daemon_stop(d, why, sizeof(why)) < 0)
-        add_message(err, errlen, why);
+    int stopped = kept == 0 ? carve_mps_daemon_stop(d, why, sizeof(why)) : -EBUSY;
+    add_message(err, errlen, why); /* why it runs, or a warning: SIGKILL, a hung control */
     /* a job step's directory is its own (carve_mps_dir_name): it goes with the step's last
-       client, so that steps do not leave one each on the node; the user's own stays */
-    if (kept == 0 && remove && !carve_mps_daemon_alive(d))
-        carve_mps_remove_dir(d->dir);
+       client, so that steps do not leave one each on the node; the user's own stays. Not
+       while its daemon runs or may (carve run asks once more: a daemon that took `quit'
+       without a pid file may still be ending) */
+    if (stopped == 0 && remove) {
+        why[0] = '\0';
+        int alive = carve_mps_daemon_alive(d, why, sizeof(why));
+        add_message(err, errlen, why);
+        if (alive == 0)
+            carve_mps_remove_dir(d->dir);
+    }
     carve_mps_unlock(lock);
     return kept;
 }
 
 /* carve_mps_end_step's work on one directory, name in mine (fd: mine, open). */
 static void end_one(int fd, const char *mine, const char *name, const char *uuid,
-                    const char *control, carve_mps_note_fn note, void *arg)
+                    carve_mps_note_fn note, void *arg)
 {
     char path[PATH_MAX], text[PATH_MAX + 2048], why[1536] = "";
     struct stat st;
@@ -407,7 +651,7 @@ static void end_one(int fd, const char *mine, const char *name, const char *uuid
         free(d);
         return;
     }
-    carve_mps_daemon_init(d, path, uuid, control);
+    carve_mps_daemon_init(d, path, uuid, NULL, false); /* nothing is run here */
     pid_t daemon = carve_mps_daemon_pid(d);
     int n = carve_mps_release(d, 0, true, why, sizeof(why));
     bool gone = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
@@ -419,7 +663,7 @@ static void end_one(int fd, const char *mine, const char *name, const char *uuid
                                      "run%s%s", path, n, why[0] ? "; " : "", why);
     else if (daemon > 0)
         snprintf(text, sizeof(text), "removed %s, after stopping its MPS control daemon (pid "
-                                     "%d), which outlived the step%s%s",
+                                     "%d) by signal, which outlived the step%s%s",
                  path, (int)daemon, why[0] ? "; " : "", why);
     else
         snprintf(text, sizeof(text), "removed %s%s%s", path, why[0] ? "; " : "", why);
@@ -427,8 +671,8 @@ static void end_one(int fd, const char *mine, const char *name, const char *uuid
     free(d);
 }
 
-int carve_mps_end_step(const char *job, const char *step, const char *control,
-                       carve_mps_note_fn note, void *arg, char *err, size_t errlen)
+int carve_mps_end_step(const char *job, const char *step, carve_mps_note_fn note, void *arg,
+                       char *err, size_t errlen)
 {
     char mine[PATH_MAX], uuid[96];
     int r = carve_mps_user_dir(false, mine, sizeof(mine), err, errlen);
@@ -450,7 +694,7 @@ int carve_mps_end_step(const char *job, const char *step, const char *control,
     while ((e = readdir(dir)))
         if (carve_mps_dir_of_step(e->d_name, job, step, uuid, sizeof(uuid))) {
             found++;
-            end_one(fd, mine, e->d_name, uuid, control, note, arg);
+            end_one(fd, mine, e->d_name, uuid, note, arg);
         }
     closedir(dir);
     return found;

@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define START_FIELD 22 /* starttime, counting from 1 (pid) */
@@ -48,7 +51,7 @@ static int parse_stat(const char *buf, struct carve_proc_stat *st)
 {
     const char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
     if (!open_paren || !close_paren || close_paren < open_paren || close_paren[1] != ' ' ||
-        !close_paren[2])
+        !close_paren[2] || close_paren[3] != ' ')
         return -1;
     size_t len = (size_t)(close_paren - open_paren - 1);
     if (len >= sizeof(st->comm))
@@ -56,6 +59,7 @@ static int parse_stat(const char *buf, struct carve_proc_stat *st)
     memcpy(st->comm, open_paren + 1, len);
     st->comm[len] = '\0';
     st->state = close_paren[2];
+    st->ppid = (pid_t)strtol(close_paren + 4, NULL, 10);
     const char *p = close_paren + 1; /* at the space before field 3 */
     for (int field = 3; field < START_FIELD && p; field++)
         p = strchr(p + 1, ' ');
@@ -177,6 +181,53 @@ int carve_proc_children(pid_t *out, int max)
     return count;
 }
 
+void carve_close_from(int low)
+{
+    if (close_range((unsigned)low, ~0U, 0) == 0)
+        return;
+    carve_close_listed_from(low); /* ENOSYS: a kernel before 5.9 */
+}
+
+/* Closes the descriptors from low up that dir (/proc/self/fd) lists; 1 when it closed any, 0
+ * when none, -1 when the directory cannot be read. */
+static int close_listed(int dir, int low)
+{
+    char buf[4096] __attribute__((aligned(8)));
+    int closed = 0;
+    long n;
+    if (lseek(dir, 0, SEEK_SET) < 0)
+        return -1;
+    while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0)
+        for (long off = 0; off < n;) {
+            const struct dirent64 *e = (const struct dirent64 *)(void *)(buf + off);
+            off += e->d_reclen;
+            char *end;
+            long fd = strtol(e->d_name, &end, 10);
+            if (end != e->d_name && !*end && fd >= low && fd <= INT_MAX && fd != dir) {
+                close((int)fd);
+                closed = 1;
+            }
+        }
+    return n < 0 ? -1 : closed;
+}
+
+void carve_close_listed_from(int low)
+{
+    int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = -1;
+    /* closing while reading may skip entries: again until a pass finds none to close */
+    while (dir >= 0 && (r = close_listed(dir, low)) > 0)
+        ;
+    if (dir >= 0)
+        close(dir);
+    if (r == 0)
+        return;
+    struct rlimit rl; /* no /proc: each one below the limit */
+    long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                   ? (long)rl.rlim_cur : 65536;
+    for (long fd = low; fd < max && fd < (1L << 20); fd++)
+        close((int)fd);
+}
+
 int carve_proc_host_pid_namespace(void)
 {
     return carve_proc_ns(0, "pid") == CARVE_HOST_PID_NS;
@@ -233,6 +284,20 @@ int carve_proc_inner_pid(pid_t pid, pid_t *inner)
         return -1;
     *inner = (pid_t)f[n - 1];
     return 0;
+}
+
+int carve_proc_ns_pid(pid_t pid, pid_t *inner)
+{
+    char buf[8192], who[16]; /* past a long Groups: line */
+    long f[NSPID_MAX];
+    if (pid <= 0)
+        return -1;
+    snprintf(who, sizeof(who), "%d", (int)pid);
+    int n = read_proc_at(who, "status", buf, sizeof(buf)) < 0 ? 0 : nspid_fields(buf, f, NSPID_MAX);
+    if (n == 0 || f[n - 1] <= 0 || f[n - 1] > INT_MAX)
+        return -1;
+    *inner = (pid_t)f[n - 1];
+    return n;
 }
 
 int carve_proc_is_own(void)

@@ -1,5 +1,6 @@
-/* proc.h - what /proc/PID/stat says of a process (its name, its state, its start time),
- * whose it is by /proc/PID/status, and which PID namespace it is in. */
+/* proc.h - what /proc/PID/stat says of a process (its name, its state, its parent, its start
+ * time), whose it is and its pid in its own PID namespace by /proc/PID/status, which PID
+ * namespace it is in; and closing a child's inherited files before it runs another program. */
 #ifndef CARVE_PROC_H
 #define CARVE_PROC_H
 
@@ -9,6 +10,7 @@
 struct carve_proc_stat {
     char comm[16];  /* the name, cut to 15 characters by the kernel */
     char state;     /* R, S, D, Z (exited, not yet reaped), X, ... */
+    pid_t ppid;     /* the parent */
     uint64_t start; /* start time in clock ticks since boot: with the pid, names the process */
 };
 
@@ -36,6 +38,17 @@ int carve_proc_is_mps_server(pid_t pid, uid_t trusted_owner);
 /* This process's children (its main thread's, /proc/self/task/PID/children; a child
  * subreaper's include the orphans that came to it): their count, at most max. */
 int carve_proc_children(pid_t *out, int max);
+/* The pid that pid has in its own PID namespace (the last of /proc/PID/status's NSpid) into
+ * *inner: the count of namespaces it is seen in from here (1: this one, *inner == pid; more:
+ * one below this), or -1 when it cannot be read (gone, hidden, or a kernel before 4.1). */
+int carve_proc_ns_pid(pid_t pid, pid_t *inner);
+/* Closes every file descriptor from low up: close_range(2) where the kernel has it (5.9 and
+ * later), else those /proc/self/fd lists, else each one below the descriptor limit. Uses no
+ * allocation: for a child between fork and exec. */
+void carve_close_from(int low);
+/* The fallbacks of carve_close_from alone (what a kernel without close_range gets), for
+ * tests. */
+void carve_close_listed_from(int low);
 /* 1 when this process runs in the host's (the initial) PID namespace, 0 when in another. */
 int carve_proc_host_pid_namespace(void);
 

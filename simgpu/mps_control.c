@@ -12,9 +12,14 @@
  *                                  set_default_active_thread_percentage N;
  *                                  exits 1 when no daemon runs there
  *
- * Record: one line per event (start, refused, fail, quit, exit, command) appended to
- * $CARVE_SIM_STATE.mps (default /dev/shm/carve-sim.UID.mps), with the variables the daemon
- * saw. CARVE_SIM_MPS_FAIL=1 makes -d fail, as a broken driver install would. */
+ * The daemon ends on `quit' (SIGUSR1 from the program told to quit: the stand-in's pipe) and
+ * on SIGTERM, which CARVE_SIM_MPS_IGNORE_TERM=1 makes it ignore (a daemon that only SIGKILL
+ * ends).
+ *
+ * Record: one line per event (ran: each run of this program, start, refused, fail, quit,
+ * signal, exit, command) appended to $CARVE_SIM_STATE.mps (default
+ * /dev/shm/carve-sim.UID.mps), with the variables the daemon saw. CARVE_SIM_MPS_FAIL=1 makes
+ * -d fail, as a broken driver install would. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -83,14 +88,17 @@ static pid_t start_server(void)
     return pid;
 }
 
-/* The daemon: announces itself, then waits for SIGTERM (what `quit' sends) and cleans up. */
+/* The daemon: announces itself, then waits for SIGUSR1 (what `quit' sends) or SIGTERM and
+ * cleans up. */
 static void daemon_main(int ready_fd)
 {
     char path[4096], pid[32];
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
     sigprocmask(SIG_BLOCK, &set, NULL);
+    int ignore_term = strcmp(env_or("CARVE_SIM_MPS_IGNORE_TERM", "0"), "1") == 0;
     setsid();
     sim_mps_pipe_path(path, sizeof(path), "control");
     unlink(path);
@@ -110,7 +118,14 @@ static void daemon_main(int ready_fd)
         _exit(1);
     close(ready_fd);
     int sig;
-    sigwait(&set, &sig);
+    for (;;) {
+        sigwait(&set, &sig);
+        if (sig == SIGUSR1)
+            break;
+        sim_mps_record("signal TERM pid=%s%s", pid, ignore_term ? " ignored" : "");
+        if (!ignore_term)
+            break;
+    }
     if (server > 0) {
         kill(server, SIGTERM);
         waitpid(server, NULL, 0);
@@ -168,7 +183,7 @@ static int start_daemon(void)
 static int quit_daemon(pid_t pid)
 {
     sim_mps_record("quit pid=%ld", (long)pid);
-    kill(pid, SIGTERM);
+    kill(pid, SIGUSR1);
     for (int i = 0; i < 500 && sim_mps_running(pid); i++) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
@@ -211,6 +226,8 @@ static int commands(void)
 
 int main(int argc, char **argv)
 {
+    sim_mps_record("ran pid=%d uid=%d arg=%s", (int)getpid(), (int)getuid(),
+                   argc > 1 ? argv[1] : "-");
     if (argc == 1)
         return commands();
     if (argc == 2 && strcmp(argv[1], "-d") == 0)

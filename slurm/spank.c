@@ -8,9 +8,10 @@
  *                          puts the step in the job's slice, making it with the job's first
  *                          task on the node, and sets CARVE_SLICE and LD_PRELOAD for exec;
  *   slurmstepd, step end   exit takes the step off the job's record; the last one out
- *                          removes the slice; and a child process of the job's user removes
- *                          what `carve run --mode mps` left of the step when it was killed
- *                          (its MPS run directories, a daemon that outlived it);
+ *                          removes the slice; and a child process of the job's user, which
+ *                          runs no program, removes what `carve run --mode mps` left of the
+ *                          step when it was killed (its MPS run directories, a daemon that
+ *                          outlived it, stopped by signals);
  *   slurmd                 job_epilog removes the job's slice when the job ends here (its
  *                          tasks killed or not); init at slurmd's start sweeps away slices
  *                          whose steps are all gone (a slurmstepd killed, a crash).
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,10 +145,16 @@ static void sweep(const struct carve_job_conf *conf)
  * last carve run would have (carve_mps_end_step): as the job's user, never as root, since
  * BASE is the user's to write (a link or a swapped directory there must not make root
  * remove anything), and with the job's environment, so that it finds the directories where
- * the step's carve runs made them (CARVE_MPS_DIR, the fallback of the user's uid). Its
+ * the step's carve runs made them (CARVE_MPS_DIR, the fallback of the user's uid). It runs
+ * no program: one the job names (CARVE_MPS_CONTROL, PATH) would run from slurmstepd after
+ * the step, with its OOM score, limits and cgroup; a daemon that outlived the step is
+ * stopped by signals, and a directory whose daemon cannot be judged without
+ * nvidia-cuda-mps-control is left (common/mps_daemon.h). The user may stop or kill the child
+ * (it is theirs): the step's end waits for it MPS_END_TIMEOUT_MS at most, then kills it. Its
  * messages come back on a pipe: slurmstepd's log is not written from a forked child. */
 
-#define MPS_END_TIMEOUT_MS 60000 /* how long a step's end waits for the child */
+#define MPS_END_TIMEOUT_MS 10000 /* how long a step's end waits for the child */
+#define MPS_REAP_MS 1000         /* for a killed child to be reaped */
 
 /* What the child needs, read from Slurm before the fork. */
 struct mps_step {
@@ -156,7 +164,6 @@ struct mps_step {
     int ngids;
     char job[16], step[16]; /* step "": the batch script */
     char **env;
-    const struct carve_job_conf *conf;
 };
 
 /* One message for the parent: "E text" or "I text", one line. */
@@ -196,9 +203,24 @@ static int become_user(const struct mps_step *m)
     return 0;
 }
 
+/* Gives up what slurmstepd holds and the job's user should not: its OOM score adjustment
+ * (-1000 on a node: never killed for memory) and core dumps (a copy of its memory). Before
+ * the uid changes, while this may still write its own oom_score_adj. */
+static void drop_stepd_settings(void)
+{
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t w = write(fd, "0", 1);
+        (void)w; /* a kernel without it: nothing to give up */
+        close(fd);
+    }
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+}
+
 /* The job's environment in place of slurmstepd's, with the step's ids as Slurm gives them
- * to its tasks; the working directory the job's PWD (a relative CARVE_MPS_DIR or
- * CARVE_MPS_CONTROL is taken from it, as carve run took it from its own), else /. */
+ * to its tasks; the working directory the job's PWD (a relative CARVE_MPS_DIR is taken from
+ * it, as carve run took it from its own), else /. */
 static void job_environment(const struct mps_step *m)
 {
     clearenv();
@@ -215,24 +237,7 @@ static void job_environment(const struct mps_step *m)
         _exit(1);
 }
 
-/* Ends what the control program may have left running: its orphans came to this process,
- * a child subreaper, and none outlives it (the step's cgroup is gone). */
-static void end_leftovers(void)
-{
-    for (int round = 0; round < 100; round++) {
-        pid_t kids[256];
-        while (waitpid(-1, NULL, WNOHANG) > 0)
-            ;
-        int n = carve_proc_children(kids, 256);
-        if (n == 0)
-            return;
-        for (int i = 0; i < n; i++)
-            kill(kids[i], SIGKILL);
-        poll(NULL, 0, 10);
-    }
-}
-
-/* The child: never returns. fd: the pipe to the parent. */
+/* The child: never returns, and runs no program. fd: the pipe to the parent. */
 __attribute__((noreturn)) static void mps_step_child(const struct mps_step *m, int fd)
 {
     sigset_t none;
@@ -246,11 +251,14 @@ __attribute__((noreturn)) static void mps_step_child(const struct mps_step *m, i
     if (keep < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
         dup2(keep, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
         _exit(1);
-    close_range(4, ~0U, 0); /* none of slurmstepd's files (its sockets, the job's) */
+    /* none of slurmstepd's files (its sockets, the job's); with no exec they could reach no
+       program anyway, and the user may not look into this process (below) */
+    carve_close_from(4);
     fd = 3;
     /* a copy of slurmstepd's memory: the job's user may not read it (ptrace, /proc/PID/mem) */
     prctl(PR_SET_DUMPABLE, 0);
-    char err[1024], control[PATH_MAX], text[1200];
+    drop_stepd_settings();
+    char err[1024], text[1200];
     int r = become_user(m);
     if (r < 0) {
         snprintf(text, sizeof(text), "cannot become the job's user (uid %u, gid %u) to remove "
@@ -261,57 +269,47 @@ __attribute__((noreturn)) static void mps_step_child(const struct mps_step *m, i
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* set after the uid changed, which clears it */
     job_environment(m);
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
-    if (carve_mps_control_find(m->conf->simulate, m->conf->libdir, control, sizeof(control)))
-        control[0] = '\0'; /* a daemon still running is then left, and named */
-    char cwd[PATH_MAX];
-    if (control[0] && control[0] != '/') { /* the control program runs in / */
-        size_t lc = getcwd(cwd, sizeof(cwd)) ? strlen(cwd) : sizeof(control), lk = strlen(control);
-        if (lc + 1 + lk < sizeof(control)) {
-            memmove(control + lc + 1, control, lk + 1);
-            memcpy(control, cwd, lc);
-            control[lc] = '/';
-        } else {
-            control[0] = '\0';
-        }
-    }
-    r = carve_mps_end_step(m->job, m->step[0] ? m->step : NULL, control, note_line, &fd, err,
+    r = carve_mps_end_step(m->job, m->step[0] ? m->step : NULL, note_line, &fd, err,
                            sizeof(err));
     if (r < 0) {
         snprintf(text, sizeof(text), "the step's MPS run directories were not looked for: %s",
                  err);
         say(fd, true, text);
     }
-    end_leftovers();
     _exit(0);
 }
 
-/* Logs the child's lines until it closes the pipe or the time is up (then it is killed). */
-static void relay(int fd, pid_t child, const struct mps_step *m)
+/* Milliseconds since t0. */
+static long spent_ms(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Logs the child's lines until it closes the pipe (0), the time since t0 is up (-ETIMEDOUT)
+ * or the pipe cannot be read (a negative errno). */
+static int relay(int fd, const struct mps_step *m, const struct timespec *t0)
 {
     char buf[8192];
     size_t have = 0;
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long spent = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        long spent = spent_ms(t0);
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int ready = spent < MPS_END_TIMEOUT_MS ? poll(&p, 1, (int)(MPS_END_TIMEOUT_MS - spent)) : 0;
         if (ready < 0 && errno == EINTR)
             continue;
-        if (ready == 0) {
-            kill(child, SIGKILL);
-            slurm_error("carve: job %s step %s: the removal of the step's MPS run directories "
-                        "took longer than %d s; stopped it", m->job, m->step[0] ? m->step : "batch",
-                        MPS_END_TIMEOUT_MS / 1000);
-            return;
-        }
-        ssize_t n = ready < 0 ? -1 : read(fd, buf + have, sizeof(buf) - 1 - have);
+        if (ready == 0)
+            return -ETIMEDOUT;
+        if (ready < 0)
+            return -errno;
+        ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
-            return;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return 0;
         have += (size_t)n;
         buf[have] = '\0';
         char *line = buf, *nl;
@@ -332,11 +330,52 @@ static void relay(int fd, pid_t child, const struct mps_step *m)
     }
 }
 
+/* Reaps the child within limit_ms since t0; 0, or -1 when it has not ended by then. Another
+ * waiter of slurmstepd's may have reaped it (ECHILD): then it is gone too. */
+static int reap(pid_t child, const struct timespec *t0, long limit_ms)
+{
+    for (;;) {
+        pid_t r = waitpid(child, NULL, WNOHANG);
+        if (r == child || (r < 0 && errno == ECHILD))
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (spent_ms(t0) >= limit_ms)
+            return -1;
+        poll(NULL, 0, 10);
+    }
+}
+
+/* Waits for the child, MPS_END_TIMEOUT_MS since t0 at most, logging what it says; past that,
+ * or when its pipe fails, it is killed (it may have been stopped: the user can signal it). */
+static void await_child(int fd, pid_t child, const struct mps_step *m, const struct timespec *t0)
+{
+    const char *which = m->step[0] ? m->step : "batch";
+    int r = relay(fd, m, t0);
+    if (r == 0 && reap(child, t0, MPS_END_TIMEOUT_MS) == 0)
+        return;
+    /* unreaped, its pid is no one else's: it is killed, not a process that took the pid */
+    pid_t w = waitpid(child, NULL, WNOHANG);
+    if (w == child || (w < 0 && errno == ECHILD))
+        return;
+    kill(child, SIGKILL);
+    if (r == 0 || r == -ETIMEDOUT)
+        slurm_error("carve: job %s step %s: the removal of the step's MPS run directories "
+                    "took longer than %d s; stopped it", m->job, which,
+                    MPS_END_TIMEOUT_MS / 1000);
+    else
+        slurm_error("carve: job %s step %s: the removal of the step's MPS run directories "
+                    "could not be followed (%s); stopped it", m->job, which, strerror(-r));
+    if (reap(child, t0, spent_ms(t0) + MPS_REAP_MS) < 0)
+        slurm_error("carve: job %s step %s: the stopped removal (pid %d) has not ended; not "
+                    "waiting for it", m->job, which, (int)child);
+}
+
 /* Removes the step's MPS run directories that its carve runs left (a killed step), in a
  * child process of the job's user; never fails the step. */
-static void end_mps_step(spank_t sp, const struct carve_job_conf *conf, uint32_t job)
+static void end_mps_step(spank_t sp, uint32_t job)
 {
-    struct mps_step m = {.conf = conf};
+    struct mps_step m = {0};
     uint32_t step;
     if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_UID, &m.uid) != ESPANK_SUCCESS ||
@@ -359,6 +398,8 @@ static void end_mps_step(spank_t sp, const struct carve_job_conf *conf, uint32_t
                     job, strerror(errno));
         return;
     }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t child = fork();
     if (child == 0) {
         close(fds[0]);
@@ -370,11 +411,8 @@ static void end_mps_step(spank_t sp, const struct carve_job_conf *conf, uint32_t
         slurm_error("carve: job %u: cannot remove the step's MPS run directories: fork: %s",
                     job, strerror(e));
     else
-        relay(fds[0], child, &m);
+        await_child(fds[0], child, &m, &t0);
     close(fds[0]);
-    /* slurmstepd may reap it itself (ECHILD): the pipe's end said it was done */
-    while (child > 0 && waitpid(child, NULL, 0) < 0 && errno == EINTR)
-        ;
 }
 
 #pragma GCC visibility push(default)
@@ -515,7 +553,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
         return 0;
     if (carve_job_leave(&conf, job, getpid(), err, sizeof(err)) < 0)
         slurm_error("carve: job %u: %s", job, err);
-    end_mps_step(sp, &conf, job);
+    end_mps_step(sp, job);
     return 0;
 }
 

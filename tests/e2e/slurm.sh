@@ -12,7 +12,9 @@
 # read; a later step asking for other values than the job's slice holds is told so; the
 # slices are gone when the jobs end, also after scancel; a step running `carve run --mode
 # mps` that scancel kills leaves no MPS run directory (removed at the step's end as the
-# job's user; planted links followed nowhere); a slice whose steps were killed is swept
+# job's user, its daemon stopped by signals, no program run: a planted CARVE_MPS_CONTROL
+# neither; planted links followed nowhere), and a step's end whose work the user stops
+# waits 10 s for it, no more; a slice whose steps were killed is swept
 # when slurmd restarts. Then the cluster starts again as a node of two GPUs whose
 # Slurm name (slurmd -N) is not its host name, with a gres.conf of NodeName= hostlists: a
 # shard job's share comes from the node's lines.
@@ -87,9 +89,10 @@ cleanup() {
     local p
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    # MPS daemons of 5c. that a failed check may have left: only those, by their recorded pids
-    for p in $(sed -n 's/^start pid=\([0-9]*\).*/\1/p' "$T/out/sim-mps.mps" 2>/dev/null); do
-        kill "$p" 2>/dev/null
+    # MPS daemons of 5c. and 5d. that a failed check (or 5d.'s stopped step end) may have
+    # left: only those, by their recorded pids; 5d.'s ignore SIGTERM
+    for p in $(sed -n 's/^start pid=\([0-9]*\).*/\1/p' "$T/out/sim-mps.mps" "$T/out/sim-mps-stop.mps" 2>/dev/null); do
+        kill -KILL "$p" 2>/dev/null
     done
     # slices the test's jobs may have left (a failed check), the boards of the two GPUs of
     # the second part, then the temp dir
@@ -395,9 +398,13 @@ check "job $u's slice is gone" "$(slice_gone "$u"; echo $?)"
 #     daemon nor remove the step's run directory; the plugin's step end does, as the job's user
 #     (nobody, whose directories are in the shared, sticky base's 65534/). The daemons
 #     outlive their steps here (proctrack/linuxproc does not follow a daemon; a cgroup would
-#     end them) and are stopped with `quit'. The batch script's carve run (mps-UUID-jJOB)
-#     goes the same way. The step plants a link, and a directory holding links, of the
-#     step's names to a directory of root's: nothing of root's is removed, the link is left.
+#     end them) and are stopped by SIGTERM from the step's end, which runs no program: the
+#     simulated control program notes each of its runs (`ran'), and the job's environment
+#     names a CARVE_MPS_CONTROL of its own (a wrapper of the simulated one that notes its
+#     runs), which the job's carve runs use and the step's end must not. The batch script's
+#     carve run (mps-UUID-jJOB) goes the same way. The step plants a link, and a directory
+#     holding links, of the step's names to a directory of root's: nothing of root's is
+#     removed, the link is left.
 chmod 711 "$T/munge" # nobody's srun in the job signs its requests with munge
 MPSBASE=$T/m         # short: the pipe directory's path may be 90 characters at most
 mkdir -m 1777 "$MPSBASE"
@@ -410,6 +417,15 @@ victim_intact() {
 }
 MPSREC=$T/out/sim-mps # the simulated nvidia-cuda-mps-control's record: $MPSREC.mps
 NB=$MPSBASE/65534
+PLANTED=$T/out/planted-control # the job's CARVE_MPS_CONTROL, noting its runs in $PLANTED.log
+cat >"$PLANTED" <<CTL
+#!/bin/sh
+echo "\$(id -u) \$*" >>"$PLANTED.log"
+exec $LIB/sim/bin/nvidia-cuda-mps-control "\$@"
+CTL
+chmod 755 "$PLANTED"
+planted_runs() { cat "$PLANTED.log" 2>/dev/null | wc -l; }
+control_runs() { grep -c '^ran ' "$MPSREC.mps" 2>/dev/null; }
 # shellcheck disable=SC2016 # expanded by the step's shell
 plant='u=$(dirname "$(dirname "$CUDA_MPS_PIPE_DIRECTORY")"); s=j$SLURM_JOB_ID.$SLURM_STEP_ID
 e=$u/mps-GPU-eeeeeeee-eeee-eeee-eeee-eeeeeeeeeeee-$s
@@ -427,7 +443,7 @@ trap "" TERM; echo up; exec sleep 60' &
 wait
 JOB
 q=$(submit --uid=nobody --gid=nogroup -o "$T/out/Q.out" \
-    --export=ALL,CARVE_SIM_STATE="$MPSREC",CARVE_MPS_DIR="$MPSBASE" "$T/out/mps-job.sh")
+    --export=ALL,CARVE_SIM_STATE="$MPSREC",CARVE_MPS_DIR="$MPSBASE",CARVE_MPS_CONTROL="$PLANTED" "$T/out/mps-job.sh")
 step_dirs() { find "$NB" -mindepth 1 -maxdepth 1 -type d -name "mps-*-j$q*" -printf '%f\n' 2>/dev/null | sort; }
 mps_up() {
     [ "$(step_dirs | wc -l)" -eq 3 ] && grep -qs '^up$' "$T/out/Q.out" &&
@@ -436,7 +452,9 @@ mps_up() {
 wait_for 300 mps_up
 up=$?
 daemons=$(sed -n 's/^start pid=\([0-9]*\) .*/\1/p' "$MPSREC.mps" 2>/dev/null | tr '\n' ' ')
-check "job $q of nobody: its batch script and its step 0 run carve run --mode mps, a daemon each ($daemons), in $(step_dirs | sed 's/^mps-GPU-[0-9a-f-]*-j/...-j/' | tr '\n' ' ')" "$up"
+check "job $q of nobody: its batch script and its step 0 run carve run --mode mps, a daemon each ($daemons), in $(step_dirs | sed 's/^mps-GPU-[0-9a-f-]*-j/...-j/' | tr '\n' ' '), through the job's CARVE_MPS_CONTROL ($(planted_runs) runs)" \
+    "$([ "$up" -eq 0 ] && [ "$(planted_runs)" -ge 2 ]; echo $?)"
+ran_before=$(control_runs) planted_before=$(planted_runs)
 scancel "$q"
 mps_gone() { [ -z "$(step_dirs)" ]; }
 # the step ends after KillWait and Slurm's own waits: the job leaves squeue before it does
@@ -448,14 +466,18 @@ left=$(step_dirs | tr '\n' ' ')
 check "after scancel, no mps-*-j$q.0 nor mps-*-j$q directory is left in $NB (${left:-none})" "$rc"
 # running PID: not gone, nor a zombie (an orphaned daemon's reaper here may be slow)
 running_pid() { local st; st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "${st%% *}" != Z ]; }
-quits=0
+termed=0
 for d in $daemons; do
-    grep -q "^quit pid=$d " "$MPSREC.mps" && ! running_pid "$d" && quits=$((quits + 1))
+    grep -q "^signal TERM pid=$d " "$MPSREC.mps" && ! grep -q "^quit pid=$d " "$MPSREC.mps" &&
+        ! running_pid "$d" && termed=$((termed + 1))
 done
-check "the two daemons, which outlived their steps, were told to quit at the steps' ends and are gone ($quits of 2)" \
-    "$([ "$quits" -eq 2 ] &&
-       grep -q "carve: job $q step 0: removed $NB/mps-GPU-.*-j$q.0, after stopping its MPS control daemon (pid [0-9]*), which outlived the step" "$T/log/slurmd.log" &&
-       grep -q "carve: job $q step batch: removed $NB/mps-GPU-.*-j$q, after stopping" "$T/log/slurmd.log"; echo $?)"
+check "the two daemons, which outlived their steps, were stopped by SIGTERM at the steps' ends (no quit) and are gone ($termed of 2)" \
+    "$([ "$termed" -eq 2 ] &&
+       grep -q "carve: job $q step 0: removed $NB/mps-GPU-.*-j$q.0, after stopping its MPS control daemon (pid [0-9]*) by signal, which outlived the step" "$T/log/slurmd.log" &&
+       grep -q "carve: job $q step batch: removed $NB/mps-GPU-.*-j$q, after stopping its MPS control daemon (pid [0-9]*) by signal" "$T/log/slurmd.log"; echo $?)"
+ran_after=$(control_runs) planted_after=$(planted_runs)
+check "no program ran at the steps' ends: the simulated control program ran $ran_before times before scancel and $ran_after after, the job's CARVE_MPS_CONTROL $planted_before and $planted_after" \
+    "$([ "$ran_before" -gt 0 ] && [ "$ran_after" -eq "$ran_before" ] && [ "$planted_after" -eq "$planted_before" ]; echo $?)"
 link=$NB/mps-GPU-ffffffff-ffff-ffff-ffff-ffffffffffff-j$q.0
 check "the planted link, and the links in a planted directory, removed nothing of root's $VICTIM; the link is left, and named" \
     "$(victim_intact && [ "$(readlink "$link")" = "$VICTIM" ] &&
@@ -482,6 +504,43 @@ for who in nobody root; do
             "$([ ! -e "$rd" ] && grep -qF "carve: job $r step batch: removed $T/out/mpslink/${rd##*/}" "$T/log/slurmd.log"; echo $?)"
     fi
 done
+
+# 5d. The step's end waits for its child (the job's user's, who may stop it) 10 s at most:
+#     a job of nobody whose daemon ignores SIGTERM (CARVE_SIM_MPS_IGNORE_TERM=1: the child
+#     waits 1 s before SIGKILL) is cancelled, and the child, found as nobody's slurmstepd
+#     under a slurmstepd, is stopped (SIGSTOP, as its user could): the step's end kills it
+#     10 s after it began, and says so.
+cat >"$T/out/mps-stop.sh" <<JOB
+#!/bin/sh
+trap "" TERM
+$JOB_BUILD/bin/carve run --simulate --mode mps -q -- sh -c 'echo up; exec sleep 60' &
+wait
+JOB
+z=$(submit --uid=nobody --gid=nogroup -o "$T/out/Z.out" \
+    --export=ALL,CARVE_SIM_STATE="$T/out/sim-mps-stop",CARVE_MPS_DIR="$MPSBASE",CARVE_SIM_MPS_IGNORE_TERM=1 "$T/out/mps-stop.sh")
+zdirs() { find "$NB" -mindepth 1 -maxdepth 1 -type d -name "mps-*-j$z" -printf '%f\n' 2>/dev/null; }
+wait_for 300 eval '[ -n "$(zdirs)" ] && grep -qs "^up$" "$T/out/Z.out"'
+# the step end's child: nobody's, named slurmstepd (no program), a slurmstepd's child
+end_child() {
+    ps -eo pid=,ppid=,uid=,comm= | awk '$4 == "slurmstepd" { stepd[$1] = 1; if ($3 == 65534) kid[$1] = $2 }
+        END { for (k in kid) if (kid[k] in stepd) { print k; exit } }'
+}
+scancel "$z"
+child=
+wait_for 600 eval 'child=$(end_child); [ -n "$child" ]'
+kill -STOP "$child" 2>/dev/null
+stopped_at=$(date +%s.%N)
+said="carve: job $z step batch: the removal of the step's MPS run directories took longer than 10 s; stopped it"
+wait_for 900 grep -qF "$said" "$T/log/slurmd.log"
+rc=$?
+waited=$(awk -v a="$stopped_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+grep "carve: job $z " "$T/log/slurmd.log" | sed 's/^/    slurmd: /'
+check "job $z: the step end's child (pid ${child:-none}), stopped, was killed within 10 s of the step's end (${waited} s after the stop), and that is said in slurmd's log" \
+    "$([ -n "$child" ] && [ "$rc" -eq 0 ] && awk -v w="$waited" 'BEGIN { exit !(w <= 12) }' && ! running_pid "$child"; echo $?)"
+for p in $(sed -n 's/^start pid=\([0-9]*\).*/\1/p' "$T/out/sim-mps-stop.mps" 2>/dev/null); do
+    kill -KILL "$p" 2>/dev/null # the daemon the stopped step end left, ignoring SIGTERM
+done
+rm -rf "${NB:?}"/mps-*-j"$z"
 
 # 6. A job whose slurmstepd is killed (no exit hook runs) while slurmd is down: slurmd's
 #    restart sweeps its slice away.

@@ -4,8 +4,13 @@
  * per Slurm job step), the client list's text, and the list under its lock: dead and
  * reused pids dropped, and many processes joining and leaving at once leave exactly the
  * survivors; a job step's end (mps_daemon.c) takes the step's directories whose clients are
- * gone, stopping a daemon that outlived the step, and follows no link. */
+ * gone, stopping a daemon that outlived the step by signals, runs no program, leaves what it
+ * cannot judge without one, and follows no link; carve run's judgment of its daemon asks
+ * the control program where a pid file does not settle it, and says why that failed. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -18,12 +23,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "mps.h"
 #include "mps_daemon.h"
+#include "no_close_range.h"
 #include "proc.h"
 #include "slice.h"
 #include "unreaped.h"
@@ -240,6 +247,8 @@ static void test_zombie_is_gone(void **state)
 static char tmpdir[64];
 enum { STAYERS = 8, LEAVERS = 40 };
 static pid_t stay[STAYERS]; /* members that stay: killed by remove_tmp however a test ends */
+enum { MAX_DAEMONS = 8 };
+static pid_t daemons[MAX_DAEMONS]; /* stand-in daemons, likewise (and their servers' groups) */
 
 static int make_tmp(void **state)
 {
@@ -254,6 +263,13 @@ static int remove_tmp(void **state)
             kill(stay[i], SIGKILL);
             waitpid(stay[i], NULL, 0);
             stay[i] = 0;
+        }
+    for (int i = 0; i < MAX_DAEMONS; i++)
+        if (daemons[i] > 0) {
+            kill(-daemons[i], SIGKILL); /* the group: its server and sleeps too */
+            kill(daemons[i], SIGKILL);
+            waitpid(daemons[i], NULL, WNOHANG);
+            daemons[i] = 0;
         }
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
@@ -587,7 +603,9 @@ static void collect(void *arg, bool error, const char *text)
 }
 
 /* A run directory of the job step (7, 3) in CARVE_MPS_DIR for the GPU uuid, with a client
- * list of the one client pid (0: none) and files in pipe/ and log/; its path in dir. */
+ * list of the one client pid (0: none) and files in pipe/ and log/: the control pipe and a
+ * pid file of a daemon that is gone, as a daemon killed with its step leaves them; its path
+ * in dir. */
 static void step_dir(const char *uuid, const char *job, const char *step, pid_t client,
                      char *dir, size_t len)
 {
@@ -603,13 +621,19 @@ static void step_dir(const char *uuid, const char *job, const char *step, pid_t 
     unsetenv("SLURM_STEP_ID");
     struct carve_mps_client c = {.pid = client, .start = carve_proc_start_time(client)};
     assert_int_equal(carve_mps_clients_store(dir, &c, client ? 1 : 0, err, sizeof(err)), 0);
-    const char *files[] = {"pipe", "log", "pipe/control", "log/control.log", "lock"};
+    const char *pid_file = "pipe/" CARVE_MPS_PID_FILE;
+    const char *files[] = {"pipe", "log", "pipe/control", "log/control.log", "lock", pid_file};
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-        if (i < 2)
+        if (i < 2) {
             assert_int_equal(mkdir(path, 0700), 0);
-        else
-            fclose(fopen(path, "w"));
+            continue;
+        }
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        if (i == 5)
+            fprintf(f, "%d\n", (int)dead_pid());
+        fclose(f);
     }
 }
 
@@ -619,52 +643,186 @@ static bool exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
+/* The stand-in control program's file names in tmpdir: bin/nvidia-cuda-mps-control (on
+ * PATH), the log of its runs other than as a daemon, and a copy of sleep(1) named as the MPS
+ * server. */
+static char control[160], ran_log[160], server[160];
+
+/* Writes the stand-in nvidia-cuda-mps-control at path. `path daemon [SERVER [ignore]]' is a
+ * daemon (named nvidia-cuda-mps..., as the kernel names a script by its file) that starts
+ * SERVER (its MPS server) as its child, notes SIGTERM in PATH.said and ends on it (with
+ * `ignore', stays: SIGKILL ends it). Any other run notes `ran ARGS' in ran_log and answers
+ * get_server_list (0) and quit; `fds' says whether descriptor 57 came open. */
+static void write_control(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\n"
+               "if [ \"$1\" = daemon ]; then\n"
+               "    [ -n \"$2\" ] && \"$2\" 30 &\n"
+               "    if [ \"$3\" = ignore ]; then trap 'echo term >>\"$0.said\"' TERM\n"
+               "    else trap 'echo term >>\"$0.said\"; exit 0' TERM; fi\n"
+               "    while :; do sleep 0.05; done\n"
+               "fi\n"
+               "echo \"ran $*\" >>'%s'\n"
+               "if [ \"$1\" = fds ]; then\n"
+               "    if [ -e /proc/$$/fd/57 ]; then echo open; else echo closed; fi >\"$0.fds\"\n"
+               "    exit 0\n"
+               "fi\n"
+               "read -r cmd\n"
+               "case $cmd in\n"
+               "get_server_list) exit 0 ;;\n"
+               "quit) kill \"$(cat \"$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid\")\"; exit 0 ;;\n"
+               "esac\n"
+               "exit 1\n", ran_log);
+    fclose(f);
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+/* The stand-in control program on PATH (tmpdir/bin) and the MPS server's copy beside it;
+ * CARVE_MPS_CONTROL names a planted program that would note its runs too. */
+static void control_setup(void)
+{
+    char bin[128], cmd[400], planted[160], path[4096];
+    snprintf(bin, sizeof(bin), "%s/bin", tmpdir);
+    assert_int_equal(mkdir(bin, 0755), 0);
+    snprintf(control, sizeof(control), "%s/%s", bin, CARVE_MPS_CONTROL_NAME);
+    snprintf(ran_log, sizeof(ran_log), "%s/ran.log", tmpdir);
+    snprintf(server, sizeof(server), "%s/%s", bin, CARVE_MPS_SERVER_NAME);
+    write_control(control);
+    snprintf(planted, sizeof(planted), "%s/planted", tmpdir);
+    write_control(planted);
+    snprintf(cmd, sizeof(cmd), "cp /bin/sleep '%s' && chmod 755 '%s'", server, server);
+    assert_int_equal(system(cmd), 0);
+    const char *old = getenv("PATH");
+    snprintf(path, sizeof(path), "%s:%s", bin, old ? old : "/usr/bin:/bin");
+    setenv("PATH", path, 1);
+    setenv("CARVE_MPS_CONTROL", planted, 1);
+}
+
+static void control_teardown(void)
+{
+    const char *path = getenv("PATH");
+    const char *colon = path ? strchr(path, ':') : NULL;
+    if (colon) {
+        char rest[4096];
+        snprintf(rest, sizeof(rest), "%s", colon + 1);
+        setenv("PATH", rest, 1);
+    }
+    unsetenv("CARVE_MPS_CONTROL");
+}
+
+/* A stand-in daemon, a child of this test, once it runs under its name; its pid. mode:
+ * "" or "ignore" (SIGTERM). */
+static pid_t start_daemon(bool with_server, const char *mode)
+{
+    pid_t daemon = fork();
+    assert_true(daemon >= 0);
+    if (daemon == 0) {
+        /* a group of its own (killed whole by remove_tmp), none of the test's output pipes */
+        int null = open("/dev/null", O_RDWR);
+        if (setpgid(0, 0) < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+            dup2(null, 2) < 0)
+            _exit(126);
+        execl(control, control, "daemon", with_server ? server : "", mode, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < MAX_DAEMONS; i++)
+        if (daemons[i] <= 0) {
+            daemons[i] = daemon;
+            break;
+        }
+    struct carve_proc_stat ps = {0};
+    for (int i = 0; i < 500 && !(carve_proc_stat(daemon, &ps) == 0 &&
+                                 strcmp(ps.comm, "nvidia-cuda-mps") == 0); i++)
+        usleep(10000);
+    assert_string_equal(ps.comm, "nvidia-cuda-mps");
+    return daemon;
+}
+
+/* The stand-in MPS server that daemon started, once it runs; its pid. */
+static pid_t server_of(pid_t daemon)
+{
+    for (int i = 0; i < 500; i++) {
+        pid_t kids[8];
+        char link[64], exe[4096];
+        int n = 0;
+        /* a child of daemon: /proc/DAEMON/task/DAEMON/children */
+        snprintf(link, sizeof(link), "/proc/%d/task/%d/children", (int)daemon, (int)daemon);
+        FILE *f = fopen(link, "re");
+        if (f) {
+            int k;
+            while (n < 8 && fscanf(f, "%d", &k) == 1)
+                kids[n++] = k;
+            fclose(f);
+        }
+        for (int j = 0; j < n; j++) {
+            snprintf(link, sizeof(link), "/proc/%d/exe", (int)kids[j]);
+            ssize_t l = readlink(link, exe, sizeof(exe) - 1);
+            if (l > 0 && (size_t)l == strlen(server) && memcmp(exe, server, (size_t)l) == 0)
+                return kids[j];
+        }
+        usleep(10000);
+    }
+    fail_msg("the stand-in daemon %d started no server", (int)daemon);
+    return 0;
+}
+
+/* Writes dir's pipe/ pid file naming pid, written age seconds ago. */
+static void write_pid_file(const char *dir, long pid, int age)
+{
+    char path[700];
+    snprintf(path, sizeof(path), "%s/pipe/%s", dir, CARVE_MPS_PID_FILE);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%ld\n", pid);
+    fclose(f);
+    if (age) {
+        struct timespec t[2];
+        clock_gettime(CLOCK_REALTIME, &t[0]);
+        t[0].tv_sec -= age;
+        t[1] = t[0];
+        assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+    }
+}
+
+static bool ran_any(void)
+{
+    return exists(ran_log);
+}
+
+static bool said_term(void)
+{
+    char path[200];
+    snprintf(path, sizeof(path), "%s.said", control);
+    return exists(path);
+}
+
 /* A job step's end (carve_mps_end_step): its directories whose clients are gone go, with a
- * daemon that outlived the step stopped first; one with a client that still runs stays, as
- * do other steps', the batch script's, other jobs', and links: nothing a link names is
- * touched. */
+ * daemon that outlived the step stopped by SIGTERM, its MPS server too, and no program run:
+ * neither the control program on PATH nor the job's CARVE_MPS_CONTROL; one with a client
+ * that still runs stays, as do other steps', the batch script's, other jobs', and links:
+ * nothing a link names is touched. */
 static void test_end_step(void **state)
 {
     char base[128], a[512], b[512], c[512], d[512], o[512], h[512], victim[256], path[700],
         err[512];
     snprintf(base, sizeof(base), "%s/base", tmpdir);
     setenv("CARVE_MPS_DIR", base, 1);
+    control_setup();
     /* nothing made yet: nothing found, nothing made */
-    assert_int_equal(carve_mps_end_step("7", "3", NULL, collect, NULL, err, sizeof(err)), 0);
+    assert_int_equal(carve_mps_end_step("7", "3", collect, NULL, err, sizeof(err)), 0);
     assert_false(exists(base));
     step_dir(gpus[0].uuid, "7", "3", dead_pid(), a, sizeof(a)); /* its client is gone */
     step_dir(gpus[1].uuid, "7", "3", getpid(), b, sizeof(b));   /* its client runs */
     step_dir(gpus[0].uuid, "7", "30", 0, c, sizeof(c));         /* another step */
     step_dir(gpus[0].uuid, "7", NULL, 0, d, sizeof(d));         /* the batch script */
     step_dir(gpus[0].uuid, "17", "3", 0, o, sizeof(o));         /* another job */
-    /* a daemon that outlived the step: a stand-in control program, running as the daemon */
+    /* a daemon that outlived the step, with its MPS server */
     step_dir(gpus[2].uuid, "7", "3", 0, h, sizeof(h));
-    char control[192];
-    snprintf(control, sizeof(control), "%s/fake-mps-ctl", tmpdir);
-    FILE *f = fopen(control, "w");
-    assert_non_null(f);
-    fputs("#!/bin/sh\n"
-          "if [ \"$1\" = daemon ]; then trap 'exit 0' TERM; while :; do sleep 0.05; done; fi\n"
-          "read -r cmd && [ \"$cmd\" = quit ] && echo quit >>\"$0.said\" &&\n"
-          "    kill \"$(cat \"$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-control.pid\")\"\n", f);
-    fclose(f);
-    chmod(control, 0755);
-    pid_t daemon = fork();
-    assert_true(daemon >= 0);
-    if (daemon == 0) {
-        execl(control, control, "daemon", (char *)NULL);
-        _exit(127);
-    }
-    struct carve_proc_stat ps = {0};
-    for (int i = 0; i < 500 && !(carve_proc_stat(daemon, &ps) == 0 &&
-                                 strcmp(ps.comm, "fake-mps-ctl") == 0); i++)
-        usleep(10000);
-    assert_string_equal(ps.comm, "fake-mps-ctl");
-    snprintf(path, sizeof(path), "%s/pipe/%s", h, CARVE_MPS_PID_FILE);
-    f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "%d\n", (int)daemon);
-    fclose(f);
+    pid_t daemon = start_daemon(true, "");
+    pid_t srv = server_of(daemon);
+    write_pid_file(h, daemon, 0);
     /* a root-like victim: a link of the step's name to it, and a directory of links into it */
     snprintf(victim, sizeof(victim), "%s/victim", tmpdir);
     assert_int_equal(mkdir(victim, 0700), 0);
@@ -689,9 +847,10 @@ static void test_end_step(void **state)
 
     notes[0] = '\0';
     note_errors = 0;
-    int found = carve_mps_end_step("7", "3", control, collect, NULL, err, sizeof(err));
+    int found = carve_mps_end_step("7", "3", collect, NULL, err, sizeof(err));
     int status = -1;
     pid_t reaped = waitpid(daemon, &status, WNOHANG);
+    bool server_ran = carve_proc_running(srv);
     printf("%s", notes);
     assert_int_equal(found, 5); /* a, b, h, the link and the directory of links */
     assert_false(exists(a));
@@ -700,9 +859,13 @@ static void test_end_step(void **state)
     assert_true(exists(d));
     assert_true(exists(o));
     assert_false(exists(h));
-    assert_int_equal(reaped, daemon); /* told to quit, and did */
+    assert_int_equal(reaped, daemon); /* SIGTERM, on which it ended */
     assert_true(WIFEXITED(status));
-    assert_non_null(strstr(notes, "after stopping its MPS control daemon"));
+    assert_true(said_term());
+    assert_false(server_ran);
+    assert_false(ran_any()); /* no program was run: neither PATH's nor CARVE_MPS_CONTROL */
+    assert_non_null(strstr(notes, "after stopping its MPS control daemon (pid "));
+    assert_non_null(strstr(notes, ") by signal, which outlived the step"));
     assert_true(exists(link)); /* not carve's: left, and named */
     assert_non_null(strstr(notes, "is not a directory (a symbolic link), so not carve's"));
     assert_int_equal(note_errors, 1);
@@ -713,11 +876,241 @@ static void test_end_step(void **state)
     assert_true(exists(path));
     assert_non_null(strstr(notes, ": left: 1 of its carve run --mode mps clients still run"));
     /* the batch script's end: its own directory, none of the steps' */
-    assert_int_equal(carve_mps_end_step("7", NULL, control, collect, NULL, err, sizeof(err)), 1);
+    assert_int_equal(carve_mps_end_step("7", NULL, collect, NULL, err, sizeof(err)), 1);
     assert_false(exists(d));
     assert_true(exists(c));
     assert_true(exists(b));
+    assert_false(ran_any());
+    control_teardown();
     unsetenv("CARVE_MPS_DIR");
+}
+
+/* A daemon of this test in a PID namespace of its own (pid 2 there), as a container's that
+ * shares BASE: its pid here, and in *outer the process to reap; 0 when no PID namespace can
+ * be made here. */
+static pid_t start_nested_daemon(pid_t *outer)
+{
+    *outer = fork();
+    assert_true(*outer >= 0);
+    if (*outer == 0) {
+        if (setpgid(0, 0) < 0) /* a group of its own, killed whole by remove_tmp */
+            _exit(126);
+        if (unshare(CLONE_NEWPID) < 0 && unshare(CLONE_NEWUSER | CLONE_NEWPID) < 0)
+            _exit(77);
+        pid_t init = fork();
+        if (init == 0) { /* pid 1 there; the daemon is 2 */
+            pid_t dm = fork();
+            if (dm == 0) {
+                int null = open("/dev/null", O_RDWR);
+                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+                    _exit(126);
+                execl(control, control, "daemon", "", "", (char *)NULL);
+                _exit(127);
+            }
+            while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+                ;
+            _exit(0);
+        }
+        waitpid(init, NULL, 0);
+        _exit(0);
+    }
+    for (int i = 0; i < MAX_DAEMONS; i++)
+        if (daemons[i] <= 0) {
+            daemons[i] = *outer;
+            break;
+        }
+    for (int i = 0; i < 500; i++) {
+        int status;
+        if (waitpid(*outer, &status, WNOHANG) == *outer) {
+            *outer = 0;
+            return 0;
+        }
+        DIR *proc = opendir("/proc");
+        struct dirent *e;
+        pid_t found = 0;
+        while (proc && !found && (e = readdir(proc))) {
+            pid_t p = (pid_t)atoi(e->d_name), inner, init;
+            struct carve_proc_stat st, up;
+            if (p > 0 && carve_proc_stat(p, &st) == 0 && strcmp(st.comm, "nvidia-cuda-mps") == 0 &&
+                carve_proc_ns_pid(p, &inner) > 1 && inner == 2 && (init = st.ppid) > 0 &&
+                carve_proc_stat(init, &up) == 0 && up.ppid == *outer)
+                found = p;
+        }
+        if (proc)
+            closedir(proc);
+        if (found)
+            return found;
+        usleep(10000);
+    }
+    fail_msg("the daemon in a PID namespace of its own did not start");
+    return 0;
+}
+
+/* What a step's end judges without running anything: a daemon that SIGTERM does not end is
+ * killed; a pid file whose pid is gone means the daemon ended (it died with the step:
+ * proctrack/cgroup); a pid file whose pid now names a later process of ours so named (a pid
+ * given again) stops nothing; that, a control pipe without a pid file (an older driver) and
+ * a daemon in another PID namespace whose pid there is the file's cannot be judged: left,
+ * and named. Nothing is run. */
+static void test_end_step_judged(void **state)
+{
+    char base[128], k[512], r[512], x[512], n[512], ns[512], err[512], path[700];
+    snprintf(base, sizeof(base), "%s/base", tmpdir);
+    setenv("CARVE_MPS_DIR", base, 1);
+    control_setup();
+    step_dir(gpus[0].uuid, "8", "1", 0, k, sizeof(k));
+    pid_t stubborn = start_daemon(false, "ignore");
+    write_pid_file(k, stubborn, 0);
+    step_dir(gpus[1].uuid, "8", "1", 0, r, sizeof(r));
+    pid_t later = start_daemon(false, ""); /* started after r's pid file was written */
+    write_pid_file(r, later, 60);
+    step_dir(gpus[2].uuid, "8", "1", 0, x, sizeof(x));
+    write_pid_file(x, dead_pid(), 0);
+    step_dir("GPU-00000000-0000-0000-0000-00000000000e", "8", "1", 0, n, sizeof(n));
+    snprintf(path, sizeof(path), "%s/pipe/%s", n, CARVE_MPS_PID_FILE);
+    assert_int_equal(unlink(path), 0); /* an older driver's: no pid file */
+    pid_t outer, nested = 0;
+    step_dir("GPU-00000000-0000-0000-0000-00000000000f", "8", "1", 0, ns, sizeof(ns));
+    nested = start_nested_daemon(&outer);
+    if (nested)
+        write_pid_file(ns, 2, 0);
+    else
+        printf("# no PID namespace can be made here: the nested daemon is not tried\n");
+
+    notes[0] = '\0';
+    note_errors = 0;
+    int found = carve_mps_end_step("8", "1", collect, NULL, err, sizeof(err));
+    int status = -1;
+    pid_t reaped = waitpid(stubborn, &status, WNOHANG);
+    bool later_runs = carve_proc_running(later), nested_runs = nested && carve_proc_running(nested);
+    kill(later, SIGKILL);
+    waitpid(later, NULL, 0);
+    if (nested) {
+        kill(nested, SIGKILL);
+        waitpid(outer, NULL, 0);
+    }
+    printf("%s", notes);
+    assert_int_equal(found, 5);
+    assert_false(exists(k));
+    assert_int_equal(reaped, stubborn);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    assert_true(said_term()); /* it had SIGTERM first */
+    assert_non_null(strstr(notes, "it did not end within 1 s of SIGTERM: SIGKILL"));
+    assert_true(exists(r));  /* its pid was given again, or the clock moved: left */
+    assert_true(later_runs); /* and the process that has the pid now was left alone */
+    assert_non_null(strstr(notes, "that started after the file was written: whether it is the "
+                                  "MPS control daemon cannot be told"));
+    assert_false(exists(x));
+    assert_true(exists(n));
+    assert_non_null(strstr(notes, "has a control pipe and no nvidia-cuda-mps-control.pid: "
+                                  "whether its MPS control daemon runs cannot be told without "
+                                  "running nvidia-cuda-mps-control, which is not run here"));
+    if (nested) {
+        assert_true(exists(ns));
+        assert_true(nested_runs);
+        assert_non_null(strstr(notes, "its MPS control daemon may run in another PID namespace"));
+        assert_int_equal(note_errors, 3);
+    } else {
+        assert_false(exists(ns));
+        assert_int_equal(note_errors, 2);
+    }
+    assert_false(ran_any());
+    control_teardown();
+    unsetenv("CARVE_MPS_DIR");
+}
+
+/* carve run's judgment (may_exec): a pid file whose pid does not run here is not final, the
+ * daemon is asked through its pipe (it may be another PID namespace's); a reused pid is not
+ * the daemon; the control program's failure comes back in err; a daemon that may not run it
+ * (a step's end) runs nothing. */
+static void test_alive_may_exec(void **state)
+{
+    char dir[512], err[512], path[700];
+    struct carve_mps_daemon *d = malloc(sizeof(*d));
+    assert_non_null(d);
+    setenv("CARVE_MPS_DIR", tmpdir, 1);
+    control_setup();
+    step_dir(gpus[0].uuid, "9", "1", 0, dir, sizeof(dir)); /* pipe/control, log/ */
+    write_pid_file(dir, dead_pid(), 0);
+    carve_mps_daemon_init(d, dir, gpus[0].uuid, control, true);
+    assert_int_equal(carve_mps_daemon_alive(d, err, sizeof(err)), 1); /* get_server_list: 0 */
+    assert_string_equal(err, "");
+    assert_true(ran_any());
+    unlink(ran_log);
+    assert_int_equal(carve_mps_daemon_pid(d), 0);
+    /* the same without may_exec: the dead pid is final, and nothing is asked */
+    carve_mps_daemon_init(d, dir, gpus[0].uuid, NULL, false);
+    assert_int_equal(carve_mps_daemon_alive(d, err, sizeof(err)), 0);
+    assert_int_equal(carve_mps_control_run(d, NULL, "get_server_list\n", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "none is run at a Slurm step's end"));
+    assert_false(ran_any());
+    /* a live process of ours named as the daemon, started after the pid file: reused */
+    pid_t later = start_daemon(false, "");
+    write_pid_file(dir, later, 60);
+    snprintf(path, sizeof(path), "%s/pipe/control", dir);
+    unlink(path);
+    carve_mps_daemon_init(d, dir, gpus[0].uuid, control, true);
+    int reused = carve_mps_daemon_alive(d, err, sizeof(err));
+    pid_t reused_pid = carve_mps_daemon_pid(d);
+    write_pid_file(dir, later, 0); /* written after it started: it */
+    int fresh = carve_mps_daemon_alive(d, err, sizeof(err));
+    pid_t fresh_pid = carve_mps_daemon_pid(d);
+    kill(later, SIGKILL);
+    waitpid(later, NULL, 0);
+    assert_int_equal(reused, 0);
+    assert_int_equal(reused_pid, 0);
+    assert_int_equal(fresh, 1);
+    assert_int_equal(fresh_pid, later);
+    /* the control program's failure is said: here its log directory is gone */
+    write_pid_file(dir, dead_pid(), 0);
+    fclose(fopen(path, "w"));
+    snprintf(path, sizeof(path), "rm -rf '%s/log'", dir);
+    assert_int_equal(system(path), 0);
+    assert_int_equal(carve_mps_daemon_alive(d, err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "cannot run"));
+    assert_non_null(strstr(err, control));
+    free(d);
+    control_teardown();
+    unsetenv("CARVE_MPS_DIR");
+}
+
+/* The control program carve run starts gets none of carve run's other files, also where
+ * close_range fails with ENOSYS (a kernel before 5.9): a descriptor left open would live on
+ * in the daemon it starts. */
+static void test_control_files(void **state)
+{
+    char dir[512], err[512], fds[200];
+    setenv("CARVE_MPS_DIR", tmpdir, 1);
+    control_setup();
+    step_dir(gpus[0].uuid, "9", "2", 0, dir, sizeof(dir));
+    snprintf(fds, sizeof(fds), "%s.fds", control);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        struct carve_mps_daemon d;
+        if (deny_close_range() < 0)
+            _exit(77);
+        int fd = open("/dev/null", O_RDONLY); /* not close-on-exec */
+        if (fd < 0 || dup2(fd, 57) != 57)
+            _exit(2);
+        carve_mps_daemon_init(&d, dir, gpus[0].uuid, control, true);
+        _exit(carve_mps_control_run(&d, "fds", NULL, err, sizeof(err)) == 0 ? 0 : 3);
+    }
+    int status;
+    assert_int_equal(waitpid(p, &status, 0), p);
+    control_teardown();
+    unsetenv("CARVE_MPS_DIR");
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+        printf("# seccomp is not available: close_range's ENOSYS is not tried\n");
+        return;
+    }
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    FILE *f = fopen(fds, "r");
+    assert_non_null(f);
+    char said[16] = "";
+    assert_non_null(fgets(said, sizeof(said), f));
+    fclose(f);
+    assert_string_equal(said, "closed\n");
 }
 
 int main(void)
@@ -737,6 +1130,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_members, make_tmp, remove_tmp),
         cmocka_unit_test(test_dir_of_step),
         cmocka_unit_test_setup_teardown(test_end_step, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_end_step_judged, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_alive_may_exec, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_control_files, make_tmp, remove_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,9 @@
  * maps a libcuda.so (carved kills only such a pid that NVML names); NVIDIA's MPS server is
  * told by the file it runs, not by a name anyone can give a program; a process's children
  * include the orphans that come to a child subreaper; a process's PID namespace and its pid
- * there, and one pass over /proc that finds processes by them. */
+ * there, and one pass over /proc that finds processes by them; a process's pid in a PID
+ * namespace of its own; and a child's files are closed before it runs a program also where
+ * close_range fails (kernels before 5.9). */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "no_close_range.h"
 #include "proc.h"
 #include "unreaped.h"
 
@@ -48,6 +52,7 @@ static void test_awkward_name(void **state)
     assert_int_equal(r, 0);
     assert_string_equal(st.comm, "a) R (b) Z 1 2");
     assert_int_not_equal(st.state, 'Z');
+    assert_int_equal(st.ppid, getpid());
     assert_int_equal(carve_proc_stat(getpid(), &self), 0);
     assert_true(self.start > 0);
     assert_true(st.start >= self.start); /* started after us, in clock ticks since boot */
@@ -294,6 +299,94 @@ static void test_namespaces(void **state)
     assert_int_equal(want[2].found, 0); /* our pid, of another namespace: not us */
 }
 
+/* A process's pid in its own PID namespace: its pid here in this one; in a PID namespace
+ * below (made as root, or in a user namespace of its own), 1 for its first process, seen
+ * one namespace deeper. */
+static void test_ns_pid(void **state)
+{
+    (void)state;
+    pid_t inner = 0;
+    int depth = carve_proc_ns_pid(getpid(), &inner);
+    assert_true(depth >= 1);
+    if (depth == 1)
+        assert_int_equal(inner, getpid());
+    assert_int_equal(carve_proc_ns_pid(0, &inner), -1);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t q = fork();
+    assert_true(q >= 0);
+    if (q == 0) {
+        if (unshare(CLONE_NEWPID) < 0 && unshare(CLONE_NEWUSER | CLONE_NEWPID) < 0)
+            _exit(77);
+        pid_t c = fork(); /* the first process there */
+        if (c == 0) {
+            pause();
+            _exit(0);
+        }
+        if (c < 0 || write(p[1], &c, sizeof(c)) != (ssize_t)sizeof(c))
+            _exit(1);
+        waitpid(c, NULL, 0);
+        _exit(0);
+    }
+    close(p[1]);
+    pid_t c = 0;
+    ssize_t n = read(p[0], &c, sizeof(c));
+    close(p[0]);
+    int deep = -1;
+    pid_t there = 0;
+    if (n == (ssize_t)sizeof(c)) {
+        deep = carve_proc_ns_pid(c, &there);
+        kill(c, SIGKILL);
+    }
+    int status;
+    waitpid(q, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+        printf("# no PID namespace can be made here: the nested case is not tried\n");
+        return;
+    }
+    assert_int_equal(n, (ssize_t)sizeof(c));
+    assert_int_equal(deep, depth + 1);
+    assert_int_equal(there, 1);
+}
+
+/* carve_close_from in a child where close_range fails with ENOSYS (a kernel before 5.9):
+ * every descriptor from 3 up is closed all the same, stdout kept; and its fallback alone. */
+static void test_close_from(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 2; round++) {
+        pid_t p = fork();
+        assert_true(p >= 0);
+        if (p == 0) {
+            if (round == 0 && deny_close_range() < 0)
+                _exit(77);
+            int a = open("/dev/null", O_RDONLY); /* inherited by a program run next */
+            if (a < 3 || dup2(a, 40) != 40 || dup2(a, 300) != 300)
+                _exit(2);
+            if (round == 0) {
+                if (close_range(3, ~0U, 0) == 0 || errno != ENOSYS)
+                    _exit(3); /* the filter does not hold */
+                carve_close_from(3);
+            } else {
+                carve_close_listed_from(3);
+            }
+            if (fcntl(a, F_GETFD) != -1 || fcntl(40, F_GETFD) != -1 || fcntl(300, F_GETFD) != -1)
+                _exit(4);
+            _exit(fcntl(1, F_GETFD) < 0 ? 5 : 0);
+        }
+        int status;
+        assert_int_equal(waitpid(p, &status, 0), p);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 77) {
+            printf("# seccomp is not available: close_range's ENOSYS is not tried\n");
+            continue;
+        }
+        if (WEXITSTATUS(status) != 0)
+            fail_msg("round %d (%s): status %d (4: a descriptor from 3 up left open)", round,
+                     round ? "the fallback alone" : "close_range ENOSYS", WEXITSTATUS(status));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +398,8 @@ int main(void)
         cmocka_unit_test(test_mps_server),
         cmocka_unit_test(test_children),
         cmocka_unit_test(test_namespaces),
+        cmocka_unit_test(test_ns_pid),
+        cmocka_unit_test(test_close_from),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
