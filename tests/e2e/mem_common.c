@@ -36,6 +36,19 @@ int mem_api_dlsym(struct mem_api *api)
     return failed;
 }
 
+int mem_start(struct mem_api *api, CUcontext *ctx, size_t *total)
+{
+    CUdevice dev;
+    size_t free_bytes;
+    if (mem_api_dlsym(api) != 0 || api->cuInit(0) != CUDA_SUCCESS ||
+        api->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        api->cuDevicePrimaryCtxRetain(ctx, dev) != CUDA_SUCCESS ||
+        api->cuCtxSetCurrent(*ctx) != CUDA_SUCCESS ||
+        api->cuMemGetInfo(&free_bytes, total) != CUDA_SUCCESS)
+        return -1;
+    return 0;
+}
+
 struct walk {
     const struct mem_api *api;
     unsigned long long cap, base;

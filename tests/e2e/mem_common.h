@@ -53,6 +53,9 @@ struct mem_api {
 
 /* Fills api by dlsym on the real libcuda.so.1 handle (through libcarve's dlsym). */
 int mem_api_dlsym(struct mem_api *api);
+/* Fills api (mem_api_dlsym), and makes GPU 0's primary context current in *ctx: 0, with the
+ * total cuMemGetInfo says (the slice's cap) in *total, or -1. */
+int mem_start(struct mem_api *api, CUcontext *ctx, size_t *total);
 /* Runs every check; returns the number of failures. cap: the slice's cap in bytes. */
 int mem_walk(const struct mem_api *api, const char *path);
 /* Prints one check's line; returns 0 when ok, 1 when not. */

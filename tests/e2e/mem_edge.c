@@ -222,14 +222,10 @@ static void vmm(void)
 
 int main(void)
 {
-    CUdevice dev;
-    size_t f, t;
-    if (mem_api_dlsym(&a) != 0 || a.cuInit(0) != CUDA_SUCCESS ||
-        a.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-        a.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
-        a.cuCtxSetCurrent(ctx) != CUDA_SUCCESS || a.cuMemGetInfo(&f, &t) != CUDA_SUCCESS)
+    size_t total;
+    if (mem_start(&a, &ctx, &total) != 0)
         return 2;
-    cap = t;
+    cap = total;
     expect_used(0, "at the start");
     frees();
     sizes();

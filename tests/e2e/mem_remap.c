@@ -119,19 +119,15 @@ static bool round_once(int round, const CUmemAllocationProp *prop)
 
 int main(void)
 {
-    CUdevice dev;
-    size_t f, t;
-    if (mem_api_dlsym(&a) != 0 || a.cuInit(0) != CUDA_SUCCESS ||
-        a.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-        a.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
-        a.cuCtxSetCurrent(ctx) != CUDA_SUCCESS || a.cuMemGetInfo(&f, &t) != CUDA_SUCCESS)
+    size_t total;
+    if (mem_start(&a, &ctx, &total) != 0)
         return 2;
-    cap = t;
+    cap = total;
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof(prop));
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev;
+    prop.location.id = 0; /* GPU 0, whose context mem_start made current */
     a.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (!gran || a.cuMemAddressReserve(&va, gran, 0, 0, 0) != CUDA_SUCCESS)
         return 2;
