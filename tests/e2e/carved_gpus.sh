@@ -163,7 +163,7 @@ out=$(timeout 20 "$CARVED" --simulate --config "$work/busy.conf" --socket "$CARV
 rc=$?
 kill "$holder" 2>/dev/null
 check "an HTTP port in use: carved exits 1 ($(echo "$out" | tail -n 1)) having made no slice of the config and written no slices.json" \
-    '[ $rc -eq 1 ] && ! ls /dev/shm/carve.d."$CFG2".* 2>/dev/null && ! grep -qs "$CFG2" "$work/state/slices.json"'
+    "[ $rc -eq 1 ]"' && ! ls /dev/shm/carve.d."$CFG2".* 2>/dev/null && ! grep -qs "$CFG2" "$work/state/slices.json"'
 out=$("$CARVED" --config "$work/bad.conf" --check-config --simulate 2>&1)
 check "carved --check-config --simulate refuses gpus = 0, 7 on the simulated node of two, status 2 ($out)" \
     "[ $? -eq 2 ]"' && [[ $out == *"the config'"'"'s [slice $CFG] (line 4): gpus: this node has no GPU 7"* ]]'

@@ -517,7 +517,7 @@ $JOB_BUILD/bin/carve run --simulate --mode mps -q -- sh -c 'echo up; exec sleep 
 wait
 JOB
 z=$(submit --uid=nobody --gid=nogroup -o "$T/out/Z.out" \
-    --export=ALL,CARVE_SIM_STATE="$T/out/sim-mps-stop",CARVE_MPS_DIR="$MPSBASE",CARVE_SIM_MPS_IGNORE_TERM=1 "$T/out/mps-stop.sh")
+    --export="ALL,CARVE_SIM_STATE=$T/out/sim-mps-stop,CARVE_MPS_DIR=$MPSBASE,CARVE_SIM_MPS_IGNORE_TERM=1" "$T/out/mps-stop.sh")
 zdirs() { find "$NB" -mindepth 1 -maxdepth 1 -type d -name "mps-*-j$z" -printf '%f\n' 2>/dev/null; }
 wait_for 300 eval '[ -n "$(zdirs)" ] && grep -qs "^up$" "$T/out/Z.out"'
 # the step end's child: nobody's, named slurmstepd (no program), a slurmstepd's child
