@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# slow: yes (69 s: a Slurm cluster started and jobs run to their end; the gcc build runs it)
 # slurm.sh - the SPANK plugin end to end: a one-node Slurm cluster on localhost (munged,
 # slurmctld, slurmd, all private to a temp dir) whose one simulated GPU is shared by
 # gres/shard, and jobs with --gpu-memory/--gpu-compute.
