@@ -236,12 +236,17 @@ static bool count_up(uint64_t handle)
     return false;
 }
 
-/* One mapping fewer (of a count_up that returned true). */
+/* One mapping fewer: lowers a count above 0 that is still handle's. A count at 0 is left
+ * alone: only a release the driver accepted without a retain to match (which its
+ * documentation leaves undefined) gets there. */
 static void count_down(uint64_t handle)
 {
     _Atomic uint64_t *c = carve_allocmap_value_of(&map_counts, handle);
-    if (c)
-        atomic_fetch_sub(c, 1); /* above 0, so not given back: the slot is still handle's */
+    uint64_t tag = count_tag(handle), v = c ? atomic_load(c) : 0;
+    while (c && (v & ~COUNT_MASK) == tag && (v & COUNT_MASK) != 0 &&
+           (v & COUNT_MASK) != COUNT_DEAD)
+        if (atomic_compare_exchange_weak(c, &v, v - 1))
+            return;
 }
 
 /* Ends handle's count when it has no mapping: true when it had none (or had no count), and
@@ -282,8 +287,15 @@ CARVE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
         return CUDA_ERROR_NOT_INITIALIZED;
     bool had = carve__unrecord(CARVE_KIND_HANDLE, handle, &sdev, &bytes);
     CUresult r = real_mem_release(handle);
-    if (!had)
+    if (!had) {
+        /* a handle's references are alike: once its record has gone with the first
+         * release, each further one is a retain's, counted as a mapping */
+        if (r == CUDA_SUCCESS) {
+            count_down(handle);
+            released_settle(handle);
+        }
         return r;
+    }
     if (r != CUDA_SUCCESS) {
         carve__record(CARVE_KIND_HANDLE, handle, sdev, bytes);
         return r;
@@ -320,6 +332,25 @@ CARVE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
      * Without memory for it the mapping stays counted until the process ends. */
     if (carve_allocmap_insert(&mappings, ptr, handle) == 0)
         carve_allocmap_insert(&map_sizes, ptr, size);
+    return r;
+}
+
+/* A retain is one more reference to a mapped handle: the driver keeps the handle, and its
+ * memory, until a cuMemRelease for it as well. It is counted as a mapping, which that
+ * release takes away, so that a handle retained, released and unmapped stays counted until
+ * its last reference goes (given back at the unmap, until 2026-11-27: a tenant could hold
+ * its whole cap that way, again and again). Counted once the driver has answered, as only
+ * then is the handle known: an unmap of the last mapping racing with its own retain (the
+ * application's race) may give the handle back first, and it then goes uncounted. */
+CARVE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
+                                                  void *addr)
+{
+    carve__init();
+    if (!R.cuMemRetainAllocationHandle)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = R.cuMemRetainAllocationHandle(handle, addr);
+    if (r == CUDA_SUCCESS && handle && carve__active())
+        count_up(*handle);
     return r;
 }
 

@@ -87,7 +87,9 @@ struct rec {
     struct CUmemPoolHandle_st *pool;
     struct rec *handle; /* REC_MAPPING: the handle mapped there */
     int maps;           /* REC_HANDLE: mappings of it; lock held */
-    bool released;      /* REC_HANDLE: released while mapped, freed at its last unmap */
+    int refs;           /* REC_HANDLE: its cuMemCreate and retains not yet released; lock held */
+    bool released;      /* REC_HANDLE: every reference released while mapped (out of the
+                         * table), freed at its last unmap */
     struct graph_alloc *galloc; /* REC_GRAPH: the allocation node's memory */
     struct rec *next;
 };

@@ -286,28 +286,64 @@ API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     if (!sim_take(phys, size))
         return CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t h = sim_cuda__new_handle();
-    if (!sim_cuda__rec_add(REC_HANDLE, h, size, size, phys)) {
+    struct rec *r = sim_cuda__rec_add(REC_HANDLE, h, size, size, phys);
+    if (!r) {
         sim_give(phys, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    pthread_mutex_lock(&sim_cuda__lock);
+    r->refs = 1;
+    pthread_mutex_unlock(&sim_cuda__lock);
     *handle = h;
     return CUDA_SUCCESS;
 }
 
-/* As on a GPU, a handle released while mapped keeps its memory until its last unmap. */
+/* As on a GPU, a handle lives until a release for its cuMemCreate and for each retain, and
+ * its memory until its last unmap after that. */
 API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     NEED_INIT();
-    struct rec *r = sim_cuda__rec_take(handle, 1u << REC_HANDLE);
+    pthread_mutex_lock(&sim_cuda__lock);
+    struct rec *r = sim_cuda__rec_find_locked(handle, 1u << REC_HANDLE);
+    bool last = r && --r->refs == 0, gone = last && r->maps == 0;
+    if (last) {
+        sim_cuda__rec_take_locked(handle, 1u << REC_HANDLE);
+        r->released = !gone;
+    }
+    pthread_mutex_unlock(&sim_cuda__lock);
     if (!r)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&sim_cuda__lock);
-    bool mapped = r->maps > 0;
-    r->released = mapped;
-    pthread_mutex_unlock(&sim_cuda__lock);
-    if (!mapped)
+    if (gone)
         sim_cuda__rec_free(r);
     return CUDA_SUCCESS;
+}
+
+/* The handle mapped at addr (anywhere in the mapping), with one more reference: one released
+ * already, alive for its mappings, is a handle again. */
+API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    NEED_INIT();
+    uint64_t va = (uint64_t)(uintptr_t)addr;
+    struct rec *h = NULL;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_cuda__lock);
+    for (unsigned b = 0; !h && b < REC_BUCKETS; b++)
+        for (struct rec *m = recs[b]; !h && m; m = m->next)
+            if (m->kind == REC_MAPPING && m->key <= va && va - m->key < m->size)
+                h = m->handle;
+    if (h && h->released) {
+        h->released = false;
+        unsigned b = rec_bucket(h->key);
+        h->next = recs[b];
+        recs[b] = h;
+    }
+    if (h) {
+        h->refs++;
+        *handle = h->key;
+    }
+    pthread_mutex_unlock(&sim_cuda__lock);
+    return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,

@@ -144,6 +144,28 @@ static void walk_vmm(struct walk *w, CUdevice dev)
     expect_oom(w, a->cuMemCreate(&h2, big, &prop, 0), "cuMemCreate beside a released mapping");
     w->failed += mem_check(a->cuMemUnmap(va, big) == CUDA_SUCCESS, "cuMemUnmap");
     expect_used(w, w->base, "after the unmap of a released handle");
+
+    /* a retained handle lives until its own release, unmapped or not: counted until then
+     * (given back at the unmap until 2026-11-27, with the memory still held) */
+    for (int released_first = 0; released_first < 2; released_first++) {
+        CUmemGenericAllocationHandle kept = 0;
+        const char *order = released_first ? "released, then retained" : "retained, then released";
+        int ok = a->cuMemCreate(&h, big, &prop, 0) == CUDA_SUCCESS &&
+                 a->cuMemMap(va, big, 0, h, 0) == CUDA_SUCCESS;
+        if (released_first)
+            ok = ok && a->cuMemRelease(h) == CUDA_SUCCESS;
+        ok = ok && a->cuMemRetainAllocationHandle(&kept, (void *)(uintptr_t)(va + gran)) ==
+                       CUDA_SUCCESS && kept == h;
+        if (!released_first)
+            ok = ok && a->cuMemRelease(h) == CUDA_SUCCESS;
+        ok = ok && a->cuMemUnmap(va, big) == CUDA_SUCCESS;
+        w->failed += mem_check(ok, "%s: create, map, retain, release, unmap %zu bytes", order, big);
+        expect_used(w, w->base + big, "a retained handle, unmapped");
+        expect_oom(w, a->cuMemCreate(&h2, big, &prop, 0), "cuMemCreate beside a retained handle");
+        w->failed += mem_check(a->cuMemRelease(kept) == CUDA_SUCCESS, "%s: the retain's release",
+                               order);
+        expect_used(w, w->base, "after the retain's release");
+    }
     a->cuMemAddressFree(va, big);
 }
 

@@ -26,6 +26,7 @@
     X(cuMemAddressFree, cuMemAddressFree)                             \
     X(cuMemMap, cuMemMap)                                             \
     X(cuMemUnmap, cuMemUnmap)                                         \
+    X(cuMemRetainAllocationHandle, cuMemRetainAllocationHandle)       \
     X(cuMemAllocAsync, cuMemAllocAsync)                               \
     X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync)               \
     X(cuMemFreeAsync, cuMemFreeAsync)                                 \
