@@ -118,6 +118,10 @@ void carve__overhead_end(struct carve_probe *p)
 {
     if (!p->active)
         return;
+    /* what the pools' books still hold past what they reserve (the driver releases pool
+     * memory at a sync, libcarve learns it lazily) would be taken off the usage below as if
+     * it were held, and the context's and modules' memory go uncounted */
+    carve__pools_refresh();
     bool fallback_done = false;
     int ndev = carve__ndev();
     for (int sdev = 0; sdev < ndev && sdev < MAX_SDEV; sdev++) {

@@ -81,6 +81,32 @@ static void primary(CUdevice dev, unsigned long long base)
     }
 }
 
+/* A pool the driver released at a sync (release threshold 0) while libcarve still counted it:
+ * the module load's reconciliation (NVML usage - counted) came out below 0 and set the
+ * context's memory as nothing, and cuMemGetInfo then gave back the pool's charge: the slice
+ * read 0 MiB used with the context's 500 MiB held, and a tenant could allocate its whole cap
+ * beside it (until 2026-11-27). */
+static void pool_then_module(unsigned long long base)
+{
+    CUstream s;
+    CUdeviceptr p;
+    CUmodule m;
+    failed += mem_check(a.cuStreamCreate(&s, 0) == CUDA_SUCCESS &&
+                            a.cuMemAllocAsync(&p, 2048 * MiB, s) == CUDA_SUCCESS &&
+                            a.cuMemFreeAsync(p, s) == CUDA_SUCCESS &&
+                            a.cuStreamSynchronize(s) == CUDA_SUCCESS,
+                        "cuMemAllocAsync 2 GiB, freed, the stream synchronised");
+    failed += mem_check(a.cuModuleLoadData(&m, CARVE_SIM_KERNEL_IMAGE) == CUDA_SUCCESS,
+                        "cuModuleLoadData after the pool's release");
+    unsigned long long u = used();
+    failed += mem_check(u > base && u < base + 512 * MiB,
+                        "module loaded after the pool's release: used %llu MiB, over %llu MiB "
+                        "and less than 512 MiB more", u / MiB, base / MiB);
+    a.cuModuleUnload(m);
+    a.cuStreamDestroy(s);
+    expect_used(base, "after the module's unload", 0);
+}
+
 int main(void)
 {
     CUdevice dev;
@@ -110,6 +136,7 @@ int main(void)
     expect_used(ctx_only, "after cuMemFree_v2", 0);
     primary(dev, ctx_only);
     modules(ctx_only);
+    pool_then_module(ctx_only);
     printf("mem_overhead: %d failed\n", failed);
     return failed ? 1 : 0;
 }
