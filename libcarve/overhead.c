@@ -258,6 +258,13 @@ CARVE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     return r;
 }
 
+/* A stack size, heap size or printf buffer for the current context: memory the driver may
+ * take at once (a stack for every thread the GPU can hold), read as the context's. */
+CARVE_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    WITH_OVERHEAD(cuCtxSetLimit, (limit, value))
+}
+
 CARVE_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 {
     WITH_OVERHEAD(cuModuleLoad, (module, fname))

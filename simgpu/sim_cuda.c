@@ -306,10 +306,12 @@ static CUresult ctx_charge(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-static void ctx_uncharge(int phys)
+static void ctx_uncharge(struct CUctx_st *c)
 {
     struct sim_proc *p = sim_self();
-    sim_give(phys, sim_config()->ctx_memory);
+    int phys = c->phys;
+    sim_give(phys, sim_config()->ctx_memory + c->limits_bytes);
+    c->limits_bytes = 0;
     if (p && atomic_load(&p->contexts[phys]) > 0)
         atomic_fetch_sub(&p->contexts[phys], 1);
 }
@@ -320,6 +322,10 @@ static void ctx_init(struct CUctx_st *c, CUdevice dev, bool is_primary)
     c->phys = sim_cuda__visible[dev];
     c->primary = is_primary;
     c->refs = 1;
+    c->limits_bytes = 0;
+    c->limit[CU_LIMIT_STACK_SIZE] = 1024;
+    c->limit[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
+    c->limit[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
     atomic_store(&c->last_end_ns, 0);
     c->null_stream.ctx = c;
     atomic_store(&c->null_stream.tail_ns, 0);
@@ -361,7 +367,7 @@ static CUresult primary_release(CUdevice dev, bool reset)
     else if (reset || --c->refs == 0) {
         c->refs = 0;
         atomic_store(&c->life, 0); /* its events go with it */
-        ctx_uncharge(c->phys);
+        ctx_uncharge(c);
     }
     pthread_mutex_unlock(&sim_cuda__lock);
     return r;
@@ -455,13 +461,43 @@ API CUresult cuCtxDestroy_v2(CUcontext ctx)
             ctx_depth--;
             i--;
         }
-    ctx_uncharge(ctx->phys);
+    ctx_uncharge(ctx);
     atomic_store(&ctx->life, 0); /* its events go with it */
     pthread_mutex_lock(&sim_cuda__lock);
     ctx->next_free = ctx_free_list;
     ctx_free_list = ctx;
     pthread_mutex_unlock(&sim_cuda__lock);
     return CUDA_SUCCESS;
+}
+
+/* The memory the current context's limits take, as a GPU's driver takes it when they are
+ * set: a stack for each thread the GPU holds at once (2048 per SM), and the heap, beyond
+ * what the context starts with (its defaults are in CARVE_SIM_CTX_MEMORY). */
+static uint64_t limits_bytes(const struct CUctx_st *c)
+{
+    uint64_t stack = c->limit[CU_LIMIT_STACK_SIZE], heap = c->limit[CU_LIMIT_MALLOC_HEAP_SIZE];
+    stack = stack > 1024 ? (stack - 1024) * 2048 * (uint64_t)sim_config()->sms : 0;
+    return stack + (heap > (8 << 20) ? heap - (8 << 20) : 0);
+}
+
+API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    NEED_CTX(c);
+    if (limit < CU_LIMIT_STACK_SIZE || limit > CU_LIMIT_MALLOC_HEAP_SIZE)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_cuda__lock);
+    uint64_t old = c->limit[limit], before = c->limits_bytes;
+    c->limit[limit] = value;
+    uint64_t after = limits_bytes(c);
+    bool ok = after <= before || sim_take(c->phys, after - before);
+    if (ok && after < before)
+        sim_give(c->phys, before - after);
+    if (ok)
+        c->limits_bytes = after;
+    else
+        c->limit[limit] = old;
+    pthread_mutex_unlock(&sim_cuda__lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 API CUresult cuCtxSetCurrent(CUcontext ctx)

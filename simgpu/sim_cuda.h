@@ -57,6 +57,8 @@ struct CUctx_st {
     bool primary;
     int refs;
     _Atomic uint64_t last_end_ns;
+    uint64_t limits_bytes; /* what its stack and heap limits take (cuCtxSetLimit); lock held */
+    uint64_t limit[3];     /* CU_LIMIT_STACK_SIZE, _PRINTF_FIFO_SIZE, _MALLOC_HEAP_SIZE */
     struct CUstream_st null_stream;
     /* nonzero while the context lives, a new number each time it is made; 0 once it is
      * destroyed, or (a primary context) released for the last time or reset. Its events keep

@@ -18,6 +18,7 @@
 static struct mem_api a;
 static CUresult (*ctx_create)(CUcontext *, unsigned int, CUdevice);
 static CUresult (*ctx_destroy)(CUcontext);
+static CUresult (*ctx_set_limit)(CUlimit, size_t);
 static unsigned long long cap;
 static int failed;
 
@@ -107,6 +108,27 @@ static void pool_then_module(unsigned long long base)
     expect_used(base, "after the module's unload", 0);
 }
 
+/* A heap or stack limit raised takes memory at once on the simulated GPU (a stack for every
+ * thread the GPU holds): charged as the context's, and given back when lowered again. It
+ * went uncounted until 2026-11-27 (cuCtxSetLimit was not wrapped): a 1 GiB heap beside an
+ * allocation of the whole cap. */
+static void limits(unsigned long long base)
+{
+    failed += mem_check(ctx_set_limit(CU_LIMIT_MALLOC_HEAP_SIZE, 1024 * MiB) == CUDA_SUCCESS,
+                        "cuCtxSetLimit: a 1 GiB heap");
+    expect_used(base + 1016 * MiB, "with a 1 GiB heap (8 MiB is the context's own)", 0);
+    failed += mem_check(ctx_set_limit(CU_LIMIT_MALLOC_HEAP_SIZE, 8 * MiB) == CUDA_SUCCESS,
+                        "cuCtxSetLimit: the heap back to 8 MiB");
+    expect_used(base, "with the heap back to 8 MiB", 0);
+    failed += mem_check(ctx_set_limit(CU_LIMIT_STACK_SIZE, 2048) == CUDA_SUCCESS,
+                        "cuCtxSetLimit: a stack of 2 KiB a thread");
+    unsigned long long u = used();
+    failed += mem_check(u > base, "with 2 KiB stacks: used %llu MiB > %llu MiB", u / MiB,
+                        base / MiB);
+    ctx_set_limit(CU_LIMIT_STACK_SIZE, 1024);
+    expect_used(base, "with the stack back to 1 KiB", 0);
+}
+
 int main(void)
 {
     CUdevice dev;
@@ -118,7 +140,8 @@ int main(void)
         return 2;
     ctx_create = (__typeof__(ctx_create))dlsym(h, "cuCtxCreate_v2");
     ctx_destroy = (__typeof__(ctx_destroy))dlsym(h, "cuCtxDestroy_v2");
-    if (!ctx_create || !ctx_destroy || a.cuInit(0) != CUDA_SUCCESS ||
+    ctx_set_limit = (__typeof__(ctx_set_limit))dlsym(h, "cuCtxSetLimit");
+    if (!ctx_create || !ctx_destroy || !ctx_set_limit || a.cuInit(0) != CUDA_SUCCESS ||
         a.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
         a.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
         a.cuCtxSetCurrent(ctx) != CUDA_SUCCESS || a.cuMemGetInfo(&f, &t) != CUDA_SUCCESS)
@@ -131,6 +154,7 @@ int main(void)
     failed += mem_check(base == ctx_only + 256 * MiB, "with the allocation: used %llu MiB",
                         base / MiB);
     modules(base);
+    limits(base);
     contexts(dev, ctx, base);
     a.cuMemFree(p);
     expect_used(ctx_only, "after cuMemFree_v2", 0);
