@@ -128,6 +128,8 @@ struct carve_dev {
 bool carve__dev_of(CUdevice cu, struct carve_dev *d);
 /* The same for the current context's device. */
 bool carve__dev_current(struct carve_dev *d);
+/* Whether a memory location of this type is the host's (not counted). */
+bool carve__location_is_host(CUmemLocationType type);
 /* Slice device index for a 16-byte UUID, -1 when not capped. */
 int carve__sdev_of_uuid(const unsigned char uuid[16]);
 int carve__ndev(void);

@@ -157,6 +157,14 @@ CARVE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 static void count_start(uint64_t handle); /* the virtual memory part, below */
 
+bool carve__location_is_host(CUmemLocationType type)
+{
+    return type == CU_MEM_LOCATION_TYPE_HOST || type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+}
+
+/* On a device, counted there; on the host, not counted; at a location of a type carve does
+ * not know (a newer driver's), counted on the current GPU rather than let through. */
 CARVE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                   const CUmemAllocationProp *prop, unsigned long long flags)
 {
@@ -164,8 +172,12 @@ CARVE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t s
     carve__init();
     if (!R.cuMemCreate)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!handle || !prop || size == 0 || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-        !carve__dev_of(prop->location.id, &d))
+    CUmemLocationType where = prop ? prop->location.type : CU_MEM_LOCATION_TYPE_INVALID;
+    bool counted = where == CU_MEM_LOCATION_TYPE_DEVICE ? carve__dev_of(prop->location.id, &d)
+                   : where == CU_MEM_LOCATION_TYPE_INVALID || carve__location_is_host(where)
+                       ? false
+                       : carve__dev_current(&d);
+    if (!handle || size == 0 || !counted)
         return R.cuMemCreate(handle, size, prop, flags);
     CUresult r = carve__admit(&d, size);
     if (r != CUDA_SUCCESS)

@@ -416,7 +416,11 @@ CARVE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 }
 
 /* A pool's memory is on the device its properties name, whichever device allocates from
- * it: noted here, since a pool cannot be asked where it is. Host pools are not counted. */
+ * it: noted here, since a pool cannot be asked where it is. Pinned host pools are not
+ * counted. A managed pool (CUDA 13) placed on no device, or a pool placed where carve knows
+ * no location type, is noted nowhere: its allocations count on the current GPU, as
+ * cuMemAllocManaged's do (such a pool was taken for a host pool until 2026-11-27, and its
+ * memory, which moves to the GPU that touches it, went uncounted). */
 CARVE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
     carve__init();
@@ -426,8 +430,11 @@ CARVE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *
     if (r != CUDA_SUCCESS || !carve__active() || !pool || !props)
         return r;
     struct carve_dev d = {.cu = props->location.id, .sdev = -1};
-    if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-        !carve__dev_of(props->location.id, &d))
+    bool on_device = props->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    if (!on_device && (props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED ||
+                       !carve__location_is_host(props->location.type)))
+        return r;
+    if (!on_device || !carve__dev_of(props->location.id, &d))
         d.sdev = -1;
     if (!pool_entry(*pool, &d)) /* not counted (sdev -1) is worth noting too */
         carve_allocmap_insert(&pool_devs, (uintptr_t)*pool,

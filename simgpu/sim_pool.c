@@ -86,9 +86,16 @@ API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
     NEED_INIT();
-    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+    if (!pool || !props || (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED &&
+                            props->allocType != CU_MEM_ALLOCATION_TYPE_MANAGED))
         return CUDA_ERROR_INVALID_VALUE;
     int phys = sim_cuda__phys_of_location(&props->location);
+    /* a managed pool (CUDA 13) placed nowhere or on the host: its pages are where they are
+     * touched, here the creating context's GPU */
+    CUcontext c = sim_cuda__current();
+    if (phys < 0 && props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED &&
+        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE && c)
+        phys = c->phys;
     if (phys < 0)
         return CUDA_ERROR_INVALID_DEVICE;
     struct CUmemPoolHandle_st *p = calloc(1, sizeof(*p));

@@ -107,14 +107,18 @@ enum { CU_MEM_ATTACH_GLOBAL = 0x1, CU_MEM_ATTACH_HOST = 0x2 };
 /* Virtual memory management (cuMemCreate and friends) */
 typedef int CUmemLocationType;
 enum {
-    CU_MEM_LOCATION_TYPE_INVALID = 0,
+    CU_MEM_LOCATION_TYPE_INVALID = 0, /* CUDA 13: also _NONE, a managed pool's "anywhere" */
     CU_MEM_LOCATION_TYPE_DEVICE = 1,
     CU_MEM_LOCATION_TYPE_HOST = 2,
     CU_MEM_LOCATION_TYPE_HOST_NUMA = 3,
     CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4,
 };
 typedef int CUmemAllocationType;
-enum { CU_MEM_ALLOCATION_TYPE_INVALID = 0, CU_MEM_ALLOCATION_TYPE_PINNED = 1 };
+enum {
+    CU_MEM_ALLOCATION_TYPE_INVALID = 0,
+    CU_MEM_ALLOCATION_TYPE_PINNED = 1,
+    CU_MEM_ALLOCATION_TYPE_MANAGED = 2, /* pools only, CUDA 13 */
+};
 typedef int CUmemAllocationHandleType;
 enum { CU_MEM_HANDLE_TYPE_NONE = 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1 };
 typedef int CUmemAllocationGranularity_flags;

@@ -131,6 +131,13 @@ static void walk_vmm(struct walk *w, CUdevice dev)
     expect_oom(w, a->cuMemCreate(&h2, (w->cap + gran) / gran * gran, &prop, 0), "cuMemCreate");
     w->failed += mem_check(a->cuMemRelease(h) == CUDA_SUCCESS, "cuMemRelease");
     expect_used(w, w->base, "after cuMemRelease");
+    /* a location of a type carve does not know (a newer driver's) counts on the current
+     * GPU: refused over the cap before the driver is asked (passed through until
+     * 2026-11-27; the simulated GPU would answer INVALID_DEVICE) */
+    CUmemAllocationProp later = prop;
+    later.location.type = 0x40;
+    expect_oom(w, a->cuMemCreate(&h2, (w->cap + gran) / gran * gran, &later, 0),
+               "cuMemCreate at an unknown location type");
 
     /* released while mapped (map, then release at once): the memory lives until the unmap */
     size_t big = (w->cap - w->base) / 2 / gran * gran + gran;
@@ -243,6 +250,24 @@ static void walk_pools(struct walk *w, CUdevice dev)
     a->cuMemFreeAsync(p, s);
     a->cuMemPoolDestroy(pool);
     expect_used(w, w->base, "after the 301st pool is destroyed");
+
+    /* a managed pool placed on no device (CUDA 13) counts on the current GPU, as
+     * cuMemAllocManaged does: it was taken for a host pool, and not counted, until
+     * 2026-11-27 */
+    props.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;
+    props.location.type = CU_MEM_LOCATION_TYPE_INVALID; /* _NONE */
+    props.location.id = 0;
+    w->failed += mem_check(a->cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS &&
+                               a->cuMemAllocFromPoolAsync(&p, 64 * MiB, pool, s) == CUDA_SUCCESS,
+                           "a managed pool placed nowhere: cuMemAllocFromPoolAsync 64 MiB");
+    u = used_now(w);
+    w->failed += mem_check(u >= w->base + 64 * MiB,
+                           "after an allocation from a managed pool: used %llu counts it", u);
+    expect_oom(w, a->cuMemAllocFromPoolAsync(&q, w->cap, pool, s), "the managed pool");
+    a->cuMemFreeAsync(p, s);
+    a->cuStreamSynchronize(s);
+    a->cuMemPoolDestroy(pool);
+    expect_used(w, w->base, "after the managed pool is destroyed");
     a->cuStreamDestroy(s);
 }
 
