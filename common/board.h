@@ -23,6 +23,7 @@
 #include "compute.h"
 
 #define CARVE_BOARD_ENTRIES 64
+_Static_assert(CARVE_BOARD_ENTRIES <= CARVE_PEERS_MAX, "a board's peers fit a window's working");
 
 struct carve_board;
 

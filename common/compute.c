@@ -147,28 +147,34 @@ struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int 
     return r;
 }
 
-/* A paced slice's width of the period when the rates of the paced slices add up to total
- * (n of them) and more than the period: each keeps one basis point and the rest of the
- * period is split in proportion to what each asked beyond it. Scaled in proportion alone, a
- * 0.01% cap beside a 100% one had 1 * 10000 / 10001 = 0: a window of no width, in which it
- * never ran while the other was active. The widths add up to at most the period. */
-static uint64_t window_scaled(uint64_t rate, uint64_t total, int n)
+/* A paced slice's width of a budget of the period when the rates of its group of paced
+ * slices add up to total (n of them), more than the budget: each keeps one basis point and
+ * the rest of the budget is split in proportion to what each asked beyond it. Scaled in
+ * proportion alone, a 0.01% cap beside a 100% one had 1 * 10000 / 10001 = 0: a window of no
+ * width, in which it never ran while the other was active. The widths add up to at most the
+ * budget. */
+static uint64_t window_scaled(uint64_t rate, uint64_t total, uint64_t n, uint64_t budget)
 {
-    return 1 + (rate - 1) * (CARVE_BP_FULL - (uint64_t)n) / (total - (uint64_t)n);
+    return 1 + (rate - 1) * (budget - n) / (total - n);
 }
 
 bool carve_compute_window_around(const struct carve_peer *peers, int n, int me,
                                  uint32_t batch_yield_bp, uint32_t *offset_bp,
                                  uint32_t *width_bp, int *before, uint32_t *idle_after_bp)
 {
-    if (me < 0 || me >= n || peers[me].compute.share_bp == 0)
+    if (me < 0 || me >= n || n > CARVE_PEERS_MAX || peers[me].compute.share_bp == 0)
         return false;
-    uint64_t ahead = 0, total = 0, mine = 0;
+    /* the paced slices' rates, in two groups: guarantees, then caps */
+    uint64_t rate[CARVE_PEERS_MAX], total[2] = {0, 0}, count[2] = {0, 0}, ahead = 0, mine = 0;
     int paced = 0, last_before = -1, last = -1;
     for (int j = 0; j < n; j++) {
+        rate[j] = 0;
         if (peers[j].compute.share_bp == 0 || (j != me && !peers[j].active))
             continue;
-        total += carve_compute_rate(peers, n, j, batch_yield_bp).rate_bp;
+        rate[j] = carve_compute_rate(peers, n, j, batch_yield_bp).rate_bp;
+        int cap = peers[j].compute.mode == CARVE_COMPUTE_CAP;
+        total[cap] += rate[j];
+        count[cap]++;
         if (j < me)
             last_before = j;
         last = j;
@@ -176,22 +182,29 @@ bool carve_compute_window_around(const struct carve_peer *peers, int n, int me,
     }
     if (paced < 2)
         return false;
-    /* caps are not checked against each other: past the period, every window shrinks */
+    /* caps are not checked against each other or against the guarantees: past the period,
+     * the guarantees keep their rates (what admission promised them, as long as each cap
+     * keeps a basis point) and the caps share what is left */
+    uint64_t budget[2];
+    budget[0] = total[0] < CARVE_BP_FULL - count[1] ? total[0] : CARVE_BP_FULL - count[1];
+    budget[1] = CARVE_BP_FULL - budget[0];
     for (int j = 0; j <= me; j++) {
-        if (peers[j].compute.share_bp == 0 || (j != me && !peers[j].active))
+        if (rate[j] == 0)
             continue;
-        uint64_t w = carve_compute_rate(peers, n, j, batch_yield_bp).rate_bp;
-        if (total > CARVE_BP_FULL)
-            w = window_scaled(w, total, paced);
+        int cap = peers[j].compute.mode == CARVE_COMPUTE_CAP;
+        uint64_t w = rate[j];
+        if (total[cap] > budget[cap])
+            w = window_scaled(w, total[cap], count[cap], budget[cap]);
         if (j < me)
             ahead += w;
         else
             mine = w;
     }
+    uint64_t all = total[0] + total[1];
     *offset_bp = (uint32_t)ahead;
     *width_bp = (uint32_t)mine;
     *before = last_before >= 0 ? last_before : last; /* the first window follows the last */
-    *idle_after_bp = last == me && total < CARVE_BP_FULL ? (uint32_t)(CARVE_BP_FULL - total) : 0;
+    *idle_after_bp = last == me && all < CARVE_BP_FULL ? (uint32_t)(CARVE_BP_FULL - all) : 0;
     return true;
 }
 

@@ -48,6 +48,9 @@ struct carve_peer {
     int entry;   /* its place on the board */
 };
 
+/* The most peers a window is worked out among: a board's entries (common/board.h). */
+#define CARVE_PEERS_MAX 64
+
 struct carve_rate {
     uint32_t rate_bp; /* the share of GPU time this slice may use now; 10000 = unpaced */
     bool yielding;    /* a batch slice making room for an active latency slice */
@@ -66,8 +69,10 @@ struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int 
  * window of each period as wide as its rate, in board order, so that only one paced slice
  * submits at a time (no time-slicing between them in the driver, and clean cost samples).
  * Sets peers[me]'s window in basis points of the period and returns true; false when me is
- * the only active paced slice (then pacing needs no window). Widths are scaled down when
- * the rates add up to more than the whole period, each to at least 1 basis point. */
+ * the only active paced slice (then pacing needs no window), or when there are more than
+ * CARVE_PEERS_MAX peers. When the rates add up to more than the whole period, the
+ * guarantees keep their rates and the caps are scaled down into what is left, each to at
+ * least 1 basis point (the guarantees too, only if they leave the caps less than that). */
 bool carve_compute_window(const struct carve_peer *peers, int n, int me, uint32_t batch_yield_bp,
                           uint32_t *offset_bp, uint32_t *width_bp);
 /* The same, and around the window: *before, the index in peers of the slice whose window

@@ -494,6 +494,11 @@ static void refresh_rate(int sdev, uint64_t now)
     int before = -1;
     bool window = carve_compute_window_around(peers, n, me, P.batch_yield_bp, &off, &width,
                                               &before, &idle);
+    /* rates past the period shrink every window: the share clock runs at the window's
+     * width, or a slice charged at its full rate is never ahead of it, and its long kernels
+     * run into the others' windows every period */
+    if (window && width < r.rate_bp)
+        r.rate_bp = width;
     atomic_store_explicit(&pd->rate_bp, r.rate_bp, memory_order_relaxed);
     atomic_store_explicit(&pd->yielding, r.yielding, memory_order_relaxed);
     atomic_store_explicit(&pd->win_off, off, memory_order_relaxed);

@@ -175,6 +175,27 @@ shares mixed 70% 30%
 KINDS=()
 START_GAP=0
 
+# Caps are not checked against guarantees: past the period, a guarantee keeps its share and
+# the caps get the rest. Scaled in proportion with the cap, and the cap's share clock run at
+# its full 50%, a 60% guarantee of small kernels beside a busy 50% cap of big ones got 49.6%
+# and the cap 50.0% (2026-11-27). The cap's part is 40%.
+oversubscribed() {
+    KINDS=(small big)
+    measure over 60%+ 50%
+    KINDS=()
+    local g c
+    g=$(judge_split 60 "$work/over.0" "$work/over.1") && c=$(judge 40 "$work/over.1") &&
+        echo "ok guarantee got $g; cap got $c" && return 0
+    echo "FAIL guarantee (60%+) got $g; cap (50%, 40% left to it) got ${c:-(not judged)}"
+    return 1
+}
+result=$(oversubscribed) || result=$(oversubscribed) || result=$(oversubscribed)
+if [[ $result == ok* ]]; then
+    ok "a 60%+ guarantee of small kernels beside a 50% cap of big ones: ${result#ok }"
+else
+    bad "a 60%+ guarantee of small kernels beside a 50% cap of big ones: ${result#FAIL }"
+fi
+
 # Every launch entry point is held, not only cuLaunchKernel (every group above): nine slices
 # at 10% take turns, each launching through another of the driver's entry points, the
 # deprecated ones it still exports included. One that libcarve let through unpaced took 99%
