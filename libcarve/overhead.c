@@ -258,6 +258,35 @@ CARVE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     return r;
 }
 
+/* A green context (CUDA 12.4) is a context like another: none for a refused process, and its
+ * memory is the context's (it was neither, until 2026-11-27). It is not made current, and
+ * pace.c learns of it at its first launch, as of any context whose making it did not see. */
+CARVE_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
+                                       unsigned int flags)
+{
+    if (carve__refused())
+        return CUDA_ERROR_NOT_PERMITTED;
+    READY(cuGreenCtxCreate)
+    PROBED(r, cuGreenCtxCreate, (phCtx, desc, dev, flags), dev)
+    return r;
+}
+
+/* Its sampling events go with it, as a destroyed context's (the context the driver pairs
+ * with it names them). */
+CARVE_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
+{
+    READY(cuGreenCtxDestroy)
+    CUcontext ctx = NULL;
+    struct carve_pace_close c;
+    bool paired = R.cuCtxFromGreenCtx && R.cuCtxFromGreenCtx(&ctx, hCtx) == CUDA_SUCCESS && ctx;
+    if (paired)
+        carve__pace_closing(&c, ctx, -1);
+    PROBED(r, cuGreenCtxDestroy, (hCtx), -1)
+    if (paired)
+        carve__pace_closed(&c, r == CUDA_SUCCESS);
+    return r;
+}
+
 /* A stack size, heap size or printf buffer for the current context: memory the driver may
  * take at once (a stack for every thread the GPU can hold), read as the context's. */
 CARVE_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)

@@ -450,7 +450,45 @@ API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned
     return ctx_create(pctx, dev);
 }
 
+/* A green context: a context of the whole simulated GPU (the sim has no SM partitions), made
+ * without being made current; desc is not read. */
+API CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
+                              unsigned int flags)
+{
+    CUcontext c;
+    if (!phCtx || !(flags & CU_GREEN_CTX_DEFAULT_STREAM))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = ctx_create(&c, dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    ctx_depth--; /* made current by ctx_create */
+    *phCtx = (CUgreenCtx)c;
+    return CUDA_SUCCESS;
+}
+
+API CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
+{
+    NEED_INIT();
+    if (!pContext || !hCtx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pContext = (CUcontext)hCtx;
+    return CUDA_SUCCESS;
+}
+
+static CUresult ctx_destroy(CUcontext ctx);
+
+/* (not through cuCtxDestroy_v2, which libcarve wraps: the wrapper would run twice) */
+API CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
+{
+    return ctx_destroy((CUcontext)hCtx);
+}
+
 API CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    return ctx_destroy(ctx);
+}
+
+static CUresult ctx_destroy(CUcontext ctx)
 {
     NEED_INIT();
     if (!ctx || ctx->primary || !atomic_load(&ctx->life))

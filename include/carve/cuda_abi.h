@@ -361,6 +361,16 @@ CUresult cuCtxGetDevice(CUdevice *device);
 CUresult cuCtxSynchronize(void);
 CUresult cuCtxSetLimit(CUlimit limit, size_t value);
 
+/* Green contexts (CUDA 12.4): a context on part of a GPU's SMs, made from a resource
+ * description; not made current */
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+enum { CU_GREEN_CTX_DEFAULT_STREAM = 0x1 };
+CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
+                          unsigned int flags);
+CUresult cuGreenCtxDestroy(CUgreenCtx hCtx);
+CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx);
+
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total);
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,

@@ -8,6 +8,7 @@
  * usage grew by a module's memory per load and unload, and by a context's per release and
  * retain. */
 #include <stdio.h>
+#include <string.h>
 
 #include <dlfcn.h>
 
@@ -19,6 +20,8 @@ static struct mem_api a;
 static CUresult (*ctx_create)(CUcontext *, unsigned int, CUdevice);
 static CUresult (*ctx_destroy)(CUcontext);
 static CUresult (*ctx_set_limit)(CUlimit, size_t);
+static CUresult (*green_create)(CUgreenCtx *, CUdevResourceDesc, CUdevice, unsigned int);
+static CUresult (*green_destroy)(CUgreenCtx);
 static unsigned long long cap;
 static int failed;
 
@@ -129,7 +132,40 @@ static void limits(unsigned long long base)
     expect_used(base, "with the stack back to 1 KiB", 0);
 }
 
-int main(void)
+/* A green context's memory is a context's: counted while it lives (it was not, and a
+ * process refused a GPU got one, until 2026-11-27). */
+static void green(CUdevice dev, unsigned long long base)
+{
+    for (int i = 1; i <= ROUNDS; i++) {
+        CUgreenCtx g;
+        failed += mem_check(green_create(&g, NULL, dev, CU_GREEN_CTX_DEFAULT_STREAM) ==
+                                CUDA_SUCCESS, "cuGreenCtxCreate, round %d", i);
+        unsigned long long u = used();
+        failed += mem_check(u > base, "green context, round %d: used %llu MiB > %llu MiB", i,
+                            u / MiB, base / MiB);
+        failed += mem_check(green_destroy(g) == CUDA_SUCCESS, "cuGreenCtxDestroy, round %d", i);
+        expect_used(base, "after cuGreenCtxDestroy", i);
+    }
+}
+
+/* `mem_overhead refused`, run where libcarve refuses the process a GPU (its slice is gone):
+ * no context of any kind. */
+static int refused(void)
+{
+    CUdevice dev;
+    CUcontext c;
+    CUgreenCtx g;
+    if (a.cuInit(0) != CUDA_SUCCESS || a.cuDeviceGet(&dev, 0) != CUDA_SUCCESS)
+        return 2;
+    CUresult rc = ctx_create(&c, 0, dev), rg = green_create(&g, NULL, dev,
+                                                             CU_GREEN_CTX_DEFAULT_STREAM);
+    failed += mem_check(rc == CUDA_ERROR_NOT_PERMITTED, "refused: cuCtxCreate_v2 %d", rc);
+    failed += mem_check(rg == CUDA_ERROR_NOT_PERMITTED, "refused: cuGreenCtxCreate %d", rg);
+    printf("mem_overhead refused: %d failed\n", failed);
+    return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
 {
     CUdevice dev;
     CUcontext ctx;
@@ -141,7 +177,13 @@ int main(void)
     ctx_create = (__typeof__(ctx_create))dlsym(h, "cuCtxCreate_v2");
     ctx_destroy = (__typeof__(ctx_destroy))dlsym(h, "cuCtxDestroy_v2");
     ctx_set_limit = (__typeof__(ctx_set_limit))dlsym(h, "cuCtxSetLimit");
-    if (!ctx_create || !ctx_destroy || !ctx_set_limit || a.cuInit(0) != CUDA_SUCCESS ||
+    green_create = (__typeof__(green_create))dlsym(h, "cuGreenCtxCreate");
+    green_destroy = (__typeof__(green_destroy))dlsym(h, "cuGreenCtxDestroy");
+    if (!ctx_create || !ctx_destroy || !green_create || !green_destroy)
+        return 2;
+    if (argc > 1 && strcmp(argv[1], "refused") == 0)
+        return refused();
+    if (!ctx_set_limit || a.cuInit(0) != CUDA_SUCCESS ||
         a.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
         a.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
         a.cuCtxSetCurrent(ctx) != CUDA_SUCCESS || a.cuMemGetInfo(&f, &t) != CUDA_SUCCESS)
@@ -156,6 +198,7 @@ int main(void)
     modules(base);
     limits(base);
     contexts(dev, ctx, base);
+    green(dev, base);
     a.cuMemFree(p);
     expect_used(ctx_only, "after cuMemFree_v2", 0);
     primary(dev, ctx_only);

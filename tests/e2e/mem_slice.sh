@@ -147,6 +147,13 @@ in_slice 1GiB sh -c "(sleep 1; \"\$0\" --max 2048 --hold 0 >$late.out 2>&1; echo
 for _ in $(seq 100); do [ -s "$late.rc" ] && break; sleep 0.1; done
 check "a process left running after carve run ended gets no GPU context (exit $(cat "$late.rc" 2>/dev/null), $(grep -c 'no GPU context will be created' "$late.out" 2>/dev/null) refusal lines)" \
     "$([ "$(cat "$late.rc" 2>/dev/null)" = 1 ] && grep -q 'no GPU context will be created' "$late.out"; echo $?)"
+# nor a context made with cuCtxCreate_v2, nor a green one (cuGreenCtxCreate was not wrapped,
+# and made one, until 2026-11-27)
+in_slice 1GiB sh -c "(sleep 1; \"\$0\" refused >$late.green 2>&1; echo \$? >$late.grc) &" \
+    "$E2E/mem_overhead"
+for _ in $(seq 100); do [ -s "$late.grc" ] && break; sleep 0.1; done
+check "a process left running after carve run ended gets no context from cuCtxCreate_v2 or cuGreenCtxCreate (exit $(cat "$late.grc" 2>/dev/null): $(grep -v '^ok' "$late.green" 2>/dev/null | tr '\n' ' '))" \
+    "$([ "$(cat "$late.grc" 2>/dev/null)" = 0 ]; echo $?)"
 
 # the simulated driver waits 200 us in each cuMemFree, so that the racing frees' winner at the
 # driver is as often as not a thread that found no record: it gave nothing back, and the one
