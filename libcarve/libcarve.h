@@ -217,6 +217,11 @@ struct carve_probe {
 };
 void carve__overhead_begin(struct carve_probe *p);
 void carve__overhead_end(struct carve_probe *p);
+/* Reads the context and module memory again where NVML answers, at most every 10 ms (at a
+ * cuMemGetInfo and a refused allocation): the driver takes such memory on its own between
+ * the calls that reconcile it (lazy loading loads a kernel at its first launch). True when
+ * it went down on some GPU, so that an allocation refused may fit now. */
+bool carve__overhead_refresh(void);
 void carve__overhead_reset(void);
 
 /* ---- view.c ---- */

@@ -11,6 +11,7 @@
 #include "nvml_procs.h"
 
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_SDEV 64
@@ -100,6 +101,40 @@ static void overhead_set(int sdev, int64_t target)
         carve__uncharge(sdev, (uint64_t)(old - target));
 }
 
+/* sdev's overhead from NVML's usage less what this process counted; false when NVML cannot
+ * say. The pools' books must be fresh (carve__pools_refresh): what they still hold past what
+ * the pools reserve would be taken off the usage as if it were held. */
+static bool overhead_from_nvml(int sdev)
+{
+    uint64_t usage;
+    if (!nvml_usage(sdev, &usage))
+        return false;
+    overhead_set(sdev, (int64_t)usage - (int64_t)carve__counted(sdev));
+    return true;
+}
+
+#define REFRESH_EVERY_NS 10000000ull /* 10 ms */
+
+bool carve__overhead_refresh(void)
+{
+    static _Atomic uint64_t next;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t due = atomic_load(&next);
+    if (!carve__active() || now < due ||
+        !atomic_compare_exchange_strong(&next, &due, now + REFRESH_EVERY_NS))
+        return false;
+    carve__pools_refresh();
+    bool lower = false;
+    int ndev = carve__ndev();
+    for (int sdev = 0; sdev < ndev && sdev < MAX_SDEV; sdev++) {
+        int64_t before = atomic_load(&overhead[sdev]);
+        lower |= overhead_from_nvml(sdev) && atomic_load(&overhead[sdev]) < before;
+    }
+    return lower;
+}
+
 void carve__overhead_begin(struct carve_probe *p)
 {
     struct carve_dev d;
@@ -125,9 +160,8 @@ void carve__overhead_end(struct carve_probe *p)
     bool fallback_done = false;
     int ndev = carve__ndev();
     for (int sdev = 0; sdev < ndev && sdev < MAX_SDEV; sdev++) {
-        uint64_t usage;
-        if (nvml_usage(sdev, &usage)) {
-            overhead_set(sdev, (int64_t)usage - (int64_t)carve__counted(sdev));
+        if (overhead_from_nvml(sdev)) {
+            continue;
         } else if (sdev == p->sdev && p->have_free && !fallback_done) {
             size_t free_after, total;
             fallback_done = true;

@@ -608,8 +608,11 @@ CUresult carve__admit(const struct carve_dev *d, uint64_t bytes)
 {
     if (carve__try_admit(d->sdev, bytes))
         return CUDA_SUCCESS;
-    /* pools may have given memory back since we last looked */
+    /* pools may have given memory back since we last looked, and the context's memory be
+     * other than it was */
     if (carve__pools_refresh() && carve__try_admit(d->sdev, bytes))
+        return CUDA_SUCCESS;
+    if (carve__overhead_refresh() && carve__try_admit(d->sdev, bytes))
         return CUDA_SUCCESS;
     carve__oom_message(d, bytes);
     return CUDA_ERROR_OUT_OF_MEMORY;

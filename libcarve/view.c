@@ -22,8 +22,11 @@ CARVE_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
     if (!R.cuMemGetInfo_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
     size_t real_free = 0, real_total = 0;
-    /* pools the driver trimmed at a sync give their memory back before we report */
+    /* pools the driver trimmed at a sync give their memory back before we report, and
+     * memory the driver took for kernels loaded since is counted (a framework that sizes
+     * its caches from this answer, as vLLM does, must not size them past the cap) */
     carve__pools_refresh();
+    carve__overhead_refresh();
     CUresult r = R.cuMemGetInfo_v2(&real_free, &real_total);
     if (r != CUDA_SUCCESS || !carve__dev_current(&d)) {
         if (free)

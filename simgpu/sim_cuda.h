@@ -92,6 +92,7 @@ struct rec {
     int refs;           /* REC_HANDLE: its cuMemCreate and retains not yet released; lock held */
     bool released;      /* REC_HANDLE: every reference released while mapped (out of the
                          * table), freed at its last unmap */
+    bool loaded_lazily; /* REC_MODULE: its lazy memory taken (CARVE_SIM_LAZY_MEMORY) */
     struct graph_alloc *galloc; /* REC_GRAPH: the allocation node's memory */
     struct rec *next;
 };

@@ -90,6 +90,34 @@ API CUresult cuModuleUnload(CUmodule m)
     return CUDA_SUCCESS;
 }
 
+/* As a driver that loads lazily (CUDA 12.2's default), a module's first function found takes
+ * CARVE_SIM_LAZY_MEMORY more (its code and local memory), held until the module's unload. */
+static CUresult module_load_lazily(CUmodule m)
+{
+    uint64_t lazy = sim_config()->lazy_memory;
+    if (!lazy)
+        return CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_cuda__lock);
+    struct rec *r = sim_cuda__rec_find_locked((uint64_t)(uintptr_t)m, 1u << REC_MODULE);
+    bool first = r && !r->loaded_lazily;
+    int phys = r ? r->phys : 0;
+    if (first)
+        r->loaded_lazily = true;
+    pthread_mutex_unlock(&sim_cuda__lock);
+    if (!first)
+        return CUDA_SUCCESS;
+    if (!sim_take(phys, lazy)) {
+        pthread_mutex_lock(&sim_cuda__lock);
+        r->loaded_lazily = false;
+        pthread_mutex_unlock(&sim_cuda__lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_lock(&sim_cuda__lock);
+    r->charge += lazy; /* given back with the module */
+    pthread_mutex_unlock(&sim_cuda__lock);
+    return CUDA_SUCCESS;
+}
+
 API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
     NEED_INIT();
@@ -101,7 +129,7 @@ API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
         *f = &kernel_empty;
     else
         return CUDA_ERROR_NOT_FOUND;
-    return CUDA_SUCCESS;
+    return module_load_lazily(m);
 }
 
 API CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv,

@@ -147,6 +147,7 @@ static void read_config(void)
     config.stale_events_abort = v && strcmp(v, "abort") == 0;
     config.ctx_memory = env_size("CARVE_SIM_CTX_MEMORY", 500ULL << 20);
     config.module_memory = env_size("CARVE_SIM_MODULE_MEMORY", 2ULL << 20);
+    config.lazy_memory = env_size("CARVE_SIM_LAZY_MEMORY", 0);
     v = getenv("CARVE_SIM_STATE");
     if (v && *v)
         snprintf(config.state_path, sizeof(config.state_path), "%s", v);

@@ -56,6 +56,7 @@ struct sim_config {
     int compute_mode;
     uint64_t ctx_memory;
     uint64_t module_memory;
+    uint64_t lazy_memory; /* taken by a module at its first cuModuleGetFunction */
     char state_path[256];
 };
 

@@ -8,7 +8,9 @@
  * usage grew by a module's memory per load and unload, and by a context's per release and
  * retain. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <dlfcn.h>
 
@@ -22,6 +24,7 @@ static CUresult (*ctx_destroy)(CUcontext);
 static CUresult (*ctx_set_limit)(CUlimit, size_t);
 static CUresult (*green_create)(CUgreenCtx *, CUdevResourceDesc, CUdevice, unsigned int);
 static CUresult (*green_destroy)(CUgreenCtx);
+static CUresult (*module_function)(CUfunction *, CUmodule, const char *);
 static unsigned long long cap;
 static int failed;
 
@@ -148,6 +151,35 @@ static void green(CUdevice dev, unsigned long long base)
     }
 }
 
+/* Memory the driver takes between the calls that reconcile (a kernel loaded lazily, at its
+ * first use: CARVE_SIM_LAZY_MEMORY at the module's first cuModuleGetFunction) is in the view
+ * at the next cuMemGetInfo, which reads NVML again at most every 10 ms: it was not until the
+ * next context or module call (until 2026-11-27), and a framework that sizes its caches from
+ * cuMemGetInfo (vLLM) went past the cap by that much. An allocation of all the free the view
+ * reports then fits, and one more MiB does not. */
+static void lazy(unsigned long long base, unsigned long long lazy_bytes)
+{
+    CUmodule m;
+    CUfunction f;
+    CUdeviceptr p, q;
+    failed += mem_check(a.cuModuleLoadData(&m, CARVE_SIM_KERNEL_IMAGE) == CUDA_SUCCESS &&
+                            module_function(&f, m, "carve_sleep") == CUDA_SUCCESS,
+                        "cuModuleLoadData and the first cuModuleGetFunction");
+    struct timespec past_refresh = {.tv_nsec = 20000000};
+    nanosleep(&past_refresh, NULL);
+    unsigned long long u = used();
+    failed += mem_check(u >= base + lazy_bytes,
+                        "with a kernel loaded lazily: used %llu MiB >= %llu MiB (+%llu lazily)",
+                        u / MiB, (base + lazy_bytes) / MiB, lazy_bytes / MiB);
+    failed += mem_check(a.cuMemAlloc(&p, cap - u) == CUDA_SUCCESS,
+                        "cuMemAlloc_v2 of the %llu MiB free", (cap - u) / MiB);
+    failed += mem_check(a.cuMemAlloc(&q, MiB) == CUDA_ERROR_OUT_OF_MEMORY,
+                        "one MiB more: refused");
+    a.cuMemFree(p);
+    a.cuModuleUnload(m);
+    expect_used(base, "after the lazily loaded module's unload", 0);
+}
+
 /* `mem_overhead refused`, run where libcarve refuses the process a GPU (its slice is gone):
  * no context of any kind. */
 static int refused(void)
@@ -179,7 +211,8 @@ int main(int argc, char **argv)
     ctx_set_limit = (__typeof__(ctx_set_limit))dlsym(h, "cuCtxSetLimit");
     green_create = (__typeof__(green_create))dlsym(h, "cuGreenCtxCreate");
     green_destroy = (__typeof__(green_destroy))dlsym(h, "cuGreenCtxDestroy");
-    if (!ctx_create || !ctx_destroy || !green_create || !green_destroy)
+    module_function = (__typeof__(module_function))dlsym(h, "cuModuleGetFunction");
+    if (!ctx_create || !ctx_destroy || !green_create || !green_destroy || !module_function)
         return 2;
     if (argc > 1 && strcmp(argv[1], "refused") == 0)
         return refused();
@@ -204,6 +237,9 @@ int main(int argc, char **argv)
     primary(dev, ctx_only);
     modules(ctx_only);
     pool_then_module(ctx_only);
+    const char *lazy_env = getenv("MEM_LAZY_MIB");
+    if (lazy_env)
+        lazy(ctx_only, strtoull(lazy_env, NULL, 10) * MiB);
     printf("mem_overhead: %d failed\n", failed);
     return failed ? 1 : 0;
 }
