@@ -290,4 +290,13 @@ bool fleet_exact_layout_fits(const struct fleet_exact_rules *rules, uint64_t lay
 int fleet_exact_adopt(const struct fleet *f, const struct fleet_exact_plan *e,
                       struct fleet_gpu_list *g, struct fleet_plan *p);
 
+/* A local search over a MIG plan (fleet_mig_repair.c): a workload alone on a whole GPU joins
+ * a MIG GPU with room for its profile, and a MIG GPU whose instances cost less as whole GPUs
+ * of other pools (with GPUs left) gives them those, while either makes the plan cheaper. The
+ * layouts of r say what a GPU of r->mig holds; p->gpu_of and p->profile_of must be kept. The
+ * GPUs given back leave g, the others keep their order. 0, or -ENOMEM. */
+int fleet_mig_repair(const struct fleet *f, const struct fleet_workloads *ws,
+                     const struct fleet_exact_rules *r, struct fleet_gpu_list *g,
+                     struct fleet_plan *p);
+
 #endif

@@ -491,6 +491,27 @@ static int give_whole(const struct fleet *f, const struct fleet_workloads *ws,
     return 0;
 }
 
+/* The rules fleet_exact.c and fleet_mig_repair.c go by: every layout a GPU of the MIG model
+ * allows (*layouts, ascending, for the caller to free). 0, or -ENOMEM. */
+static int layout_rules(const struct fleet *f, const struct mig_model *const *models,
+                        const struct geometry_set *gs, struct fleet_exact_rules *rules,
+                        uint64_t **layouts)
+{
+    *layouts = malloc((gs->n ? gs->n : 1) * sizeof(**layouts));
+    if (!*layouts)
+        return -ENOMEM;
+    *rules = (struct fleet_exact_rules){.mig = gs->m, .layouts = *layouts, .nlayouts = gs->n};
+    for (size_t k = 0; k < f->npools; k++)
+        rules->mig_pool[k] = models[k] == gs->m;
+    for (size_t j = 0; j < gs->n; j++) {
+        (*layouts)[j] = 0;
+        for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
+            (*layouts)[j] |= (uint64_t)gs->g[j].count[q] << (q * FLEET_EXACT_LAYOUT_BITS);
+    }
+    qsort(*layouts, gs->n, sizeof(**layouts), by_layout);
+    return 0;
+}
+
 /* A short list whose plan went beyond the fleet: the cheapest plan within it, by trying every
  * assignment (fleet_exact.c), takes its place when there is one. The cost program's solution
  * can give a whole GPU of another pool to a small workload (a tie: whole GPUs of one pool cost
@@ -499,10 +520,10 @@ static int give_whole(const struct fleet *f, const struct fleet_workloads *ws,
  * 7g.40gb each) on the A100s and the other 1 GiB one on a third A100, where the two 1g.5gb
  * share an A100 and the 20 GiB one takes the H100. */
 static int within_fleet_exactly(const struct fleet *f, const struct fleet_workloads *ws,
-                                const uint8_t *possible, const struct mig_model *const *models,
-                                const struct mig_model *primary, const struct geometry_set *gs,
+                                const uint8_t *possible, const struct fleet_exact_rules *rules,
                                 struct fleet_gpu_list *g, struct fleet_plan *p)
 {
+    const struct mig_model *primary = rules->mig;
     struct fleet_exact_item items[FLEET_EXACT_MAX];
     size_t n = 0;
     for (size_t i = 0; i < ws->n; i++) {
@@ -516,21 +537,8 @@ static int within_fleet_exactly(const struct fleet *f, const struct fleet_worklo
         items[n++] = (struct fleet_exact_item){(uint32_t)i, FLEET_EXACT_ALONE,
                                                pr ? (int)(pr - primary->profiles) : -1};
     }
-    uint64_t *layouts = malloc((gs->n ? gs->n : 1) * sizeof(*layouts));
-    if (!layouts)
-        return -ENOMEM;
-    struct fleet_exact_rules rules = {.mig = primary, .layouts = layouts, .nlayouts = gs->n};
-    for (size_t k = 0; k < f->npools; k++)
-        rules.mig_pool[k] = models[k] == primary;
-    for (size_t j = 0; j < gs->n; j++) {
-        layouts[j] = 0;
-        for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
-            layouts[j] |= (uint64_t)gs->g[j].count[q] << (q * FLEET_EXACT_LAYOUT_BITS);
-    }
-    qsort(layouts, gs->n, sizeof(*layouts), by_layout);
     struct fleet_exact_plan e;
-    fleet_exact_within(f, ws, items, n, &rules, &e);
-    free(layouts);
+    fleet_exact_within(f, ws, items, n, rules, &e);
     if (!e.found)
         return 0;
     if (fleet_exact_adopt(f, &e, g, p) < 0)
@@ -590,8 +598,21 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     struct by_profile lists[MIG_MAX_PROFILES];
     struct fleet_gpu_list g = {0};
     memset(lists, 0, sizeof(lists));
+    struct fleet_exact_rules rules;
+    uint64_t *layouts = NULL;
     int ret = geometries(primary, &gs);
-    if (!ret && o->keep_assignment) {
+    if (!ret)
+        ret = layout_rules(f, models, &gs, &rules, &layouts);
+    /* the repair needs each workload's GPU and profile, kept or not */
+    bool own_gpu_of = !p->gpu_of;
+    if (!ret && own_gpu_of) {
+        if ((p->gpu_of = malloc((ws->n ? ws->n : 1) * sizeof(*p->gpu_of))))
+            for (size_t i = 0; i < ws->n; i++)
+                p->gpu_of[i] = UINT32_MAX;
+        else
+            ret = -ENOMEM;
+    }
+    if (!ret) {
         p->profile_of = calloc(ws->n ? ws->n : 1, sizeof(*p->profile_of));
         if (!p->profile_of)
             ret = -ENOMEM;
@@ -697,7 +718,11 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     /* beyond the fleet, unless the cost program shows that no plan fits it even in
        fractions: a short list tries every plan within it */
     if (!ret && p->shortage && !(cost && cost->solved && !cost->limited))
-        ret = within_fleet_exactly(f, ws, possible, models, primary, &gs, &g, p);
+        ret = within_fleet_exactly(f, ws, possible, &rules, &g, p);
+    /* rounding and the greedy geometries can leave a MIG GPU that whole GPUs beat, or whole
+       GPUs whose workloads a MIG GPU has room for */
+    if (!ret && f->npools > 1)
+        ret = fleet_mig_repair(f, ws, &rules, &g, p);
     /* bound: lone GPUs, plus the slices the smallest fitting profiles need (no other profile
      * choice needs fewer), the count limit of each profile, or one GPU per instance too big
      * to pair in one dimension */
@@ -736,9 +761,19 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
         free(lists[q].idx);
     free(gs.g);
+    free(layouts);
+    if (own_gpu_of) {
+        free(p->gpu_of);
+        p->gpu_of = NULL;
+    }
+    if (!o->keep_assignment) {
+        free(p->profile_of);
+        p->profile_of = NULL;
+    }
     snprintf(p->note, sizeof(p->note),
              "%s profiles (the smallest that holds each workload); %llu on whole GPUs (larger "
-             "than every profile, or beyond the MIG pools); %.0f GiB held by profiles beyond use",
+             "than every profile, beyond the MIG pools, or cheaper so); %.0f GiB held by "
+             "profiles beyond use",
              primary->name, (unsigned long long)p->alone, p->rounding_mib / 1024.0);
     return ret;
 }

@@ -632,6 +632,69 @@ static void impossible_reason(const struct fleet *f, const struct fleet_workload
              (unsigned long long)big->memory_mib);
 }
 
+/* ---- a plan under stricter rules, when it is better ----
+ *
+ * Every plan under one mechanism's rules may be one under another's: a whole GPU each is a
+ * MIG plan (a 7g profile, or a model MIG does not partition). The looser mechanism's
+ * packing may still come out dearer (MIG $8.09 where whole GPUs cost $7.20, before
+ * fleet_mig_repair.c): it then takes the stricter plan. */
+static const struct {
+    int from, to;
+} stricter[] = {
+    {FLEET_WHOLE, FLEET_MIG},
+};
+
+static bool allowed_under(const struct fleet_plan *from, int to, const struct fleet_options *o)
+{
+    struct mech_rules r = rules_of(to, o);
+    for (uint64_t g = 0; g < from->gpus && to != FLEET_MIG; g++)
+        if (from->use[g].tenants > 1 &&
+            (from->use[g].tenants > r.slots || from->use[g].compute_bp > r.compute_cap))
+            return false;
+    return true;
+}
+
+/* p takes the GPUs and assignment of from (same workloads); its bounds stay its own. 0, or
+ * -ENOMEM. */
+static int take_plan(struct fleet_plan *p, const struct fleet_plan *from, size_t nworkloads)
+{
+    struct fleet_gpu_use *use = malloc((from->gpus ? from->gpus : 1) * sizeof(*use));
+    if (!use)
+        return -ENOMEM;
+    memcpy(use, from->use, from->gpus * sizeof(*use));
+    free(p->use);
+    p->use = use;
+    if (p->gpu_of)
+        memcpy(p->gpu_of, from->gpu_of, nworkloads * sizeof(*p->gpu_of));
+    for (size_t i = 0; p->profile_of && i < nworkloads; i++)
+        p->profile_of[i] = from->gpu_of[i] == UINT32_MAX ? NULL : "whole";
+    if (p->mech == FLEET_MIG)
+        p->alone = from->placed;
+    p->gpus = from->gpus;
+    memcpy(p->gpus_by_pool, from->gpus_by_pool, sizeof(p->gpus_by_pool));
+    p->shortage = from->shortage;
+    p->cost_per_hour = from->cost_per_hour;
+    p->stranded_mib = from->stranded_mib;
+    p->rounding_mib = from->rounding_mib;
+    p->placed = from->placed;
+    size_t len = strlen(p->note);
+    snprintf(p->note + len, sizeof(p->note) - len, "; %s's plan, which packs this list cheaper",
+             fleet_mech_title(from->mech));
+    return 0;
+}
+
+static int take_stricter(struct fleet_result *r, const struct fleet_options *o)
+{
+    for (size_t k = 0; k < sizeof(stricter) / sizeof(stricter[0]); k++) {
+        struct fleet_plan *to = &r->plans[stricter[k].to];
+        const struct fleet_plan *from = &r->plans[stricter[k].from];
+        if (to->available && from->available && plan_better(from, to) &&
+            allowed_under(from, to->mech, o) && take_plan(to, from, r->nworkloads))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 int fleet_plan_all(const struct fleet *f, const struct fleet_workloads *ws,
                    const struct fleet_options *o, struct fleet_result *r)
 {
@@ -676,7 +739,7 @@ int fleet_plan_all(const struct fleet *f, const struct fleet_workloads *ws,
                              : pack_shared(f, ws, possible, m, o, p);
     }
     free(possible);
-    return ret;
+    return ret ? ret : take_stricter(r, o);
 }
 
 void fleet_result_free(struct fleet_result *r)

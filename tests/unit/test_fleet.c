@@ -378,10 +378,11 @@ static void test_rules_and_impossible(void **state)
         assert_string_equal(f.pools[r.plans[m].use[r.plans[m].gpu_of[1]].pool].name, "H100-80GB");
     assert_int_equal(r.plans[FLEET_CARVE].alone, 2);
     assert_int_equal(r.plans[FLEET_TIMESLICE].alone, 8);
-    /* MIG: the 60 GiB one and seven 1g.10gb fill the two H100s; four more take whole L4s
-       (MIG is per pool) before two 1g.10gb go beyond the fleet */
-    assert_int_equal(r.plans[FLEET_MIG].alone, 4);
-    assert_int_equal(r.plans[FLEET_MIG].gpus_by_pool[0], 4);
+    /* MIG: the 60 GiB one and seven 1g.10gb fill the two H100s; the six other 1g.10gb go
+       beyond the fleet on one more H100 (MIG is per pool), which leaves the L4s idle: as far
+       beyond the fleet as four on whole L4s and two on the H100 ($10.67), and $3.20 less */
+    assert_int_equal(r.plans[FLEET_MIG].alone, 0);
+    assert_int_equal(r.plans[FLEET_MIG].gpus_by_pool[0], 0);
     assert_int_equal(r.plans[FLEET_MIG].gpus_by_pool[1], 3);
     assert_int_equal(r.plans[FLEET_MIG].shortage, 1);
     /* whole GPUs need 15; the fleet has 6 */
@@ -1036,6 +1037,73 @@ static void plan_shape(const struct fleet *f, size_t s, struct fleet_workloads *
     check_rules(f, ws, r, &o);
 }
 
+/* MIG: a workload may always take a whole GPU (of a model MIG does not partition, or a 7g
+ * profile), so the MIG plan never costs more than whole GPUs, and more GPUs of a pool never
+ * make it dearer. The cost program's fractions, rounded, bought an H100 ($2.49) for a 1g.10gb
+ * and a 2g.20gb that two L4s ($1.60) hold: $8.09 against whole GPUs' $7.20; with a fourth L4,
+ * five 3g.40gb workloads took four L4s and an H100 holding one of them ($5.69) where three L4s
+ * and an H100 holding two cost $4.89. On 200 random lists of 3 to 20 workloads, 37 plans cost
+ * more than whole GPUs, one of them 117% above the cost bound. */
+static double mig_cost(const char *spec, const struct fleet_workloads *ws, double *whole)
+{
+    struct fleet f = fleet_of(spec);
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    struct fleet_result r;
+    assert_int_equal(fleet_plan_all(&f, ws, &o, &r), 0);
+    check_rules(&f, ws, &r, &o);
+    double cost = r.plans[FLEET_MIG].cost_per_hour;
+    if (whole)
+        *whole = r.plans[FLEET_WHOLE].cost_per_hour;
+    if (r.plans[FLEET_MIG].shortage || r.plans[FLEET_WHOLE].shortage)
+        cost = -1;
+    fleet_result_free(&r);
+    return cost;
+}
+
+static void test_mig_never_dearer(void **state)
+{
+    struct fleet_workloads ws;
+    char err[256];
+    assert_int_equal(parse("name,memory,compute,latency,trust\n"
+                           "w0,1GiB,3%,strict,trusted\nw1,8GiB,41%,relaxed,trusted\n"
+                           "w2,14GiB,31%,normal,trusted\nw3,10GiB,46%,strict,trusted\n"
+                           "w4,14GiB,36%,relaxed,trusted\nw5,10GiB,49%,relaxed,trusted\n"
+                           "w6,1GiB,38%,normal,untrusted\nw7,1GiB,22%,strict,trusted\n"
+                           "w8,14GiB,43%,normal,trusted\n",
+                           &ws, err, sizeof(err)), 0);
+    double whole, mig = mig_cost("H100-80GB@2.49,L4@0.8", &ws, &whole);
+    if (mig > whole + 1e-9)
+        fail_msg("MIG $%.2f/h above whole GPUs' $%.2f/h", mig, whole);
+    fleet_workloads_free(&ws);
+
+    assert_int_equal(parse("name,memory,compute,latency,trust,count\n"
+                           "w,8GiB,30,strict,trusted,3\nu,20GiB,10,relaxed,untrusted,2\n",
+                           &ws, err, sizeof(err)), 0);
+    double three = mig_cost("H100-80GB:4@2.49,L4:3@0.8", &ws, NULL);
+    double four = mig_cost("H100-80GB:4@2.49,L4:4@0.8", &ws, NULL);
+    if (four > three + 1e-9)
+        fail_msg("MIG on a fourth L4: $%.2f/h, on three $%.2f/h", four, three);
+    fleet_workloads_free(&ws);
+
+    rng_state = 0xD1B54A32D192ED03ULL; /* rng_keep restores the generator after */
+    int dearer = 0, rounds = 200;
+    for (int round = 0; round < rounds; round++) {
+        memset(&ws, 0, sizeof(ws));
+        int n = 3 + (int)(rng() % 18);
+        for (int i = 0; i < n; i++)
+            add(&ws, (1 + rng() % 20) * 1024, 100 * (1 + rng() % 50), (int)(rng() % 3),
+                rng() % 8 ? FLEET_TRUSTED : FLEET_UNTRUSTED);
+        mig = mig_cost("H100-80GB@2.49,L4@0.8", &ws, &whole);
+        if (mig > whole + 1e-9 && !dearer++)
+            print_message("round %d: MIG $%.2f/h, whole GPUs $%.2f/h\n", round, mig, whole);
+        fleet_workloads_free(&ws);
+    }
+    if (dearer)
+        fail_msg("MIG dearer than whole GPUs on %d of %d lists", dearer, rounds);
+}
+
 /* Large lists of several shapes: every plan within 2% of its lower bound. */
 static void test_large_within_two_percent(void **state)
 {
@@ -1146,6 +1214,7 @@ int main(void)
         cmocka_unit_test(test_beyond_mixed),
         cmocka_unit_test_setup_teardown(test_within_fleet_when_possible, rng_keep, rng_give_back),
         cmocka_unit_test_setup_teardown(test_within_fleet_planted, rng_keep, rng_give_back),
+        cmocka_unit_test_setup_teardown(test_mig_never_dearer, rng_keep, rng_give_back),
         cmocka_unit_test(test_bound_whole_counts),
         cmocka_unit_test(test_bound_below_optimum),
         cmocka_unit_test(test_large_within_two_percent),
