@@ -635,13 +635,18 @@ static void impossible_reason(const struct fleet *f, const struct fleet_workload
 /* ---- a plan under stricter rules, when it is better ----
  *
  * Every plan under one mechanism's rules may be one under another's: a whole GPU each is a
- * MIG plan (a 7g profile, or a model MIG does not partition). The looser mechanism's
- * packing may still come out dearer (MIG $8.09 where whole GPUs cost $7.20, before
- * fleet_mig_repair.c): it then takes the stricter plan. */
+ * MIG plan (a 7g profile, or a model MIG does not partition) and a shared plan; a
+ * time-sliced GPU (untrusted and strict alone) is an MPS GPU and a carve GPU; an MPS GPU
+ * (strict only with strict) is a carve GPU; each as long as its GPUs hold no more tenants and
+ * compute than the other's rules allow. The looser mechanism's packing may still come out
+ * dearer (carve slices $6.55 where MPS packs the same list onto L4 + T4 for $6.45; MIG $8.09
+ * where whole GPUs cost $7.20, before fleet_mig_repair.c): it then takes the stricter plan. */
 static const struct {
     int from, to;
 } stricter[] = {
-    {FLEET_WHOLE, FLEET_MIG},
+    {FLEET_WHOLE, FLEET_TIMESLICE}, {FLEET_WHOLE, FLEET_MPS}, {FLEET_TIMESLICE, FLEET_MPS},
+    {FLEET_WHOLE, FLEET_MIG},       {FLEET_WHOLE, FLEET_CARVE}, {FLEET_TIMESLICE, FLEET_CARVE},
+    {FLEET_MPS, FLEET_CARVE},
 };
 
 static bool allowed_under(const struct fleet_plan *from, int to, const struct fleet_options *o)
