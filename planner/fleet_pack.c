@@ -390,7 +390,7 @@ static struct mech_rules rules_of(int mech, const struct fleet_options *o)
     return r;
 }
 
-static void pool_choice_init(const struct fleet *f, const struct fleet_demand *d,
+void fleet_pool_choice_init(const struct fleet *f, const struct fleet_demand *d,
                              int8_t (*share_packer)[FLEET_MAX_POOLS + 1], struct pool_choice *pc)
 {
     memset(pc, 0, sizeof(*pc));
@@ -486,7 +486,7 @@ static int pack_workloads(const struct shared_pack *s, unsigned how, struct flee
 {
     struct pool_choice pc;
     int8_t share_packer[2][FLEET_MAX_POOLS + 1];
-    pool_choice_init(s->f, &s->d, share_packer, &pc);
+    fleet_pool_choice_init(s->f, &s->d, share_packer, &pc);
     int ret = place_lone(s->f, s->ws, s->possible, s->mech, &s->r, &s->d, &s->lp,
                          how & PACK_LONE_SMALLEST, pc.left, p, g);
     for (int k = 0; k < FLEET_GROUPS && !ret; k++) {
@@ -568,6 +568,14 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
 {
     p->mech = mech;
     p->available = true;
+    /* the repair (fleet_repack.c) needs each workload's GPU, kept or not */
+    bool own_gpu_of = !p->gpu_of;
+    if (own_gpu_of) {
+        if (!(p->gpu_of = malloc((ws->n ? ws->n : 1) * sizeof(*p->gpu_of))))
+            return -ENOMEM;
+        for (size_t i = 0; i < ws->n; i++)
+            p->gpu_of[i] = UINT32_MAX;
+    }
     struct shared_pack *s = calloc(1, sizeof(*s));
     struct sort_key *keys = malloc((ws->n ? ws->n : 1) * sizeof(*keys));
     if (!s || !keys) {
@@ -608,6 +616,9 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         ret = pack_again(s, p, &g);
     if (!ret && p->shortage && may_fit)
         ret = within_fleet_exactly(f, ws, possible, mech, &s->r, p, &g);
+    /* dear GPUs whose tenants a cheaper pool holds for less */
+    if (!ret)
+        ret = fleet_repack_cheaper(f, ws, mech, &s->r, p, &g);
     /* a plan that goes beyond the fleet is measured against every plan, whatever GPUs of
        these models it buys: a cheaper one may go beyond the fleet too */
     if (!ret && p->shortage && s->lp.within_fleet)
@@ -617,6 +628,10 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     describe_plan(p, mech, &s->r);
     free(keys);
     free(s);
+    if (own_gpu_of) {
+        free(p->gpu_of);
+        p->gpu_of = NULL;
+    }
     return ret;
 }
 

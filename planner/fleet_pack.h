@@ -93,6 +93,17 @@ void fleet_defer_to_next_share(struct pool_choice *pc, struct still_to_place *re
 /* w onto GPU u, holding held MiB of it. */
 void fleet_gpu_add(struct fleet_gpu_use *u, const struct fleet_workload *w, uint64_t held);
 
+/* pc ready for a mechanism's groups: every pool's count left, the pools by size (d: the
+ * bands, or NULL where no packer splits by them). */
+void fleet_pool_choice_init(const struct fleet *f, const struct fleet_demand *d,
+                            int8_t (*share_packer)[FLEET_MAX_POOLS + 1], struct pool_choice *pc);
+/* The GPUs of a dear pool all of whose tenants a cheaper pool's GPUs hold each, packed again
+ * on that pool (with GPUs left) and replaced when that costs less; for each pair of pools, on
+ * a plan within the fleet. p->gpu_of must be kept. 0, or -ENOMEM (fleet_repack.c). */
+int fleet_repack_cheaper(const struct fleet *f, const struct fleet_workloads *ws, int mech,
+                         const struct mech_rules *r, struct fleet_plan *p,
+                         struct fleet_gpu_list *g);
+
 /* ---- the packers: a group (keys, largest first) onto GPUs of the pools pc gives ---- */
 
 typedef int packer_fn(const struct fleet *f, const struct fleet_workloads *ws,

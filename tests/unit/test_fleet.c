@@ -1272,6 +1272,46 @@ static void test_mixed_within_two_percent(void **state)
     }
 }
 
+/* Compute-heavy random lists (1-60% of a GPU each, 1-20 GiB, a tenth untrusted) on mixed
+ * fleets of small GPUs, where the packing's pools followed the bound's fractions and the
+ * cheapest pool per workload at the group's average: MPS on L4:4000 + T4:2000 was 5.0% above
+ * the cost bound (60 L4s held only workloads a T4 holds for less), carve on A100 + L4 3.6%.
+ * Now 2.8% and 2.2% at most: not yet within 2% (docs/plan.md says so). */
+static void test_mixed_compute_heavy(void **state)
+{
+    static const uint64_t sizes[] = {1, 2, 3, 5, 7, 10, 14, 20};
+    static const struct {
+        const char *spec;
+        double ceiling;
+    } fleets[] = {{"L4:4000@0.8,T4:2000@0.35", 3.0}, {"A100-80GB@3.5,L4@0.8", 3.0}};
+    rng_state = 0xBF58476D1CE4E5B9ULL; /* rng_keep restores the generator after */
+    struct fleet_workloads ws = {0};
+    for (int i = 0; i < 2500; i++)
+        add(&ws, sizes[rng() % 8] * 1024, 100 * (1 + rng() % 60), (int)(rng() % 3),
+            rng() % 10 ? FLEET_TRUSTED : FLEET_UNTRUSTED);
+    for (size_t fl = 0; fl < sizeof(fleets) / sizeof(fleets[0]); fl++) {
+        struct fleet f = fleet_of(fleets[fl].spec);
+        struct fleet_options o;
+        fleet_options_defaults(&o);
+        struct fleet_result r;
+        assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+        for (int m = FLEET_TIMESLICE; m < FLEET_NMECH; m++) {
+            const struct fleet_plan *p = &r.plans[m];
+            if (!p->available || m == FLEET_MIG || p->shortage)
+                continue;
+            double gap = 100.0 * (p->cost_per_hour - p->cost_lower_bound) / p->cost_lower_bound;
+            print_message("%s compute-heavy %-13s $%.2f/h, bound $%.2f: gap %.2f%%\n",
+                          fleets[fl].spec, fleet_mech_name(m), p->cost_per_hour,
+                          p->cost_lower_bound, gap);
+            if (gap > fleets[fl].ceiling)
+                fail_msg("%s, %s: gap %.2f%% > %.1f%%", fleets[fl].spec, fleet_mech_name(m), gap,
+                         fleets[fl].ceiling);
+        }
+        fleet_result_free(&r);
+    }
+    fleet_workloads_free(&ws);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1289,6 +1329,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_within_fleet_planted, rng_keep, rng_give_back),
         cmocka_unit_test_setup_teardown(test_mig_never_dearer, rng_keep, rng_give_back),
         cmocka_unit_test_setup_teardown(test_looser_never_dearer, rng_keep, rng_give_back),
+        cmocka_unit_test_setup_teardown(test_mixed_compute_heavy, rng_keep, rng_give_back),
         cmocka_unit_test(test_bound_whole_counts),
         cmocka_unit_test(test_bound_below_optimum),
         cmocka_unit_test(test_large_within_two_percent),
