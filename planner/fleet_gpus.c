@@ -10,15 +10,20 @@
 #include "mig.h"
 #include "size.h"
 
-/* Memory is the board's nominal size in MiB; MIG follows NVIDIA's gate: Ampere A100,
+/* Memory in MiB as NVML reports the board's total (what nvidia-smi prints as "x MiB / TOTAL"),
+ * as the MIG models' figures are (planner/mig_profiles.c): a workload is planned against what
+ * a process can have, not the nominal size. T4 15360, A10 23028, L4 23034, L40S 46068: as
+ * nvidia-smi prints them in public issue reports and logs (T4 "0MiB / 15360MiB", A10 at 150 W
+ * "/  23028MiB", L4 at 72 W "/  23034MiB", L40S at 350 W "/  46068MiB"). V100 keeps its
+ * nominal size: no board's report was checked for it. MIG follows NVIDIA's gate: Ampere A100,
  * Hopper H100/H200 and Blackwell B200 only (not T4, V100, A10, L4, L40S). */
 static const struct fleet_gpu_model models[] = {
-    {"T4-16GB", "T4", "T4", 16384, false, "Turing"},
+    {"T4-16GB", "T4", "T4", 15360, false, "Turing"},
     {"V100-16GB", "V100", "V100", 16384, false, "Volta"},
     {"V100-32GB", "V100", "V100", 32768, false, "Volta"},
-    {"A10-24GB", "A10", "A10", 24576, false, "Ampere"},
-    {"L4-24GB", "L4", "L4", 24576, false, "Ada"},
-    {"L40S-48GB", "L40S", "L40S", 49152, false, "Ada"},
+    {"A10-24GB", "A10", "A10", 23028, false, "Ampere"},
+    {"L4-24GB", "L4", "L4", 23034, false, "Ada"},
+    {"L40S-48GB", "L40S", "L40S", 46068, false, "Ada"},
     {"A100-40GB", "A100", "A100-SXM4-40GB", 40960, true, "Ampere"},
     {"A100-80GB", "A100", "A100-SXM4-80GB", 81920, true, "Ampere"},
     {"H100-80GB", "H100", "H100 80GB", 81920, true, "Hopper"},

@@ -87,7 +87,7 @@ expect 0 "2 workloads on" plan - --fleet L4:4@0.80 <"$tmp/w.json"
 
 # a workload larger than every GPU: reported with its line, never dropped; exit 1
 printf 'name,memory\nsmall,8GiB\nhuge,200GiB\n' >"$tmp/huge.csv"
-expect 1 "line 3 \`huge': needs 204800 MiB (200.0 GiB); the largest GPU of the fleet, L40S-48GB, has 49152 MiB" \
+expect 1 "line 3 \`huge': needs 204800 MiB (200.0 GiB); the largest GPU of the fleet, L40S-48GB, has 46068 MiB" \
     plan "$tmp/huge.csv" --fleet L4:10@0.80,L40S:2@1.20
 "$CARVE" plan "$tmp/huge.csv" --fleet L4:10@0.80 --json >"$tmp/huge.json" 2>/dev/null
 jq_check "JSON: the impossible workload is listed with its line" \
@@ -117,8 +117,8 @@ expect 2 "unknown GPU model \`Z9'" plan "$tmp/w.csv" --fleet Z9:4
 expect 2 "pool L4-24GB has no price while T4-16GB has one (\$0.35/h): it would be planned as free. Give it its price per GPU-hour (L4-24GB:3@PRICE" \
     plan "$tmp/w.csv" --fleet T4:5@0.35,L4:3
 # (status 1: the 30 GiB workloads fit neither model) no prices at all, or @0, are fine
-expect 1 "T4-16GB (16384 MiB) x 5, L4-24GB (24576 MiB) x 3" plan "$tmp/w.csv" --fleet T4:5,L4:3
-expect 1 "L4-24GB (24576 MiB) x 3 at \$0.00/h" plan "$tmp/w.csv" --fleet T4:5@0.35,L4:3@0
+expect 1 "T4-16GB (15360 MiB) x 5, L4-24GB (23034 MiB) x 3" plan "$tmp/w.csv" --fleet T4:5,L4:3
+expect 1 "L4-24GB (23034 MiB) x 3 at \$0.00/h" plan "$tmp/w.csv" --fleet T4:5@0.35,L4:3@0
 expect 2 "--fleet SPEC is required" plan "$tmp/w.csv"
 # --models lists the models: a file or a plan's option beside it was ignored, exit 0
 expect 2 "--models lists the GPU models and takes no argument; \`extra' is one too many" plan --models extra

@@ -224,6 +224,16 @@ static void test_memory_beyond_profiles(void **state)
     in.memory_mib = 60 * 1024;
     assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "does not fit on one A100-40GB"));
+    /* non-MIG boards have NVML's total too, not the nominal size: 16 GiB is more than a T4 */
+    in = (struct adv_input){.gpu = "T4", .archetype = ADV_BATCH, .trust = ADV_TEAM,
+                            .memory_mib = 16 * 1024, .proposal = -1};
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "does not fit on one T4-16GB (15360 MiB)"));
+    in.gpu = "L4";
+    in.memory_mib = 23034;
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
+    in.memory_mib = 23035;
+    assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), -EINVAL);
     in.gpu = "mygpu"; /* a GPU carve does not know: its memory is unknown, nothing to refuse */
     assert_int_equal(adv_advise(&in, &r, err, sizeof(err)), 0);
 }
