@@ -8,6 +8,8 @@
 
 #include "allocmap.h"
 
+#include <sched.h>
+
 #define PITCH_ALIGN 512u
 
 /* From an admitted amount to the real one: releases the surplus, or admits the shortfall. */
@@ -192,29 +194,45 @@ CARVE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t s
     return r;
 }
 
-/* ---- virtual memory: the driver frees a handle's memory when it is released and no
- * longer mapped, whichever comes last. Each counted handle has a count of its mappings in
- * map_counts, from its cuMemCreate until it is given back: cuMemMap raises it before the
- * driver maps (a release racing with the map sees it), and lowers it when the driver refuses;
- * cuMemUnmap lowers it once the driver has unmapped. A handle released while mapped (the usual
- * idiom: map, then release at once) moves its record to `released`; whichever side then finds
- * the count at 0 ends it (one compare-and-swap to COUNT_DEAD) and gives the record back, once,
- * and never early. Every step is a lookup in a lock-free map: a release or an unmap costs the
- * same with 40,000 pages mapped as with one (a scan of every mapping's note, until
- * 2026-11-27, cost 62 us a page at 20,000 pages on the simulated GPU).
+/* ---- virtual memory: the driver frees a handle's memory when every reference to it is
+ * released (its cuMemCreate's, and one for each cuMemRetainAllocationHandle) and it is no
+ * longer mapped, whichever comes last. Each counted handle has a count of its mappings and of
+ * its retains in map_counts, from its cuMemCreate until it is given back: cuMemMap raises
+ * the mappings before the driver maps (a release racing with the map sees it), and lowers
+ * them when the driver refuses; cuMemUnmap lowers them once the driver has unmapped. A
+ * retain raises the retains once the driver has answered (only then is the handle known);
+ * a release after the create's (the handle's record gone already) lowers them. A handle
+ * released while mapped or retained (the usual idiom: map, then release at once) moves its
+ * record to `released`; whichever side then finds both counts at 0 ends it (one
+ * compare-and-swap to COUNT_DEAD) and gives the record back, once, and never early. Every
+ * step is a lookup in a lock-free map: a release or an unmap costs the same with 40,000
+ * pages mapped as with one (a scan of every mapping's note, until 2026-11-27, cost 62 us a
+ * page at 20,000 pages on the simulated GPU).
  *
- * A count's word is the handle's tag (a hash of it, high half) and the count (low half): a
- * thread that looked the handle up just before another gave it back, and whose slot another
- * key took meanwhile, finds another tag there and changes nothing. ---- */
+ * A retain the driver has made but libcarve not yet counted is in retains_in_flight: a
+ * thread that would end a count, or finds no retain to lower for a release, waits for it
+ * (a release or the last unmap racing with a retain gave the handle back while the retain
+ * held it, until 2026-11-27: a tenant looping on it held 29 GB in a 4 GiB slice on the
+ * simulated GPU). A release with no retain to match lowers nothing: one count for both,
+ * as before, let it take a mapping's place.
+ *
+ * A count's word is the handle's tag (a hash of it, high half), its retains (16 bits) and
+ * its mappings (16 bits): a thread that looked the handle up just before another gave it
+ * back, and whose slot another key took meanwhile, finds another tag there and changes
+ * nothing. ---- */
 
 static struct carve_allocmap mappings;   /* mapped address -> handle (address | 1: being
                                           * unmapped, see cuMemUnmap) */
 static struct carve_allocmap map_sizes;  /* the same keys -> bytes mapped there */
-static struct carve_allocmap map_counts; /* counted handle -> tag | its mappings */
+static struct carve_allocmap map_counts; /* counted handle -> tag | retains | mappings */
 static struct carve_allocmap released;   /* handle released while mapped -> its record */
+static _Atomic unsigned retains_in_flight;
 
 #define COUNT_MASK UINT64_C(0xffffffff)
-#define COUNT_DEAD COUNT_MASK /* given back: no mapping may be counted any more */
+#define COUNT_DEAD COUNT_MASK /* given back: nothing may be counted any more */
+#define ONE_MAPPING UINT64_C(1)
+#define ONE_RETAIN (UINT64_C(1) << 16)
+#define FIELD_MAX UINT64_C(0xfffe) /* so that a live count is never COUNT_DEAD */
 
 void carve__vmm_reset(void)
 {
@@ -222,6 +240,7 @@ void carve__vmm_reset(void)
     carve_allocmap_reset(&map_sizes);
     carve_allocmap_reset(&map_counts);
     carve_allocmap_reset(&released);
+    atomic_store(&retains_in_flight, 0);
 }
 
 static uint64_t count_tag(uint64_t handle)
@@ -229,47 +248,72 @@ static uint64_t count_tag(uint64_t handle)
     return (handle * UINT64_C(0x9e3779b97f4a7c15)) & ~COUNT_MASK;
 }
 
-/* A counted handle's mapping count starts (at its cuMemCreate, before anyone else knows it).
- * Without it (no memory for the note) its mappings are not seen: a release gives it back at
- * once, as when it is not mapped. */
+/* The mappings (one ONE_MAPPING) or the retains (ONE_RETAIN) in a count's word. */
+static uint64_t count_field(uint64_t v, uint64_t one)
+{
+    return (v & COUNT_MASK) / one & 0xffff;
+}
+
+/* A counted handle's count starts (at its cuMemCreate, before anyone else knows it). Without
+ * it (no memory for the note) its mappings are not seen: a release gives it back at once, as
+ * when it is not mapped. */
 static void count_start(uint64_t handle)
 {
     carve_allocmap_insert(&map_counts, handle, count_tag(handle));
 }
 
-/* One more mapping of handle; false when it has no count (not counted, or given back). */
-static bool count_up(uint64_t handle)
+/* One more mapping or retain (one) of handle; false when it has no count (not counted, or
+ * given back), or that many already. */
+static bool count_up(uint64_t handle, uint64_t one)
 {
     _Atomic uint64_t *c = carve_allocmap_value_of(&map_counts, handle);
     uint64_t tag = count_tag(handle), v = c ? atomic_load(c) : 0;
-    while (c && (v & ~COUNT_MASK) == tag && (v & COUNT_MASK) < COUNT_DEAD - 1)
-        if (atomic_compare_exchange_weak(c, &v, v + 1))
+    while (c && (v & ~COUNT_MASK) == tag && (v & COUNT_MASK) != COUNT_DEAD &&
+           count_field(v, one) < FIELD_MAX)
+        if (atomic_compare_exchange_weak(c, &v, v + one))
             return true;
     return false;
 }
 
-/* One mapping fewer: lowers a count above 0 that is still handle's. A count at 0 is left
- * alone: only a release the driver accepted without a retain to match (which its
- * documentation leaves undefined) gets there. */
-static void count_down(uint64_t handle)
+/* One mapping or retain (one) fewer, when the count is still handle's and has one: true when
+ * it had. */
+static bool count_down(uint64_t handle, uint64_t one)
 {
     _Atomic uint64_t *c = carve_allocmap_value_of(&map_counts, handle);
     uint64_t tag = count_tag(handle), v = c ? atomic_load(c) : 0;
-    while (c && (v & ~COUNT_MASK) == tag && (v & COUNT_MASK) != 0 &&
-           (v & COUNT_MASK) != COUNT_DEAD)
-        if (atomic_compare_exchange_weak(c, &v, v - 1))
-            return;
+    while (c && (v & ~COUNT_MASK) == tag && (v & COUNT_MASK) != COUNT_DEAD &&
+           count_field(v, one) != 0)
+        if (atomic_compare_exchange_weak(c, &v, v - one))
+            return true;
+    return false;
 }
 
-/* Ends handle's count when it has no mapping: true when it had none (or had no count), and
- * nothing may count one any more; false while it is mapped, or when another thread ended it
- * first. */
+/* Until no retain is between the driver's answer and its count (a few microseconds; only
+ * while a retain races with this thread's release or unmap). */
+static void retains_wait(void)
+{
+    while (atomic_load(&retains_in_flight))
+        sched_yield();
+}
+
+/* A release of a retain's reference: lowers the retains, waiting for a retain in flight
+ * when there is none yet. */
+static void retain_released(uint64_t handle)
+{
+    while (!count_down(handle, ONE_RETAIN) && atomic_load(&retains_in_flight))
+        retains_wait();
+}
+
+/* Ends handle's count when it has no mapping and no retain: true when it had none (or had no
+ * count), and nothing may count one any more; false while it is mapped or retained, or when
+ * another thread ended it first. */
 static bool count_end(uint64_t handle)
 {
     _Atomic uint64_t *c = carve_allocmap_value_of(&map_counts, handle);
     uint64_t idle = count_tag(handle), v;
     if (!c)
         return true;
+    retains_wait();
     if (!atomic_compare_exchange_strong(c, &idle, idle | COUNT_DEAD))
         return false;
     carve_allocmap_remove(&map_counts, handle, &v);
@@ -301,9 +345,9 @@ CARVE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     CUresult r = real_mem_release(handle);
     if (!had) {
         /* a handle's references are alike: once its record has gone with the first
-         * release, each further one is a retain's, counted as a mapping */
-        if (r == CUDA_SUCCESS) {
-            count_down(handle);
+         * release, each further one is a retain's */
+        if (r == CUDA_SUCCESS && carve_allocmap_value_of(&map_counts, handle)) {
+            retain_released(handle);
             released_settle(handle);
         }
         return r;
@@ -328,12 +372,12 @@ CARVE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     if (!R.cuMemMap)
         return CUDA_ERROR_NOT_INITIALIZED;
     /* counted before the call: a release racing with it must see the mapping */
-    bool counted = carve__active() && size && count_up(handle);
+    bool counted = carve__active() && size && count_up(handle, ONE_MAPPING);
     CUresult r = R.cuMemMap(ptr, size, offset, handle, flags);
     if (!counted)
         return r;
     if (r != CUDA_SUCCESS) {
-        count_down(handle);
+        count_down(handle, ONE_MAPPING);
         /* a release of handle on another thread meanwhile saw the count and left the
          * give-back to its last unmap, which never comes for a map that was refused */
         released_settle(handle);
@@ -348,21 +392,23 @@ CARVE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 }
 
 /* A retain is one more reference to a mapped handle: the driver keeps the handle, and its
- * memory, until a cuMemRelease for it as well. It is counted as a mapping, which that
- * release takes away, so that a handle retained, released and unmapped stays counted until
- * its last reference goes (given back at the unmap, until 2026-11-27: a tenant could hold
- * its whole cap that way, again and again). Counted once the driver has answered, as only
- * then is the handle known: an unmap of the last mapping racing with its own retain (the
- * application's race) may give the handle back first, and it then goes uncounted. */
+ * memory, until a cuMemRelease for it as well. Counted once the driver has answered, as only
+ * then is the handle known; meanwhile it is in flight, and no count is ended nor a retain's
+ * release lost (above). The handle was given back at the unmap after its create's release,
+ * until 2026-11-27: a tenant could hold its whole cap that way, again and again. */
 CARVE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
                                                   void *addr)
 {
     carve__init();
     if (!R.cuMemRetainAllocationHandle)
         return CUDA_ERROR_NOT_INITIALIZED;
+    if (!carve__active())
+        return R.cuMemRetainAllocationHandle(handle, addr);
+    atomic_fetch_add(&retains_in_flight, 1);
     CUresult r = R.cuMemRetainAllocationHandle(handle, addr);
-    if (r == CUDA_SUCCESS && handle && carve__active())
-        count_up(*handle);
+    if (r == CUDA_SUCCESS && handle)
+        count_up(*handle, ONE_RETAIN);
+    atomic_fetch_sub(&retains_in_flight, 1);
     return r;
 }
 
@@ -408,7 +454,7 @@ CARVE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
             break;
         if (!carve_allocmap_remove(&map_sizes, va | 1, &len) || len == 0)
             len = size;
-        count_down(handle);
+        count_down(handle, ONE_MAPPING);
         released_settle(handle);
     }
     return r;

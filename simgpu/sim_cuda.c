@@ -499,9 +499,9 @@ static CUresult ctx_destroy(CUcontext ctx)
             ctx_depth--;
             i--;
         }
-    ctx_uncharge(ctx);
-    atomic_store(&ctx->life, 0); /* its events go with it */
     pthread_mutex_lock(&sim_cuda__lock);
+    ctx_uncharge(ctx); /* its limits' memory is read under the lock */
+    atomic_store(&ctx->life, 0); /* its events go with it */
     ctx->next_free = ctx_free_list;
     ctx_free_list = ctx;
     pthread_mutex_unlock(&sim_cuda__lock);

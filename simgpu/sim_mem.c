@@ -343,6 +343,8 @@ API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, v
         *handle = h->key;
     }
     pthread_mutex_unlock(&sim_cuda__lock);
+    if (h && sim_config()->retain_delay_us)
+        usleep(sim_config()->retain_delay_us);
     return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 

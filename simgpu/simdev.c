@@ -143,6 +143,8 @@ static void read_config(void)
     config.map_delay_us = v && atoi(v) > 0 ? (unsigned)atoi(v) : 0;
     v = getenv("CARVE_SIM_UNMAP_DELAY_US");
     config.unmap_delay_us = v && atoi(v) > 0 ? (unsigned)atoi(v) : 0;
+    v = getenv("CARVE_SIM_RETAIN_DELAY_US");
+    config.retain_delay_us = v && atoi(v) > 0 ? (unsigned)atoi(v) : 0;
     v = getenv("CARVE_SIM_STALE_EVENTS");
     config.stale_events_abort = v && strcmp(v, "abort") == 0;
     config.ctx_memory = env_size("CARVE_SIM_CTX_MEMORY", 500ULL << 20);

@@ -45,6 +45,10 @@ struct sim_config {
     /* microseconds cuMemUnmap waits after it unmaps (CARVE_SIM_UNMAP_DELAY_US; 0): widens the
      * window in which another thread maps the address again before the unmap returns */
     unsigned unmap_delay_us;
+    /* microseconds cuMemRetainAllocationHandle waits after it has taken its reference, before
+     * it returns (CARVE_SIM_RETAIN_DELAY_US; 0): widens the window in which a release or an
+     * unmap on another thread races with a retain the caller has not counted yet */
+    unsigned retain_delay_us;
     /* a use of an event whose context went (destroyed, or a primary context released for
      * the last time or reset) aborts the process, naming the call (CARVE_SIM_STALE_EVENTS=
      * abort); else the call fails with CUDA_ERROR_INVALID_HANDLE. A real driver freed such an

@@ -187,6 +187,13 @@ rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
 check "mem_remap: a re-map racing an unmap keeps the new handle counted until its own unmap" "$rc"
 
+# a retain racing with a release of its handle, or with its last unmap: the handle was given
+# back while the retain held it (until 2026-11-27)
+out=$(CARVE_SIM_RETAIN_DELAY_US=3000 CARVE_SIM_CTX_MEMORY=0 in_slice 1GiB "$E2E/mem_retain" 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_retain: a retain racing with a release or the last unmap keeps its handle counted until its own release" "$rc"
+
 # cuMemAlloc_v2 as the first call libcarve wraps read the real entry point before init had
 # resolved it: CUDA_ERROR_NOT_INITIALIZED, context or not (until 2026-11-27)
 for arg in ctx noctx; do
