@@ -29,3 +29,10 @@ ALL_TARGETS += $(BENCH_BIN)/carved_bench
 $(BENCH_BIN)/carved_bench: $(OBJ)/bench/carved_bench.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@
+
+# the driver facts carve's memory accounting rests on (bench/gpu/run-driver-facts.sh): a plain
+# process, no carve; NVML by dlopen too, its process list read by common/nvml_procs.c
+ALL_TARGETS += $(BENCH_BIN)/driver_facts
+$(BENCH_BIN)/driver_facts: $(OBJ)/bench/gpu/driver_facts.o $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ldl

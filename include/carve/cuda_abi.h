@@ -91,6 +91,7 @@ enum {
     CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95,
     CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH = 96,
     CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+    CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
     CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
 };
 
@@ -107,7 +108,8 @@ enum { CU_MEM_ATTACH_GLOBAL = 0x1, CU_MEM_ATTACH_HOST = 0x2 };
 /* Virtual memory management (cuMemCreate and friends) */
 typedef int CUmemLocationType;
 enum {
-    CU_MEM_LOCATION_TYPE_INVALID = 0, /* CUDA 13: also _NONE, a managed pool's "anywhere" */
+    CU_MEM_LOCATION_TYPE_INVALID = 0,
+    CU_MEM_LOCATION_TYPE_NONE = 0, /* CUDA 13's name for 0: a managed pool's "anywhere" */
     CU_MEM_LOCATION_TYPE_DEVICE = 1,
     CU_MEM_LOCATION_TYPE_HOST = 2,
     CU_MEM_LOCATION_TYPE_HOST_NUMA = 3,
@@ -321,6 +323,23 @@ typedef struct CUctxCreateParams_st {
     void *cigParams;
 } CUctxCreateParams;
 
+/* The API before CUDA 3.2, with 32-bit sizes and device pointers. cuda.h declares these only
+ * inside its __CUDA_API_VERSION_INTERNAL block (so abi-check cannot compare them); whether
+ * the driver still exports cuMemAlloc and cuArrayCreate under those names is one of
+ * bench/gpu/driver_facts.c's questions, so they are function types to look up, not entry
+ * points declared (abi-check lists every declared one as exported). */
+typedef unsigned int CUdeviceptr_v1;
+typedef struct CUDA_ARRAY_DESCRIPTOR_v1_st {
+    unsigned int Width;
+    unsigned int Height;
+    CUarray_format Format;
+    unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR_v1;
+typedef CUresult carve_cuMemAlloc_v1_fn(CUdeviceptr_v1 *dptr, unsigned int bytesize);
+typedef CUresult carve_cuMemFree_v1_fn(CUdeviceptr_v1 dptr);
+typedef CUresult carve_cuArrayCreate_v1_fn(CUarray *pHandle,
+                                           const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray);
+
 /* ---- entry points, by the names the driver exports ---- */
 CUresult cuInit(unsigned int flags);
 CUresult cuDriverGetVersion(int *version);
@@ -360,6 +379,7 @@ CUresult cuCtxPopCurrent_v2(CUcontext *pctx);
 CUresult cuCtxGetDevice(CUdevice *device);
 CUresult cuCtxSynchronize(void);
 CUresult cuCtxSetLimit(CUlimit limit, size_t value);
+CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit);
 
 /* Green contexts (CUDA 12.4): a context on part of a GPU's SMs, made from a resource
  * description; not made current */
@@ -395,6 +415,13 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                   CUmemGenericAllocationHandle handle, unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
+/* shareableHandle: an int (a file descriptor) for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+ * osHandle: that descriptor cast to a pointer */
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType handleType,
+                                      unsigned long long flags);
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        CUmemAllocationHandleType shHandleType);
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
 CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                        CUmemAllocationGranularity_flags option);
