@@ -8,6 +8,7 @@
 #
 # Steps, in order (LEASE_STEPS picks and orders some, comma-separated):
 #   abi            carve's CUDA/NVML declarations against the toolkit's headers and the driver
+#   facts          the driver facts carve's memory accounting rests on (bench/gpu/driver_facts)
 #   compute-big    10 ms kernels at 30/70 and 4 x 25 (the rows that missed on the H100)
 #   latency        ResNet-50 beside a matmul loop: alone, plain, --priority, yields 60/90%
 #   carved         carved against the real NVML (cap, escape, forgery, idle, restart, kill)
@@ -27,7 +28,7 @@ cd "$(dirname "$0")/../.." || exit 2
 
 BUILD=${BUILD:-build}
 BUDGET_S=${BUDGET_S:-540}
-LEASE_STEPS=${LEASE_STEPS:-abi,compute-big,latency,carved,mig-check,mps,memcap,paths,compute-small,overhead}
+LEASE_STEPS=${LEASE_STEPS:-abi,facts,compute-big,latency,carved,mig-check,mps,memcap,paths,compute-small,overhead}
 OUT=${OUT:-$BUILD/gpu/lease-out}
 export BUILD
 
@@ -36,6 +37,7 @@ export BUILD
 step_plan() {
     case $1 in
     abi) echo "15 bash bench/gpu/run-abi-check.sh docs/results/$(date -u +%F)-abi-check.md" ;;
+    facts) echo "20 bash bench/gpu/run-driver-facts.sh docs/results/$(date -u +%F)-driver-facts.md" ;;
     compute-big) echo "75 env PARTS=accuracy KINDS=big SECS=15 bash bench/gpu/run-compute.sh" ;;
     latency) echo "170 env PARTS=latency LAT_SECS=10 bash bench/gpu/run-compute.sh" ;;
     carved) echo "90 env RUNS=1000 bash bench/gpu/run-carved.sh" ;;
@@ -51,7 +53,7 @@ step_plan() {
 
 for name in ${LEASE_STEPS//,/ }; do
     step_plan "$name" >/dev/null || {
-        echo "run-lease: LEASE_STEPS: unknown step \`$name'; the steps are abi, compute-big, latency," \
+        echo "run-lease: LEASE_STEPS: unknown step \`$name'; the steps are abi, facts, compute-big, latency," \
             "carved, mig-check, mps, memcap, paths, compute-small, overhead" >&2
         exit 2
     }
