@@ -176,6 +176,27 @@ static void walk_vmm(struct walk *w, CUdevice dev)
     a->cuMemAddressFree(va, big);
 }
 
+/* A pool made with props counts an allocation from it, refuses one past the cap, and gives
+ * everything back when it is destroyed. */
+static void pool_counted(struct walk *w, const CUmemPoolProps *props, CUstream s,
+                         const char *what)
+{
+    const struct mem_api *a = w->api;
+    CUmemoryPool pool = NULL;
+    CUdeviceptr p = 0, q;
+    w->failed += mem_check(a->cuMemPoolCreate(&pool, props) == CUDA_SUCCESS &&
+                               a->cuMemAllocFromPoolAsync(&p, 64 * MiB, pool, s) == CUDA_SUCCESS,
+                           "%s: cuMemAllocFromPoolAsync 64 MiB", what);
+    unsigned long long u = used_now(w);
+    w->failed += mem_check(u >= w->base + 64 * MiB, "after an allocation from %s: used %llu "
+                           "counts it", what, u);
+    expect_oom(w, a->cuMemAllocFromPoolAsync(&q, w->cap, pool, s), what);
+    a->cuMemFreeAsync(p, s);
+    a->cuStreamSynchronize(s);
+    a->cuMemPoolDestroy(pool);
+    expect_used(w, w->base, "after the pool is destroyed");
+}
+
 static void walk_pools(struct walk *w, CUdevice dev)
 {
     const struct mem_api *a = w->api;
@@ -240,16 +261,7 @@ static void walk_pools(struct walk *w, CUdevice dev)
         a->cuMemPoolDestroy(pool);
     }
     expect_used(w, w->base, "after 300 pools created, used and destroyed");
-    a->cuMemPoolCreate(&pool, &props);
-    w->failed += mem_check(a->cuMemAllocFromPoolAsync(&p, 64 * MiB, pool, s) == CUDA_SUCCESS,
-                           "cuMemAllocFromPoolAsync 64 MiB from the 301st pool");
-    u = used_now(w);
-    w->failed += mem_check(u >= w->base + 64 * MiB,
-                           "after an allocation from the 301st pool: used %llu counts it", u);
-    expect_oom(w, a->cuMemAllocFromPoolAsync(&q, w->cap, pool, s), "the 301st pool");
-    a->cuMemFreeAsync(p, s);
-    a->cuMemPoolDestroy(pool);
-    expect_used(w, w->base, "after the 301st pool is destroyed");
+    pool_counted(w, &props, s, "the 301st pool");
 
     /* a managed pool placed on no device (CUDA 13) counts on the current GPU, as
      * cuMemAllocManaged does: it was taken for a host pool, and not counted, until
@@ -257,17 +269,7 @@ static void walk_pools(struct walk *w, CUdevice dev)
     props.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;
     props.location.type = CU_MEM_LOCATION_TYPE_INVALID; /* _NONE */
     props.location.id = 0;
-    w->failed += mem_check(a->cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS &&
-                               a->cuMemAllocFromPoolAsync(&p, 64 * MiB, pool, s) == CUDA_SUCCESS,
-                           "a managed pool placed nowhere: cuMemAllocFromPoolAsync 64 MiB");
-    u = used_now(w);
-    w->failed += mem_check(u >= w->base + 64 * MiB,
-                           "after an allocation from a managed pool: used %llu counts it", u);
-    expect_oom(w, a->cuMemAllocFromPoolAsync(&q, w->cap, pool, s), "the managed pool");
-    a->cuMemFreeAsync(p, s);
-    a->cuStreamSynchronize(s);
-    a->cuMemPoolDestroy(pool);
-    expect_used(w, w->base, "after the managed pool is destroyed");
+    pool_counted(w, &props, s, "a managed pool placed nowhere");
     a->cuStreamDestroy(s);
 }
 
