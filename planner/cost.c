@@ -4,17 +4,19 @@
  * and the same set-up measured by carved.
  *
  * The model, kept small enough to check by hand:
- *   hosted    = tenants, capped by what the mechanism fits on one GPU (MPS 48 clients, MIG 7
- *               instances and one compute slice per 1/7 of the GPU a tenant keeps busy,
- *               carve 64 slices); where those ask for more than the GPU (not suitable),
- *               the floor(1 / utilisation) that fit
+ *   hosted    = tenants, capped by what the mechanism fits on one GPU (MPS 48 clients; MIG
+ *               as many instances as fit of the smallest real profile that gives a tenant its
+ *               busy share of the compute: 1g x7, 2g x3, 3g x2, 4g or 7g x1; carve 64
+ *               slices); where those ask for more than the GPU, the floor(1 / utilisation)
+ *               that fit
  *   cost      = price / (hosted * efficiency); efficiency is the share of a shared GPU's time
  *               that does tenant work (time-slicing loses 8% to context switches); one tenant
  *               alone costs the price
  *   savings   = cost / price - 1
  *   recovered = gpus * 24 * (1 - max(utilisation, 1 / hosted)): the idle GPU-hours sharing
  *               takes back; it cannot take back more than was idle
- *   suitable  = hosted * utilisation <= 100% of one GPU, and the hardware has the mechanism */
+ *   suitable  = the mechanism hosts every tenant asked for (hosted = tenants, so hosted *
+ *               utilisation <= 100% of one GPU), and the hardware has the mechanism */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 
 #include "cost.h"
 #include "fleet.h"
+#include "mig.h"
 
 static const struct cost_mech_info mechs[COST_NMECH] = {
     {"time-slicing", "Time-slicing", 0.92, 0,
@@ -120,6 +123,21 @@ int cost_gpu_check(const char *gpu, char *err, size_t errlen)
     return -EINVAL;
 }
 
+/* The smallest MIG profile that gives a tenant busy u of the GPU its compute, from carve's
+ * profile table for the model (mig_profiles.c); a model with MIG but no table there (B200,
+ * H100-94GB) takes the first table's, since every MIG GPU carve knows splits its compute the
+ * same way: 1g, 2g, 3g, 4g and 7g of 7 slices, no 5g or 6g. */
+static const struct mig_profile *mig_tenant_profile(const char *gpu, double u)
+{
+    const struct mig_model *mm = gpu ? mig_model_find(gpu) : NULL;
+    const struct fleet_gpu_model *board = gpu && !mm ? gpu_model(gpu) : NULL;
+    if (board)
+        mm = mig_model_find(board->name);
+    if (!mm)
+        mm = mig_models(NULL);
+    return mig_profile_fit(mm, 0, u * 100);
+}
+
 static double dmax(double a, double b)
 {
     return a > b ? a : b;
@@ -149,14 +167,15 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
         return;
     }
     double hosted = in->tenants;
-    unsigned mig_slices = 0;
+    const struct mig_profile *prof = NULL;
     if (m->max_tenants && hosted > m->max_tenants)
         hosted = m->max_tenants;
     if (mech == COST_MIG) {
-        /* a tenant busy u of the GPU needs ceil(7u) of the 7 compute slices */
-        mig_slices = (unsigned)(in->utilisation * 7 - 1e-9) + 1;
-        if (hosted > 7 / mig_slices)
-            hosted = 7 / mig_slices;
+        /* a tenant busy u of the GPU needs a profile of at least ceil(7u) compute slices, and
+           one GPU holds max_count of it (a 5g or 6g share takes the 7g: there is none between) */
+        prof = mig_tenant_profile(in->gpu, in->utilisation);
+        if (prof && hosted > prof->max_count)
+            hosted = prof->max_count;
     }
     /* tenants that would ask for more than the whole GPU do not all fit: the figures are for
        those that do (the verdict says so), not a saving the GPU cannot deliver */
@@ -185,15 +204,19 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
         return;
     }
     if (hosted < in->tenants) {
-        if (mech == COST_MIG)
+        /* the figures are for the tenants it hosts; it does not suit the set-up asked for,
+           the same "no" as a mechanism whose tenants ask for more than the GPU */
+        out->suitable = false;
+        if (prof)
             snprintf(out->verdict, sizeof(out->verdict),
-                     "MIG \u2014 fits only %.0f of %.0f tenants per GPU: each needs a %ug profile "
-                     "(%u of 7 compute slices) for %.0f%% of the GPU. %s",
-                     hosted, in->tenants, mig_slices, mig_slices, in->utilisation * 100, m->good_for);
+                     "MIG \u2014 not suitable: fits only %.0f of %.0f tenants per GPU: each needs "
+                     "a %ug profile (%u of 7 compute slices) for %.0f%% of the GPU. %s",
+                     hosted, in->tenants, prof->compute_slices, prof->compute_slices,
+                     in->utilisation * 100, m->good_for);
         else
             snprintf(out->verdict, sizeof(out->verdict),
-                     "%s \u2014 fits only %.0f of %.0f tenants per GPU. %s", m->title, hosted,
-                     in->tenants, m->good_for);
+                     "%s \u2014 not suitable: fits only %.0f of %.0f tenants per GPU. %s",
+                     m->title, hosted, in->tenants, m->good_for);
         return;
     }
     snprintf(out->verdict, sizeof(out->verdict), "%s \u2014 suitable for this configuration. %s",

@@ -62,6 +62,7 @@ static void test_mechanisms(void **state)
     assert_shown(r.cost_per_workload_hour, "$%.2f", "$1.17");
     assert_shown(r.recovered_gpu_hours_day, "%.0f", "160");
     assert_non_null(strstr(r.verdict, "fits only 3 of 4"));
+    assert_false(r.suitable); /* a mechanism that leaves a tenant out does not suit */
     /* one tenant alone: the baseline, nothing recovered */
     struct cost_input one = article;
     one.tenants = 1;
@@ -76,6 +77,56 @@ static void test_mechanisms(void **state)
     assert_int_equal((int)r.tenants_hosted, 48);
     cost_compute(&many, COST_CARVE, &r);
     assert_int_equal((int)r.tenants_hosted, 64);
+}
+
+/* MIG hands out real profiles: a tenant busy 60% or 80% of the GPU needs more than 4 of its 7
+   compute slices, and no GPU has a 5g or 6g profile, so it takes the 7g, one per GPU. A
+   mechanism that hosts fewer tenants than asked for does not suit, whichever it is. */
+static void test_mig_profiles_and_suits(void **state)
+{
+    static const struct {
+        double u;
+        const char *gpu, *profile;
+        int hosted;
+    } cases[] = {
+        {0.60, "A100", "a 7g profile (7 of 7", 1}, {0.80, "H100", "a 7g profile (7 of 7", 1},
+        {0.60, "B200", "a 7g profile (7 of 7", 1}, {0.50, "H200", "a 4g profile (4 of 7", 1},
+        {0.40, "A100-80GB", "a 3g profile (3 of 7", 2}, {0.10, "A100", "a 1g profile (1 of 7", 2},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cost_input in = article;
+        struct cost_result r;
+        in.tenants = 2;
+        in.utilisation = cases[i].u;
+        in.gpu = cases[i].gpu;
+        cost_compute(&in, COST_MIG, &r);
+        if ((int)r.tenants_hosted != cases[i].hosted ||
+            (cases[i].hosted < 2 && !strstr(r.verdict, cases[i].profile)))
+            fail_msg("%s at %.0f%%: hosted %.0f, want %d: %s", cases[i].gpu, cases[i].u * 100,
+                     r.tenants_hosted, cases[i].hosted, r.verdict);
+        if (r.suitable != (cases[i].hosted == 2))
+            fail_msg("%s at %.0f%%: suitable %d: %s", cases[i].gpu, cases[i].u * 100,
+                     r.suitable, r.verdict);
+    }
+    /* 2 tenants at 60%: every mechanism hosts one of them, and none suits */
+    struct cost_input two = article;
+    two.tenants = 2;
+    two.utilisation = 0.60;
+    for (int mech = 0; mech < COST_NMECH; mech++) {
+        struct cost_result r;
+        cost_compute(&two, mech, &r);
+        assert_int_equal((int)r.tenants_hosted, 1);
+        if (r.suitable)
+            fail_msg("%s suits 2 tenants at 60%%: %s", cost_mech(mech)->name, r.verdict);
+    }
+    /* MPS's 48 clients leave 2 of 50 out: not suitable either */
+    struct cost_input many = article;
+    many.tenants = 50;
+    many.utilisation = 0.01;
+    struct cost_result r;
+    cost_compute(&many, COST_MPS, &r);
+    assert_false(r.suitable);
+    assert_non_null(strstr(r.verdict, "fits only 48 of 50"));
 }
 
 static void test_gate_and_oversubscription(void **state)
@@ -239,6 +290,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_article_example),
         cmocka_unit_test(test_mechanisms),
+        cmocka_unit_test(test_mig_profiles_and_suits),
         cmocka_unit_test(test_gate_and_oversubscription),
         cmocka_unit_test(test_gpu_models),
         cmocka_unit_test(test_rejected),
