@@ -9,6 +9,7 @@
 
 #include "advise.h"
 #include "cli.h"
+#include "mig.h"
 #include "size.h"
 
 static const char advise_help[] =
@@ -39,7 +40,8 @@ static const char advise_help[] =
     "  -j, --json           the advice as JSON\n"
     "  -h, --help           this text\n"
     "\n"
-    "exit status: 0; 1 when --check names a mechanism that is a trap here; 2 for bad input.\n"
+    "exit status: 0; 1 when --check names a mechanism that is a trap here, or MIG on a GPU\n"
+    "whose MIG carve does not know; 2 for bad input.\n"
     "\n"
     "examples:\n"
     "  carve advise --gpu H100 --workload inference --trust untrusted\n"
@@ -86,7 +88,9 @@ static void print_advice(const struct adv_input *in, const struct adv_result *r)
            in->trust == ADV_UNTRUSTED ? "untrusted tenants" : "one team");
     if (in->latency_ms > 0)
         printf(", P99 budget %.10g ms", in->latency_ms);
-    printf("%s\n\n", r->gpu_known ? "" : " (a GPU carve does not know)");
+    printf("%s\n\n", r->gpu_known     ? ""
+                     : r->mig_unknown ? " (a GPU carve does not know)"
+                                      : " (carve has no board for it; it has MIG)");
     printf("recommended: %s\n", row->title);
     printf("  isolation: memory %s, compute %s, fault %s; latency jitter %s\n", row->memory,
            row->compute, row->fault, row->jitter);
@@ -96,7 +100,10 @@ static void print_advice(const struct adv_input *in, const struct adv_result *r)
     if (r->alternative >= 0)
         printf("otherwise: %s\n", r->alternative_why);
     printf("on %s: time-slicing, MPS, HAMi and carve slices work; MIG %s\n", r->gpu,
-           r->mig_capable ? "too" : "does not (A100, H100, H200 and B200 only)");
+           r->mig_capable ? "too"
+           : r->mig_unknown
+               ? "perhaps: carve does not know (`nvidia-smi -q | grep -i mig` on the node says)"
+               : "does not (" MIG_FAMILIES_TEXT " only)");
     if (r->ntraps) {
         printf("\ntraps for this set-up:\n");
         for (size_t i = 0; i < r->ntraps; i++)
@@ -104,7 +111,8 @@ static void print_advice(const struct adv_input *in, const struct adv_result *r)
     }
     if (r->proposal >= 0)
         printf("\ncheck %s: %s %s\n", adv_matrix(r->proposal)->name,
-               r->proposal_ok ? "yes," : "NO,", r->proposal_verdict);
+               r->proposal_ok ? "yes," : r->proposal_unknown ? "UNKNOWN," : "NO,",
+               r->proposal_verdict);
 }
 
 int carve_cmd_advise(int argc, char **argv)

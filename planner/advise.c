@@ -8,7 +8,6 @@
  *   trusted, notebooks          -> carve slices (memory caps; idle reporting)
  *   trusted, batch              -> time-slicing (zero set-up), carve when memory must be capped
  * and every trap that applies to the set-up is named, whichever mechanism is chosen. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,7 +23,8 @@ static const struct adv_matrix_row matrix[ADV_NMECH] = {
     {"time-slicing", "Time-slicing", "None", "None", "Partial", "High", "any CUDA GPU"},
     {"mps", "MPS", "Partial", "None", "None", "Low-Medium", "any CUDA GPU (Volta+ for "
                                                          "separate address spaces)"},
-    {"mig", "MIG", "Hardware", "Hardware", "Hardware", "Negligible", "A100, H100, H200, B200"},
+    {"mig", "MIG", "Hardware", "Hardware", "Hardware", "Negligible",
+     "A100, A30, H100, H20, H200, B200"},
     {"hami", "HAMi", "Software", "Software", "Partial", "Low-Medium", "any CUDA GPU"},
     {"carve", "carve slices", "Software (exact caps)", "Software (paced shares)", "Partial",
      "Low (latency priority)", "any NVIDIA GPU"},
@@ -79,8 +79,8 @@ struct trap_rule {
 
 enum {
     T_TIMESLICE_ONLINE, T_NO_MEMORY_LIMIT, T_MPS_UNTRUSTED, T_MPS_NEIGHBOUR, T_MIG_GATE,
-    T_MIG_RESIZE, T_MIG_ROUNDING, T_MIG_TOO_SMALL, T_SOFTWARE_ISOLATION, T_TIMESLICE_UNTRUSTED,
-    T_SHARE_TRAINING, T_NTRAPS
+    T_MIG_UNKNOWN, T_MIG_RESIZE, T_MIG_ROUNDING, T_MIG_TOO_SMALL, T_SOFTWARE_ISOLATION,
+    T_TIMESLICE_UNTRUSTED, T_SHARE_TRAINING, T_NTRAPS
 };
 
 static const struct trap_rule trap_rules[T_NTRAPS] = {
@@ -89,6 +89,8 @@ static const struct trap_rule trap_rules[T_NTRAPS] = {
     [T_MPS_UNTRUSTED] = {"mps-untrusted", ADV_MPS, true},
     [T_MPS_NEIGHBOUR] = {"mps-neighbour", ADV_MPS, false},
     [T_MIG_GATE] = {"mig-gate", ADV_MIG, true},
+    /* not a trap MIG falls in, a fact carve lacks: --check mig answers neither yes nor no */
+    [T_MIG_UNKNOWN] = {"mig-unknown", ADV_MIG, false},
     [T_MIG_RESIZE] = {"mig-resize", ADV_MIG, false},
     [T_MIG_ROUNDING] = {"mig-rounding", ADV_MIG, false},
     [T_MIG_TOO_SMALL] = {"mig-too-small", ADV_MIG, true},
@@ -188,10 +190,16 @@ static void find_traps(const struct adv_input *in, struct adv_result *r)
                  "Under MPS a batch neighbour has no compute limit: on an H100 it took a "
                  "latency tenant's P99 to 5.3x solo (50 ms). Put only replicas of the same "
                  "service together, or cap the batch client's active threads.");
-    if (!r->mig_capable)
+    if (r->mig_unknown)
+        add_trap(r, T_MIG_UNKNOWN,
+                 "carve does not know whether %s has MIG (it knows MIG on " MIG_FAMILIES_TEXT
+                 "). On the node, `nvidia-smi -q | grep -i mig` shows a MIG Mode of Enabled or "
+                 "Disabled where the GPU has MIG and N/A where it has none; if it has, lay out "
+                 "its instances with `nvidia-smi mig -lgip`.", r->gpu);
+    else if (!r->mig_capable)
         add_trap(r, T_MIG_GATE,
-                 "MIG is hardware-gated: %s cannot be partitioned (MIG needs A100, H100, H200 or "
-                 "B200). In a mixed cluster fix the mechanism per node pool: MIG on those, "
+                 "MIG is hardware-gated: %s cannot be partitioned (MIG needs " MIG_FAMILIES_TEXT
+                 "). In a mixed cluster fix the mechanism per node pool: MIG on those, "
                  "time-slicing, MPS or carve slices on the rest.", r->gpu);
     if (r->mig_capable && (in->changing || in->archetype == ADV_NOTEBOOK))
         add_trap(r, T_MIG_RESIZE,
@@ -226,6 +234,15 @@ static void find_traps(const struct adv_input *in, struct adv_result *r)
 
 /* ---- the recommendation ---- */
 
+/* How to lay out MIG instances on r's GPU: `carve mig plan` where carve has the profile
+   table, else NVIDIA's own listing (A30, H20, B200 have MIG but no table in carve). */
+static const char *mig_layout_hint(const struct adv_result *r)
+{
+    return mig_model_find(r->gpu) ? "lay them out with `carve mig plan`"
+                                  : "carve has no MIG profile table for it: list its profiles "
+                                    "with `nvidia-smi mig -lgip`";
+}
+
 static void recommend(const struct adv_input *in, struct adv_result *r)
 {
     const struct mig_profile *largest = mig_too_small(in, r);
@@ -244,9 +261,9 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
             r->mech = ADV_MIG;
             add_reason(r, "untrusted tenants need isolation the hardware enforces: MIG is the only "
                           "sharing mechanism with hardware memory, compute and fault isolation");
-            add_reason(r, "%s supports MIG: up to 7 instances per GPU, each with its own SMs, L2 "
-                          "banks and memory controllers, so latency jitter is negligible (lay "
-                          "them out with `carve mig plan`)", r->gpu);
+            add_reason(r, "%s supports MIG: instances with their own SMs, L2 banks and memory "
+                          "controllers, so latency jitter is negligible (%s)", r->gpu,
+                       mig_layout_hint(r));
             r->alternative = ADV_WHOLE;
             snprintf(r->alternative_why, sizeof(r->alternative_why),
                      "a whole GPU per tenant, when a tenant needs more than the largest profile "
@@ -258,6 +275,18 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
                           "GPU isolates it in hardware", in->memory_mib / 1024.0, r->gpu,
                        largest->name, largest->memory_mib / 1024.0);
             add_reason(r, "give each untrusted tenant whole GPUs; share only within a tenant");
+        } else if (r->mig_unknown) {
+            r->mech = ADV_WHOLE;
+            add_reason(r, "untrusted tenants need hardware isolation, and carve does not know "
+                          "whether %s has MIG: a whole GPU per tenant isolates them whatever it "
+                          "has; every other mechanism (time-slicing, MPS, HAMi, carve) is "
+                          "software or none", r->gpu);
+            add_reason(r, "give each untrusted tenant whole GPUs; share only within a tenant");
+            r->alternative = ADV_MIG;
+            snprintf(r->alternative_why, sizeof(r->alternative_why),
+                     "MIG, if %.64s has it: `nvidia-smi -q | grep -i mig` on the node shows a "
+                     "MIG Mode of Enabled or Disabled where it has, N/A where it has not",
+                     r->gpu);
         } else {
             r->mech = ADV_WHOLE;
             add_reason(r, "untrusted tenants need hardware isolation and %s has no MIG: every "
@@ -266,8 +295,8 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
             add_reason(r, "give each untrusted tenant whole GPUs; share only within a tenant");
             r->alternative = ADV_MIG;
             snprintf(r->alternative_why, sizeof(r->alternative_why),
-                     "move these tenants to an A100, H100, H200 or B200 pool and use MIG there "
-                     "(or vGPU if a hypervisor stack is already in place)");
+                     "move these tenants to a pool with MIG (" MIG_FAMILIES_TEXT ") and use "
+                     "MIG there (or vGPU if a hypervisor stack is already in place)");
         }
         return;
     }
@@ -277,8 +306,8 @@ static void recommend(const struct adv_input *in, struct adv_result *r)
             r->mech = ADV_MIG;
             add_reason(r, "a %.10g ms P99 budget needs a flat tail: MIG instances do not contend "
                           "for L2 or memory bandwidth, so jitter is negligible", in->latency_ms);
-            add_reason(r, "%s supports MIG; a fixed serving mix suits a fixed geometry (`carve "
-                          "mig plan` lays it out)", r->gpu);
+            add_reason(r, "%s supports MIG; a fixed serving mix suits a fixed geometry (%s)",
+                       r->gpu, mig_layout_hint(r));
             r->alternative = ADV_CARVE;
             snprintf(r->alternative_why, sizeof(r->alternative_why),
                      "carve slices with --priority latency when models do not fit the profiles "
@@ -345,6 +374,15 @@ static void check_proposal(const struct adv_input *in, struct adv_result *r)
                      r->traps[i].text);
             return;
         }
+    }
+    if (p == ADV_MIG && r->mig_unknown) {
+        r->proposal_ok = false;
+        r->proposal_unknown = true;
+        snprintf(r->proposal_verdict, sizeof(r->proposal_verdict),
+                 "carve does not know whether %s has MIG (mig-unknown): check with `nvidia-smi "
+                 "-q | grep -i mig` on the node (Enabled or Disabled: it has MIG; N/A: it has "
+                 "not)", r->gpu);
+        return;
     }
     if (p == r->mech)
         snprintf(r->proposal_verdict, sizeof(r->proposal_verdict), "%s is the recommendation",
@@ -423,13 +461,11 @@ int adv_advise(const struct adv_input *in, struct adv_result *out, char *err, si
             return -EINVAL;
         }
         snprintf(out->gpu, sizeof(out->gpu), "%s", in->gpu);
-        /* a GPU carve does not know: MIG only if its name holds one of the gated families,
-           not followed by a digit (GB200 and GH200 have MIG; an RTX A1000 has not) */
-        static const char *const gated[] = {"A100", "H100", "H200", "B200"};
-        for (size_t i = 0; i < 4; i++)
-            for (const char *p = in->gpu; (p = strcasestr(p, gated[i])) != NULL; p++)
-                if (!isdigit((unsigned char)p[strlen(gated[i])]))
-                    out->mig_capable = true;
+        /* a GPU carve does not know: MIG if its name holds one of the families NVIDIA lists
+           with MIG, not followed by a digit (H20, A30, GB200 and GH200 have MIG); of any other
+           carve cannot say (an RTX A1000 has none, an RTX PRO 6000 Blackwell has) */
+        out->mig_capable = mig_family_in(in->gpu) != NULL;
+        out->mig_unknown = !out->mig_capable;
     }
     find_traps(in, out);
     recommend(in, out);
@@ -459,8 +495,10 @@ json_t *adv_result_json(const struct adv_result *r)
         if (m != ADV_MIG || r->mig_capable)
             json_array_append_new(avail, json_string(matrix[m].name));
     const struct adv_matrix_row *row = &matrix[r->mech];
-    json_t *o = json_pack("{s:s, s:b, s:b, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:o, s:o}", "gpu",
-                          r->gpu, "gpu_known", r->gpu_known, "mig_capable", r->mig_capable,
+    /* mig_capable: null where carve does not know */
+    json_t *mig = r->mig_unknown ? json_null() : json_boolean(r->mig_capable);
+    json_t *o = json_pack("{s:s, s:b, s:o, s:s, s:{s:s, s:s, s:s, s:s}, s:o, s:o, s:o}", "gpu",
+                          r->gpu, "gpu_known", r->gpu_known, "mig_capable", mig,
                           "recommendation", row->name, "isolation", "memory", row->memory,
                           "compute", row->compute, "fault", row->fault, "jitter", row->jitter,
                           "reasons", reasons, "traps", traps, "available", avail);
@@ -469,8 +507,10 @@ json_t *adv_result_json(const struct adv_result *r)
                                                         matrix[r->alternative].name, "when",
                                                         r->alternative_why));
     if (r->proposal >= 0)
-        json_object_set_new(o, "check", json_pack("{s:s, s:b, s:s}", "mechanism",
-                                                  matrix[r->proposal].name, "ok", r->proposal_ok,
+        json_object_set_new(o, "check", json_pack("{s:s, s:o, s:s}", "mechanism",
+                                                  matrix[r->proposal].name, "ok",
+                                                  r->proposal_unknown ? json_null()
+                                                                      : json_boolean(r->proposal_ok),
                                                   "verdict", r->proposal_verdict));
     return o;
 }

@@ -47,6 +47,8 @@ struct adv_trap {
 struct adv_result {
     int mech;                /* recommended */
     bool mig_capable;
+    bool mig_unknown;        /* a GPU carve does not know, no MIG family in its name: MIG may be
+                                there or not (mig_capable false) */
     bool gpu_known;
     char gpu[64];            /* as understood: "H100-80GB" or the input */
     char reasons[ADV_MAX_LINES][320];
@@ -58,6 +60,7 @@ struct adv_result {
     /* advise --check MECH */
     int proposal;
     bool proposal_ok;
+    bool proposal_unknown;   /* MIG on a GPU whose MIG carve does not know: not ok, not a trap */
     char proposal_verdict[400];
 };
 

@@ -48,6 +48,13 @@ bool mig_name_has_word(const char *hay, const char *needle);
    GPU; NULL when none does. "+me" profiles are never chosen here (ask for them by name). */
 const struct mig_profile *mig_profile_fit(const struct mig_model *model, uint64_t memory_mib,
                                           double compute_pct);
+/* The GPU families NVIDIA's MIG user guide ("Supported GPUs") lists with MIG that carve gates
+   on: A100, A30, H100, H20, H200 and B200, in words for messages, and the family a GPU name
+   holds, not followed by a digit ("NVIDIA H20", "NVIDIA A30", "GB200" hold one; "H200" holds
+   H200, not H20; "RTX A1000" and "RTX A3000" none); NULL when it holds none. A profile table
+   (mig_model_find) exists only for some of their boards. */
+#define MIG_FAMILIES_TEXT "A100, A30, H100, H20, H200 and B200"
+const char *mig_family_in(const char *name);
 /* a profile of model by NVIDIA's name ("3g.40gb", also "MIG 3g.40gb", case-insensitive);
    NULL when the model has none of that name */
 const struct mig_profile *mig_profile_find(const struct mig_model *model, const char *name);

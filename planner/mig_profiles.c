@@ -15,6 +15,9 @@
  *    H200-141GB from published -lgip outputs of those boards (the H200's: NVIDIA/mig-parted
  *    issue #120, an H200 SXM's 16.00, 32.25, 69.50 and 139.75 GiB). Drivers move these by a
  *    few hundred MiB; on a real GPU `carve mig` takes NVML's numbers over these.
+ *  - mig_family_in: the same guide's "Supported GPUs" table (A100, A30, H100, H20, H200,
+ *    B200, and the GH200 and GB200 that carry them); A30 (1g.6gb, 2g.12gb, 4g.24gb) and H20
+ *    have MIG but no table here.
  *  - nvml_profile: nvml.h's NVML_GPU_INSTANCE_PROFILE_* (1_SLICE 0 ... 7_SLICE 4, 1_SLICE_REV1
  *    7, 1_SLICE_REV2 9); nvml_id: the profile ID NVML then reports (19, 20, 15, 14, 9, 5, 0). */
 #include "mig.h"
@@ -102,6 +105,19 @@ const struct mig_model *mig_model_find(const char *name)
         for (const char *const *a = models[i].nvml_also; a && *a; a++)
             if (mig_name_has_word(name, *a))
                 return &models[i];
+    }
+    return NULL;
+}
+
+const char *mig_family_in(const char *name)
+{
+    /* longest first, so that "H200" is not read as H20 followed by a digit and given up */
+    static const char *const families[] = {"A100", "H100", "H200", "B200", "A30", "H20"};
+    for (size_t i = 0; name && i < sizeof(families) / sizeof(families[0]); i++) {
+        size_t n = strlen(families[i]);
+        for (const char *p = name; (p = strcasestr(p, families[i])) != NULL; p++)
+            if (!isdigit((unsigned char)p[n]))
+                return families[i];
     }
     return NULL;
 }

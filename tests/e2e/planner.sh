@@ -155,6 +155,12 @@ expect 0 "usage: carve advise" advise --help
 expect 0 "recommended: MIG" advise --gpu H100 --workload inference --trust untrusted
 expect 0 "recommended: Whole GPUs" advise --gpu T4 --workload inference --trust untrusted
 expect 0 "[mig-gate]" advise --gpu T4 --workload inference --trust untrusted
+# H20 and A30 have MIG (carve has no profile table for them); a GPU carve does not know may
+# or may not: it said "cannot be partitioned"
+expect 0 "check mig: yes, MIG is the recommendation" advise --gpu H20 --workload inference --trust untrusted --check mig
+expect 0 "carve has no MIG profile table for it" advise --gpu 'NVIDIA A30' --workload inference --trust untrusted
+expect 1 "check mig: UNKNOWN, carve does not know whether RTX PRO 6000 Blackwell has MIG" \
+    advise --gpu 'RTX PRO 6000 Blackwell' --workload inference --trust untrusted --check mig
 expect 1 "NO, Time-slicing is a trap here (timeslice-online)" \
     advise --gpu L4 --workload inference --latency 50 --check time-slicing
 expect 1 "(mps-untrusted)" advise --gpu H100 --workload inference --trust untrusted --check mps

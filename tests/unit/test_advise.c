@@ -71,20 +71,30 @@ static void test_hardware_gate(void **state)
 {
     static const struct {
         const char *gpu;
-        bool mig;
-    } gpus[] = {{"T4", false}, {"V100", false}, {"A10", false}, {"L4", false},
-                {"L40S", false}, {"A100", true}, {"A100-80GB", true}, {"H100", true},
-                {"H200", true}, {"B200", true}, {"NVIDIA GB200", true}, {"RTX 4090", false},
-                /* a name that holds a gated family's followed by a digit is not that family */
-                {"RTX A1000", false}, {"NVIDIA RTX A1000 6GB", false},
-                {"NVIDIA GH200 480GB", true}, {"NVIDIA A100-SXM4-40GB", true},
-                {"Tesla T4", false}, {"NVIDIA L4", false}};
+        int mig; /* 1 has MIG, 0 has none, -1 carve does not know */
+    } gpus[] = {{"T4", 0}, {"V100", 0}, {"A10", 0}, {"L4", 0},
+                {"L40S", 0}, {"A100", 1}, {"A100-80GB", 1}, {"H100", 1},
+                {"H200", 1}, {"B200", 1}, {"NVIDIA GB200", 1},
+                {"NVIDIA GH200 480GB", 1}, {"NVIDIA A100-SXM4-40GB", 1},
+                {"Tesla T4", 0}, {"NVIDIA L4", 0},
+                /* MIG GPUs of NVIDIA's list that carve has no board for: MIG, not "cannot be
+                   partitioned" */
+                {"H20", 1}, {"NVIDIA H20", 1}, {"A30", 1}, {"NVIDIA A30", 1},
+                /* a GPU carve does not know: MIG unknown, not absent; a name that holds a gated
+                   family followed by a digit is not that family */
+                {"RTX 4090", -1}, {"RTX A1000", -1}, {"NVIDIA RTX A1000 6GB", -1},
+                {"RTX A3000", -1}, {"RTX PRO 6000 Blackwell", -1}};
     for (size_t i = 0; i < sizeof(gpus) / sizeof(gpus[0]); i++) {
         struct adv_result r = advise(gpus[i].gpu, ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
-        if (r.mig_capable != gpus[i].mig)
-            fail_msg("%s: MIG %d, want %d", gpus[i].gpu, r.mig_capable, gpus[i].mig);
-        assert_int_equal(has_trap(&r, "mig-gate"), !gpus[i].mig);
-        assert_int_equal(r.proposal_ok, gpus[i].mig);
+        if (r.mig_capable != (gpus[i].mig == 1) || r.mig_unknown != (gpus[i].mig < 0))
+            fail_msg("%s: MIG %d unknown %d, want %d", gpus[i].gpu, r.mig_capable,
+                     r.mig_unknown, gpus[i].mig);
+        assert_int_equal(has_trap(&r, "mig-gate"), gpus[i].mig == 0);
+        assert_int_equal(has_trap(&r, "mig-unknown"), gpus[i].mig < 0);
+        assert_int_equal(r.proposal_ok, gpus[i].mig == 1);
+        assert_int_equal(r.proposal_unknown, gpus[i].mig < 0);
+        /* untrusted tenants get MIG only where it is there for sure */
+        assert_int_equal(r.mech, gpus[i].mig == 1 ? ADV_MIG : ADV_WHOLE);
     }
     /* NVML's device names are the boards carve knows */
     static const struct {
@@ -104,6 +114,27 @@ static void test_hardware_gate(void **state)
     struct adv_result r = advise("T4", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
     assert_non_null(strstr(r.proposal_verdict, "mig-gate"));
     assert_non_null(strstr(r.proposal_verdict, "T4-16GB cannot be partitioned"));
+    assert_non_null(strstr(r.proposal_verdict, "MIG needs A100, A30, H100, H20, H200 and B200"));
+    /* one carve does not know: unknown, and how to find out */
+    r = advise("RTX PRO 6000 Blackwell", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
+    assert_non_null(strstr(r.proposal_verdict, "carve does not know whether RTX PRO 6000 "
+                                               "Blackwell has MIG"));
+    assert_non_null(strstr(r.proposal_verdict, "nvidia-smi -q | grep -i mig"));
+    assert_null(strstr(r.proposal_verdict, "cannot be partitioned"));
+    json_t *j = adv_result_json(&r);
+    assert_true(json_is_null(json_object_get(j, "mig_capable")));
+    assert_true(json_is_null(json_object_get(json_object_get(j, "check"), "ok")));
+    json_decref(j);
+    /* MIG without a profile table in carve (H20, A30, B200): said, and no `carve mig plan` */
+    static const char *const untabled[] = {"H20", "NVIDIA A30", "B200", "NVIDIA H100 NVL"};
+    for (size_t i = 0; i < sizeof(untabled) / sizeof(untabled[0]); i++) {
+        r = advise(untabled[i], ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
+        if (!strstr(r.reasons[1], "carve has no MIG profile table") ||
+            strstr(r.reasons[1], "carve mig plan"))
+            fail_msg("%s: %s", untabled[i], r.reasons[1]);
+    }
+    r = advise("H100", ADV_INFERENCE, ADV_UNTRUSTED, 0, ADV_MIG);
+    assert_non_null(strstr(r.reasons[1], "carve mig plan"));
 }
 
 static void test_trap_timeslice_online(void **state)
