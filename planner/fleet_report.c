@@ -58,6 +58,15 @@ void fleet_report_fleet(FILE *out, const struct fleet *f)
     }
 }
 
+/* v to the 1/scale shown (cents, whole percent), as the JSON has it, and never -0: sums of the
+   same prices in another order differ by float noise (3 - 3.0000000000000004), which %.2f
+   showed as "-0.00" and %.0f%% as "-0%" */
+static double rounded(double v, double scale)
+{
+    double r = (double)(long long)(v * scale + (v < 0 ? -0.5 : 0.5)) / scale;
+    return r == 0 ? 0.0 : r;
+}
+
 void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_workloads *ws,
                        const struct fleet_result *r)
 {
@@ -98,8 +107,9 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
                 stranded);
         if (cost) {
             double saves = whole->cost_per_hour - p->cost_per_hour;
-            fprintf(out, " %11.2f %11.2f %5.0f%%", p->cost_per_hour, saves,
-                    whole->cost_per_hour > 0 ? 100.0 * saves / whole->cost_per_hour : 0.0);
+            fprintf(out, " %11.2f %11.2f %5.0f%%", p->cost_per_hour, rounded(saves, 100),
+                    whole->cost_per_hour > 0 ? rounded(100.0 * saves / whole->cost_per_hour, 1)
+                                             : 0.0);
         }
         fprintf(out, "\n");
     }
@@ -276,7 +286,7 @@ int fleet_report_svg(FILE *out, const struct fleet *f, const struct fleet_worklo
 /* Dollars to the cent: sums of prices carry float noise (51439.999999881686) */
 static json_t *cents(double v)
 {
-    return json_real((double)(long long)(v * 100 + (v < 0 ? -0.5 : 0.5)) / 100);
+    return json_real(rounded(v, 100));
 }
 
 json_t *fleet_report_json(const struct fleet *f, const struct fleet_workloads *ws,

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "fleet.h"
+#include "fleet_report.h"
 #include "mig.h"
 
 /* ---- fleet specs ---- */
@@ -319,6 +320,33 @@ static void check_rules(const struct fleet *f, const struct fleet_workloads *ws,
         free(lat);
         free(untrusted);
     }
+}
+
+/* Equal costs summed in another order differ by float noise: the table showed MIG saving
+   "-0.00" a hour, "-0%", where the JSON said 0.0. */
+static void test_report_no_negative_zero(void **state)
+{
+    struct fleet f = fleet_of("H100-80GB:30@0.7,L4:30@0.3");
+    struct fleet_workloads ws = {0};
+    for (int i = 0; i < 3; i++) {
+        add(&ws, 70 * 1024, 9000, FLEET_LAT_RELAXED, FLEET_TRUSTED);
+        add(&ws, 20 * 1024, 9000, FLEET_LAT_RELAXED, FLEET_TRUSTED);
+    }
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    struct fleet_result r;
+    assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    fleet_report_text(out, &f, &ws, &r);
+    fclose(out);
+    if (strstr(text, "-0.00") || strstr(text, " -0%"))
+        fail_msg("a negative zero in:\n%s", text);
+    free(text);
+    fleet_result_free(&r);
+    free(ws.w);
 }
 
 static void test_exact_small(void **state)
@@ -1325,6 +1353,7 @@ int main(void)
         cmocka_unit_test(test_csv_accepted),
         cmocka_unit_test(test_json_accepted),
         cmocka_unit_test(test_workloads_rejected),
+        cmocka_unit_test(test_report_no_negative_zero),
         cmocka_unit_test(test_exact_small),
         cmocka_unit_test(test_rules_and_impossible),
         cmocka_unit_test(test_lone_order),
