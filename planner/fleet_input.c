@@ -252,9 +252,12 @@ static void default_workload(struct fleet_workload *w, uint32_t line, const char
 #define CSV_FIELD_MAX 256
 
 /* Splits one line (NUL-terminated, no newline) into trimmed fields; a field may be wrapped
- * in double quotes, with "" for a quote inside (RFC 4180). Returns the number of fields, or
- * -1 with why. */
-static int csv_split(char *line, char *fields[CSV_MAX_COLS], char *why, size_t len)
+ * in double quotes, with "" for a quote inside (RFC 4180, but for a line break inside quotes,
+ * which is not supported: one workload a line). Returns the number of fields, or -1 with why,
+ * or CSV_OPEN_QUOTE with why when a quote is still open at the end of the line. */
+#define CSV_OPEN_QUOTE (-2)
+static int csv_split(char *line, char *fields[CSV_MAX_COLS], int *quoted, char *why,
+                     size_t len)
 {
     int n = 0;
     char *p = line;
@@ -272,7 +275,8 @@ static int csv_split(char *line, char *fields[CSV_MAX_COLS], char *why, size_t l
             for (;;) {
                 if (!*p) {
                     snprintf(why, len, "field %d opens a quote that is never closed", n + 1);
-                    return -1;
+                    *quoted = n + 1;
+                    return CSV_OPEN_QUOTE;
                 }
                 if (*p == '"' && p[1] != '"')
                     break;
@@ -353,6 +357,13 @@ static int parse_csv(const char *text, size_t len, const char *file, struct flee
         pos += ll + (nl ? 1 : 0);
         if (ll && start[ll - 1] == '\r')
             ll--;
+        if (memchr(start, '\r', ll)) { /* old Mac files end their lines with CR alone: the whole file is one line */
+            snprintf(err, errlen, "%s:%u: a carriage return (CR) not followed by a line feed: "
+                                  "lines that end in CR alone (old Mac files) are not read; save "
+                                  "the file with LF or CRLF line ends (e.g. tr '\\r' '\\n')",
+                     file, line);
+            return -EINVAL;
+        }
         if (ll >= sizeof(buf)) {
             snprintf(err, errlen, "%s:%u: line is %zu bytes long (at most %zu)", file, line, ll,
                      sizeof(buf) - 1);
@@ -368,7 +379,16 @@ static int parse_csv(const char *text, size_t len, const char *file, struct flee
         if (!*first || *first == '#')
             continue;
         char *fields[CSV_MAX_COLS], why[256];
-        int n = csv_split(buf, fields, why, sizeof(why));
+        int quoted = 0;
+        int n = csv_split(buf, fields, &quoted, why, sizeof(why));
+        if (n == CSV_OPEN_QUOTE && nl && memchr(nl, '"', len - pos + 1)) {
+            /* a quote a later line closes: a quoted field with a line break in it */
+            snprintf(err, errlen, "%s:%u: the quote of field %d is not closed on this line: a "
+                                  "line break inside a quoted field is not supported (RFC 4180 "
+                                  "allows one; carve reads one workload a line): put the field "
+                                  "on one line", file, line, quoted);
+            return -EINVAL;
+        }
         if (n < 0) {
             snprintf(err, errlen, "%s:%u: %s", file, line, why);
             return -EINVAL;

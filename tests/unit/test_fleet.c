@@ -177,6 +177,18 @@ static void test_workloads_rejected(void **state)
         {"memory\n\"8G\n", "w.csv:2: field 1 opens a quote that is never closed"},
         {"name,memory\n\"a\"\"\",8G\n\"b\"\",8G\n", "w.csv:3: field 1 opens a quote that is never"},
         {"name,memory\n\"a\"b,8G\n", "w.csv:2: field 1 has text after its closing quote"},
+        /* a line break inside quotes (RFC 4180 has them) is not supported, and said so; it was
+           "a quote that is never closed", which the next line does */
+        {"name,memory\n\"multi\nline\",8GiB\n", "w.csv:2: the quote of field 1 is not closed on "
+                                             "this line: a line break inside a quoted field is "
+                                             "not supported"},
+        {"name,memory\na,8G\nb,\"8\nG\"\n", "w.csv:3: the quote of field 2 is not closed"},
+        /* CR alone ends the lines of old Mac files: it read one line, header column 2
+           `memory\ra' */
+        {"name,memory\ra,1GiB\rb,2GiB\r", "w.csv:1: a carriage return (CR) not followed by a "
+                                          "line feed: lines that end in CR alone (old Mac "
+                                          "files) are not read"},
+        {"name,memory\r\na,1GiB\rb,2GiB\r\n", "w.csv:2: a carriage return (CR) not followed"},
         /* a name is a workload's own: --assign says where each one went by it */
         {"name,memory\nx,1G\ny,1G\nx,2G\n", "w.csv:4: workload name `x' is the name of the "
                                               "workload on line 2 too"},
