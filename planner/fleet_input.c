@@ -132,8 +132,15 @@ static int parse_memory(const char *s, struct fleet_workload *w, char *why, size
         return -EINVAL;
     }
     if (bytes < (1ULL << 20)) {
-        snprintf(why, len, "is %llu bytes, less than 1 MiB; give a unit (e.g. 8GiB, 512MiB)",
-                 (unsigned long long)bytes);
+        /* a bare number is bytes, and a unit is what was meant; a size with a unit (1MB,
+           1000KiB) was meant as written, and is below the least a workload may ask for */
+        if (strspn(s, "0123456789.") == strlen(s))
+            snprintf(why, len, "is %llu bytes, less than 1 MiB (a number without a unit is "
+                               "bytes); give a unit (e.g. 8GiB, 512MiB)",
+                     (unsigned long long)bytes);
+        else
+            snprintf(why, len, "`%s' is %llu bytes, less than the minimum of 1 MiB (1048576 "
+                               "bytes)", s, (unsigned long long)bytes);
         return -EINVAL;
     }
     if (bytes > (1ULL << 50)) {

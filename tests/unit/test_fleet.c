@@ -164,7 +164,12 @@ static void test_workloads_rejected(void **state)
     } cases[] = {
         {"name,memory\na,8XB\n", "w.csv:2: field `memory' (column 2): invalid size `8XB'"},
         {"name,memory\na,8GiB\nb,\n", "w.csv:3: field `memory' (column 2): is empty"},
-        {"name,memory\na,4096\n", "w.csv:2: field `memory' (column 2): is 4096 bytes"},
+        {"name,memory\na,4096\n", "w.csv:2: field `memory' (column 2): is 4096 bytes, less than "
+                                  "1 MiB (a number without a unit is bytes); give a unit"},
+        /* a unit given: the minimum, not "give a unit" */
+        {"name,memory\na,1MB\n", "w.csv:2: field `memory' (column 2): `1MB' is 1000000 bytes, "
+                                 "less than the minimum of 1 MiB (1048576 bytes)"},
+        {"name,memory\na,1000KiB\n", "`1000KiB' is 1024000 bytes, less than the minimum of 1 MiB"},
         {"name,memory,compute\na,8G,130%\n", "w.csv:2: field `compute' (column 3): 130% is more"},
         {"name,memory,compute\na,8G,lots\n", "field `compute' (column 3): `lots' is not a percentage"},
         {"memory,latency\n8G,fast\n", "w.csv:2: field `latency' (column 2): `fast' is not a latency"},
