@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "fleet.h"
 #include "gpus.h"
 #include "mig.h"
 #include "mig_nvml.h"
@@ -188,18 +189,57 @@ static json_t *starts_json(unsigned mask)
     return a;
 }
 
+/* Why carve has no MIG table for name, in words: a family of several boards, a board or a
+ * GPU that has MIG but no table in carve, one without MIG, or a name carve does not know. */
+static void no_table_why(const char *name, char *why, size_t len)
+{
+    bool ambiguous, family_only = false;
+    const struct fleet_gpu_model *m = fleet_gpu_find(name, &ambiguous);
+    if (!m && !ambiguous)
+        m = fleet_gpu_named(name, &family_only);
+    size_t nboards = 0;
+    char boards[128] = "";
+    if (ambiguous || family_only) { /* "A100": the boards of the family, as carve plan says */
+        size_t n, used = 0;
+        const struct fleet_gpu_model *all = fleet_gpu_models(&n);
+        for (size_t i = 0; i < n && used < sizeof(boards); i++)
+            if (m ? strcmp(all[i].family, m->family) == 0
+                  : strncasecmp(all[i].name, name, strlen(name)) == 0 &&
+                        all[i].name[strlen(name)] == '-') {
+                used += (size_t)snprintf(boards + used, sizeof(boards) - used, "%s%s",
+                                         used ? " or " : "", all[i].name);
+                nboards++;
+            }
+    }
+    if (nboards > 1) {
+        snprintf(why, len, "ambiguous GPU model `%s': say %s", name, boards);
+    } else if (m && m->mig) {
+        snprintf(why, len, "carve has no MIG profile table for %s (it has MIG: `nvidia-smi mig "
+                           "-lgip' on it lists its profiles)", m->name);
+    } else if (m) {
+        snprintf(why, len, "%s has no MIG (MIG needs " MIG_FAMILIES_TEXT ")", m->name);
+    } else if (mig_family_in(name)) {
+        snprintf(why, len, "carve has no MIG profile table for `%s' (it has MIG: `nvidia-smi mig "
+                           "-lgip' on it lists its profiles)", name);
+    } else {
+        snprintf(why, len, "no MIG model `%s': not a GPU carve knows", name);
+    }
+}
+
 static const struct mig_model *model_or_error(const char *sub, const char *name)
 {
     const struct mig_model *m = mig_model_find(name);
     if (!m) {
         size_t n;
         const struct mig_model *all = mig_models(&n);
-        char list[128] = "";
+        char list[128] = "", why[256];
         size_t used = 0;
         for (size_t i = 0; i < n && used < sizeof(list); i++)
             used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
                                      all[i].name);
-        fprintf(stderr, "carve mig %s: no MIG model `%s'; carve knows %s\n", sub, name, list);
+        no_table_why(name, why, sizeof(why));
+        fprintf(stderr, "carve mig %s: %s; carve has MIG profile tables for %s\n", sub, why,
+                list);
     }
     return m;
 }

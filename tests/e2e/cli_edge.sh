@@ -95,9 +95,10 @@ edge 2 "unexpected argument \`--bogus'" carve slice list --bogus
 edge 2 "unknown option \`extra'" carve ps extra
 
 # --- carve mig ---
-for g in "" H100 "$latin1" 99 -1; do
+for g in "" "$latin1" 99 -1; do
     edge 2 "no MIG model \`$g'" carve mig profiles --gpu "$g"
 done
+edge 2 "ambiguous GPU model \`H100': say H100-80GB or H100-94GB" carve mig profiles --gpu H100
 for i in 16 -1 "" 1e400 18446744073709551616 0x1 " 0" "0 " 2147483648 "$big"; do
     edge 2 "--index \`$i' is not a GPU index from 0 to 15" carve mig list --simulate --index "$i"
 done

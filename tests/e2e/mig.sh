@@ -49,7 +49,13 @@ check "profiles --json: 4 models" test "$(echo "$out" | json_eval 'len(j)')" = 4
 check "H100 3g.40gb starts at 0 and 4" test "$(echo "$out" | json_eval \
     "[p['starts'] for m in j if m['model']=='H100-80GB' for p in m['profiles'] if p['name']=='3g.40gb'][0]")" = "[0, 4]"
 expect 0 "1g.18gb" mig profiles --gpu H200-141GB
-expect 2 "no MIG model \`T4'" mig profiles --gpu T4
+expect 2 "T4-16GB has no MIG" mig profiles --gpu T4
+# a family, a board or a GPU with MIG but no table in carve: said as such, not "no MIG model"
+expect 2 "ambiguous GPU model \`A100': say A100-40GB or A100-80GB" mig plan --gpu A100 8GiB
+expect 2 "carve has no MIG profile table for H100-94GB (it has MIG" mig plan --gpu H100-94GB 8GiB
+expect 2 "carve has no MIG profile table for B200-180GB (it has MIG" mig plan --gpu B200 8GiB
+expect 2 "carve has no MIG profile table for \`H20' (it has MIG" mig plan --gpu H20 8GiB
+expect 2 "no MIG model \`foo': not a GPU carve knows" mig plan --gpu foo 8GiB
 for model in A100-40GB A100-80GB H100-80GB H200-141GB; do
     CARVE_SIM_MODEL=$model expect 0 "($model), MIG on: carve's table against NVML" \
         mig profiles --check --simulate
