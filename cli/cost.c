@@ -47,7 +47,8 @@ static const char cost_help[] =
     "of the smallest real profile with ceil(7 x utilisation) compute slices: 1g x7, 2g x3,\n"
     "3g x2, 4g or 7g x1; carve 64); cost = price / (hosted x efficiency)\n"
     "(time-slicing 0.92, HAMi 0.97, carve 0.99, MPS and MIG 1); savings = cost / price - 1;\n"
-    "recovered = GPUs x 24 x (1 - max(utilisation, 1/hosted)); suitable when it hosts all\n"
+    "recovered = GPUs x 24 x (1 - max(utilisation, 1/hosted)); GPUs needed = ceil(GPUs /\n"
+    "hosted); suitable when it hosts all\n"
     "the tenants (hosted x utilisation <= 100%) and the GPU has the mechanism. A mechanism\n"
     "the GPU cannot run\n"
     "(MIG on an L4) shows no figures: \"not available\" and why. See docs/cost.md.\n"
@@ -187,7 +188,7 @@ static void print_card(const struct cost_input *in, const struct cost_result *r)
     printf("GPU-hrs recovered/day    %.0f\n", r->recovered_gpu_hours_day);
     printf("Tenants hosted per GPU   %.0f (%.0f%% of a GPU asked for)\n", r->tenants_hosted,
            r->demand * 100);
-    printf("GPUs needed              %.1f of %.0f\n", r->gpus_needed, in->gpus);
+    printf("GPUs needed              %.0f of %.0f\n", r->gpus_needed, in->gpus);
     printf("%s\n", r->verdict);
 }
 

@@ -12,6 +12,7 @@
  *   cost      = price / (hosted * efficiency); efficiency is the share of a shared GPU's time
  *               that does tenant work (time-slicing loses 8% to context switches); one tenant
  *               alone costs the price
+ *   GPUs      = ceil(gpus / hosted): whole GPUs
  *   savings   = cost / price - 1
  *   recovered = gpus * 24 * (1 - max(utilisation, 1 / hosted)): the idle GPU-hours sharing
  *               takes back; it cannot take back more than was idle
@@ -186,7 +187,9 @@ void cost_compute(const struct cost_input *in, int mech, struct cost_result *out
         hosted = fit > 1 ? fit : 1;
     double eff = hosted > 1 ? m->efficiency : 1.0;
     out->tenants_hosted = hosted;
-    out->gpus_needed = in->gpus / hosted;
+    /* GPUs are whole: 10 workloads, 4 to a GPU, need 3 (2 full and one with 2), not 2.5 */
+    unsigned long long g = (unsigned long long)in->gpus, h = (unsigned long long)hosted;
+    out->gpus_needed = (double)((g + h - 1) / h);
     out->cost_per_workload_hour = in->price / (hosted * eff);
     out->savings_pct = in->price > 0 ? 100.0 * (out->cost_per_workload_hour / in->price - 1) : 0;
     out->recovered_gpu_hours_day = in->gpus * 24 * (1 - dmax(in->utilisation, 1 / hosted));
@@ -232,9 +235,9 @@ json_t *cost_result_json(const struct cost_result *r)
                          "gpus_needed", "cost_per_workload_hour", "baseline_per_hour",
                          r->baseline_per_hour, "savings_pct", "gpu_hours_recovered_per_day",
                          "demand_pct", "suitable", false, "verdict", r->verdict);
-    return json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:s}", "mechanism",
+    return json_pack("{s:s, s:b, s:f, s:I, s:f, s:f, s:f, s:f, s:f, s:b, s:s}", "mechanism",
                      mechs[r->mech].name, "available", true, "tenants_hosted",
-                     r->tenants_hosted, "gpus_needed", r->gpus_needed,
+                     r->tenants_hosted, "gpus_needed", (json_int_t)r->gpus_needed,
                      "cost_per_workload_hour", r->cost_per_workload_hour, "baseline_per_hour",
                      r->baseline_per_hour, "savings_pct", r->savings_pct,
                      "gpu_hours_recovered_per_day", r->recovered_gpu_hours_day, "demand_pct",

@@ -38,7 +38,7 @@ struct cost_result {
     bool available;
     char unavailable_reason[160];
     double tenants_hosted;   /* what the mechanism really fits on one GPU */
-    double gpus_needed;      /* gpus / tenants_hosted */
+    double gpus_needed;      /* ceil(gpus / tenants_hosted): whole GPUs */
     double cost_per_workload_hour;
     double baseline_per_hour; /* one workload per GPU: the price */
     double savings_pct;      /* negative: cheaper than the baseline */

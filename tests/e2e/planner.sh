@@ -189,6 +189,10 @@ for line in 'Cost / workload / hr     $0.95' 'Baseline cost / hr       $3.50' \
     'Time-slicing — suitable for this configuration'; do
     if grep -qF "$line" "$tmp/card.txt"; then ok "cost card: $line"; else bad "cost card lacks '$line': $(cat "$tmp/card.txt")"; fi
 done
+# GPUs are whole: 3 workloads 4 to a GPU need 1 GPU (it said "0.8 of 3"), in the JSON too
+expect 0 "GPUs needed              1 of 3" cost --gpus 3 --mechanism time-slicing
+"$CARVE" cost --gpus 3 --mechanism time-slicing --json >"$tmp/cost3.json"
+jq_check "cost --json: whole GPUs needed" '.results[0].gpus_needed == 1' "$tmp/cost3.json"
 "$CARVE" cost --json >"$tmp/cost.json"
 jq_check "cost --json: five mechanisms, time-slicing at 0.951" \
     '(.results | length) == 5 and (.results[0].cost_per_workload_hour * 1000 | floor) == 951' "$tmp/cost.json"

@@ -44,7 +44,8 @@ static void test_article_example(void **state)
     assert_true(r.cost_per_workload_hour > 3.5 / 3.68 - 1e-9 &&
                 r.cost_per_workload_hour < 3.5 / 3.68 + 1e-9);
     assert_true(r.recovered_gpu_hours_day > 180 - 1e-9 && r.recovered_gpu_hours_day < 180 + 1e-9);
-    assert_true(r.gpus_needed > 2.5 - 1e-9 && r.gpus_needed < 2.5 + 1e-9);
+    /* GPUs are whole: 10 workloads 4 to a GPU need 3 (they showed 2.5) */
+    assert_true(r.gpus_needed == 3);
 }
 
 static void test_mechanisms(void **state)
@@ -127,6 +128,32 @@ static void test_mig_profiles_and_suits(void **state)
     cost_compute(&many, COST_MPS, &r);
     assert_false(r.suitable);
     assert_non_null(strstr(r.verdict, "fits only 48 of 50"));
+}
+
+/* 3 GPUs of one workload each, time-slicing 4 to a GPU: 1 GPU, not "0.8 of 3"; the JSON
+   says the same whole number */
+static void test_gpus_needed_whole(void **state)
+{
+    static const struct {
+        double gpus, tenants;
+        int want;
+    } cases[] = {{3, 4, 1}, {10, 4, 3}, {8, 4, 2}, {1, 64, 1}, {10000000, 3, 3333334}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cost_input in = article;
+        struct cost_result r;
+        in.gpus = cases[i].gpus;
+        in.tenants = cases[i].tenants;
+        in.utilisation = 0.01;
+        cost_compute(&in, COST_TIMESLICE, &r);
+        if (r.gpus_needed != cases[i].want)
+            fail_msg("%.0f GPUs, %.0f to a GPU: %.10g GPUs needed, want %d", cases[i].gpus,
+                     cases[i].tenants, r.gpus_needed, cases[i].want);
+        json_t *j = cost_result_json(&r);
+        json_t *n = json_object_get(j, "gpus_needed");
+        if (!json_is_integer(n) || json_integer_value(n) != cases[i].want)
+            fail_msg("JSON gpus_needed %.10g, want %d", json_number_value(n), cases[i].want);
+        json_decref(j);
+    }
 }
 
 static void test_gate_and_oversubscription(void **state)
@@ -291,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_article_example),
         cmocka_unit_test(test_mechanisms),
         cmocka_unit_test(test_mig_profiles_and_suits),
+        cmocka_unit_test(test_gpus_needed_whole),
         cmocka_unit_test(test_gate_and_oversubscription),
         cmocka_unit_test(test_gpu_models),
         cmocka_unit_test(test_rejected),
