@@ -162,11 +162,21 @@ err=$("$CARVE" run --simulate --slice shared --memory 2GiB -- true 2>&1)
 check "--slice with --memory is refused: $err" '[[ $err == *"own settings"* ]]'
 
 # 3. carve ps sees a running tenant with its memory, and an escape
-"$CARVE" run --simulate --slice shared -- "$MEMHOG" --label held --max 256 --hold 6 >"$work/held.log" 2>&1 &
+# (both held until killed after the restart below)
+"$CARVE" run --simulate --slice shared -- "$MEMHOG" --label held --max 256 --hold 60 >"$work/held.log" 2>&1 &
 held=$!
-LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$MEMHOG" --label escape --max 128 --hold 6 >"$work/escape.log" 2>&1 &
+LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$MEMHOG" --label escape --max 128 --hold 60 >"$work/escape.log" 2>&1 &
 escape=$!
-sleep 1.5
+# until a poll of carved's has seen both (what the checks below ask), 5 s at most
+for _ in $(seq 50); do
+    "$CARVE" ps --json 2>/dev/null | python3 -c '
+import json,sys; s=json.load(sys.stdin)
+sl=[x for x in s["slices"] if x["name"]=="shared"][0]
+sys.exit(not (any(p["memory_used"]>=256<<20 for p in sl["processes"]) and
+              sl["devices"][0]["memory_used_nvml"] >= 256<<20 and
+              any(e["pid"]==int(sys.argv[1]) for e in s["escapes"])))' "$escape" && break
+    sleep 0.1
+done
 ps_json=$("$CARVE" ps --json 2>&1)
 check "carve ps --json: the tenant is in slice shared with 256 MiB" "python3 -c '
 import json,sys; s=json.loads(sys.argv[1])
@@ -233,9 +243,9 @@ check "COMPUTE reads as carve writes shares, whatever was typed (\`50+' in the c
     '[ "$computes" = "paced 20% shared 50%+" ] && [ "$table" -eq 1 ]'
 check "a compute slice keeps its board place across the restart ($place_before, then $place_after)" '[ "$place_before" -ge 0 ] && [ "$place_before" = "$place_after" ]'
 "$CARVE" slice delete paced >/dev/null
-wait "$escape"
-wait "$held"
-check "the tenant kept running through the restart" 'grep -q "holding 256 MiB" "$work/held.log"'
+check "the tenant kept running through the restart" 'kill -0 "$held" && grep -q "holding 256 MiB" "$work/held.log"'
+kill "$escape" "$held" 2>/dev/null
+wait "$escape" "$held" 2>/dev/null
 out=$("$CARVE" run --simulate --slice mine -- "$MEMHOG" --label t2 --step 128 --hold 0 2>&1)
 check "a slice made before the restart still caps (768 MiB)" '[[ $out == *"got 768 MiB"* ]]'
 
@@ -257,14 +267,14 @@ check "and changes nothing: slices.json as it was, no slice \`second' in /dev/sh
 # it did nothing), counters unsaved and its socket left. carved reads its config only at
 # start: it runs on, and says whether the file as it is now would load.
 kill -HUP "$daemon"
-sleep 0.5
+for _ in $(seq 50); do grep -q "SIGHUP: carved reads its config only at start" "$work/carved.log" && break; sleep 0.1; done
 check "SIGHUP: carved runs on and says the config is read only at start" \
     '"$CARVE" slice list >/dev/null && grep -q "SIGHUP: carved reads its config only at start.*loads as it is now: restart carved" "$work/carved.log"'
 cp -p "$work/carved.conf" "$work/carved.conf.good"
 echo 'poll_interval = 5ms' >>"$work/carved.conf"
 touch -r "$work/carved.conf.good" "$work/carved.conf" # the clean-up's -newer test reads it
 kill -HUP "$daemon"
-sleep 0.5
+for _ in $(seq 50); do grep -q "SIGHUP: .*carved.conf would not load now" "$work/carved.log" && break; sleep 0.1; done
 check "SIGHUP with a broken config: carved runs on and names the bad line" \
     '"$CARVE" slice list >/dev/null && grep -q "SIGHUP: .*carved.conf would not load now: .*carved.conf:[0-9]*: .poll_interval" "$work/carved.log"'
 cp -p "$work/carved.conf.good" "$work/carved.conf"
@@ -274,7 +284,13 @@ cp -p "$work/carved.conf.good" "$work/carved.conf"
 "$CARVE" run --slice shared -- "$BUILD/tests/e2e/mem_forge" 512 4 >"$work/forge.log" 2>&1 &
 forger=$!
 for _ in $(seq 50); do grep -q forged "$work/forge.log" && break; sleep 0.1; done
-sleep 1
+# until a poll of carved's has found it over its cap (what the checks below ask), 3 s at most
+for _ in $(seq 30); do
+    "$CARVE" ps --json 2>/dev/null | python3 -c '
+import json,sys; s=json.load(sys.stdin)
+sys.exit(not any(e["command"]=="mem_forge" and e["reason"]=="over_cap" for e in s["escapes"]))' && break
+    sleep 0.1
+done
 ps_json=$("$CARVE" ps --json 2>&1)
 ps_text=$("$CARVE" ps 2>&1)
 check "a tenant that forged its counters is caught: $(grep forged "$work/forge.log")" "python3 -c '
@@ -285,6 +301,7 @@ e=[e for e in s[\"escapes\"] if e[\"command\"]==\"mem_forge\"]
 assert e and e[0][\"reason\"]==\"over_cap\" and e[0][\"slice\"]==\"shared\", s[\"escapes\"]
 ' \"\$ps_json\""
 check "carve ps names the slice over its cap" '[[ $ps_text == *"in slice shared, over its cap: reported"* ]]'
+kill "$forger" 2>/dev/null # done with (it holds 4 s)
 wait "$forger"
 check "the carved log says so" 'grep -q "slice shared holds .* over its cap" "$work/carved.log"'
 
@@ -320,7 +337,8 @@ print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == 
     chmod o+rw "$CARVE_SIM_STATE" # the simulated GPU's device files, as /dev/nvidia* are
     in_slice_as_nobody "$closed_shm" "$NB/bench/memhog" --label intruder --max 128 --hold 3 >"$work/intruder.log" 2>&1 &
     intruder=$!
-    sleep 1.5
+    # refused (trust): it ends at once; else a poll of carved's lists it, 1.5 s in
+    for _ in $(seq 15); do [ "$trust" = 1 ] && ! kill -0 "$intruder" 2>/dev/null && break; sleep 0.1; done
     ps_json=$("$CARVE" ps --json 2>&1)
     ps_text=$("$CARVE" ps 2>&1)
     wait "$intruder"
@@ -433,7 +451,11 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     # a tenant may still (it holds the table's fd): carved, which maps it, died of SIGBUS at
     # its next poll; now it makes the slice anew and goes on. root stands in for the tenant.
     truncate -s 0 "/dev/shm$cut_shm"
-    sleep 1
+    for _ in $(seq 30); do # carved's next poll, 3 s at most
+        grep -q "slice cut: its objects $cut_shm were truncated" "$work/carved.log" &&
+            [ "$(saved_shm cut 2>/dev/null)" != "$cut_shm" ] && break
+        sleep 0.1
+    done
     check "a slice's table truncated by a tenant: carved goes on and makes the slice anew ($cut_shm, now $(saved_shm cut 2>/dev/null))" \
         'kill -0 "$daemon" && grep -q "slice cut: its objects $cut_shm were truncated" "$work/carved.log" && [ "$(saved_shm cut)" != "$cut_shm" ] && "$CARVE" slice list | grep -q "^cut "'
     "$CARVE" slice delete cut >/dev/null 2>&1
