@@ -39,25 +39,16 @@ cleanup_extra() { [ ${#started[@]} -eq 0 ] || kill "${started[@]}" 2>/dev/null; 
 box=(unshare -p -f -m --mount-proc --kill-child)
 # holding FILE: waits until the tenant writing FILE holds its memory
 holding() { for _ in $(seq 100); do grep -q holding "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
-# slice_field NAME EXPR: EXPR of slice NAME (s) in carve ps --json, printed by Python
-slice_field() {
-    "$CARVE" ps --json | python3 -c 'import json, sys
-s = [s for s in json.load(sys.stdin)["slices"] if s["name"] == sys.argv[1]][0]
-print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null
-}
-# wait_field NAME EXPR WANT: up to 5 s for slice_field to print WANT
-wait_field() {
-    for _ in $(seq 50); do [ "$(slice_field "$1" "$2")" = "$3" ] && return 0; sleep 0.1; done
-    return 1
-}
 
 # 1. Two containers, each tenant its namespace's pid 1: the second is refused what the first
 # holds. It used to give the first's slot back as its own image's before an exec.
 cat >"$work/two.sh" <<EOF
 unshare -p -f -m --mount-proc --kill-child "$CLAIM" hold 3072 6 >"$work/a1.log" 2>&1 &
+a=\$!
 for _ in \$(seq 100); do grep -q holding "$work/a1.log" && break; sleep 0.1; done
 unshare -p -f -m --mount-proc --kill-child "$CLAIM" hold 3072 1 >"$work/b1.log" 2>&1
 echo "status \$?" >>"$work/b1.log"
+kill -KILL \$a # done with (unshare blocks SIGTERM; its child dies with it)
 wait
 EOF
 "$CARVE" run --simulate --memory 4GiB -- bash "$work/two.sh" >/dev/null 2>&1
@@ -69,9 +60,11 @@ check "two containers' first processes (pid 1 each) in a 4 GiB slice: the first 
 # first tenant: that pid was taken for the first's, reused since, and its slot reaped.
 cat >"$work/reuse.sh" <<EOF
 unshare -p -f -m --mount-proc --kill-child "$CLAIM" hold 3072 6 >"$work/a2.log" 2>&1 &
+a=\$!
 for _ in \$(seq 100); do grep -q holding "$work/a2.log" && break; sleep 0.1; done
 sleep 0.1
 unshare -p -f -m --mount-proc --kill-child sh -c '"$CLAIM" hold 3072 1; echo "status \$?"' >"$work/b2.log" 2>&1
+kill -KILL \$a
 wait
 EOF
 "$CARVE" run --simulate --memory 4GiB -- bash "$work/reuse.sh" >/dev/null 2>&1
@@ -84,10 +77,12 @@ check "a tenant of another container does not reap the first's slot by what pid 
 cat >"$work/outer_proc.sh" <<EOF
 unshare -p -f --kill-child sh -c '
 "$CLAIM" hold 3072 6 >"$work/a3.log" 2>&1 &
+a=\$!
 for _ in \$(seq 100); do grep -q holding "$work/a3.log" && break; sleep 0.1; done
 sleep 0.1
 "$CLAIM" hold 3072 1 >"$work/b3.log" 2>&1
 echo "status \$?" >>"$work/b3.log"
+kill \$a
 wait'
 EOF
 "$CARVE" run --simulate --memory 4GiB -- bash "$work/outer_proc.sh" >/dev/null 2>&1
@@ -159,10 +154,10 @@ boxed=$!
 started+=("$boxed")
 for _ in $(seq 50); do ls /dev/shm/carve.0.30000.* >/dev/null 2>&1 && break; sleep 0.1; done
 made=$(cd /dev/shm && ls carve.0.30000.* 2>/dev/null | tr '\n' ' ')
-sleep 3 # past a sweep or more (every tenth poll of 200 ms)
+polls 10 # a sweep or more (every tenth poll)
 check "a live carve run of another PID namespace keeps its slice ($made; pid 30000 $(kill -0 30000 2>/dev/null && echo runs || echo "runs not") here) through carved's sweeps" \
     '[ -n "$made" ] && ls /dev/shm/carve.0.30000.* >/dev/null 2>&1 && ! grep -q "removed slice /carve.0.30000" "$work/carved.log"'
-kill "$boxed" 2>/dev/null
+kill -KILL "$boxed" 2>/dev/null # (unshare blocks SIGTERM: it waited for the sleep's 30 s)
 wait "$boxed" 2>/dev/null
 rm -f /dev/shm/carve.0.30000.*
 stop_carved

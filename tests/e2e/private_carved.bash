@@ -18,6 +18,13 @@
 #   stop_carved                 SIGTERM to $daemon, and waits for it
 #   forget_state                with carved stopped: removes the slices its state dir kept
 #                               and the state dir, so that the next carved starts empty
+#   slice_field NAME EXPR       EXPR, in python, of slice NAME in carve ps --json (s the slice,
+#                               d its first device, snap the snapshot)
+#   wait_field NAME EXPR WANT [TENTHS]
+#                               until slice_field prints WANT: 5 s (or TENTHS tenths) at most
+#   polls [N]                   waits until carved has finished N polls (default 2) begun
+#                               after the call (10 s at most; status 1 if it has not): for a
+#                               check that something did not happen, instead of a sleep
 # At exit the slices this run's carved kept (its state dir says which) and this run's board
 # are removed.
 BUILD=${BUILD:-build}
@@ -42,6 +49,41 @@ start_carved() {
         "$CARVE" slice list >/dev/null 2>&1 && return 0
         sleep 0.1
     done
+}
+
+slice_field() {
+    "$CARVE" ps --json | python3 -c 'import json, sys
+snap = json.load(sys.stdin)
+s = [s for s in snap["slices"] if s["name"] == sys.argv[1]][0]
+d = s["devices"][0] if s["devices"] else None
+print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null
+}
+
+wait_field() {
+    for _ in $(seq "${4:-50}"); do [ "$(slice_field "$1" "$2")" = "$3" ] && return 0; sleep 0.1; done
+    return 1
+}
+
+# carved's snapshot time, which each poll sets (the wall clock, so it may step, but it changes)
+snapshot_time() {
+    "$CARVE" ps --json 2>/dev/null | sed -n 's/^  "time": \([0-9.]*\).*/\1/p' # top-level: indented 2
+}
+
+# A snapshot is made at the end of a poll: the first that changes may be of a poll begun
+# before the call, the ones after it are not.
+polls() {
+    local want=$((${1:-2} + 1)) last now end=$((SECONDS + 10))
+    last=$(snapshot_time)
+    while [ "$SECONDS" -lt "$end" ]; do
+        sleep 0.05
+        now=$(snapshot_time)
+        if [ -n "$now" ] && [ "$now" != "$last" ]; then
+            want=$((want - 1))
+            [ "$want" -eq 0 ] && return 0
+            last=$now
+        fi
+    done
+    return 1
 }
 
 stop_carved() {
