@@ -30,14 +30,20 @@ cleanup_extra() { kill "$victim" "$tenant" "$busy" "$escape" $alive 2>/dev/null;
 
 CARVE_SIM_PROC_UTIL=off start_carved 200ms off $'idle_after = 10s\nidle_policy = reclaim\n'
 
+# the busy tenant first: its CUDA context is memory held; small kernels all along. Once carved
+# has seen it hold memory, the idle tenant starts: at its reclaim, idle_after from its memory,
+# the busy one has held memory longer than that.
+"$CARVE" slice create busy --memory 1GiB >/dev/null
+"$CARVE" run --slice busy -- "$BUILD/bench/compute_load" --kind small --seconds 30 >"$work/busy.log" 2>&1 &
+busy=$!
+busy_used() { "$CARVE" ps --json | python3 -c 'import json,sys
+s=[s for s in json.load(sys.stdin)["slices"] if s["name"]=="busy"][0]
+sys.exit(not s["devices"][0]["memory_used"] > 0)'; }
+for _ in $(seq 100); do busy_used && break; sleep 0.1; done
 "$CARVE" slice create idle --memory 2GiB >/dev/null
 shm=$(python3 -c 'import json,sys; print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == "idle"][0])' "$work/state/slices.json")
 "$CARVE" run --slice idle -- "$BUILD/tests/e2e/mem_claim" hold 512 60 >"$work/tenant.log" 2>&1 &
 tenant=$!
-# its CUDA context is memory held; small kernels all along
-"$CARVE" slice create busy --memory 1GiB >/dev/null
-"$CARVE" run --slice busy -- "$BUILD/bench/compute_load" --kind small --seconds 30 >"$work/busy.log" 2>&1 &
-busy=$!
 sleep 300 &
 victim=$!
 for _ in $(seq 50); do grep -q holding "$work/tenant.log" && break; sleep 0.1; done
@@ -48,7 +54,6 @@ check "a writer of the table puts the pid of a process not in the slice into it"
 # idle after 10 s; reclaimed at that poll
 for _ in $(seq 200); do kill -0 "$tenant" 2>/dev/null || break; sleep 0.1; done
 check "the idle tenant is ended by the reclaim" '! kill -0 "$tenant" 2>/dev/null'
-sleep 2 # the busy tenant started after the idle one: past idle_after for it too
 busy_json=$("$CARVE" ps --json)
 check "a tenant that runs kernels is neither idle nor ended, without NVML's per-process utilisation" \
     'kill -0 "$busy" 2>/dev/null && python3 -c "import json,sys
@@ -61,7 +66,7 @@ check "the pid written into the table is not killed" 'kill -0 "$victim" 2>/dev/n
 check "the log says why it was left" 'grep -q "pid $victim is in its table but was not started in the slice" "$work/carved.log"'
 check "the log counts one process ended" 'grep -q "slice idle reclaimed: 1 process(es) ended" "$work/carved.log"'
 reclaims=$("$CARVE" ps --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["idle_reclaims"])')
-sleep 1
+polls 3
 again=$("$CARVE" ps --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["idle_reclaims"])')
 check "one reclaim counted, not one per poll while the planted pid stays ($reclaims, then $again)" '[ "$reclaims" = 1 ] && [ "$again" = 1 ]'
 check "carved is still running" 'kill -0 "$daemon"'
@@ -77,7 +82,7 @@ for _ in $(seq 50); do grep -q holding "$work/tenant2.log" && break; sleep 0.1; 
 small=$(python3 -c 'import json,sys; print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == "small"][0])' "$work/state/slices.json")
 CARVE_SLICE=$small "$BUILD/tests/e2e/mem_claim" "$tenant" >"$work/claim2.log" 2>&1
 check "big's tenant (512 MiB) planted in small's table" 'grep -q "claims pid $tenant" "$work/claim2.log"'
-sleep 2
+polls 3
 check "big's tenant is not killed as small's process over its cap" 'kill -0 "$tenant" 2>/dev/null'
 check "carved does not find small over its cap" '! grep -q "slice small holds" "$work/carved.log"'
 
@@ -97,7 +102,8 @@ LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$BUILD/bench/memhog" --label escape --max 
 escape=$!
 for _ in $(seq 50); do grep -q holding "$work/escape2.log" && break; sleep 0.1; done
 CARVE_SIM_NVML_PID_OFFSET=$((victim - escape)) start_carved 200ms off $'escape_policy = kill\n'
-sleep 1.5
+for _ in $(seq 50); do grep -q "escape: pid $victim, which NVML lists" "$work/carved.log" && break; sleep 0.1; done
+polls 3 # not logged again
 ps_json=$("$CARVE" ps --json)
 check "a pid NVML names that is no CUDA process here is not killed ($victim for $escape)" \
     'kill -0 "$victim" 2>/dev/null && python3 -c "import json,sys
@@ -125,15 +131,15 @@ CLOCK_STEP_FILE=$work/step LD_PRELOAD=$PWD/$BUILD/tests/e2e/clock_step.so \
 "$CARVE" run --slice stepped -- "$BUILD/tests/e2e/mem_claim" hold 256 30 >"$work/stepped.log" 2>&1 &
 tenant=$!
 for _ in $(seq 50); do grep -q holding "$work/stepped.log" && break; sleep 0.1; done
-sleep 1
+polls 2 # carved has seen it hold memory
 step 3600
-sleep 1.5
+polls 3
 idle_s=$("$CARVE" ps --json | python3 -c 'import json, sys
 print([s for s in json.load(sys.stdin)["slices"] if s["name"] == "stepped"][0]["idle_seconds"])')
 check "the wall clock an hour forward: a tenant that held memory 3 s is not idle ($idle_s s) nor ended" \
     'kill -0 "$tenant" 2>/dev/null && python3 -c "import sys; sys.exit(not $idle_s < 10)"'
 step -3600
-sleep 0.5
+polls 1
 t1=$(state_time)
 sleep 1.5
 t2=$(state_time)
