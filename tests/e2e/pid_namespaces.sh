@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# slow: yes (61 s: containers with and without carved, sweeps waited for; the gcc build runs it)
+# slow: yes (16 s: containers with and without carved, sweeps waited for; the gcc build runs it)
 # pid_namespaces.sh - one slice's tenants in PID namespaces of their own (containers), where a
 # pid names different processes: every container's first process is 1, and the host's pid 1
 # is init. A slot names its process by its pid there and by its namespace.
