@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# slow: yes (45 s: carved left running for idle stretches; the gcc build runs it)
+# slow: yes (33 s: carved left running for idle stretches; the gcc build runs it)
 # carved_numbers.sh - what carved reports, against situations whose right answer is known,
 # on the simulated GPU: the compute share a slice achieved (a tenant running flat out,
 # unpaced and capped at 30%), in the snapshot and in carve ps, and from the limiter's books
@@ -21,17 +21,6 @@ export CARVE_SIM_CTX_MEMORY=0 CARVE_SIM_MODULE_MEMORY=0
 tenants=()
 cleanup_extra() { kill "${tenants[@]}" 2>/dev/null; }
 
-# field SLICE EXPR: a value of slice SLICE in carve ps --json (EXPR in python, s the slice,
-# d its first device, snap the snapshot)
-field() {
-    "$CARVE" ps --json | python3 -c '
-import json, sys
-snap = json.load(sys.stdin)
-s = [x for x in snap["slices"] if x["name"] == sys.argv[1]][0]
-d = s["devices"][0]
-print(eval(sys.argv[2]))' "$1" "$2"
-}
-
 start_carved 500ms off $'idle_after = 10s\n'
 
 # 1. achieved compute share: a tenant flat out (10 ms kernels, back to back) alone on the
@@ -44,7 +33,7 @@ for s in flat cap30 guar; do
     "$CARVE" run --slice "$s" -- "$LOAD" --kind big --seconds 3 --label "$s" >"$work/$s.log" 2>&1 &
     tenants+=($!)
     sleep 2
-    share=$(field "$s" 'd["compute_share"]')
+    share=$(slice_field "$s" 'd["compute_share"]')
     [ "$s" = flat ] && ps_text=$("$CARVE" ps)
     case $s in
         cap30) check "a --compute 30% slice flat out: achieved share $share%, 25-35" \
@@ -57,8 +46,8 @@ done
 row=$(grep "^flat " <<<"$ps_text")
 check "carve ps shows the share achieved, not only the one asked for: $row" \
     '[[ $row =~ \ (9[0-9]|100)\.[0-9]%\ +-\  ]]'
-sleep 1.2
-share=$(field flat 'd["compute_share"]')
+wait_field flat 'd["compute_share"]' 0.0 30
+share=$(slice_field flat 'd["compute_share"]')
 check "the share once its tenant is gone: $share%" '[ "$share" = 0.0 ]'
 
 # 1b. NVML's utilisation samples by pids of another PID namespace than its process list's
@@ -69,7 +58,7 @@ CARVE_SIM_NVML_UTIL_PID_OFFSET=100000 start_carved 500ms off $'idle_after = 10s\
 "$CARVE" run --slice cap30 -- "$LOAD" --kind big --seconds 4 --label cap30b >"$work/cap30b.log" 2>&1 &
 tenants+=($!)
 sleep 3
-share=$(field cap30 'd["compute_share"]')
+share=$(slice_field cap30 'd["compute_share"]')
 check "samples naming no listed process: the --compute 30% slice's share from the limiter, $share%, 25-35" \
     'python3 -c "import sys; sys.exit(not 25 <= $share <= 35)"'
 check "the log says why" 'grep -q "GPU 0: NVML.s utilisation samples name no process of its process list for 3 polls" "$work/carved.log"'
@@ -84,13 +73,13 @@ start_carved 500ms off $'idle_after = 10s\n'
 for i in 1 2 3; do
     "$CARVE" run --slice refuse -- "$BUILD/bench/memhog" --label r$i --step 768 --hold 0 >"$work/r$i.log" 2>&1
 done
-sleep 0.6
-denials=$(field refuse 'd["oom_denials"]')
+wait_field refuse 'd["oom_denials"]' 3 30
+denials=$(slice_field refuse 'd["oom_denials"]')
 check "3 tenants refused once each: oom_denials $denials" '[ "$denials" = 3 ]'
 stop_carved
 start_carved 500ms off $'idle_after = 10s\n'
-sleep 0.6
-denials=$(field refuse 'd["oom_denials"]')
+wait_field refuse 'd["oom_denials"]' 3 30
+denials=$(slice_field refuse 'd["oom_denials"]')
 check "the slice's refusals after a restart of carved: $denials" '[ "$denials" = 3 ]'
 "$CARVE" top --once --width 120 >"$work/top.txt"
 since=$(grep "carved's totals" "$work/top.txt")
@@ -117,14 +106,14 @@ for gpu in 0 1; do
         --max 256 --hold 30 >"$work/idle$gpu.log" 2>&1 &
     tenants+=($!)
 done
-sleep 13
-read -r idle_s hours < <(field idle2 '"%s %s" % (s["idle_seconds"], s["idle_gpu_hours"])')
+wait_field idle2 's["idle_gpu_hours"] > 0' True 160 # idle_after (10 s) from the memory held
+read -r idle_s hours < <(slice_field idle2 '"%s %s" % (s["idle_seconds"], s["idle_gpu_hours"])')
 check "idle on two GPUs for ${idle_s} s: ${hours} idle GPU-hours, twice the stretch" \
     'python3 -c "import sys; sys.exit(not 1.8 <= $hours * 3600 / $idle_s <= 2.2)"'
 stop_carved
 start_carved 500ms off $'idle_after = 10s\n'
-sleep 0.6
-after=$(field idle2 's["idle_gpu_hours"]')
+wait_field idle2 "s[\"idle_gpu_hours\"] >= $hours" True 30
+after=$(slice_field idle2 's["idle_gpu_hours"]')
 check "idle GPU-hours across a restart of carved: $hours before, $after after" \
     'python3 -c "import sys; sys.exit(not $after >= $hours > 0)"'
 kill "${tenants[@]}" 2>/dev/null
@@ -132,9 +121,10 @@ kill "${tenants[@]}" 2>/dev/null
 # 5. an escape on both GPUs is one escaped process: NVML lists it on each, and carved counted
 # it once per GPU (carve_escapes_total 2), and under escape_policy = kill killed it "twice"
 # (escapes_killed 2, two log lines)
-# on_both SECONDS: a process with 64 MiB on each simulated GPU, outside carve, held SECONDS
+# on_both SECONDS &: a process with 64 MiB on each simulated GPU, outside carve, held SECONDS
+# (in the background only: the shell that runs it becomes python, so $! is python's pid)
 on_both() {
-    LD_LIBRARY_PATH=$BUILD/lib/carve/sim python3 -c '
+    LD_LIBRARY_PATH=$BUILD/lib/carve/sim exec python3 -c '
 import ctypes, sys, time
 cu = ctypes.CDLL("libcuda.so")
 assert cu.cuInit(0) == 0
@@ -150,14 +140,17 @@ totals() { "$CARVE" ps --json | python3 -c 'import json, sys; t = json.load(sys.
 stop_carved
 forget_state # (a bare rm -rf of it left the slices above in /dev/shm for good)
 start_carved 200ms off
-on_both 2 &
+on_both 10 & # killed once checked
 both=$!
-sleep 1
-listed=$("$CARVE" ps --json | python3 -c 'import json, sys; print(sorted(e["gpu"] for e in json.load(sys.stdin)["escapes"]))')
+tenants+=("$both")
+escape_gpus() { "$CARVE" ps --json | python3 -c 'import json, sys; print(sorted(e["gpu"] for e in json.load(sys.stdin)["escapes"]))'; }
+for _ in $(seq 30); do [ "$(escape_gpus)" = "[0, 1]" ] && break; sleep 0.1; done
+listed=$(escape_gpus)
 read -r seen killed < <(totals)
 check "a process on both GPUs is listed as an escape on each ($listed) and counted once ($seen)" \
     '[ "$listed" = "[0, 1]" ] && [ "$seen" = 1 ]'
-wait "$both"
+kill "$both"
+wait "$both" 2>/dev/null
 # a carved that dies (SIGKILL, a crash) keeps what it counted: the node's counters were
 # written only at a change of a slice and at stop, and carve_escapes_total went back to 0
 kill -KILL "$daemon"
@@ -184,15 +177,18 @@ stop_carved
 start_carved 200ms off
 odd="$work/$(printf 'hog\xff\x1b[2J')"
 cp "$BUILD/bench/memhog" "$odd"
-LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$odd" --label odd --max 64 --hold 4 >"$work/odd.log" 2>&1 &
+LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$odd" --label odd --max 64 --hold 10 >"$work/odd.log" 2>&1 & # killed once checked
 oddpid=$!
+tenants+=("$oddpid")
 for _ in $(seq 50); do grep -q holding "$work/odd.log" && break; sleep 0.1; done
-sleep 0.5
-listed=$("$CARVE" ps --json | python3 -c 'import json, sys
-print([e["command"] for e in json.load(sys.stdin)["escapes"] if e["pid"] == int(sys.argv[1])])' "$oddpid")
+odd_listed() { "$CARVE" ps --json | python3 -c 'import json, sys
+print([e["command"] for e in json.load(sys.stdin)["escapes"] if e["pid"] == int(sys.argv[1])])' "$oddpid"; }
+for _ in $(seq 30); do [ "$(odd_listed)" != "[]" ] && break; sleep 0.1; done # a poll lists it
+listed=$(odd_listed)
 ps_text=$("$CARVE" ps)
 check "an escape named with a byte that is not UTF-8 and an escape character is listed ($listed), and carve ps prints no control character" \
     '[ "$listed" = "['"'"'hog??[2J'"'"']" ] && ! grep -q $'"'"'\x1b'"'"' <<<"$ps_text"'
+kill "$oddpid"
 wait "$oddpid" 2>/dev/null
 
 # 7. NVIDIA's MPS server (carve run --mode mps starts one per user and GPU) is a GPU process
@@ -237,22 +233,24 @@ check "escape_policy = kill: the MPS server runs to its end (status $server_rc),
 stop_carved
 start_carved 200ms off
 CARVE_SIM_PROC_LISTS=graphics LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$BUILD/bench/memhog" \
-    --label drawer --max 64 --hold 3 >"$work/drawer.log" 2>&1 &
+    --label drawer --max 64 --hold 10 >"$work/drawer.log" 2>&1 & # both killed once checked
 drawer=$!
 CARVE_SIM_PROC_LISTS=compute,graphics LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$BUILD/bench/memhog" \
-    --label both --max 64 --hold 3 >"$work/both.log" 2>&1 &
+    --label both --max 64 --hold 10 >"$work/both.log" 2>&1 &
 both=$!
+tenants+=("$drawer" "$both")
 for _ in $(seq 50); do
     grep -q holding "$work/drawer.log" && grep -q holding "$work/both.log" && break
     sleep 0.1
 done
-sleep 0.5
+polls 2 # a poll begun after both hold their memory
 seen=$("$CARVE" ps --json | python3 -c 'import json, sys
 snap = json.load(sys.stdin)
 procs = [p["pid"] for g in snap["gpus"] for p in g["processes"]]
 escapes = [e["pid"] for e in snap["escapes"]]
 print(*(f"{procs.count(int(a))}/{escapes.count(int(a))}" for a in sys.argv[1:]))' "$drawer" "$both")
-wait "$drawer" "$both"
+kill "$drawer" "$both"
+wait "$drawer" "$both" 2>/dev/null
 check "a graphics-only process and a compute+graphics one outside every slice: each listed once and an escape once (listed/escapes: $seen)" \
     '[ "$seen" = "1/1 1/1" ]'
 
