@@ -1222,6 +1222,14 @@ static void test_looser_never_dearer(void **state)
     }
 }
 
+/* The generator as plan_shape leaves it (three draws a workload), without the planning: the
+ * lists drawn after are the same. */
+static void skip_shape(void)
+{
+    for (int i = 0; i < 3 * 20000; i++)
+        rng();
+}
+
 /* Large lists of several shapes: every plan within 2% of its lower bound. */
 static void test_large_within_two_percent(void **state)
 {
@@ -1280,6 +1288,20 @@ static void test_small_gpus_within_two_percent(void **state)
  * the fleet within 2% of its cost bound. (Memory-heavy carve slices and time-slicing on
  * H100:3000 + L4 were above it, at 4.7-4.8% and 1.9-2.0%, until the limited H100s' GPUs were
  * filled exactly, pack_by_band_exact: docs/results/2026-11-23-plan-bench-mixed.md.) */
+/* Under AddressSanitizer, where this test took half of this file's 16 s, shape s is planned
+ * on fleet s % 3 only: every fleet and every shape, whole (a shorter list is a different test:
+ * 5,000 of each were 3.3% above the bound), in a third of the time. The gcc and clang builds
+ * plan all twelve. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MIXED_SOME 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MIXED_SOME 1
+#endif
+#endif
+#ifndef MIXED_SOME
+#define MIXED_SOME 0
+#endif
 static const char *const mixed_fleets[] = {
     "H100-80GB@2.49,L4:4000@0.80",
     "A100-80GB@1.80,L4:4000@0.80,T4:3000@0.35",
@@ -1291,6 +1313,10 @@ static void test_mixed_within_two_percent(void **state)
     for (size_t fl = 0; fl < sizeof(mixed_fleets) / sizeof(mixed_fleets[0]); fl++) {
         struct fleet f = fleet_of(mixed_fleets[fl]);
         for (size_t s = 0; s < NSHAPES; s++) {
+            if (MIXED_SOME && s % 3 != fl) {
+                skip_shape();
+                continue;
+            }
             struct fleet_workloads ws;
             struct fleet_result r;
             plan_shape(&f, s, &ws, &r);
