@@ -163,9 +163,9 @@ check "--slice with --memory is refused: $err" '[[ $err == *"own settings"* ]]'
 
 # 3. carve ps sees a running tenant with its memory, and an escape
 # (both held until killed after the restart below)
-"$CARVE" run --simulate --slice shared -- "$MEMHOG" --label held --max 256 --hold 60 >"$work/held.log" 2>&1 &
+"$CARVE" run --simulate --slice shared -- "$MEMHOG" --label held --max 256 --hold 20 >"$work/held.log" 2>&1 &
 held=$!
-LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$MEMHOG" --label escape --max 128 --hold 60 >"$work/escape.log" 2>&1 &
+LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$MEMHOG" --label escape --max 128 --hold 20 >"$work/escape.log" 2>&1 &
 escape=$!
 # until a poll of carved's has seen both (what the checks below ask), 5 s at most
 for _ in $(seq 50); do
