@@ -13,7 +13,10 @@
  *                    how libcarve in a tenant that may join maps it
  *   {"op":"delete","name":N} -> {"ok":true}
  *   {"op":"list"} / {"op":"ps"} -> {"ok":true,"snapshot":{...}}   (carved.h's snapshot)
- *   any error -> {"ok":false,"error":"what is wrong and what to do"} */
+ *   any error -> {"ok":false,"error":"what is wrong and what to do"}; a refusal a client
+ *                    acts on by kind also has a "code" (clients that do not know one ignore
+ *                    it): "guarantees_full" (board.h), a create whose guarantee would take a
+ *                    GPU's guarantees past 100% */
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -175,9 +178,14 @@ static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pi
         (e = read_gpus(d, json_object_get(req, "gpus"), &c)))
         return e;
     char err[768];
-    if (registry_create(d, &c, run ? ORIGIN_RUN : ORIGIN_API, uid, run ? pid : 0, err,
-                        sizeof(err)) < 0)
-        return fail("%s", err);
+    int r = registry_create(d, &c, run ? ORIGIN_RUN : ORIGIN_API, uid, run ? pid : 0, err,
+                            sizeof(err));
+    if (r < 0) {
+        json_t *no = fail("%s", err);
+        if (r == -EDQUOT) /* told by a code, not by its words */
+            json_object_set_new(no, "code", json_string(CARVE_REFUSAL_GUARANTEES));
+        return no;
+    }
     struct dslice *s = registry_find(d, c.name);
     return json_pack("{s:b,s:s,s:s,s:b}", "ok", 1, "slice", s->name, "shm", s->shm, "simulated",
                      d->simulate);

@@ -79,7 +79,8 @@ int registry_save(const struct carved *d, char *err, size_t errlen);
  * objects were broken: truncated by a tenant); its old objects are removed. */
 int registry_remake(struct carved *d, struct dslice *s, char *err, size_t errlen);
 struct dslice *registry_find(struct carved *d, const char *name);
-/* Makes a slice from its request (strings as the CLI takes them); 0 or -errno + message. */
+/* Makes a slice from its request (strings as the CLI takes them); 0 or -errno + message:
+ * -EDQUOT for a guarantee that would take a GPU's guarantees past 100%, and only for it. */
 int registry_create(struct carved *d, const struct carved_slice_conf *req, int origin,
                     uid_t owner, pid_t creator, char *err, size_t errlen);
 int registry_delete(struct carved *d, struct dslice *s, char *err, size_t errlen);

@@ -109,12 +109,13 @@ static int join_boards(struct dslice *s, char *err, size_t errlen)
         if (s->gone[i] || (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL))
             continue;
         char why[512];
-        if (carve_board_join(s->spec.dev[i].uuid, CARVE_BOARD_MODE_DAEMON, c, s->name,
-                             getpid(), &s->boards[i], &s->spec.dev[i].board_entry, why,
-                             sizeof(why)) < 0) {
+        int r = carve_board_join(s->spec.dev[i].uuid, CARVE_BOARD_MODE_DAEMON, c, s->name,
+                                 getpid(), &s->boards[i], &s->spec.dev[i].board_entry, why,
+                                 sizeof(why));
+        if (r < 0) { /* the board's own code: -EDQUOT is a guarantee past 100%, and only it */
             snprintf(err, errlen, "GPU %d: %s", s->spec.dev[i].index, why);
             leave_boards(s);
-            return -EDQUOT;
+            return r;
         }
     }
     return 0;
@@ -245,6 +246,13 @@ static int prepare(struct carved *d, struct dslice *s, const struct carved_slice
  * the terms (slice.h). */
 #define TABLE_MODE 0600
 
+/* -EDQUOT is the board's refusal of a guarantee past 100%, which the API names with a code:
+ * a quota met writing a slice's table or the state is told as a full file system. */
+static int quota_as_full(int r)
+{
+    return r == -EDQUOT ? -ENOSPC : r;
+}
+
 /* Makes the objects of s, whose fields and spec are filled, and takes it into the registry:
  * 0, or -errno with a message (s is then left unused). */
 static int make_objects(struct carved *d, struct dslice *s, int origin, uid_t owner,
@@ -262,7 +270,7 @@ static int make_objects(struct carved *d, struct dslice *s, int origin, uid_t ow
     s->spec.table_mode = TABLE_MODE;
     if ((r = carve_slice_create(s->shm, &s->spec, &s->handle, err, errlen)) < 0) {
         leave_boards(s);
-        return r;
+        return quota_as_full(r);
     }
     s->origin = origin;
     s->owner = owner;
@@ -273,7 +281,7 @@ static int make_objects(struct carved *d, struct dslice *s, int origin, uid_t ow
     carved_log("slice %s made (%s, owner uid %u, memory %s, compute %s)", s->name,
                registry_origin_name(origin), (unsigned)owner, s->memory[0] ? s->memory : "-",
                s->compute[0] ? s->compute : "-");
-    return registry_save(d, err, errlen);
+    return quota_as_full(registry_save(d, err, errlen));
 }
 
 int registry_create(struct carved *d, const struct carved_slice_conf *req, int origin,

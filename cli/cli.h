@@ -47,6 +47,10 @@ const char *carve_socket_path(void);
 int carve_daemon_connect(void);
 /* Sends req (taken) and returns carved's reply when it says ok; else NULL with its error. */
 json_t *carve_daemon_call(int fd, json_t *req, char *err, size_t errlen);
+/* The same, and a refusal's "code" (board.h's CARVE_REFUSAL_*) into code; "" when carved
+ * gave none (most refusals, a carved of before codes, no answer at all). */
+json_t *carve_daemon_call_code(int fd, json_t *req, char *err, size_t errlen, char *code,
+                               size_t codelen);
 /* Whether a carved answers at the socket and runs on the simulated GPU: carve run's modes
  * that find the GPU themselves (mps, mig) then use that GPU too, as the default mode does. */
 bool carve_daemon_simulated(void);

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "board.h"
 #include "cli.h"
 #include "compute.h"
 #include "gpus.h"
@@ -58,6 +59,14 @@ int carve_daemon_connect(void)
 
 json_t *carve_daemon_call(int fd, json_t *req, char *err, size_t errlen)
 {
+    char code[32];
+    return carve_daemon_call_code(fd, req, err, errlen, code, sizeof(code));
+}
+
+json_t *carve_daemon_call_code(int fd, json_t *req, char *err, size_t errlen, char *code,
+                               size_t codelen)
+{
+    code[0] = '\0';
     char *text = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     if (!text || write(fd, text, strlen(text)) < 0 || write(fd, "\n", 1) < 0) {
@@ -102,6 +111,7 @@ json_t *carve_daemon_call(int fd, json_t *req, char *err, size_t errlen)
     }
     if (!json_is_true(json_object_get(reply, "ok"))) {
         snprintf(err, errlen, "%s", json_string_value(json_object_get(reply, "error")) ?: "refused");
+        snprintf(code, codelen, "%s", json_string_value(json_object_get(reply, "code")) ?: "");
         json_decref(reply);
         return NULL;
     }
@@ -122,10 +132,12 @@ bool carve_daemon_simulated(void)
     return simulated;
 }
 
-/* Connects and calls; prints the error as "carve CMD: ..." and returns NULL on failure. */
-static json_t *call(const char *cmd, json_t *req)
+/* Connects and calls; prints the error as "carve CMD: ..." and returns NULL on failure, with
+ * carved's code for the refusal in code ("" when none). */
+static json_t *call_code(const char *cmd, json_t *req, char *code, size_t codelen)
 {
     char err[1024];
+    code[0] = '\0';
     int fd = carve_daemon_connect();
     if (fd < 0) {
         fprintf(stderr, "carve %s: carved is not running (no one listens on %s; start it, or "
@@ -133,11 +145,18 @@ static json_t *call(const char *cmd, json_t *req)
         json_decref(req);
         return NULL;
     }
-    json_t *r = carve_daemon_call(fd, req, err, sizeof(err));
+    json_t *r = carve_daemon_call_code(fd, req, err, sizeof(err), code, codelen);
     close(fd);
     if (!r)
         fprintf(stderr, "carve %s: %s\n", cmd, err);
     return r;
+}
+
+/* call_code for a request whose refusals are all alike (status 1). */
+static json_t *call(const char *cmd, json_t *req)
+{
+    char code[32];
+    return call_code(cmd, req, code, sizeof(code));
 }
 
 static int usage_error(const char *cmd, const char *what, const char *arg)
@@ -303,9 +322,11 @@ static int slice_create(int argc, char **argv)
         return usage_error("slice create", "%s", why);
     }
     json_object_set_new(req, "name", json_string(argv[optind]));
-    json_t *r = call("slice create", req);
+    char code[32];
+    json_t *r = call_code("slice create", req, code, sizeof(code));
+    /* a guarantee the GPU cannot give is bad input for the node as it is, as in carve run */
     if (!r)
-        return 1;
+        return strcmp(code, CARVE_REFUSAL_GUARANTEES) == 0 ? CARVE_EXIT_USAGE : 1;
     printf("slice %s made\n", argv[optind]);
     json_decref(r);
     return 0;

@@ -228,7 +228,10 @@ int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_com
             return fail(err, errlen, r, "the GPU's board /dev/shm%s was made by another "
                         "version of carve (%s); run this slice when that version's slices on "
                         "the GPU have ended", board);
-        return fail(err, errlen, r, "cannot open the GPU's board /dev/shm%s: %s", board);
+        fail(err, errlen, r, "cannot open the GPU's board /dev/shm%s: %s", board);
+        /* -EDQUOT says a guarantee was refused (carved's API names that refusal): a quota
+           on /dev/shm is told as a full file system */
+        return r == -EDQUOT ? -ENOSPC : r;
     }
     struct board_table *t = b->t;
     uint64_t guaranteed = 0;

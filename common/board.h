@@ -32,12 +32,16 @@ struct carve_board;
  * adopting a slice again after a restart, whose tenants know their place), or -1 for the
  * first free one; on return, the place taken. Clears
  * entries whose owner is gone, refuses a guarantee that would take the guarantees on the
- * GPU past 100% (-EDQUOT, with the numbers in err), and claims an entry for pid. */
+ * GPU past 100% (-EDQUOT, with the numbers in err, and for nothing else), and claims an entry
+ * for pid. */
 #define CARVE_BOARD_MODE_SHARED 0666 /* `carve run` alone: every user joins by itself */
 #define CARVE_BOARD_MODE_DAEMON 0644 /* carved: only it changes the settings */
 int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_compute *c,
                      const char *name, pid_t pid, struct carve_board **out, int *entry,
                      char *err, size_t errlen);
+/* The "code" of carved's refusal of that guarantee ({"ok":false,"code":...,"error":...}):
+ * bad input for the GPU's state, which `carve slice create` exits 2 for. */
+#define CARVE_REFUSAL_GUARANTEES "guarantees_full"
 /* A joiner's board again, read-write, for leaving an entry it joined earlier (the Slurm
  * plugin leaves in another process than it joined); -ENOENT when there is none. */
 int carve_board_attach(const uint8_t uuid[16], struct carve_board **out);

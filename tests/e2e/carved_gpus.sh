@@ -3,7 +3,8 @@
 # simulated node of two: a slice's memory and compute apply on its GPUs only, so two slices
 # each guaranteeing 60%+ on different GPUs are both made, while a third on a GPU already
 # guaranteed 60% is refused (guarantees on one GPU add up to 100% at most), and one on every
-# GPU is refused where any of them is full; bad "gpus" are refused saying why; a restart
+# GPU is refused where any of them is full (with the code guarantees_full: `carve slice
+# create` exits 2); bad "gpus" are refused saying why; a restart
 # adopts the slices on their GPUs, and the log does not call the node's other GPUs new.
 #
 #   BUILD=build bash tests/e2e/carved_gpus.sh
@@ -22,10 +23,10 @@ cleanup_extra() {
     for n in "$A" "$B" "$C" "$ALL" "$CAP" "$CLI" "$CFG" "$CFG2"; do rm -f /dev/shm/carve.d."$n".*; done
 }
 
-# create JSON-FIELDS: one create request to carved (root's: an admin's); prints "ok" or the
-# error
+# create JSON-FIELDS [code]: one create request to carved (root's: an admin's); prints "ok"
+# or the error (with `code': the refusal's code, "-" when it has none)
 create() {
-    python3 - "$CARVE_SOCKET" "$1" <<'EOF'
+    python3 - "$CARVE_SOCKET" "$1" "${2:-}" <<'EOF'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.settimeout(10)
@@ -38,7 +39,7 @@ while not buf.endswith(b"\n"):
         break
     buf += chunk
 r = json.loads(buf)
-print("ok" if r.get("ok") else r.get("error", "?"))
+print(r.get("code", "-") if sys.argv[3] else "ok" if r.get("ok") else r.get("error", "?"))
 EOF
 }
 
@@ -65,6 +66,9 @@ check "a third guaranteeing 50%+ on GPU 1 is refused, 110% there: $out" \
 out=$(create "\"name\":\"$ALL\",\"compute\":\"50%+\"")
 check "one guaranteeing 50%+ on every GPU (no gpus) is refused too: $out" \
     '[[ $out == "GPU "*"60.00%"* ]] && [ "$(devices "$ALL")" = missing ]'
+code=$(create "\"name\":\"$ALL\",\"compute\":\"50%+\"" code) other=$(create "\"name\":\"$ALL\",\"gpus\":[7]" code)
+check "the refusal has the code guarantees_full ($code), another refusal none ($other)" \
+    '[ "$code" = guarantees_full ] && [ "$other" = - ]'
 out=$(create "\"name\":\"$C\",\"compute\":\"40%+\",\"gpus\":[1]")
 check "40%+ more on GPU 1 fits (100%): $out" '[ "$out" = ok ] && [ "$(devices "$C")" = "1:0:40%+" ]'
 out=$(create "\"name\":\"$CAP\",\"memory\":\"0=1GiB\",\"gpus\":[1]")
@@ -96,8 +100,11 @@ check "their guarantees still hold room after the restart: $out" '[[ $out == "GP
 
 # the same through carve slice create --gpus
 out=$("$CARVE" slice create "$CLI" --compute 50%+ --gpus 0 2>&1)
-check "carve slice create --gpus 0 --compute 50%+ beside the 60%+ there: refused, status 1 ($out)" \
-    "[ $? -eq 1 ]"' && [[ $out == *"GPU 0: "*"60.00%"* ]] && [ "$(devices "$CLI")" = missing ]'
+check "carve slice create --gpus 0 --compute 50%+ beside the 60%+ there: refused, status 2 as bad input ($out)" \
+    "[ $? -eq 2 ]"' && [[ $out == *"GPU 0: "*"60.00%"* ]] && [ "$(devices "$CLI")" = missing ]'
+out=$("$CARVE" run --simulate --compute 50%+ -- true 2>&1)
+check "carve run --compute 50%+ through carved: refused the same, status 2 ($out)" \
+    "[ $? -eq 2 ]"' && [[ $out == *"GPU "*"60.00%"* ]]'
 out=$("$CARVE" slice create "$CLI" --compute 40% --memory 1GiB --gpus " $U1 " 2>&1)
 check "carve slice create --gpus UUID --compute 40% (a cap; GPU 1's guarantees are full): on GPU 1 alone ($out; $(devices "$CLI"))" \
     '[ "$(devices "$CLI")" = "1:1073741824:40%" ]'

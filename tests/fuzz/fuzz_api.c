@@ -1,13 +1,15 @@
 /* fuzz_api.c - libFuzzer harness for carved's socket protocol: any bytes, given to the same
  * request handler the socket calls (carved/api.c, through carved/registry.c, which makes
  * real slice objects in /dev/shm), get one reply object, never a crash: {"ok":true,...} or
- * {"ok":false,"error":"..."} with a non-empty reason, and the registry keeps its promises
+ * {"ok":false,"error":"..."} with a non-empty reason (and, if any, a "code" clients know),
+ * and the registry keeps its promises
  * (valid, unique names; each slice's shared memory opens). The caller changes with the
  * input's length (root, another user, nobody) so that the permission paths are fuzzed too.
  * After each input every slice but one is deleted again, so runs stay independent and
  * nothing is left in /dev/shm. The one, `standing', open to every caller, is there before
  * each input (made again if an input deleted it), so that a join can succeed, and a table
- * handed over with it is checked. The daemon's two GPUs are fixed here, with UUIDs of their own so that
+ * handed over with it is checked; it guarantees 60%+, so that a create guaranteeing more than
+ * 40% is refused with its code. The daemon's two GPUs are fixed here, with UUIDs of their own so that
  * the compute boards this makes are not any real or simulated GPU's. */
 #include <stdint.h>
 #include <stdio.h>
@@ -52,7 +54,7 @@ static void make_standing(struct carved *d)
     int fd;
     json_t *r = api_handle(d,
                            "{\"op\":\"create\",\"name\":\"" STANDING "\",\"memory\":\"1GiB\","
-                           "\"users\":[0,1000,65534]}",
+                           "\"compute\":\"60%+\",\"users\":[0,1000,65534]}",
                            0, 0, getpid(), &fd);
     if (!json_is_true(json_object_get(r, "ok")) || fd >= 0)
         abort();
@@ -94,6 +96,11 @@ static void check_reply(const json_t *r)
         if (!why || !*why)
             abort(); /* a refusal always says why */
     }
+    /* a code only on a refusal, and one that clients know (old clients ignore it) */
+    json_t *code = json_object_get(r, "code");
+    if (code && (!json_is_false(json_object_get(r, "ok")) || !json_is_string(code) ||
+                 strcmp(json_string_value(code), CARVE_REFUSAL_GUARANTEES) != 0))
+        abort();
     char *text = json_dumps(r, JSON_COMPACT);
     if (!text || strchr(text, '\n'))
         abort(); /* the reply goes out as one line */
