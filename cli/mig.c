@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "compute.h"
 #include "fleet.h"
 #include "gpus.h"
 #include "mig.h"
@@ -1107,6 +1108,38 @@ static int request_part(const char *opt, const char *text, bool share, char *err
     return 0;
 }
 
+/* --compute as carve run reads a share in every mode (30, 30%, 12.5%), into the text of a
+ * MIG request ("30%"). A MIG request's own parser took 30 for 30 bytes and 30%+ for a size
+ * of an unknown unit; a guarantee is refused here, saying why: an instance's share is fixed. */
+static int compute_share(const char *text, char *share, size_t len, char *err, size_t errlen)
+{
+    struct carve_compute c = {0};
+    if (carve_parse_compute(text, &c, NULL, 0) < 0) {
+        struct mig_request part;
+        char why[256];
+        /* a size or a profile: said as such, with the option that takes it */
+        if (mig_request_parse(text, &part, why, sizeof(why)) == 0 &&
+            (part.profile[0] || part.memory_mib))
+            return request_part("--compute", text, true, err, errlen);
+        uint32_t bp = 1;
+        const char *end, *no = carve_parse_percent_bp(text, &bp, &end);
+        snprintf(err, errlen, "--compute `%.64s%s' %s; give a share of the GPU's SMs in (0, "
+                 "100], to 0.01%%: 30 or 30%%", text, strlen(text) > 64 ? "..." : "",
+                 no ? no : bp == 0 ? "is zero" : "is not a percentage");
+        return -1;
+    }
+    bool guarantee = c.mode == CARVE_COMPUTE_GUARANTEE;
+    c.mode = CARVE_COMPUTE_CAP;
+    carve_format_compute(&c, share, len);
+    if (guarantee) {
+        snprintf(err, errlen, "--compute %.64s%s: a MIG instance gives a fixed share of the "
+                 "GPU's SMs, not a guarantee with idle time on top; use %s", text,
+                 strlen(text) > 64 ? "..." : "", share);
+        return -1;
+    }
+    return 0;
+}
+
 /* Whether no profile of any GPU in MIG mode (of those in scope) could hold the request: then
  * no instance to find or make exists, and "make one with carve mig apply" would send the user
  * to a plan that refuses it. The largest profile of each such model goes into largest, for the message.
@@ -1320,6 +1353,10 @@ int carve_mig_choose(const char *instance, const char *memory, const char *compu
     sc.lock_fd = *lock_fd = -1;
     sc.instance = instance;
     sc.visible = visible;
+    char share[32];
+    if (compute && compute_share(compute, share, sizeof(share), err, errlen) < 0)
+        return CARVE_EXIT_USAGE;
+    compute = compute ? share : NULL; /* "30%" in messages too, however it was given */
     if (parse_want(memory, compute, &sc.want, err, errlen) < 0)
         return CARVE_EXIT_USAGE;
     if (open_nvml(simulate, &n, err, errlen) < 0)

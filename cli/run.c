@@ -54,7 +54,8 @@ static const char run_help[] =
     "                      timeslice or mps keep the slice's memory cap; mig runs in a MIG\n"
     "                      instance (CUDA_VISIBLE_DEVICES=its MIG-... UUID, no libcarve):\n"
     "                      the one --mig-instance names, else the smallest free one with\n"
-    "                      at least --memory SIZE and --compute PCT% of the GPU's SMs (see\n"
+    "                      at least --memory SIZE and --compute PCT% of the GPU's SMs (30\n"
+    "                      or 30%; an instance's share is fixed, so 30%+ is refused; see\n"
     "                      carve mig --help; make them with carve mig apply)\n"
     "  -s, --simulate      run on carve's simulated GPU (no GPU or driver needed)\n"
     "  -I, --mig-instance UUID  (--mode mig) the MIG device to run in\n"
@@ -172,7 +173,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     if (o->slice && (o->memory || o->compute_arg || o->priority_arg))
         return usage_error("--slice %s has its own settings: drop --memory, --compute and "
                            "--priority", o->slice);
-    /* a slice's share is carve's --compute; a MIG instance reads it as a plain share later */
+    /* a slice's share is carve's --compute; a MIG instance's is read by carve_mig_choose, with
+       the same parser, as a share of the SMs (no guarantee) */
     if (o->compute_arg && !o->mode->no_slice &&
         carve_parse_compute(o->compute_arg, &o->compute, err, sizeof(err)) < 0)
         return usage_error("--compute: %s", err);

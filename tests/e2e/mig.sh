@@ -130,6 +130,16 @@ check "run --memory 20GiB picks the 3g.40gb" test "$seen" = "$big"
 seen=$("$CARVE" run --mode mig --simulate --quiet --memory 1GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
 check "run --memory 1GiB picks a 1g.10gb, the smallest that fits" test \
     "$(echo "$list" | json_eval "[i['profile'] for i in j[0]['instances'] if i['uuid']=='$seen'][0]")" = 1g.10gb
+# --compute is a share as in every mode: 30 is 30% (it was read as 30 bytes), and a
+# guarantee is refused saying why (30%+ was "unknown unit")
+for share in 30 30%; do
+    seen=$("$CARVE" run --mode mig --simulate --quiet --compute "$share" -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"' 2>&1)
+    check "run --compute $share picks the 3g.40gb, the smallest with 30% of the SMs ($seen)" test "$seen" = "$big"
+done
+expect 2 "--compute 30%+: a MIG instance gives a fixed share of the GPU's SMs, not a guarantee with idle time on top; use 30%" \
+    run --mode mig --simulate --compute 30%+ -- true
+expect 2 "no free MIG instance with at least 20GiB and 50%;" run --mode mig --simulate --memory 20GiB --compute 50 -- true
+expect 2 "--compute \`150' is more than 100%; give a share of the GPU's SMs" run --mode mig --simulate --compute 150 -- true
 expect 2 "no free MIG instance with at least 50GiB" run --mode mig --simulate --memory 50GiB -- true
 # larger than every profile: no instance can exist, so "make one with carve mig apply" was wrong
 out=$("$CARVE" run --mode mig --simulate --memory 100GiB -- true 2>&1)
