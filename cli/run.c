@@ -143,9 +143,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         case 'p':
             if (strcmp(optarg, "--") == 0)
                 return usage_error("option `%s' needs a value", "--priority");
-            o->priority_arg = optarg;
-            if (carve_parse_priority(optarg, &o->compute.priority, err, sizeof(err)) < 0)
-                return usage_error("--priority: %s", err);
+            o->priority_arg = optarg; /* parsed below: the last one counts */
             break;
         case 's': o->simulate = true; break;
         case 'S': o->slice = optarg; break;
@@ -178,6 +176,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     if (o->compute_arg && !o->mode->no_slice &&
         carve_parse_compute(o->compute_arg, &o->compute, err, sizeof(err)) < 0)
         return usage_error("--compute: %s", err);
+    /* read once the options are, as --compute is: `--priority urgent --priority latency' was
+       refused for a value that the last one overrides */
+    if (o->priority_arg &&
+        carve_parse_priority(o->priority_arg, &o->compute.priority, err, sizeof(err)) < 0)
+        return usage_error("--priority: %s", err);
     bool mig = strcmp(o->mode->name, "mig") == 0;
     if (o->mig_instance && !mig)
         return usage_error("--mig-instance %s needs --mode mig", o->mig_instance);

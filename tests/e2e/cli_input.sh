@@ -147,6 +147,11 @@ if [ "$(echo "$twice" | head -n1)" = "2048 MiB" ]; then
 else
     bad "--memory 1GiB --memory 2GiB: nvidia-smi in the slice says $twice, want 2048 MiB"
 fi
+# the last value is the one checked: --priority was refused for a value the last overrides
+expect 0 "" run --simulate --compute bogus --compute 30% -- true
+expect 0 "" run --simulate --priority urgent --priority latency -- true
+expect 2 "--priority: unknown priority \`urgent'; use latency, batch or normal" \
+    run --simulate --priority latency --priority urgent -- true
 
 # objects that appeared during the run and whose creator (/carve.UID.PID.RAND) is gone are
 # ours, left behind; a live creator's belongs to a test running beside this one
