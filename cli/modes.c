@@ -73,11 +73,20 @@ void carve_run_modes_help(FILE *f)
 
 int carve_mode_timeslice_prepare(struct run_opts *o, struct run_mode_ctx *ctx)
 {
-    const char *given = o->compute_arg ? "--compute" : o->priority_arg ? "--priority" : NULL;
-    if (given) {
+    if (o->compute_arg) {
         fprintf(stderr, "carve run: --mode timeslice leaves the GPU's time to the driver, so "
-                        "%s cannot be given with it: drop it, or use --mode carve (or mps for "
-                        "a thread limit)\n(see carve run --help)\n", given);
+                        "--compute cannot be given with it: drop it, or use --mode carve (or "
+                        "mps for a thread limit)\n(see carve run --help)\n");
+        return CARVE_EXIT_USAGE;
+    }
+    /* normal, the default, is what the driver gives every process: asked for, it is kept */
+    if (o->compute.priority != CARVE_PRIO_NORMAL) {
+        fprintf(stderr, "carve run: --mode timeslice leaves the GPU's time to the driver, which "
+                        "gives every process its turn alike, so --priority %s cannot be given "
+                        "with it: drop it (or give normal), or use --mode carve (batch slices "
+                        "step back while a latency slice launches) or mps (the MPS client "
+                        "priority)\n(see carve run --help)\n",
+                carve_priority_name(o->compute.priority));
         return CARVE_EXIT_USAGE;
     }
     if (o->slice) {

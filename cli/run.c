@@ -184,9 +184,16 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     bool mig = strcmp(o->mode->name, "mig") == 0;
     if (o->mig_instance && !mig)
         return usage_error("--mig-instance %s needs --mode mig", o->mig_instance);
-    if (mig && (o->slice || o->priority_arg || o->name))
-        return usage_error("--mode mig runs in a MIG instance: --slice, --priority and --name "
-                           "do not apply%s", "");
+    if (mig && (o->slice || o->name))
+        return usage_error("--mode mig runs in a MIG instance: --slice and --name do not "
+                           "apply%s", "");
+    /* normal, the default, is what an instance gives: asked for, it is kept */
+    if (mig && o->compute.priority != CARVE_PRIO_NORMAL)
+        return usage_error("--mode mig runs the command in a MIG instance, isolated by the "
+                           "hardware: no other work shares its SMs, so --priority %s has "
+                           "nothing to rank; drop it (or give normal), or use --mode carve or "
+                           "mps to share a GPU by priority",
+                           carve_priority_name(o->compute.priority));
     if (mig && o->mig_instance && (o->memory || o->compute_arg))
         return usage_error("--mig-instance %s is one instance: drop --memory and --compute",
                            o->mig_instance);

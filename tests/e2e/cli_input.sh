@@ -147,6 +147,11 @@ if [ "$(echo "$twice" | head -n1)" = "2048 MiB" ]; then
 else
     bad "--memory 1GiB --memory 2GiB: nvidia-smi in the slice says $twice, want 2048 MiB"
 fi
+# a mode with no priority takes the default asked for by name, and says what it does instead
+# of latency or batch (it offered "mps for a thread limit" for a priority)
+expect 0 "" run --simulate --mode timeslice --priority normal -- true
+expect 2 "--mode timeslice leaves the GPU's time to the driver, which gives every process its turn alike, so --priority latency cannot be given with it: drop it (or give normal)" \
+    run --simulate --mode timeslice --priority latency -- true
 # the last value is the one checked: --priority was refused for a value the last overrides
 expect 0 "" run --simulate --compute bogus --compute 30% -- true
 expect 0 "" run --simulate --priority urgent --priority latency -- true

@@ -141,6 +141,13 @@ expect 2 "--compute 30%+: a MIG instance gives a fixed share of the GPU's SMs, n
 expect 2 "no free MIG instance with at least 20GiB and 50%;" run --mode mig --simulate --memory 20GiB --compute 50 -- true
 expect 2 "--compute \`150' is more than 100%; give a share of the GPU's SMs" run --mode mig --simulate --compute 150 -- true
 expect 2 "no free MIG instance with at least 50GiB" run --mode mig --simulate --memory 50GiB -- true
+# --priority normal (the default) is what an instance gives; latency or batch is refused,
+# saying why (it was refused with --slice and --name as "does not apply", normal too)
+seen=$("$CARVE" run --mode mig --simulate --quiet --priority normal --memory 20GiB -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"' 2>&1)
+check "run --priority normal --memory 20GiB runs in the 3g.40gb ($seen)" test "$seen" = "$big"
+expect 2 "isolated by the hardware: no other work shares its SMs, so --priority batch has nothing to rank; drop it (or give normal)" \
+    run --mode mig --simulate --priority batch --memory 20GiB -- true
+expect 2 "--slice and --name do not apply" run --mode mig --simulate --name x -- true
 # larger than every profile: no instance can exist, so "make one with carve mig apply" was wrong
 out=$("$CARVE" run --mode mig --simulate --memory 100GiB -- true 2>&1)
 rc=$?

@@ -364,7 +364,8 @@ CARVE_SIM_MPS_FAIL=1 expect "did not start an MPS control daemon" run --simulate
 CARVE_SIM_MPS_FAIL=1 expect "cannot start (CARVE_SIM_MPS_FAIL=1)" run --simulate --mode mps -- true
 check "a failed start leaves no client entry ($(live_clients))" "$([ "$(live_clients)" -eq 0 ]; echo $?)"
 expect "--compute cannot be given with it" run --simulate --mode timeslice --compute 20% -- true
-expect "--priority cannot be given with it" run --simulate --mode timeslice --priority batch -- true
+expect "gives every process its turn alike, so --priority batch cannot be given with it: drop it (or give normal), or use --mode carve" \
+    run --simulate --mode timeslice --priority batch -- true
 mkdir -p "$tmp/open" && chmod 0777 "$tmp/open"
 CARVE_MPS_DIR=$tmp/open expect "may be written by others (mode 777, no sticky bit)" run --simulate --mode mps -- true
 mkdir -p "$tmp/theirs/mps-$uuid0" && chmod 0777 "$tmp/theirs/mps-$uuid0"
