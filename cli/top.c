@@ -62,6 +62,7 @@ struct frame {
     FILE *plain;  /* --once; NULL: ncurses */
     int row, rows; /* ncurses: the next row, and how many the screen has */
     int width;
+    int name_w; /* the slice names' column (render sets it) */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -187,8 +188,47 @@ static size_t slices_on(const json_t *snap, json_int_t index, struct row *rows, 
     return n;
 }
 
-#define NAME_W 16
+#define NAME_TEXT 1024 /* a name cut to fit, with its "..." (a line is 1024 at most) */
+#define NAME_W 16 /* the slice names' column at least, and as long as the names fit in it */
 #define OWNER_W 10
+#define BAR_MIN 12 /* a slice's memory bar: from 12 cells (brackets included) to 32 */
+#define BAR_MAX 32
+/* a slice's line but its name and bar: "  " NAME " " OWNER " " PROCS(5) "  " BAR " "
+   USED / CAP(21) " " SHARE(7) " " TARGET(7) "  " IDLE ("IDLE 2h01m", 10) */
+#define SLICE_LINE_REST (2 + 1 + OWNER_W + 1 + 5 + 2 + 1 + 21 + 1 + 7 + 1 + 7 + 2 + 10)
+
+/* The slice names' column: wide enough for the longest name in the snapshot, as far as the
+ * width allows with the bars at their smallest (a bar gives up its cells before a name is
+ * cut); never under NAME_W. It was NAME_W always, and `carve run's names
+ * (COMMAND-PID-RANDOM) were cut to the same 16 characters. */
+static int name_width(const json_t *snap, int width)
+{
+    size_t longest = 0, i, j;
+    json_t *s, *g, *p;
+    json_array_foreach(json_object_get(snap, "slices"), i, s)
+        if (json_string_length(json_object_get(s, "name")) > longest)
+            longest = json_string_length(json_object_get(s, "name"));
+    json_array_foreach(json_object_get(snap, "gpus"), i, g)
+        json_array_foreach(json_object_get(g, "processes"), j, p)
+            if (json_string_length(json_object_get(p, "slice")) > longest)
+                longest = json_string_length(json_object_get(p, "slice"));
+    int room = width - SLICE_LINE_REST - BAR_MIN;
+    if (room <= NAME_W) /* a narrow frame: its lines are cut at the width anyway */
+        return NAME_W;
+    return longest < (size_t)room ? (longest > NAME_W ? (int)longest : NAME_W) : room;
+}
+
+/* name in w columns: whole when it fits, else its start and its end around "...", so that
+ * two names cut are never the same text without a sign (carve run's differ at the end) */
+static const char *fit_name(const char *name, int w, char *out, size_t len)
+{
+    size_t n = strlen(name);
+    if (n <= (size_t)w || w < 5 || (size_t)w >= len)
+        return name; /* the column's precision cuts a name in a column too narrow for "..." */
+    size_t head = (size_t)(w - 3) / 2, tail = (size_t)(w - 3) - head;
+    snprintf(out, len, "%.*s...%s", (int)head, name, name + n - tail);
+    return out;
+}
 
 static void gpu_section(struct frame *f, const json_t *snap, const json_t *gpu)
 {
@@ -210,13 +250,15 @@ static void gpu_section(struct frame *f, const json_t *snap, const json_t *gpu)
         line(f, EM_DIM, "  (no slices on this GPU)");
         return;
     }
-    int sbw = f->width - 100 > 32 ? 32 : f->width - 100 < 12 ? 12 : f->width - 100;
-    line(f, EM_HEADER, "  %-*s %-*s %5s  %-*s %-21s %7s %7s  %s", NAME_W, "SLICE", OWNER_W,
+    /* the bar takes what the width has beyond 100 columns, less what longer names took */
+    int spare = f->width - 100 - (f->name_w - NAME_W);
+    int sbw = spare > BAR_MAX ? BAR_MAX : spare < BAR_MIN ? BAR_MIN : spare;
+    line(f, EM_HEADER, "  %-*s %-*s %5s  %-*s %-21s %7s %7s  %s", f->name_w, "SLICE", OWNER_W,
          "OWNER", "PROCS", sbw, "MEMORY", "USED / CAP", "SHARE", "TARGET", "IDLE");
     for (size_t i = 0; i < n; i++) {
         const json_t *s = rows[i].slice, *d = rows[i].dev;
         double su = num(d, "memory_used"), cap = num(d, "memory_cap");
-        char su_t[32], cap_t[32], mem[80], idle[32];
+        char su_t[32], cap_t[32], mem[80], idle[32], name[NAME_TEXT];
         size_text(su, su_t, sizeof(su_t));
         if (cap > 0)
             size_text(cap, cap_t, sizeof(cap_t));
@@ -227,8 +269,9 @@ static void gpu_section(struct frame *f, const json_t *snap, const json_t *gpu)
         bool is_idle = json_is_true(json_object_get(s, "idle"));
         duration_text(num(s, "idle_seconds"), idle, sizeof(idle));
         line(f, is_idle ? EM_IDLE : su > cap && cap > 0 ? EM_ALERT : EM_NONE,
-             "  %-*.*s %-*.*s %5zu  %s %-21s %6.1f%% %7s  %s%s", NAME_W, NAME_W,
-             str(s, "name", "?"), OWNER_W, OWNER_W, str(s, "owner", "?"),
+             "  %-*.*s %-*.*s %5zu  %s %-21s %6.1f%% %7s  %s%s", f->name_w, f->name_w,
+             fit_name(str(s, "name", "?"), f->name_w, name, sizeof(name)), OWNER_W, OWNER_W,
+             str(s, "owner", "?"),
              json_array_size(json_object_get(s, "processes")), b, mem,
              num(d, "compute_share"), str(d, "compute", "-"), is_idle ? "IDLE " : "", idle);
     }
@@ -243,6 +286,7 @@ static void render(struct frame *f, const json_t *snap, const char *note)
         strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
     json_t *gpus = json_object_get(snap, "gpus"), *slices = json_object_get(snap, "slices");
     json_t *escapes = json_object_get(snap, "escapes");
+    f->name_w = name_width(snap, f->width);
     size_t nproc = 0, i, j;
     json_t *g, *p;
     json_array_foreach(gpus, i, g)
@@ -265,13 +309,13 @@ static void render(struct frame *f, const json_t *snap, const char *note)
     }
 
     line(f, EM_HEADER, "PROCESSES");
-    line(f, EM_HEADER, "  %3s %8s %-*s %-*s %10s %4s  %s", "GPU", "PID", OWNER_W, "USER", NAME_W,
-         "SLICE", "MEMORY", "SM%", "COMMAND");
+    line(f, EM_HEADER, "  %3s %8s %-*s %-*s %10s %4s  %s", "GPU", "PID", OWNER_W, "USER",
+         f->name_w, "SLICE", "MEMORY", "SM%", "COMMAND");
     if (nproc == 0)
         line(f, EM_DIM, "  (none)");
     json_array_foreach(gpus, i, g)
         json_array_foreach(json_object_get(g, "processes"), j, p) {
-            char m[32];
+            char m[32], name[NAME_TEXT];
             size_text(num(p, "used_memory"), m, sizeof(m));
             const char *slice = str(p, "slice", NULL);
             bool mps_server = json_is_true(json_object_get(p, "mps_server"));
@@ -279,8 +323,9 @@ static void render(struct frame *f, const json_t *snap, const char *note)
                  "  %3lld %8lld %-*.*s %-*.*s %10s %4.0f  %s",
                  (long long)json_integer_value(json_object_get(g, "index")),
                  (long long)json_integer_value(json_object_get(p, "pid")), OWNER_W, OWNER_W,
-                 str(p, "user", "?"), NAME_W, NAME_W,
-                 slice ? slice : mps_server ? "(mps server)" : "(escape)", m,
+                 str(p, "user", "?"), f->name_w, f->name_w,
+                 slice ? fit_name(slice, f->name_w, name, sizeof(name))
+                       : mps_server ? "(mps server)" : "(escape)", m,
                  num(p, "sm_util"), str(p, "command", "?"));
         }
     line(f, EM_NONE, "%s", "");

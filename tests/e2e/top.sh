@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # top.sh - `carve top`: bad options and no carved give a clear error; --once renders a saved
 # snapshot (two GPUs, an idle slice, an escape) with the right bars, idle times and sort
-# orders; --json gives the snapshot back; against carved --simulate on a private socket
+# orders, and long slice names whole where the width allows (else cut around `...'); --json gives the snapshot back; against carved --simulate on a private socket
 # --once and --json show a tenant and an escape; and, when tmux is installed, the live view
 # draws, re-sorts on `s`, shows a slice made while it runs, and quits on `q`.
 #
@@ -91,6 +91,20 @@ check "an escape past its slice's cap says so" \
 check "carved's totals" 'grep -qx "carved'"'"'s totals: 3 escapes seen, 1 killed, 0 idle reclaims" "$work/frame.txt"'
 check "the slices' refusals, on a line of their own" 'grep -qx "allocations refused at a cap by the slices there now: 2" "$work/frame.txt"'
 check "no line is wider than --width" '[ "$(awk "length > 120" "$work/frame.txt" | wc -l)" -eq 0 ]'
+# names longer than 16 (carve run's COMMAND-PID-RANDOM): both were cut to `compute_load-163'
+sed -e 's/"train"/"compute_load-1637-0a1b2c3d"/g' -e 's/"notebook"/"compute_load-1638-99ffee00"/g' \
+    "$work/snap.json" >"$work/long.json"
+"$CARVE" top --once --input "$work/long.json" --width 140 >"$work/long140.txt"
+check "--width 140: the long names whole, on the slices' and the processes' lines" \
+    '[ "$(grep -c "^  compute_load-1637-0a1b2c3d alice  *1  \[" "$work/long140.txt")" -eq 1 ] &&
+     [ "$(grep -c "^  compute_load-1638-99ffee00 carol  *1  \[" "$work/long140.txt")" -eq 1 ] &&
+     grep -q "^    0     1001 alice      compute_load-1637-0a1b2c3d  *4 GiB" "$work/long140.txt" &&
+     grep -q "^  SLICE                      OWNER " "$work/long140.txt"'
+"$CARVE" top --once --input "$work/long.json" --width 100 >"$work/long100.txt"
+cut=$(sed -n '/^GPU 0/,/^$/p' "$work/long100.txt" | awk '$1 ~ /^comput/ {printf "%s ", $1}')
+check "--width 100: the names cut around ... keep their ends, two texts ($cut)" \
+    '[ "$cut" = "compute...a1b2c3d compute...9ffee00 " ]'
+check "--width 100: no line wider than 100" '[ "$(awk "length > 100" "$work/long100.txt" | wc -l)" -eq 0 ]'
 order() { "$CARVE" top --once --input "$work/snap.json" --sort "$1" | sed -n '/^GPU 0/,/^$/p' | awk '$1 ~ /^(train|notebook)$/ {printf "%s ", $1}'; }
 for want in "name:notebook train " "memory:train notebook " "share:train notebook " "idle:notebook train "; do
     got=$(order "${want%%:*}")
