@@ -32,7 +32,14 @@ export CARVE_SIM_CTX_MEMORY=0 # the caps count what the tenants ask for, nothing
 CLAIM=$PWD/$BUILD/tests/e2e/mem_claim
 GIB=$((1024 * 1024 * 1024))
 started=() # the containers (unshare, whose first process dies with it) and tenants started
-cleanup_extra() { [ ${#started[@]} -eq 0 ] || kill "${started[@]}" 2>/dev/null; }
+# SIGTERM lets a carve run remove its slice; unshare --fork blocks it while it waits for its
+# child, so SIGKILL follows (--kill-child takes the child with it)
+cleanup_extra() {
+    [ ${#started[@]} -eq 0 ] && return
+    kill "${started[@]}" 2>/dev/null
+    sleep 0.5
+    kill -KILL "${started[@]}" 2>/dev/null
+}
 
 # a container: a PID namespace of its own with its /proc; its first process (unshare's child,
 # the command) dies with unshare
