@@ -190,6 +190,166 @@ static int try_pair(struct repack *s, size_t dear, size_t cheap)
     return ret;
 }
 
+/* ---- GPUs emptied into the room of others ----
+ * The packing's pools are packed share by share, and a share's last GPUs may each be left
+ * nearly empty: on 35 workloads on L4 + T4 carve left two T4s holding 5 and 7 GiB (5% and
+ * 25%), $9.60 where the optimum (an exact search) is $9.25. The least filled GPUs of a
+ * sharing group give each tenant to the GPU of the same group, any pool, with the least
+ * memory room left that holds it (memory, compute, places); a GPU all of whose tenants find
+ * room is given back. Only a few GPUs are tried, so it costs O(EMPTY_TRIES x GPUs). */
+
+#define EMPTY_TRIES 32
+enum { GROUP_NONE = 254 };
+
+static double fill_of(const struct repack *s, const struct fleet_gpu_use *u)
+{
+    return dmax((double)u->memory_used_mib / (double)s->f->pools[u->pool].memory_mib,
+                (double)u->compute_bp / (double)s->r->compute_cap);
+}
+
+/* The GPU of group grp, other than from and not given back, with the least memory room left
+ * that holds w; -1 if none. */
+static long room_for(const struct repack *s, const uint8_t *grp, const bool *gone, size_t from,
+                     int gw, const struct fleet_workload *w)
+{
+    long best = -1;
+    uint64_t best_room = UINT64_MAX;
+    for (size_t gi = 0; gi < s->g->n; gi++) {
+        const struct fleet_gpu_use *u = &s->g->use[gi];
+        if (gi == from || gone[gi] || grp[gi] != gw || u->tenants + 1 > s->r->slots ||
+            u->compute_bp + w->compute_bp > s->r->compute_cap)
+            continue;
+        uint64_t mem = s->f->pools[u->pool].memory_mib;
+        if (u->memory_used_mib + w->memory_mib > mem)
+            continue;
+        uint64_t room = mem - u->memory_used_mib - w->memory_mib;
+        if (room < best_room) {
+            best_room = room;
+            best = (long)gi;
+        }
+    }
+    return best;
+}
+
+/* GPU c's tenants (list[0..n)) moved into other GPUs' room, or none of them. */
+static bool empty_one(struct repack *s, const uint8_t *grp, const bool *gone, size_t c,
+                      const uint32_t *list, size_t n, uint32_t *to)
+{
+    size_t k;
+    for (k = 0; k < n; k++) {
+        const struct fleet_workload *w = &s->ws->w[list[k]];
+        long gi = room_for(s, grp, gone, c, grp[c], w);
+        if (gi < 0)
+            break;
+        fleet_gpu_add(&s->g->use[gi], w, w->memory_mib);
+        to[k] = (uint32_t)gi;
+    }
+    if (k == n)
+        return true;
+    while (k-- > 0) { /* undone */
+        struct fleet_gpu_use *u = &s->g->use[to[k]];
+        const struct fleet_workload *w = &s->ws->w[list[k]];
+        u->tenants--;
+        u->memory_used_mib -= w->memory_mib;
+        u->memory_held_mib -= w->memory_mib;
+        u->compute_bp -= w->compute_bp;
+    }
+    return false;
+}
+
+struct by_fill {
+    double fill;
+    uint32_t gpu;
+};
+
+static int cmp_fill(const void *a, const void *b)
+{
+    const struct by_fill *x = a, *y = b;
+    if (x->fill != y->fill)
+        return x->fill < y->fill ? -1 : 1;
+    return x->gpu < y->gpu ? -1 : x->gpu > y->gpu;
+}
+
+/* The GPUs given back leave g (the others keep their order) and the plan. */
+static void drop_gone(struct repack *s, const bool *gone, uint32_t *to)
+{
+    size_t n = 0;
+    for (size_t gi = 0; gi < s->g->n; gi++) {
+        to[gi] = gone[gi] ? UINT32_MAX : (uint32_t)n;
+        if (!gone[gi])
+            s->g->use[n++] = s->g->use[gi];
+        else {
+            uint32_t pool = s->g->use[gi].pool;
+            s->p->gpus_by_pool[pool]--;
+            s->p->gpus--;
+            s->p->cost_per_hour -= s->f->pools[pool].price;
+        }
+    }
+    s->g->n = n;
+    for (size_t i = 0; i < s->ws->n; i++)
+        if (s->tenant_gpu[i] != UINT32_MAX)
+            s->tenant_gpu[i] = to[s->tenant_gpu[i]];
+}
+
+static int empty_gpus(struct repack *s)
+{
+    size_t ng = s->g->n, nw = s->ws->n;
+    uint8_t *grp = malloc(ng ? ng : 1);
+    bool *gone = calloc(ng ? ng : 1, sizeof(*gone)), *took = calloc(ng ? ng : 1, sizeof(*took));
+    uint32_t *start = calloc(ng + 1, sizeof(*start)), *list = malloc((nw ? nw : 1) * 4);
+    uint32_t *to = malloc((MAX(ng, nw) ? MAX(ng, nw) : 1) * sizeof(*to)); /* GPUs or tenants */
+    struct by_fill *order = malloc((ng ? ng : 1) * sizeof(*order));
+    int ret = -ENOMEM;
+    if (!grp || !gone || !took || !start || !list || !to || !order)
+        goto out;
+    memset(grp, GROUP_NONE, ng);
+    for (size_t i = 0; i < nw; i++) { /* each GPU's group, and its tenants listed by GPU */
+        uint32_t gi = s->tenant_gpu[i];
+        if (gi == UINT32_MAX)
+            continue;
+        int in = fleet_group_of(s->mech, &s->ws->w[i], s->r);
+        grp[gi] = grp[gi] == GROUP_NONE || grp[gi] == in ? (uint8_t)in : GROUP_ALONE;
+        start[gi + 1]++;
+    }
+    for (size_t gi = 0; gi < ng; gi++)
+        start[gi + 1] += start[gi];
+    memcpy(to, start, ng * sizeof(*to));
+    for (size_t i = 0; i < nw; i++)
+        if (s->tenant_gpu[i] != UINT32_MAX)
+            list[to[s->tenant_gpu[i]]++] = (uint32_t)i;
+    size_t nc = 0;
+    for (size_t gi = 0; gi < ng; gi++)
+        if (grp[gi] != GROUP_ALONE && grp[gi] != GROUP_NONE)
+            order[nc++] = (struct by_fill){fill_of(s, &s->g->use[gi]), (uint32_t)gi};
+    qsort(order, nc, sizeof(*order), cmp_fill);
+    size_t given = 0;
+    for (size_t k = 0; k < nc && k < EMPTY_TRIES; k++) {
+        uint32_t c = order[k].gpu;
+        if (took[c]) /* its list lacks what it took */
+            continue;
+        if (!empty_one(s, grp, gone, c, list + start[c], start[c + 1] - start[c], to))
+            continue;
+        for (uint32_t j = start[c]; j < start[c + 1]; j++) {
+            s->tenant_gpu[list[j]] = to[j - start[c]];
+            took[to[j - start[c]]] = true;
+        }
+        gone[c] = true;
+        given++;
+    }
+    if (given)
+        drop_gone(s, gone, to);
+    ret = 0;
+out:
+    free(grp);
+    free(gone);
+    free(took);
+    free(start);
+    free(list);
+    free(to);
+    free(order);
+    return ret;
+}
+
 int fleet_repack_cheaper(const struct fleet *f, const struct fleet_workloads *ws, int mech,
                          const struct mech_rules *r, struct fleet_plan *p,
                          struct fleet_gpu_list *g)
@@ -222,6 +382,8 @@ int fleet_repack_cheaper(const struct fleet *f, const struct fleet_workloads *ws
                 ret = ret < 0 ? ret : 0;
             }
     }
+    if (!ret)
+        ret = empty_gpus(&s);
 out:
     free(s.moving);
     free(s.keys);
