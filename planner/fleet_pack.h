@@ -99,7 +99,8 @@ void fleet_pool_choice_init(const struct fleet *f, const struct fleet_demand *d,
                             int8_t (*share_packer)[FLEET_MAX_POOLS + 1], struct pool_choice *pc);
 /* The GPUs of a dear pool all of whose tenants a cheaper pool's GPUs hold each, packed again
  * on that pool (with GPUs left) and replaced when that costs less; for each pair of pools, on
- * a plan within the fleet. p->gpu_of must be kept. 0, or -ENOMEM (fleet_repack.c). */
+ * a plan within the fleet. Then the least filled shared GPUs are emptied into the others'
+ * room where they fit. p->gpu_of must be kept. 0, or -ENOMEM (fleet_repack.c). */
 int fleet_repack_cheaper(const struct fleet *f, const struct fleet_workloads *ws, int mech,
                          const struct mech_rules *r, struct fleet_plan *p,
                          struct fleet_gpu_list *g);
