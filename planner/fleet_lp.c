@@ -389,54 +389,75 @@ static void unpriced_upper(const struct fleet *f, const struct fleet_demand *d,
             }
 }
 
-/* Builds the program above and solves it; limited: whether the pools' counts hold. Returns
- * LP_OPTIMAL, LP_UNBOUNDED (no purchase within the counts), LP_STALLED, or -ENOMEM. */
-
-static int solve(const struct fleet *f, const struct fleet_demand *d, uint64_t max_mem,
-                 bool limited, struct fleet_lp_plan *out)
+/* The program above, in covering form: pg and upper (nvars) allocated here, freed by the
+ * caller (also on failure); limited: whether the pools' counts hold. 0, or -ENOMEM. */
+static int build_program(const struct fleet *f, const struct fleet_demand *d, uint64_t max_mem,
+                         bool limited, struct program_vars *v, struct program *pg,
+                         double **upper)
 {
-    struct program_vars v;
-    struct program pg;
-    number_vars(f, d, &v, &pg);
-    pg.a = calloc(pg.cap * pg.nvars + 1, sizeof(double));
-    pg.demand = calloc(pg.cap + 1, sizeof(double));
-    pg.cost = calloc(pg.nvars + 1, sizeof(double));
-    double *x = calloc(pg.nvars + 1, sizeof(double));
-    double *upper = malloc((pg.nvars + 1) * sizeof(double));
-    int status = -ENOMEM;
-    if (!pg.a || !pg.demand || !pg.cost || !x || !upper)
-        goto out;
-    unpriced_upper(f, d, &v, (double)max_mem, pg.nvars, upper);
+    number_vars(f, d, v, pg);
+    pg->a = calloc(pg->cap * pg->nvars + 1, sizeof(double));
+    pg->demand = calloc(pg->cap + 1, sizeof(double));
+    pg->cost = calloc(pg->nvars + 1, sizeof(double));
+    *upper = malloc((pg->nvars + 1) * sizeof(double));
+    if (!pg->a || !pg->demand || !pg->cost || !*upper)
+        return -ENOMEM;
+    unpriced_upper(f, d, v, (double)max_mem, pg->nvars, *upper);
     for (size_t i = 0; i < f->npools; i++) {
         for (size_t g = 0; g < FLEET_GROUPS; g++)
-            if (v.shared[g][i] != NO_VAR)
-                pg.cost[v.shared[g][i]] = f->pools[i].price;
+            if (v->shared[g][i] != NO_VAR)
+                pg->cost[v->shared[g][i]] = f->pools[i].price;
         for (size_t k = 0; k < d->nclass; k++)
-            if (v.lone[k][i] != NO_VAR)
-                pg.cost[v.lone[k][i]] = f->pools[i].price;
+            if (v->lone[k][i] != NO_VAR)
+                pg->cost[v->lone[k][i]] = f->pools[i].price;
     }
     for (size_t g = 0; g < FLEET_GROUPS; g++)
-        group_rows(f, d, g, &v, (double)max_mem, &pg);
+        group_rows(f, d, g, v, (double)max_mem, pg);
     /* each lone workload has a GPU of a pool that holds it */
     for (size_t k = 0; k < d->nclass; k++) {
         if (!d->lone[k])
             continue;
-        double *row = new_row(&pg, (double)d->lone[k]);
+        double *row = new_row(pg, (double)d->lone[k]);
         for (size_t i = 0; i < f->npools; i++)
-            if (v.lone[k][i] != NO_VAR)
-                row[v.lone[k][i]] = 1;
+            if (v->lone[k][i] != NO_VAR)
+                row[v->lone[k][i]] = 1;
     }
     /* no pool gives more GPUs than it has */
     for (size_t i = 0; i < f->npools && limited; i++) {
         if (f->pools[i].count == FLEET_UNLIMITED)
             continue;
-        double *row = new_row(&pg, -(double)f->pools[i].count);
+        double *row = new_row(pg, -(double)f->pools[i].count);
         for (size_t g = 0; g < FLEET_GROUPS; g++)
-            if (v.shared[g][i] != NO_VAR)
-                row[v.shared[g][i]] = -1;
+            if (v->shared[g][i] != NO_VAR)
+                row[v->shared[g][i]] = -1;
         for (size_t k = 0; k < d->nclass; k++)
-            if (v.lone[k][i] != NO_VAR)
-                row[v.lone[k][i]] = -1;
+            if (v->lone[k][i] != NO_VAR)
+                row[v->lone[k][i]] = -1;
+    }
+    return 0;
+}
+
+static void free_program(struct program *pg, double *upper)
+{
+    free(pg->a);
+    free(pg->demand);
+    free(pg->cost);
+    free(upper);
+}
+
+/* Builds the program above and solves it; limited: whether the pools' counts hold. Returns
+ * LP_OPTIMAL, LP_UNBOUNDED (no purchase within the counts), LP_STALLED, or -ENOMEM. */
+static int solve(const struct fleet *f, const struct fleet_demand *d, uint64_t max_mem,
+                 bool limited, struct fleet_lp_plan *out)
+{
+    struct program_vars v;
+    struct program pg = {0};
+    double *upper = NULL;
+    double *x = NULL;
+    int status = build_program(f, d, max_mem, limited, &v, &pg, &upper);
+    if (status || !(x = calloc(pg.nvars + 1, sizeof(double)))) {
+        status = -ENOMEM;
+        goto out;
     }
     struct fleet_cover_lp lp = {pg.nvars, pg.nrows, pg.a, pg.demand, pg.cost, upper};
     status = cover_solve(&lp, false, x, &out->cost);
@@ -462,11 +483,8 @@ static int solve(const struct fleet *f, const struct fleet_demand *d, uint64_t m
                 out->lone[k][i] = x[v.lone[k][i]];
     }
 out:
-    free(pg.a);
-    free(pg.demand);
-    free(pg.cost);
+    free_program(&pg, upper);
     free(x);
-    free(upper);
     return status;
 }
 
@@ -494,4 +512,213 @@ int fleet_cover_solve(const struct fleet_cover_lp *c, double *x, double *value, 
     int status = cover_solve(c, true, x, value);
     *solved = status == LP_OPTIMAL;
     return status < 0 ? status : 0;
+}
+
+/* ---- the bound with whole GPUs ----
+ *
+ * Every plan buys a whole number of GPUs of each pool for each sharing group and for the lone
+ * workloads of each class: its purchase is a solution of the program above whose priced
+ * columns (x and y) are integers. So the least cost over such solutions is a lower bound too,
+ * and a tighter one: the fractional purchase may buy 2.4 L4s for a group where any plan buys
+ * 3, or 2 and more T4s. It is found by branch and bound, best first: a node is the program
+ * with some priced columns held to a range lo <= x_j <= hi (rows x_j >= lo, -x_j >= -hi);
+ * the node of least value is split on a column whose value v is fractional into x_j <= floor v
+ * and x_j >= ceil v, which between them keep every integer solution of the node. Every whole
+ * purchase lies in some open node (or in one dropped as infeasible, which holds none), and a
+ * node's value (made exactly feasible, feasible_value) is at most the cost of every solution in
+ * it, a child's at least its parent's; so the least value over the open nodes is a lower bound
+ * on every plan, at any point of the search. A plan that costs plan_cost is itself such a
+ * purchase: no bound above it is ever needed, and the search stops when the least open value
+ * reaches it (every plan then costs at least plan_cost: that plan is optimal), or after
+ * FLEET_BB_SOLVES programs, or on a node whose program the simplex gave up on (kept at its
+ * parent's value). */
+#define FLEET_BB_SOLVES 48
+
+struct bb_node {
+    double value;
+    double *lo, *hi; /* per priced column: the range it is held to (hi < 0: none) */
+    double *x;       /* the node's solution, NULL if the simplex gave up */
+};
+
+/* Solves the program pg with node n's ranges as rows; n->value stays at least its parent's.
+ * Returns the simplex's status, or -ENOMEM. */
+static int bb_solve(const struct program *pg, const double *upper, const size_t *priced,
+                    size_t npriced, struct bb_node *n)
+{
+    size_t rows = pg->nrows + 2 * npriced;
+    double *a = calloc(rows * pg->nvars + 1, sizeof(double));
+    double *demand = calloc(rows + 1, sizeof(double));
+    int status = -ENOMEM;
+    if (!a || !demand)
+        goto out;
+    memcpy(a, pg->a, pg->nrows * pg->nvars * sizeof(double));
+    memcpy(demand, pg->demand, pg->nrows * sizeof(double));
+    rows = pg->nrows;
+    for (size_t j = 0; j < npriced; j++) {
+        if (n->lo[j] > 0) {
+            a[rows * pg->nvars + priced[j]] = 1;
+            demand[rows++] = n->lo[j];
+        }
+        if (n->hi[j] >= 0) {
+            a[rows * pg->nvars + priced[j]] = -1;
+            demand[rows++] = -n->hi[j];
+        }
+    }
+    struct fleet_cover_lp lp = {pg->nvars, rows, a, demand, pg->cost, upper};
+    double value = 0;
+    status = cover_solve(&lp, false, n->x, &value);
+    if (status == LP_OPTIMAL)
+        n->value = value > n->value ? value : n->value;
+out:
+    free(a);
+    free(demand);
+    return status;
+}
+
+/* The priced column of node n to split on: the most fractional; npriced if none is. */
+static size_t bb_split(const struct bb_node *n, const size_t *priced, size_t npriced)
+{
+    size_t best = npriced;
+    double best_frac = 1e-6;
+    for (size_t j = 0; j < npriced && n->x; j++) {
+        double v = n->x[priced[j]], frac = v - (double)(uint64_t)v;
+        frac = frac < 1 - frac ? frac : 1 - frac;
+        if (frac > best_frac) {
+            best_frac = frac;
+            best = j;
+        }
+    }
+    return best;
+}
+
+static struct bb_node *bb_new(size_t npriced, size_t nvars, const struct bb_node *parent)
+{
+    struct bb_node *n = calloc(1, sizeof(*n));
+    if (!n)
+        return NULL;
+    n->lo = calloc(npriced + 1, sizeof(double));
+    n->hi = malloc((npriced + 1) * sizeof(double));
+    n->x = calloc(nvars + 1, sizeof(double));
+    if (!n->lo || !n->hi || !n->x) {
+        free(n->lo);
+        free(n->hi);
+        free(n->x);
+        free(n);
+        return NULL;
+    }
+    for (size_t j = 0; j < npriced; j++)
+        n->hi[j] = -1;
+    if (parent) {
+        memcpy(n->lo, parent->lo, npriced * sizeof(double));
+        memcpy(n->hi, parent->hi, npriced * sizeof(double));
+        n->value = parent->value;
+    }
+    return n;
+}
+
+static void bb_free(struct bb_node *n)
+{
+    if (!n)
+        return;
+    free(n->lo);
+    free(n->hi);
+    free(n->x);
+    free(n);
+}
+
+/* The search over the program pg; *value: the least open value, at most plan_cost. */
+static int bb_search(const struct program *pg, const double *upper, const size_t *priced,
+                     size_t npriced, double plan_cost, double *value)
+{
+    struct bb_node *open[2 * FLEET_BB_SOLVES + 2];
+    size_t nopen = 0;
+    int ret = -ENOMEM;
+    struct bb_node *root = bb_new(npriced, pg->nvars, NULL);
+    if (!root)
+        return -ENOMEM;
+    int status = bb_solve(pg, upper, priced, npriced, root);
+    if (status != LP_OPTIMAL) { /* no bound from here: the caller keeps its own */
+        bb_free(root);
+        *value = 0;
+        return status < 0 ? status : 0;
+    }
+    open[nopen++] = root;
+    for (int solves = 1; solves + 2 <= FLEET_BB_SOLVES;) {
+        size_t least = 0;
+        for (size_t k = 1; k < nopen; k++)
+            least = open[k]->value < open[least]->value ? k : least;
+        struct bb_node *n = open[least];
+        size_t j = bb_split(n, priced, npriced);
+        if (n->value >= plan_cost || j == npriced)
+            break; /* every plan costs at least this, or the node's solution is whole */
+        open[least] = open[--nopen];
+        double v = n->x[priced[j]];
+        struct bb_node *down = bb_new(npriced, pg->nvars, n), *up = bb_new(npriced, pg->nvars, n);
+        if (down && up) {
+            down->hi[j] = (double)(uint64_t)v;
+            up->lo[j] = (double)(uint64_t)v + 1;
+        }
+        bb_free(n);
+        int sd = down && up ? bb_solve(pg, upper, priced, npriced, down) : -ENOMEM;
+        int su = sd >= 0 ? bb_solve(pg, upper, priced, npriced, up) : sd;
+        solves += 2;
+        if (sd < 0 || su < 0) {
+            bb_free(down);
+            bb_free(up);
+            goto out;
+        }
+        struct bb_node *kids[2] = {down, up};
+        int st[2] = {sd, su};
+        for (int c = 0; c < 2; c++) {
+            if (st[c] == LP_UNBOUNDED) { /* no purchase in this range */
+                bb_free(kids[c]);
+                continue;
+            }
+            if (st[c] != LP_OPTIMAL) { /* kept at the parent's value, not split again */
+                free(kids[c]->x);
+                kids[c]->x = NULL;
+            }
+            open[nopen++] = kids[c];
+        }
+        if (!nopen)
+            break;
+    }
+    *value = plan_cost;
+    for (size_t k = 0; k < nopen; k++)
+        *value = open[k]->value < *value ? open[k]->value : *value;
+    ret = 0;
+out:
+    for (size_t k = 0; k < nopen; k++)
+        bb_free(open[k]);
+    return ret;
+}
+
+int fleet_cost_bound_whole(const struct fleet *f, const struct fleet_demand *d,
+                           bool within_fleet, double plan_cost, double *value)
+{
+    *value = 0;
+    uint64_t max_mem = 0;
+    for (size_t i = 0; i < f->npools; i++)
+        max_mem = f->pools[i].memory_mib > max_mem ? f->pools[i].memory_mib : max_mem;
+    if (!max_mem)
+        return 0;
+    struct program_vars v;
+    struct program pg = {0};
+    double *upper = NULL;
+    size_t priced[FLEET_GROUPS * FLEET_MAX_POOLS + FLEET_MAX_POOLS * FLEET_MAX_POOLS], npriced = 0;
+    int ret = build_program(f, d, max_mem, within_fleet, &v, &pg, &upper);
+    if (ret)
+        goto out;
+    for (size_t i = 0; i < f->npools; i++) {
+        for (size_t g = 0; g < FLEET_GROUPS; g++)
+            if (v.shared[g][i] != NO_VAR)
+                priced[npriced++] = v.shared[g][i];
+        for (size_t k = 0; k < d->nclass; k++)
+            if (v.lone[k][i] != NO_VAR)
+                priced[npriced++] = v.lone[k][i];
+    }
+    ret = bb_search(&pg, upper, priced, npriced, plan_cost, value);
+out:
+    free_program(&pg, upper);
+    return ret;
 }

@@ -562,6 +562,8 @@ static int pack_again(const struct shared_pack *s, struct fleet_plan *p, struct 
     return ret;
 }
 
+#define FLEET_BB_MAX_GPUS 1000
+
 static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
                        const uint8_t *possible, int mech, const struct fleet_options *o,
                        struct fleet_plan *p)
@@ -625,6 +627,13 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         ret = fleet_cost_bound(f, &s->d, false, &s->lp);
     p->cost_lower_bound = s->lp.solved ? s->lp.cost : fleet_plain_cost_bound(f, &s->d);
     finish_plan(f, p, &g);
+    /* whole GPUs: every plan buys them, this one at cost_per_hour; on short lists only,
+       where a fraction of a GPU is a visible part of the cost (on 100,000 workloads on three
+       pools the search doubled the planning time for under 0.05 points of gap) */
+    double whole = 0;
+    if (!ret && s->lp.solved && p->gpus <= FLEET_BB_MAX_GPUS)
+        ret = fleet_cost_bound_whole(f, &s->d, s->lp.within_fleet, p->cost_per_hour, &whole);
+    p->cost_lower_bound = dmax(p->cost_lower_bound, whole);
     describe_plan(p, mech, &s->r);
     free(keys);
     free(s);
