@@ -108,25 +108,33 @@ static int pack_on(struct repack *s, size_t cheap, struct fleet_plan *t, struct 
     return ret;
 }
 
+/* The marked GPUs leave g (the others keep their order) and the plan; to[gi]: where GPU gi
+ * is now, UINT32_MAX for one that left. The GPUs left. */
+static size_t drop_marked(struct repack *s, const bool *marked, uint32_t *to)
+{
+    size_t n = 0;
+    for (size_t gi = 0; gi < s->g->n; gi++) {
+        to[gi] = marked[gi] ? UINT32_MAX : (uint32_t)n;
+        if (!marked[gi]) {
+            s->g->use[n++] = s->g->use[gi];
+            continue;
+        }
+        uint32_t pool = s->g->use[gi].pool;
+        s->p->gpus_by_pool[pool]--;
+        s->p->gpus--;
+        s->p->cost_per_hour -= s->f->pools[pool].price;
+    }
+    s->g->n = n;
+    return n;
+}
+
 /* The marked GPUs leave g, t's GPUs join it at the end. 0, or -ENOMEM. */
 static int take(struct repack *s, const struct fleet_plan *t, const struct fleet_gpu_list *tg)
 {
     uint32_t *to = malloc((s->g->n ? s->g->n : 1) * sizeof(*to));
     if (!to)
         return -ENOMEM;
-    size_t n = 0;
-    for (size_t gi = 0; gi < s->g->n; gi++) {
-        to[gi] = s->moving[gi] ? UINT32_MAX : (uint32_t)n;
-        if (!s->moving[gi])
-            s->g->use[n++] = s->g->use[gi];
-        else {
-            uint32_t pool = s->g->use[gi].pool;
-            s->p->gpus_by_pool[pool]--;
-            s->p->gpus--;
-            s->p->cost_per_hour -= s->f->pools[pool].price;
-        }
-    }
-    s->g->n = n;
+    size_t n = drop_marked(s, s->moving, to);
     uint64_t left[FLEET_MAX_POOLS];
     for (size_t k = 0; k < s->f->npools; k++)
         left[k] = left_of(s->f, s->p, k);
@@ -278,19 +286,7 @@ static int cmp_fill(const void *a, const void *b)
 /* The GPUs given back leave g (the others keep their order) and the plan. */
 static void drop_gone(struct repack *s, const bool *gone, uint32_t *to)
 {
-    size_t n = 0;
-    for (size_t gi = 0; gi < s->g->n; gi++) {
-        to[gi] = gone[gi] ? UINT32_MAX : (uint32_t)n;
-        if (!gone[gi])
-            s->g->use[n++] = s->g->use[gi];
-        else {
-            uint32_t pool = s->g->use[gi].pool;
-            s->p->gpus_by_pool[pool]--;
-            s->p->gpus--;
-            s->p->cost_per_hour -= s->f->pools[pool].price;
-        }
-    }
-    s->g->n = n;
+    drop_marked(s, gone, to);
     for (size_t i = 0; i < s->ws->n; i++)
         if (s->tenant_gpu[i] != UINT32_MAX)
             s->tenant_gpu[i] = to[s->tenant_gpu[i]];
