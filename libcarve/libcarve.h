@@ -222,6 +222,8 @@ void carve__overhead_end(struct carve_probe *p);
  * the calls that reconcile it (lazy loading loads a kernel at its first launch). True when
  * it went down on some GPU, so that an allocation refused may fit now. */
 bool carve__overhead_refresh(void);
+/* CLOCK_MONOTONIC in nanoseconds (the vDSO: no syscall). */
+uint64_t carve__now_ns(void);
 void carve__overhead_reset(void);
 
 /* ---- view.c ---- */

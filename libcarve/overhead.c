@@ -11,7 +11,6 @@
 #include "nvml_procs.h"
 
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAX_SDEV 64
@@ -118,10 +117,7 @@ static bool overhead_from_nvml(int sdev)
 bool carve__overhead_refresh(void)
 {
     static _Atomic uint64_t next;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    uint64_t due = atomic_load(&next);
+    uint64_t now = carve__now_ns(), due = atomic_load(&next);
     if (!carve__active() || now < due ||
         !atomic_compare_exchange_strong(&next, &due, now + REFRESH_EVERY_NS))
         return false;

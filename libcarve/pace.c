@@ -108,7 +108,7 @@ static struct {
 _Atomic int carve__pacing;
 _Atomic(_Atomic uint32_t *) carve__ran;
 
-static uint64_t now_ns(void)
+uint64_t carve__now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -275,7 +275,7 @@ static void take_sample(struct est *e, uint64_t ns)
         int sdev = atomic_load(&e->sdev);
         if (est && n_old && sdev >= 0)
             carve_slice_pace_refund(P.slice, sdev, (uint64_t)(est - s) * n_old,
-                                    atomic_load(&P.dev[sdev].rate_bp), now_ns());
+                                    atomic_load(&P.dev[sdev].rate_bp), carve__now_ns());
     } else if (n + 1 >= WINDOW) {
         /* up slowly, by a quarter per window at most: a whole window can be contended */
         uint32_t w = atomic_load(&e->win_min), up = est + est / 4;
@@ -293,7 +293,7 @@ static void take_sample(struct est *e, uint64_t ns)
         int sdev = atomic_load(&e->sdev);
         if (owed > charged && sdev >= 0)
             carve_slice_pace_debt(P.slice, sdev, owed - charged,
-                                  atomic_load(&P.dev[sdev].rate_bp), now_ns());
+                                  atomic_load(&P.dev[sdev].rate_bp), carve__now_ns());
     }
 }
 
@@ -656,7 +656,7 @@ static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
         if (!atomic_load_explicit(&pd->window, memory_order_relaxed) || wait == 0)
             break; /* alone again (refresh below): pace as usual from the next launch */
         sleep_ns(wait < SLEEP_MAX_NS ? wait : SLEEP_MAX_NS);
-        uint64_t t = now_ns();
+        uint64_t t = carve__now_ns();
         held += t - now;
         now = t;
         refresh_rate(sdev, now);
@@ -706,7 +706,7 @@ static uint64_t learn_first(struct est *e, int sdev, uint64_t now)
            atomic_load_explicit(&e->sampling, memory_order_relaxed) &&
            now - start < LEARN_WAIT_NS) {
         sleep_ns(POLL_NS); /* the samples' own poll interval: each round looks at them */
-        now = now_ns();
+        now = carve__now_ns();
         poll_samples(now);
         refresh_rate(sdev, now);
         if (pd->board)
@@ -729,7 +729,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     if (carve__capturing(stream))
         return; /* recorded into a graph, not run: its graph's launches are what count */
     struct pace_dev *pd = &P.dev[sdev];
-    uint64_t now = now_ns();
+    uint64_t now = carve__now_ns();
     if (pd->board)
         carve_board_note_launch(pd->board, pd->entry, now);
     if (pd->compute.share_bp == 0 && pd->compute.priority != CARVE_PRIO_BATCH)
@@ -766,7 +766,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
              * which the kernel's timer would stretch into idle gaps */
             wait += tau / 2 < 1000000 ? tau / 2 : 1000000;
             sleep_ns(wait < SLEEP_MAX_NS ? wait : SLEEP_MAX_NS);
-            uint64_t t = now_ns();
+            uint64_t t = carve__now_ns();
             held += t - now;
             now = t;
             refresh_rate(sdev, now); /* the latency slice may have gone quiet meanwhile */

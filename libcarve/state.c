@@ -267,9 +267,7 @@ static void ask_join(int fd, const char *name, char *buf, size_t len, int *table
 
 static double monotonic_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)carve__now_ns() / 1e9;
 }
 
 /* Asks carved, as carve run --slice does, whether this process may be in the slice: the
