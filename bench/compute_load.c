@@ -3,6 +3,7 @@
  *
  *   compute_load [--kind big|small|graph] [--kernel-us N] [--seconds S] [--window-ms W]
  *                [--depth D] [--graph-nodes G] [--iters-per-us X] [--label L] [--launch API]
+ *                [--long-every N --long-us L]
  *   compute_load --kind latency [--graph-nodes G] [--think-us T] ...
  *   compute_load --calibrate            (real GPU: prints the spin loop's iterations per us)
  *
@@ -23,7 +24,11 @@
  * kernel-ptsz, ex (cuLaunchKernelEx), ex-ptsz, coop (cuLaunchCooperativeKernel), coop-ptsz,
  * multi-device (cuLaunchCooperativeKernelMultiDevice, this device alone), and the API before
  * CUDA 4.0: launch (cuLaunch), grid (cuLaunchGrid, on the default stream) and grid-async
- * (cuLaunchGridAsync). */
+ * (cuLaunchGridAsync).
+ *
+ * --long-every N makes every Nth kernel (big and small kinds) run --long-us L instead: one
+ * kernel and grid whose work varies, as a kernel whose loop count is an argument does (a
+ * mixture-of-experts layer, a varying sequence length). */
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <time.h>
@@ -88,8 +93,8 @@ static const char *const api_names[] = {"kernel", "kernel-ptsz", "ex", "ex-ptsz"
 struct opts {
     enum launch_api api;
     const char *kind, *label;
-    double kernel_us, seconds, window_ms, iters_per_us, think_us;
-    int depth, graph_nodes;
+    double kernel_us, seconds, window_ms, iters_per_us, think_us, long_us;
+    int depth, graph_nodes, long_every;
     bool calibrate;
 };
 
@@ -113,7 +118,8 @@ static int usage(const char *why)
 {
     fprintf(stderr, "compute_load: %s\nusage: compute_load [--kind big|small|graph] "
             "[--kernel-us N] [--seconds S] [--window-ms W] [--depth D] [--graph-nodes G] "
-            "[--iters-per-us X] [--label L] [--launch API] | --calibrate\n"
+            "[--iters-per-us X] [--label L] [--launch API] [--long-every N --long-us L] "
+            "| --calibrate\n"
             "API: kernel kernel-ptsz ex ex-ptsz coop coop-ptsz multi-device launch grid "
             "grid-async\n", why);
     return 2;
@@ -149,6 +155,8 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--depth")) o->depth = (int)x;
         else if (!strcmp(a, "--think-us")) o->think_us = x;
         else if (!strcmp(a, "--graph-nodes")) o->graph_nodes = (int)x;
+        else if (!strcmp(a, "--long-every")) o->long_every = (int)x;
+        else if (!strcmp(a, "--long-us")) o->long_us = x;
         else return usage("unknown option");
         i++;
     }
@@ -157,6 +165,10 @@ static int parse(int argc, char **argv, struct opts *o)
         return usage("--kind is big, small, graph or latency");
     if (!strcmp(o->kind, "graph") && o->api != API_KERNEL)
         return usage("--launch is for kernels; a graph's are captured with cuLaunchKernel");
+    if ((o->long_every > 0) != (o->long_us > 0))
+        return usage("--long-every and --long-us go together");
+    if (o->long_every && (strcmp(o->kind, "big") && strcmp(o->kind, "small")))
+        return usage("--long-every is for the big and small kinds");
     if (o->depth == 0)
         o->depth = strcmp(o->kind, "big") ? 16 : 4;
     if (o->depth < 1 || o->depth > MAX_DEPTH)
@@ -371,6 +383,9 @@ int main(int argc, char **argv)
         o.iters_per_us = calibrate(&L);
     L.param = L.sim ? (unsigned long long)(o.kernel_us * 1000)
                     : (unsigned long long)(o.kernel_us * o.iters_per_us);
+    unsigned long long short_param = L.param;
+    unsigned long long long_param = L.sim ? (unsigned long long)(o.long_us * 1000)
+                                          : (unsigned long long)(o.long_us * o.iters_per_us);
     if ((o.api == API_LAUNCH || o.api == API_GRID || o.api == API_GRID_ASYNC) &&
         setup_legacy(&L) != 0)
         return 1;
@@ -382,6 +397,7 @@ int main(int argc, char **argv)
         return 1;
     }
     double unit_ns = o.kernel_us * 1000 * (graph ? o.graph_nodes : 1);
+    double slot_ns[MAX_DEPTH]; /* the work of the unit in flight in each slot */
     CUevent done[MAX_DEPTH];
     for (int i = 0; i < o.depth; i++)
         L.cu.cuEventCreate(&done[i], 0);
@@ -394,8 +410,8 @@ int main(int argc, char **argv)
         int slot = (int)(i % (uint64_t)o.depth);
         if (i >= (uint64_t)o.depth) { /* the unit launched depth ago has completed */
             L.cu.cuEventSynchronize(done[slot]);
-            win_work += unit_ns;
-            total_work += unit_ns;
+            win_work += slot_ns[slot];
+            total_work += slot_ns[slot];
         }
         uint64_t now = bcu_now_ns();
         while (now >= win_start + window) {
@@ -406,6 +422,9 @@ int main(int argc, char **argv)
         }
         if (now >= end)
             break;
+        bool is_long = o.long_every && i % (uint64_t)o.long_every == (uint64_t)o.long_every - 1;
+        L.param = is_long ? long_param : short_param;
+        slot_ns[slot] = is_long ? o.long_us * 1000 : unit_ns;
         int lr = graph ? (L.cu.cuGraphLaunch(L.exec, L.stream) == CUDA_SUCCESS ? 0 : -1)
                        : launch_kernel(&L);
         if (lr != 0 || L.cu.cuEventRecord(done[slot], L.stream) != CUDA_SUCCESS) {

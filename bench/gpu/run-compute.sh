@@ -7,7 +7,8 @@
 # 1. Accuracy: bench/compute_load (spin kernels whose solo speed --calibrate measures) in
 #    slices at 30/70 and 4 x 25 (hard caps), for big kernels (10 ms), small ones (20 us) and
 #    graph replays (10 x 20 us), SECS seconds each (default 30, the issue's span); KINDS
-#    (big,small,graph) picks some of them. Each kind first runs alone, uncapped: a slice's
+#    (big,small,graph) picks some of them, and may name varying too: one kernel whose work
+#    varies, 0.5 ms with every 8th launch running 4 ms (compute_load --long-every). Each kind first runs alone, uncapped: a slice's
 #    share is its completed work over that solo rate (launch gaps keep 20 us kernels near 80%
 #    of the spin loop's calibrated rate even alone, so the raw fraction would blame the cap
 #    for them). Per slice: the mean share and the worst 1-second window; targets +-2 and +-5
@@ -36,8 +37,8 @@ PARTS=${PARTS:-accuracy,latency,mps,decoder} # which parts run
 KINDS=${KINDS:-big,small,graph}               # which kernels the accuracy part runs
 for kind in ${KINDS//,/ }; do
     case $kind in
-    big | small | graph) ;;
-    *) echo "run-compute: KINDS: unknown kind \`$kind'; use big, small, graph (comma-separated)" >&2; exit 2 ;;
+    big | small | graph | varying) ;;
+    *) echo "run-compute: KINDS: unknown kind \`$kind'; use big, small, graph, varying (comma-separated)" >&2; exit 2 ;;
     esac
 done
 CARVE="$BUILD/bin/carve"
@@ -59,9 +60,18 @@ ipu_arg=(--iters-per-us "$ipu")
 
 acc_rows=()
 solo_rows=()
+# load_args KIND: compute_load's options for a kind of the accuracy part.
+load_args() {
+    if [ "$1" = varying ]; then
+        echo --kind small --kernel-us 500 --long-every 8 --long-us 4000
+    else
+        echo --kind "$1"
+    fi
+}
+
 # solo_share KIND: the raw share this kind reaches alone, with no carve around it.
 solo_share() {
-    "$LOAD" --kind "$1" --seconds "$SECS" "${ipu_arg[@]}" --label solo >"$LOGS/acc-$1-solo.log" 2>&1
+    "$LOAD" $(load_args "$1") --seconds "$SECS" "${ipu_arg[@]}" --label solo >"$LOGS/acc-$1-solo.log" 2>&1
     grep '"total_share"' "$LOGS/acc-$1-solo.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_share"])'
 }
 
@@ -90,7 +100,7 @@ accuracy() {
     shift
     echo "== accuracy: $kind kernels, slices at $* (alone: $solo raw)"
     for s in "$@"; do
-        "$CARVE" run --quiet --compute "$s" -- "$LOAD" --kind "$kind" --seconds "$SECS" \
+        "$CARVE" run --quiet --compute "$s" -- "$LOAD" $(load_args "$kind") --seconds "$SECS" \
             "${ipu_arg[@]}" --label "s$i" >"$LOGS/acc-$kind-$#-$i.log" 2>&1 &
         pids+=($!)
         i=$((i + 1))

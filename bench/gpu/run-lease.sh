@@ -18,6 +18,7 @@
 #   paths          a 30% slice through each of the driver's launch entry points
 #   compute-small  20 us kernels and graph replays at 30/70 and 4 x 25
 #   overhead       what a launch and an allocation cost, with and without a limit
+#   compute-varying  one kernel whose work varies (every 8th launch 8x longer) at 30/70, 4 x 25
 # Each step's report (docs/results/...) and the tail of its log go to OUT (default
 # $OUT, else build/gpu/lease-out), with lease.md: each step, its status, its seconds, and
 # doctor.txt: `carve doctor` on the node before the first step.
@@ -28,7 +29,7 @@ cd "$(dirname "$0")/../.." || exit 2
 
 BUILD=${BUILD:-build}
 BUDGET_S=${BUDGET_S:-540}
-LEASE_STEPS=${LEASE_STEPS:-abi,facts,compute-big,latency,carved,mig-check,mps,memcap,paths,compute-small,overhead}
+LEASE_STEPS=${LEASE_STEPS:-abi,facts,compute-big,latency,carved,mig-check,mps,memcap,paths,compute-small,overhead,compute-varying}
 OUT=${OUT:-$BUILD/gpu/lease-out}
 export BUILD
 
@@ -47,6 +48,7 @@ step_plan() {
     paths) echo "45 env PARTS=paths PATH_SECS=3 bash bench/gpu/run-compute.sh" ;;
     compute-small) echo "100 env PARTS=accuracy KINDS=small,graph SECS=15 bash bench/gpu/run-compute.sh" ;;
     overhead) echo "150 env ROUNDS=1 STEPS=200 bash bench/gpu/run-overhead.sh" ;;
+    compute-varying) echo "60 env PARTS=accuracy KINDS=varying SECS=10 bash bench/gpu/run-compute.sh" ;;
     *) return 1 ;;
     esac
 }
@@ -54,7 +56,7 @@ step_plan() {
 for name in ${LEASE_STEPS//,/ }; do
     step_plan "$name" >/dev/null || {
         echo "run-lease: LEASE_STEPS: unknown step \`$name'; the steps are abi, facts, compute-big, latency," \
-            "carved, mig-check, mps, memcap, paths, compute-small, overhead" >&2
+            "carved, mig-check, mps, memcap, paths, compute-small, overhead, compute-varying" >&2
         exit 2
     }
 done
