@@ -786,6 +786,30 @@ void carve_slice_pace_refund(struct carve_slice *s, int dev, uint64_t cost_ns, u
     } while (!atomic_compare_exchange_weak(&p->tat_ns, &tat, next));
 }
 
+void carve_slice_pace_correct(struct carve_slice *s, int dev, int64_t diff_ns, uint32_t rate_bp,
+                              uint64_t now_ns)
+{
+    if (!dev_ok(s, dev) || diff_ns == 0 || diff_ns == INT64_MIN)
+        return;
+    struct slice_pace *p = &s->t->pace[dev];
+    if (diff_ns > 0) {
+        carve_slice_pace_debt(s, dev, (uint64_t)diff_ns, rate_bp, now_ns);
+    } else {
+        carve_slice_pace_refund(s, dev, (uint64_t)-diff_ns, rate_bp, now_ns);
+        /* the GPU time charged is what ran: carved's share from the books where NVML has none */
+        uint64_t charged = atomic_load(&p->charged_ns), less = (uint64_t)-diff_ns;
+        while (!atomic_compare_exchange_weak(&p->charged_ns, &charged,
+                                             charged > less ? charged - less : 0))
+            ;
+    }
+    int64_t q = atomic_load(&p->queue_ns);
+    /* a queue clock never set stays unset: nothing was queued behind the launch */
+    while (q && !atomic_compare_exchange_weak(
+                    &p->queue_ns, &q,
+                    diff_ns > 0 ? clock_add(q, diff_ns) : (q > 1 - diff_ns ? q + diff_ns : 1)))
+        ;
+}
+
 int64_t carve_slice_queue_clock(const struct carve_slice *s, int dev)
 {
     return dev_ok(s, dev) ? atomic_load(&s->t->pace[dev].queue_ns) : 0;

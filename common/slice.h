@@ -169,6 +169,11 @@ int64_t carve_slice_turn_admit(struct carve_slice *s, int dev, uint64_t cost_ns,
  * earlier than now_ns. */
 void carve_slice_pace_refund(struct carve_slice *s, int dev, uint64_t cost_ns, uint32_t rate_bp,
                              uint64_t now_ns);
+/* A launch whose cost was measured after it ran cost diff_ns more than it was charged (less,
+ * when negative): the share clock moves as carve_slice_pace_debt (or _refund) would, and the
+ * queue clock by diff_ns, where the work queued behind it really ends. */
+void carve_slice_pace_correct(struct carve_slice *s, int dev, int64_t diff_ns, uint32_t rate_bp,
+                              uint64_t now_ns);
 /* The UUID of slice device dev: 0, or -EINVAL. */
 int carve_slice_dev_uuid(const struct carve_slice *s, int dev, uint8_t uuid[16]);
 void carve_slice_note_held(struct carve_slice *s, int dev, uint64_t ns);

@@ -10,6 +10,14 @@
  * window of samples. Launches of a kernel not measured yet are charged a typical cost, and
  * the difference is charged as debt when the first sample arrives.
  *
+ * The minimum undercharges a kernel whose work varies from launch to launch (its loop count
+ * an argument): a 30% cap of 0.5 ms kernels, every 8th running 20 ms, used the whole GPU. A
+ * sample taken while no other slice could run (a clean one) that is far above the minimum
+ * marks the key as varying: then every launch of it is sampled, charged the running mean of
+ * its clean samples, and charged (or given back) the difference once its clean sample is in,
+ * so that the books match the GPU's. Samples of other keys come at random intervals around
+ * one in SAMPLE_EVERY, so that a pattern in step with the interval cannot hide from them.
+ *
  * The rate a slice may use comes from the board of its GPU (common/board.c): a cap is fixed,
  * a guarantee takes what active caps leave in proportion to the active guarantees, and a
  * batch slice steps back while a latency slice is active. It is refreshed every few
@@ -33,7 +41,15 @@
 #define EST_SLOTS 4096u        /* kernels and graphs with an estimate, per process */
 #define EST_PROBE 16u
 #define WINDOW 8u              /* samples per minimum window */
-#define SAMPLE_EVERY 64u       /* launches of a key between samples, once warm */
+#define SAMPLE_EVERY 64u       /* launches of a key between samples, once warm (on average) */
+#define VARY_FLOOR_NS 50000u   /* a clean sample this far above the minimum, and half of it
+                                  again, marks a key varying */
+enum { VARY_NO, VARY_SUSPECT, VARY_YES };
+/* how a sample was clean when launched: no other slice launched lately, or all that did take
+ * turns and it ran in its window; it is clean when in only if that is still so */
+enum { CLEAN_NOT, CLEAN_ALONE, CLEAN_TURN };
+#define CALM_FIRST 64u         /* clean samples within it that end a key's varying, at first */
+#define CALM_MAX 8192u         /* ... doubled each time the key is marked again, up to this */
 #define PAIRS 32               /* event pairs for samples in flight */
 #define POLL_NS 200000ull      /* how often samples in flight are looked at */
 #define REFRESH_NS 2000000ull  /* how often the rate is recomputed from the board */
@@ -59,7 +75,13 @@ struct est {
     _Atomic uint32_t win_n;
     _Atomic uint32_t samples;
     _Atomic uint32_t since_sample;
-    _Atomic uint32_t sampling;     /* a sample is in flight */
+    _Atomic uint32_t gap;          /* launches from the last sample to the next, 0: SAMPLE_EVERY */
+    _Atomic uint32_t sampling;     /* samples in flight (one at most unless it varies) */
+    _Atomic uint32_t varies;       /* VARY_SUSPECT: sampled at every launch; VARY_YES: and charged
+                                      mean_ns */
+    _Atomic uint32_t mean_ns;      /* running mean of the clean samples, 0: none yet */
+    _Atomic uint32_t calm_n;       /* clean samples since one marked it varying */
+    _Atomic uint32_t calm_need;    /* how many end its varying, 0: CALM_FIRST */
     _Atomic uint64_t pending_n;    /* launches charged a typical cost before the first sample */
     _Atomic uint64_t pending_ns;   /* what they were charged */
     _Atomic uint64_t charged_n;    /* launches charged the current estimate */
@@ -74,6 +96,8 @@ struct carve_pace_pair {
     _Atomic int gone;       /* that context is gone, and its events with it */
     CUevent start, end;
     struct est *est;
+    uint32_t charged_ns; /* a varying key's launch: what it was charged, to be squared */
+    uint8_t clean;       /* CLEAN_*: no other slice could run while it ran */
 };
 
 struct pace_dev {
@@ -86,6 +110,7 @@ struct pace_dev {
     _Atomic uint32_t win_off;  /* its window within each period, basis points */
     _Atomic uint32_t win_width;
     _Atomic uint32_t win_idle;   /* the time after it that no window covers, basis points */
+    _Atomic uint32_t contended;  /* other slices launched recently: 1 all take turns, 2 not */
     _Atomic int win_before;      /* the board entry whose window comes before it, -1: none */
     _Atomic uint64_t next_refresh;
     _Atomic uint64_t late_start; /* the window late_ns is for (its start), 0: none yet */
@@ -178,9 +203,10 @@ __attribute__((destructor)) static void pace_debug(void)
         return;
     for (uint32_t i = 0; i < EST_SLOTS; i++)
         if (atomic_load(&P.est[i].key))
-            fprintf(stderr, "carve pace: key %016llx est %u ns, %u samples\n",
+            fprintf(stderr, "carve pace: key %016llx est %u ns, %u samples; mean %u ns%s\n",
                     (unsigned long long)atomic_load(&P.est[i].key), atomic_load(&P.est[i].est_ns),
-                    atomic_load(&P.est[i].samples));
+                    atomic_load(&P.est[i].samples), atomic_load(&P.est[i].mean_ns),
+                    (const char *[]){"", ", suspect", ", varies"}[atomic_load(&P.est[i].varies)]);
 }
 
 /* The slice device a CUDA ordinal paces on, or -1. */
@@ -258,9 +284,42 @@ static void unrelax(CUstreamCaptureMode m)
         R.cuThreadExchangeStreamCaptureMode(&m);
 }
 
-static void take_sample(struct est *e, uint64_t ns)
+/* A clean sample s of e, whose minimum estimate was est before it: the running mean, whether
+ * the key varies, and for a launch charged as a varying key's, the difference between what it
+ * cost and what it was charged. A long sample makes the key a suspect, sampled at every
+ * launch; a second before a run of calm ones makes it varying (one sample that a neighbour
+ * lengthened unseen, as slices that start together do, must not). A key stops varying after
+ * a run of calm clean samples, a longer run each time it is marked again: a cheap kernel
+ * that contended samples marked goes back to the minimum soon, one that is long one launch
+ * in a hundred stays marked. */
+static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged)
+{
+    uint32_t mean = atomic_load(&e->mean_ns);
+    atomic_store(&e->mean_ns, mean ? (uint32_t)(((uint64_t)mean * 7 + s) / 8) : s);
+    uint32_t was = atomic_load(&e->varies);
+    if (est && s > est + est / 2 && s - est > VARY_FLOOR_NS) {
+        atomic_store(&e->calm_n, 0);
+        if (was == VARY_NO) {
+            uint32_t need = atomic_load(&e->calm_need);
+            atomic_store(&e->calm_need, !need ? CALM_FIRST : need < CALM_MAX / 2 ? need * 2
+                                                                                : CALM_MAX);
+        }
+        atomic_store(&e->varies, was == VARY_NO ? VARY_SUSPECT : VARY_YES);
+    } else if (was != VARY_NO &&
+               atomic_fetch_add(&e->calm_n, 1) + 1 >= atomic_load(&e->calm_need)) {
+        atomic_store(&e->varies, VARY_NO);
+    }
+    int sdev = atomic_load(&e->sdev);
+    if (charged && sdev >= 0)
+        carve_slice_pace_correct(P.slice, sdev, (int64_t)s - (int64_t)charged,
+                                 atomic_load(&P.dev[sdev].rate_bp), carve__now_ns());
+}
+
+static void take_sample(struct est *e, uint64_t ns, bool clean, uint32_t launch_charged)
 {
     uint32_t s = ns > UINT32_MAX ? UINT32_MAX : (ns ? (uint32_t)ns : 1);
+    if (clean)
+        take_clean(e, s, atomic_load(&e->est_ns), launch_charged);
     uint32_t n = atomic_fetch_add(&e->win_n, 1);
     uint32_t m = atomic_load(&e->win_min);
     if (n == 0 || s < m)
@@ -273,7 +332,7 @@ static void take_sample(struct est *e, uint64_t ns)
          * early sample that waited behind another slice would otherwise starve this one */
         uint64_t n_old = atomic_exchange(&e->charged_n, 0);
         int sdev = atomic_load(&e->sdev);
-        if (est && n_old && sdev >= 0)
+        if (est && n_old && sdev >= 0 && !atomic_load(&e->varies))
             carve_slice_pace_refund(P.slice, sdev, (uint64_t)(est - s) * n_old,
                                     atomic_load(&P.dev[sdev].rate_bp), carve__now_ns());
     } else if (n + 1 >= WINDOW) {
@@ -304,11 +363,29 @@ static void take_sample(struct est *e, uint64_t ns)
 static void pair_forget(struct carve_pace_pair *p, bool in_flight)
 {
     if (in_flight && p->est)
-        atomic_store(&p->est->sampling, 0);
+        atomic_fetch_sub(&p->est->sampling, 1);
     p->start = p->end = NULL;
     p->est = NULL;
     atomic_store(&p->ctx, NULL);
     atomic_store(&p->gone, 0);
+}
+
+static void refresh_rate(int sdev, uint64_t now);
+
+/* Whether a sample clean when launched (how: CLEAN_*) is still clean when it is in: no slice
+ * came to run beside it meanwhile (slices that start together see each other only after
+ * their first launches, when each one's were lengthened by the others' already). */
+static bool still_clean(struct est *e, int how)
+{
+    int sdev = atomic_load(&e->sdev);
+    if (sdev < 0 || how == CLEAN_NOT)
+        return false;
+    struct pace_dev *pd = &P.dev[sdev];
+    refresh_rate(sdev, carve__now_ns()); /* the last may be from before a long wait */
+    uint32_t contended = atomic_load_explicit(&pd->contended, memory_order_relaxed);
+    return how == CLEAN_ALONE ? contended == 0
+                              : contended == 1 &&
+                                    atomic_load_explicit(&pd->window, memory_order_relaxed);
 }
 
 static void poll_samples(uint64_t now)
@@ -340,8 +417,9 @@ static void poll_samples(uint64_t now)
                                 ? R.cuEventElapsedTime(&ms, p->start, p->end)
                                 : CUDA_ERROR_INVALID_VALUE);
         if (r == CUDA_SUCCESS && ms >= 0)
-            take_sample(p->est, (uint64_t)((double)ms * 1e6));
-        atomic_store(&p->est->sampling, 0);
+            take_sample(p->est, (uint64_t)((double)ms * 1e6), still_clean(p->est, p->clean),
+                        p->charged_ns);
+        atomic_fetch_sub(&p->est->sampling, 1);
         atomic_store(&p->state, PAIR_FREE);
     }
     unrelax(m);
@@ -490,6 +568,10 @@ static void refresh_rate(int sdev, uint64_t now)
     int n = carve_board_peers(pd->board, pd->entry, now, P.active_ns, peers,
                               CARVE_BOARD_ENTRIES, &me);
     struct carve_rate r = carve_compute_rate(peers, n, me, P.batch_yield_bp);
+    uint32_t contended = 0;
+    for (int i = 0; i < n; i++)
+        if (i != me && peers[i].active)
+            contended = peers[i].compute.share_bp ? (contended ? contended : 1) : 2;
     uint32_t off = 0, width = 0, idle = 0;
     int before = -1;
     bool window = carve_compute_window_around(peers, n, me, P.batch_yield_bp, &off, &width,
@@ -507,6 +589,7 @@ static void refresh_rate(int sdev, uint64_t now)
     atomic_store_explicit(&pd->win_before, window ? peers[before].entry : -1,
                           memory_order_relaxed);
     atomic_store_explicit(&pd->window, window, memory_order_relaxed);
+    atomic_store_explicit(&pd->contended, contended, memory_order_relaxed);
 }
 
 /* How long the work the other slices queued before a window (its start) ran into it, up to
@@ -575,11 +658,17 @@ static void turn_admit(struct pace_dev *pd, int sdev, uint64_t cost, uint64_t fl
  * ran into moves on by as much, so that the slice after it still gets its width: without
  * that, small kernels beside big ones lost the overrun every time (30% got 22%). The overrun
  * is paid back where the overrunning slice, ahead of its share, leaves part of its window
- * unused: the slice after it may start its window early, while it is behind its share. */
-static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
+ * unused: the slice after it may start its window early, while it is behind its share.
+ * Returns whether a sample of the launch would be clean: it fits in the window, queued behind
+ * the slice's own work. A turn's first launch can meet the last kernel of the slice before (a
+ * hand-over comes up to its lead early, and their queue ends are what they were charged, not
+ * what ran) and a launch that overruns the window can meet the next slice's first ones: both
+ * lengthen a sample. */
+static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, uint64_t now)
 {
     struct pace_dev *pd = &P.dev[sdev];
     uint64_t held = 0;
+    bool clean = false;
     for (;;) {
         uint64_t period = P.period_ns;
         uint64_t off = atomic_load_explicit(&pd->win_off, memory_order_relaxed) * period /
@@ -622,11 +711,20 @@ static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
          * behind theirs, its sample would count their work too. Other launches go at once,
          * since a wait leaves the GPU idle for a wake-up's time; so does one whose hand-over
          * would come after its window (a long kernel ahead, or a queue end a tenant forged). */
-        uint64_t busy = !sampled || q > (int64_t)now || !pd->board
+        bool behind_own = q > (int64_t)now;
+        uint64_t busy = !sampled || behind_own || !pd->board
                             ? 0 : carve_board_busy_until(pd->board, pd->entry);
         uint64_t handed_over = busy > P.handover_ns ? busy - P.handover_ns : 0;
         bool may = now >= start && now < end && queued_until < end && (fits || owed);
         if (may && (handed_over <= now || handed_over >= end)) {
+            /* behind its own work: the others' that ran into the window ran before that.
+               Asked of the stream too, as the queue clock is what the launches were charged:
+               a program that launches when its earlier work completes does so right after
+               its long kernels, with the clock already behind, so that the long ones of a
+               key not yet known to vary would hardly ever count */
+            clean = sampled && fits && queued_until + cost <= end &&
+                    (behind_own || (R.cuStreamQuery &&
+                                    R.cuStreamQuery(stream) == CUDA_ERROR_NOT_READY));
             turn_admit(pd, sdev, cost, floor);
             break;
         }
@@ -665,21 +763,45 @@ static void take_turn(int sdev, uint64_t cost, bool sampled, uint64_t now)
     }
     if (held)
         carve_slice_note_held(P.slice, sdev, held);
+    return clean;
 }
 
 /* Whether a launch of e, the since-th since its last sample, is to be sampled: every one
- * until the key has a window of samples, then one in SAMPLE_EVERY. */
+ * until the key has a window of samples, or while it varies; else after its gap. */
 static bool wants_sample(struct est *e, uint32_t since)
 {
+    uint32_t gap = atomic_load_explicit(&e->gap, memory_order_relaxed);
     return atomic_load_explicit(&e->samples, memory_order_relaxed) < WINDOW ||
-           since + 1 >= SAMPLE_EVERY;
+           atomic_load_explicit(&e->varies, memory_order_relaxed) ||
+           since + 1 >= (gap ? gap : SAMPLE_EVERY);
 }
 
-/* Whether the launch about to be made of e will be sampled, no other being in flight. */
+/* Whether the launch about to be made of e will be sampled: a varying key's always, another's
+ * when no sample of it is in flight. */
 static bool will_sample(struct est *e)
 {
-    return !atomic_load_explicit(&e->sampling, memory_order_relaxed) &&
+    return (atomic_load_explicit(&e->varies, memory_order_relaxed) ||
+            !atomic_load_explicit(&e->sampling, memory_order_relaxed)) &&
            wants_sample(e, atomic_load_explicit(&e->since_sample, memory_order_relaxed));
+}
+
+/* Takes a sample in flight for a launch of e: any number for a varying key, else one. */
+static bool start_sampling(struct est *e)
+{
+    if (atomic_load_explicit(&e->varies, memory_order_relaxed)) {
+        atomic_fetch_add(&e->sampling, 1);
+        return true;
+    }
+    uint32_t idle = 0;
+    return atomic_compare_exchange_strong(&e->sampling, &idle, 1);
+}
+
+/* The launches until e's next sample: SAMPLE_EVERY on average, drawn from its middle half
+ * to twice, so that work that is long every 8th or 64th launch is not always missed. */
+static uint32_t next_gap(struct est *e, uint64_t now)
+{
+    uint64_t r = mix(now ^ atomic_load_explicit(&e->key, memory_order_relaxed));
+    return SAMPLE_EVERY / 2 + (uint32_t)(r % SAMPLE_EVERY);
 }
 
 /* Once LEARN_AHEAD launches of a key are out unmeasured, the next waits for the first one's
@@ -747,7 +869,11 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
         turns = atomic_load_explicit(&pd->window, memory_order_relaxed);
     }
     uint32_t cost = e ? atomic_load_explicit(&e->est_ns, memory_order_relaxed) : 0;
-    if (cost)
+    bool varies = cost && atomic_load_explicit(&e->varies, memory_order_relaxed) == VARY_YES;
+    if (varies) {
+        uint32_t mean = atomic_load_explicit(&e->mean_ns, memory_order_relaxed);
+        cost = mean > cost ? mean : cost;
+    } else if (cost)
         atomic_fetch_add_explicit(&e->charged_n, 1, memory_order_relaxed);
     else {
         cost = atomic_load_explicit(&P.typical_ns, memory_order_relaxed);
@@ -756,8 +882,9 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
             atomic_fetch_add(&e->pending_ns, cost);
         }
     }
+    bool turn_clean = false;
     if (turns) {
-        take_turn(sdev, cost, e && will_sample(e), now);
+        turn_clean = take_turn(sdev, cost, e && will_sample(e), stream, now);
     } else if (rate < CARVE_BP_FULL || yielding) {
         uint64_t tau = yielding ? P.yield_tau_ns : P.tau_ns, held = 0, wait;
         while ((wait = carve_slice_pace(P.slice, sdev, cost, rate, tau, now)) != 0) {
@@ -782,8 +909,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     if (!e)
         return;
     uint32_t since = atomic_fetch_add_explicit(&e->since_sample, 1, memory_order_relaxed);
-    uint32_t idle = 0;
-    if (!wants_sample(e, since) || !atomic_compare_exchange_strong(&e->sampling, &idle, 1))
+    if (!wants_sample(e, since) || !start_sampling(e))
         return;
     CUcontext ctx;
     if (!R.cuCtxGetCurrent || R.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx ||
@@ -792,11 +918,19 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
         if (L->pair)
             atomic_store(&L->pair->state, PAIR_FREE);
         L->pair = NULL;
-        atomic_store(&e->sampling, 0);
+        atomic_fetch_sub(&e->sampling, 1);
         return;
     }
     atomic_store(&e->since_sample, 0);
+    atomic_store_explicit(&e->gap, next_gap(e, now), memory_order_relaxed);
     L->pair->est = e;
+    L->pair->charged_ns = varies ? cost : 0;
+    /* no other slice could run beside it: alone, or taking turns with slices that all take
+     * turns, inside its window (take_turn) */
+    uint32_t contended = atomic_load_explicit(&pd->contended, memory_order_relaxed);
+    L->pair->clean = contended == 0 ? CLEAN_ALONE
+                     : contended == 1 && turns && !yielding && turn_clean ? CLEAN_TURN
+                                                                         : CLEAN_NOT;
     L->stream = stream;
 }
 
@@ -811,7 +945,7 @@ void carve__launch_end(struct carve_launch *L, CUresult launched)
         atomic_store(&p->state, PAIR_PENDING);
         return;
     } else {
-        atomic_store(&p->est->sampling, 0);
+        atomic_fetch_sub(&p->est->sampling, 1);
     }
     atomic_store(&p->state, PAIR_FREE);
 }

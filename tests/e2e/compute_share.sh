@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# slow: yes (76 s: timed runs of every share group; the gcc build runs it)
+# slow: yes (84 s: timed runs of every share group; the gcc build runs it)
 # compute_share.sh - compute shares on the simulated GPU: caps and guarantees hold their
 # targets for big kernels, small kernels and graph replays; a guarantee uses idle time; a
 # batch slice makes room for a latency slice; bad --compute/--priority input is refused.
@@ -78,11 +78,13 @@ PY
 # measure KIND SHARE...: one slice per SHARE at once, each running compute_load KIND; the
 # logs are $work/KIND.I. Slice I launches through the entry point LAUNCH_APIS[I] names
 # (compute_load --launch), cuLaunchKernel when it names none, and runs compute_load --kind
-# KINDS[I] instead of KIND when KINDS names one (KIND then only names the logs). With
+# KINDS[I] instead of KIND when KINDS names one (KIND then only names the logs), with the
+# further compute_load options EXTRA[I] (words) when EXTRA names some. With
 # START_GAP (seconds), each slice starts that long after the one before, so that it joins the
 # board after it and its window comes after theirs in each period.
 LAUNCH_APIS=()
 KINDS=()
+EXTRA=()
 START_GAP=0
 measure() {
     local kind=$1 i=0 s pids=()
@@ -92,7 +94,7 @@ measure() {
         # a limiter that holds a launch for ever fails the check instead of hanging the suite
         timeout -k 5 $((SECONDS_EACH + 30)) "$CARVE" run --simulate --quiet --compute "$s" -- \
             "$LOAD" --kind "${KINDS[$i]:-$kind}" --seconds "$SECONDS_EACH" --label "s$i" \
-            --launch "${LAUNCH_APIS[$i]:-kernel}" >"$work/$kind.$i" 2>&1 &
+            --launch "${LAUNCH_APIS[$i]:-kernel}" ${EXTRA[$i]:-} >"$work/$kind.$i" 2>&1 &
         pids+=($!)
         i=$((i + 1))
     done
@@ -174,6 +176,19 @@ KINDS=(small big)
 shares mixed 70% 30%
 KINDS=()
 START_GAP=0
+
+# One kernel and grid whose work varies from launch to launch (a loop count as argument):
+# charged the low end of its samples, a 30% cap of 0.5 ms kernels, every 8th running 20 ms,
+# used the whole GPU, and a 70% cap of 0.1 ms kernels, every 4th running 1 ms, took 78%
+# beside a 30% slice, which got 22% (2026-11-27). Now such a key is sampled at every launch
+# and charged what its samples measure (libcarve/pace.c, take_clean).
+KINDS=(small small)
+EXTRA=("--kernel-us 500 --long-every 8 --long-us 20000")
+shares varying 30%
+EXTRA=("--kernel-us 100 --long-every 4 --long-us 1000")
+shares varying 70% 30%
+KINDS=()
+EXTRA=()
 
 # Caps are not checked against guarantees: past the period, a guarantee keeps its share and
 # the caps get the rest. Scaled in proportion with the cap, and the cap's share clock run at

@@ -53,9 +53,9 @@ for mode in reset idle release destroy; do
     out=$(CARVE_SIM_STALE_EVENTS=abort CARVE_PACE_DEBUG=1 timeout -k 5 60 \
         "$CARVE" run --simulate --quiet --compute 100% -- "$PROG" "$mode" 2>&1)
     rc=$?
-    sampled=$(grep -cE '^carve pace: key [0-9a-f]+ est [0-9]+ ns, ([5-9]|[1-9][0-9]+) samples$' \
+    sampled=$(grep -cE '^carve pace: key [0-9a-f]+ est [0-9]+ ns, ([5-9]|[1-9][0-9]+) samples(;.*)?$' \
         <<<"$out")
-    once=$(grep -cE '^carve pace: key [0-9a-f]+ est [0-9]+ ns, 1 samples$' <<<"$out")
+    once=$(grep -cE '^carve pace: key [0-9a-f]+ est [0-9]+ ns, 1 samples(;.*)?$' <<<"$out")
     said=$(grep -v '^carve pace: ' <<<"$out" | paste -sd ' ' -)
     # release: a release that leaves the context comes first, a sample in flight across it
     # (the one key sampled once: taken after it) and a shape sampled after it

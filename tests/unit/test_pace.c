@@ -279,6 +279,35 @@ static void test_turn_admit(void **state)
     assert_int_equal(carve_slice_queue_clock(s, 1), T + 10000);
 }
 
+static void test_pace_correct(void **state)
+{
+    struct carve_slice *s = *state;
+    carve_slice_turn_admit(s, 0, 1000, 5000, T);
+    expect_clock(s, 0, T + 2000);
+    /* it cost 500 more: both clocks move on, the share one at the rate */
+    carve_slice_pace_correct(s, 0, 500, 5000, T);
+    assert_int_equal(carve_slice_queue_clock(s, 0), T + 1500);
+    expect_clock(s, 0, T + 3000);
+    expect_stats(s, 0, 1500, 0, 1);
+    /* 800 less: both move back, and the share clock not before now */
+    carve_slice_pace_correct(s, 0, -800, 5000, T);
+    assert_int_equal(carve_slice_queue_clock(s, 0), T + 700);
+    expect_clock(s, 0, T + 1400);
+    expect_stats(s, 0, 700, 0, 1); /* the time charged is what ran */
+    carve_slice_pace_correct(s, 0, -1000, 5000, T + 1000);
+    assert_int_equal(carve_slice_queue_clock(s, 0), T - 300);
+    expect_clock(s, 0, T + 1000);
+    expect_stats(s, 0, 0, 0, 1); /* never below nothing */
+    /* the next admission starts from now, the queue having drained */
+    assert_int_equal(carve_slice_turn_admit(s, 0, 100, 5000, T + 1000), T + 1100);
+    /* a device never queued on keeps an unset queue clock; nothing on a bad device */
+    carve_slice_pace_correct(s, 1, 700, 10000, T);
+    assert_int_equal(carve_slice_queue_clock(s, 1), 0);
+    expect_clock(s, 1, T + 700);
+    carve_slice_pace_correct(s, 99, 700, 10000, T);
+    carve_slice_pace_correct(s, -1, 700, 10000, T);
+}
+
 static void test_note_held_and_stats(void **state)
 {
     struct carve_slice *s = *state;
@@ -454,6 +483,7 @@ int main(void)
         PACE_TEST(test_pace_debt),
         PACE_TEST(test_pace_refund),
         PACE_TEST(test_turn_admit),
+        PACE_TEST(test_pace_correct),
         PACE_TEST(test_note_held_and_stats),
         PACE_TEST(test_bad_device),
         PACE_TEST(test_threads),
