@@ -130,9 +130,13 @@ struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int 
             guarantees += c->share_bp;
         }
     }
-    if (mine->share_bp && mine->mode == CARVE_COMPUTE_CAP) {
+    if (!mine->share_bp) {
+        /* what admission promised the active guarantees is theirs: a busy latency slice
+           with no share, paced by nobody, left a 90% guarantee beside it 50% */
+        r.rate_bp = guarantees >= CARVE_BP_FULL ? 1 : (uint32_t)(CARVE_BP_FULL - guarantees);
+    } else if (mine->mode == CARVE_COMPUTE_CAP) {
         r.rate_bp = mine->share_bp;
-    } else if (mine->share_bp) {
+    } else {
         uint64_t spare = caps < CARVE_BP_FULL ? CARVE_BP_FULL - caps : 0;
         uint64_t rate = guarantees ? spare * mine->share_bp / guarantees : CARVE_BP_FULL;
         if (rate < mine->share_bp)
@@ -140,9 +144,13 @@ struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int 
         r.rate_bp = rate > CARVE_BP_FULL ? CARVE_BP_FULL : (uint32_t)rate;
     }
     if (mine->priority == CARVE_PRIO_BATCH && latency_active) {
+        /* down to the yield rate, but not below a guarantee: it is a promise */
+        uint32_t floor = mine->share_bp && mine->mode == CARVE_COMPUTE_GUARANTEE
+                             ? mine->share_bp : 0;
+        uint32_t yield_to = batch_yield_bp > floor ? batch_yield_bp : floor;
         r.yielding = true;
-        if (batch_yield_bp && r.rate_bp > batch_yield_bp)
-            r.rate_bp = batch_yield_bp;
+        if (yield_to && r.rate_bp > yield_to)
+            r.rate_bp = yield_to;
     }
     return r;
 }

@@ -57,11 +57,13 @@ struct carve_rate {
 };
 
 /* The rate for peers[me] among the n slices on its GPU:
- *  - no share, normal priority: unpaced;
+ *  - no share: what the other active slices' guarantees leave (the whole GPU when none is
+ *    active; libcarve paces a slice with neither share nor priority never);
  *  - a cap: its share, always;
  *  - a guarantee: what the active caps leave, split among the active guarantees in
  *    proportion to their shares (never below its own share, at most the whole GPU);
- *  - batch priority while a latency slice is active: at most batch_yield_bp. */
+ *  - batch priority while a latency slice is active: at most batch_yield_bp, or its
+ *    guarantee when that is more. */
 struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int me,
                                      uint32_t batch_yield_bp);
 

@@ -804,6 +804,20 @@ static uint32_t next_gap(struct est *e, uint64_t now)
     return SAMPLE_EVERY / 2 + (uint32_t)(r % SAMPLE_EVERY);
 }
 
+/* The run-ahead a paced launch of cost is allowed: CARVE_PACE_AHEAD_US; while yielding to a
+ * latency slice, CARVE_PACE_YIELD_AHEAD_US (0), but at least 8 such launches' worth, up to
+ * YIELD_SMALL_NS. With no lead at all every small kernel slept on its own, and a timer's
+ * wake-up takes longer than such a kernel: a 60% guarantee of 20 us kernels got 20%. A big
+ * kernel's lead is the 200 us, a fraction of its own length: its queue stays short. */
+#define YIELD_SMALL_NS 200000ull
+static uint64_t lead(bool yielding, uint64_t cost)
+{
+    if (!yielding)
+        return P.tau_ns;
+    uint64_t small = cost * 8 < YIELD_SMALL_NS ? cost * 8 : YIELD_SMALL_NS;
+    return P.yield_tau_ns > small ? P.yield_tau_ns : small;
+}
+
 /* Once LEARN_AHEAD launches of a key are out unmeasured, the next waits for the first one's
  * sample (up to LEARN_WAIT_NS), once per key: charged the typical cost meanwhile, a loop of
  * 10 ms kernels would queue a second of work at 20 us each before the first sample came
@@ -854,10 +868,13 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     uint64_t now = carve__now_ns();
     if (pd->board)
         carve_board_note_launch(pd->board, pd->entry, now);
-    if (pd->compute.share_bp == 0 && pd->compute.priority != CARVE_PRIO_BATCH)
-        return; /* a latency (or normal) slice without a share is never held: only seen */
-    poll_samples(now);
     refresh_rate(sdev, now);
+    /* a latency (or normal) slice without a share is only seen, unless the guarantees of
+     * active slices beside it leave it less than the whole GPU */
+    if (pd->compute.share_bp == 0 && pd->compute.priority != CARVE_PRIO_BATCH &&
+        atomic_load_explicit(&pd->rate_bp, memory_order_relaxed) >= CARVE_BP_FULL)
+        return;
+    poll_samples(now);
     uint32_t rate = atomic_load_explicit(&pd->rate_bp, memory_order_relaxed);
     bool yielding = atomic_load_explicit(&pd->yielding, memory_order_relaxed);
     struct est *e = est_of(key, sdev);
@@ -886,7 +903,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     if (turns) {
         turn_clean = take_turn(sdev, cost, e && will_sample(e), stream, now);
     } else if (rate < CARVE_BP_FULL || yielding) {
-        uint64_t tau = yielding ? P.yield_tau_ns : P.tau_ns, held = 0, wait;
+        uint64_t tau = lead(yielding, cost), held = 0, wait;
         while ((wait = carve_slice_pace(P.slice, sdev, cost, rate, tau, now)) != 0) {
             /* sleep past the limit by half the lead allowed, up to 1 ms: the launches that
              * follow then go through together instead of each sleeping a few microseconds,
@@ -899,7 +916,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
             refresh_rate(sdev, now); /* the latency slice may have gone quiet meanwhile */
             rate = atomic_load_explicit(&pd->rate_bp, memory_order_relaxed);
             yielding = atomic_load_explicit(&pd->yielding, memory_order_relaxed);
-            tau = yielding ? P.yield_tau_ns : P.tau_ns;
+            tau = lead(yielding, cost);
             if (pd->board)
                 carve_board_note_launch(pd->board, pd->entry, now);
         }

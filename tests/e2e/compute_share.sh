@@ -79,7 +79,8 @@ PY
 # logs are $work/KIND.I. Slice I launches through the entry point LAUNCH_APIS[I] names
 # (compute_load --launch), cuLaunchKernel when it names none, and runs compute_load --kind
 # KINDS[I] instead of KIND when KINDS names one (KIND then only names the logs), with the
-# further compute_load options EXTRA[I] (words) when EXTRA names some. With
+# further compute_load options EXTRA[I] (words) when EXTRA names some. A SHARE of the form
+# SHARE:PRIORITY runs with --priority PRIORITY too, and `none:PRIORITY' with no --compute. With
 # START_GAP (seconds), each slice starts that long after the one before, so that it joins the
 # board after it and its window comes after theirs in each period.
 LAUNCH_APIS=()
@@ -92,7 +93,10 @@ measure() {
     for s in "$@"; do
         [ "$i" -gt 0 ] && sleep "$START_GAP"
         # a limiter that holds a launch for ever fails the check instead of hanging the suite
-        timeout -k 5 $((SECONDS_EACH + 30)) "$CARVE" run --simulate --quiet --compute "$s" -- \
+        local run_args=(--compute "${s%%:*}")
+        [[ $s == none:* ]] && run_args=()
+        [[ $s == *:* ]] && run_args+=(--priority "${s#*:}")
+        timeout -k 5 $((SECONDS_EACH + 30)) "$CARVE" run --simulate --quiet "${run_args[@]}" -- \
             "$LOAD" --kind "${KINDS[$i]:-$kind}" --seconds "$SECONDS_EACH" --label "s$i" \
             --launch "${LAUNCH_APIS[$i]:-kernel}" ${EXTRA[$i]:-} >"$work/$kind.$i" 2>&1 &
         pids+=($!)
@@ -101,13 +105,17 @@ measure() {
     wait "${pids[@]}"
 }
 
-# verdicts KIND SHARE...: one line per slice, "ok ..." or "FAIL ...", for the last measure.
+# verdicts KIND SHARE...: one line per slice with a share, "ok ..." or "FAIL ...", for the last
+# measure.
 verdicts() {
     local kind=$1 i=0 s n=$(($# - 1)) target line others j
     shift
     for s in "$@"; do
         target=${s%%[%+]*}
-        if [[ $s == *+ ]]; then
+        if [[ $s == none:* ]]; then # no share to judge it by
+            i=$((i + 1))
+            continue
+        elif [[ ${s%%:*} == *+ ]]; then
             others=()
             for ((j = 0; j < n; j++)); do [ "$j" -ne "$i" ] && others+=("$work/$kind.$j"); done
             line=$(judge_split "$target" "$work/$kind.$i" "${others[@]}")
@@ -210,6 +218,15 @@ if [[ $result == ok* ]]; then
 else
     bad "a 60%+ guarantee of small kernels beside a 50% cap of big ones: ${result#FAIL }"
 fi
+
+# A guarantee is a promise to paced and unpaced slices alike. A busy latency slice with no
+# share was never held, and a 90%+ guarantee beside it got 50%; a 60%+ batch guarantee of
+# small kernels, held to no run-ahead while yielding to it, got 6-12% (2026-11-27). Now a slice
+# with no share is paced at what the active guarantees leave, a batch guarantee yields no
+# further than its guarantee, and a small kernel's yield lead is 8 of them (libcarve/pace.c,
+# lead; common/compute.c).
+shares small 90%+ none:latency
+shares small 60%+:batch none:latency
 
 # Every launch entry point is held, not only cuLaunchKernel (every group above): nine slices
 # at 10% take turns, each launching through another of the driver's entry points, the

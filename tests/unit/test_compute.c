@@ -360,14 +360,37 @@ static void test_rate_me_counts_itself(void **state)
 
 static void test_rate_unpaced(void **state)
 {
-    /* no share and normal priority: unpaced, whoever else is there */
+    /* no share: unpaced beside caps, whoever else is there */
     struct carve_peer p[] = {peer(0, CAP, NORMAL, true), peer(5000, CAP, NORMAL, true),
-                             peer(5000, GUAR, NORMAL, true), peer(0, CAP, LATENCY, true)};
+                             peer(7000, CAP, BATCH, true), peer(0, CAP, LATENCY, true)};
     expect_rate(p, 4, 0, YIELD, 10000, false);
     struct carve_peer q[] = {peer(0, GUAR, NORMAL, false)};
     expect_rate(q, 1, 0, YIELD, 10000, false);
     /* a latency slice with no share is not slowed either */
     expect_rate(p, 4, 3, YIELD, 10000, false);
+}
+
+static void test_rate_no_share_leaves_guarantees(void **state)
+{
+    /* an active 90% guarantee leaves a latency slice with no share 10%: before, nothing
+       paced it and the guarantee got half the GPU */
+    struct carve_peer p[] = {peer(9000, GUAR, NORMAL, true), peer(0, CAP, LATENCY, true)};
+    expect_rate(p, 2, 1, YIELD, 1000, false);
+    expect_rate(p, 2, 0, YIELD, 10000, false); /* the guarantee itself is not held */
+    /* guarantees add up; caps and idle guarantees take nothing from it */
+    struct carve_peer q[] = {peer(3000, GUAR, BATCH, true), peer(2000, GUAR, NORMAL, true),
+                             peer(6000, GUAR, NORMAL, false), peer(5000, CAP, NORMAL, true),
+                             peer(0, CAP, LATENCY, true)};
+    expect_rate(q, 5, 4, YIELD, 5000, false);
+    /* guarantees of the whole GPU leave one basis point, never 0 (a rate divides) */
+    struct carve_peer r[] = {peer(6000, GUAR, NORMAL, true), peer(4000, GUAR, NORMAL, true),
+                             peer(0, CAP, LATENCY, true)};
+    expect_rate(r, 3, 2, YIELD, 1, false);
+    /* a batch slice with no share: the guarantees' rest, then the yield rate below it */
+    struct carve_peer s[] = {peer(4000, GUAR, NORMAL, true), peer(0, CAP, BATCH, true),
+                             peer(0, CAP, LATENCY, true)};
+    expect_rate(s, 3, 1, 8000, 6000, true);
+    expect_rate(s, 3, 1, 3000, 3000, true);
 }
 
 static void test_rate_batch_yields(void **state)
@@ -383,9 +406,11 @@ static void test_rate_batch_yields(void **state)
     p[1].active = false;
     expect_rate(p, 2, 0, YIELD, 3000, false);
 
-    /* a batch guarantee would get all the latency cap leaves (60%), but yields */
+    /* a batch guarantee would get all the latency cap leaves (60%), but yields, down to
+       its guarantee (a promise) when the yield rate is below it */
     struct carve_peer q[] = {peer(4000, CAP, LATENCY, true), peer(3000, GUAR, BATCH, true)};
-    expect_rate(q, 2, 1, YIELD, 1000, true);
+    expect_rate(q, 2, 1, YIELD, 3000, true);
+    expect_rate(q, 2, 1, 5000, 5000, true);
     expect_rate(q, 2, 0, YIELD, 4000, false);
     q[0].active = false;
     expect_rate(q, 2, 1, YIELD, 10000, false);
@@ -682,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_rate_guarantee_floor_and_ceiling),
         cmocka_unit_test(test_rate_me_counts_itself),
         cmocka_unit_test(test_rate_unpaced),
+        cmocka_unit_test(test_rate_no_share_leaves_guarantees),
         cmocka_unit_test(test_rate_batch_yields),
         cmocka_unit_test(test_window_alone),
         cmocka_unit_test(test_window_board_order),
