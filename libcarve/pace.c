@@ -19,9 +19,9 @@
  * one in SAMPLE_EVERY, so that a pattern in step with the interval cannot hide from them.
  *
  * The rate a slice may use comes from the board of its GPU (common/board.c): a cap is fixed,
- * a guarantee takes what active caps leave in proportion to the active guarantees, and a
- * batch slice steps back while a latency slice is active. It is refreshed every few
- * milliseconds, not per launch.
+ * a guarantee takes what active caps leave in proportion to the active guarantees, a slice
+ * with no share what the active guarantees leave, and a batch slice steps back while a
+ * latency slice is active. It is refreshed every few milliseconds, not per launch.
  *
  * A launch that is not held costs: the context's device, the stream's capture status, the
  * clock (vDSO), a hash lookup and one compare-and-swap on the slice's clock. */
