@@ -803,8 +803,9 @@ void carve_slice_pace_correct(struct carve_slice *s, int dev, int64_t diff_ns, u
             ;
     }
     int64_t q = atomic_load(&p->queue_ns);
-    /* a queue clock never set stays unset: nothing was queued behind the launch */
-    while (q && !atomic_compare_exchange_weak(
+    /* a queue clock never set, or already past (the queue drained: what is queued now was
+     * admitted after it), is left alone */
+    while (q > (int64_t)now_ns && !atomic_compare_exchange_weak(
                     &p->queue_ns, &q,
                     diff_ns > 0 ? clock_add(q, diff_ns) : (q > 1 - diff_ns ? q + diff_ns : 1)))
         ;
@@ -828,6 +829,27 @@ int64_t carve_slice_turn_admit(struct carve_slice *s, int dev, uint64_t cost_ns,
     carve_slice_pace_debt(s, dev, cost_ns, rate_bp, now_ns); /* the share clock, and charged */
     atomic_fetch_add_explicit(&p->launches, 1, memory_order_relaxed);
     return next;
+}
+
+void carve_slice_note_launcher(struct carve_slice *s, int dev, int32_t pid, uint64_t now_ns,
+                               uint64_t hold_ns)
+{
+    if (!dev_ok(s, dev))
+        return;
+    struct slice_pace *p = &s->t->pace[dev];
+    int32_t last = atomic_load_explicit(&p->launcher, memory_order_relaxed);
+    if (last == pid)
+        return;
+    atomic_store_explicit(&p->launcher, pid, memory_order_relaxed);
+    if (last != 0)
+        atomic_store_explicit(&p->shared_until_ns, now_ns + hold_ns, memory_order_relaxed);
+}
+
+uint64_t carve_slice_shared_until(const struct carve_slice *s, int dev)
+{
+    return dev_ok(s, dev)
+               ? atomic_load_explicit(&s->t->pace[dev].shared_until_ns, memory_order_relaxed)
+               : 0;
 }
 
 void carve_slice_note_held(struct carve_slice *s, int dev, uint64_t ns)

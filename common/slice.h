@@ -171,12 +171,20 @@ void carve_slice_pace_refund(struct carve_slice *s, int dev, uint64_t cost_ns, u
                              uint64_t now_ns);
 /* A launch whose cost was measured after it ran cost diff_ns more than it was charged (less,
  * when negative): the share clock moves as carve_slice_pace_debt (or _refund) would, and the
- * queue clock by diff_ns, where the work queued behind it really ends. */
+ * queue clock by diff_ns, where the work queued behind it really ends, while that is ahead
+ * of now_ns. */
 void carve_slice_pace_correct(struct carve_slice *s, int dev, int64_t diff_ns, uint32_t rate_bp,
                               uint64_t now_ns);
 /* The UUID of slice device dev: 0, or -EINVAL. */
 int carve_slice_dev_uuid(const struct carve_slice *s, int dev, uint8_t uuid[16]);
 void carve_slice_note_held(struct carve_slice *s, int dev, uint64_t ns);
+/* A paced launch of process pid at now_ns: when the last was another process's, the slice's
+ * processes launch side by side until hold_ns from now (their kernels lengthen each other's
+ * cost samples). Costs a load when the same process launches again. */
+void carve_slice_note_launcher(struct carve_slice *s, int dev, int32_t pid, uint64_t now_ns,
+                               uint64_t hold_ns);
+/* Until when (ns, CLOCK_MONOTONIC) more than one process of the slice launched, 0: never. */
+uint64_t carve_slice_shared_until(const struct carve_slice *s, int dev);
 struct carve_pace_stats {
     uint64_t charged_ns, held_ns, launches;
 };

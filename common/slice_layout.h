@@ -13,7 +13,7 @@
 #include "slice.h"
 
 #define SLICE_MAGIC 0x6361727665534c43ULL /* "carveSLC" */
-#define SLICE_VERSION 6
+#define SLICE_VERSION 7
 #define SLICE_TERMS_SUFFIX ".terms" /* the terms object is the table's name + this */
 /* A slot's owner is one word, so that one compare-and-swap claims, checks or clears it
  * whole: the process's pid in its own PID namespace (low 32 bits) and that namespace, by the
@@ -60,6 +60,9 @@ struct slice_pace {
     _Atomic uint64_t charged_ns; /* estimated GPU time admitted */
     _Atomic uint64_t held_ns;    /* time launches waited */
     _Atomic uint64_t launches;   /* paced launches admitted */
+    _Atomic int32_t launcher;    /* the pid of the process that launched last, 0: none yet */
+    uint32_t pad;
+    _Atomic uint64_t shared_until_ns; /* until then another process launched beside it */
 } __attribute__((aligned(64)));
 
 struct slice_slot {

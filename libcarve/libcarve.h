@@ -87,8 +87,8 @@ void carve__launch_end(struct carve_launch *L, CUresult launched);
 struct carve_pace_close {
     CUcontext ctx;    /* the context, NULL: every pair of dev */
     CUdevice dev;
-    uint32_t taken;   /* pairs taken out of use, one bit each */
-    uint32_t pending; /* of those, the ones with a sample in flight */
+    uint64_t taken;   /* pairs taken out of use, one bit each */
+    uint64_t pending; /* of those, the ones with a sample in flight */
 };
 void carve__pace_closing(struct carve_pace_close *c, CUcontext ctx, CUdevice dev);
 void carve__pace_closed(struct carve_pace_close *c, bool gone);

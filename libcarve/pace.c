@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "board.h"
 #include "slice.h"
@@ -50,7 +51,11 @@ enum { VARY_NO, VARY_SUSPECT, VARY_YES };
 enum { CLEAN_NOT, CLEAN_ALONE, CLEAN_TURN };
 #define CALM_FIRST 64u         /* clean samples within it that end a key's varying, at first */
 #define CALM_MAX 8192u         /* ... doubled each time the key is marked again, up to this */
-#define PAIRS 32               /* event pairs for samples in flight */
+#define PAIRS 64               /* event pairs for samples in flight */
+/* A varying key's samples in flight, at most: the other keys keep pairs to sample with. Not
+ * fewer: a launch left unsampled is not squared, and which are is not random (a program
+ * waits on its long kernels): at 16, a 70% cap of varying kernels got 65-67%. */
+#define VARY_IN_FLIGHT (PAIRS * 3 / 4)
 #define POLL_NS 200000ull      /* how often samples in flight are looked at */
 #define REFRESH_NS 2000000ull  /* how often the rate is recomputed from the board */
 #define SLEEP_MAX_NS 2000000ull
@@ -66,7 +71,7 @@ enum { CLEAN_NOT, CLEAN_ALONE, CLEAN_TURN };
  * context's close): only the owner touches its events, and an owner that finds `gone` set
  * forgets them (pair_forget) instead. */
 enum { PAIR_FREE, PAIR_BUSY, PAIR_PENDING, PAIR_POLLED };
-_Static_assert(PAIRS <= 32, "struct carve_pace_close has one bit a pair");
+_Static_assert(PAIRS <= 64, "struct carve_pace_close has one bit a pair");
 
 struct est {
     _Atomic uint64_t key;     /* 0: empty */
@@ -82,6 +87,7 @@ struct est {
     _Atomic uint32_t mean_ns;      /* running mean of the clean samples, 0: none yet */
     _Atomic uint32_t calm_n;       /* clean samples since one marked it varying */
     _Atomic uint32_t calm_need;    /* how many end its varying, 0: CALM_FIRST */
+    _Atomic uint32_t murky_n;      /* samples since its last clean one, while it varies */
     _Atomic uint64_t pending_n;    /* launches charged a typical cost before the first sample */
     _Atomic uint64_t pending_ns;   /* what they were charged */
     _Atomic uint64_t charged_n;    /* launches charged the current estimate */
@@ -126,6 +132,9 @@ static struct {
     _Atomic(CUcontext) primary[MAX_CU]; /* each device's primary context, as last retained */
     _Atomic uint32_t typical_ns;
     _Atomic uint64_t next_poll;
+    int32_t pid;
+    _Atomic uintptr_t last_stream;    /* the stream of the last paced launch, | 1 */
+    _Atomic uint64_t streams_until;   /* until then another stream of it launched beside */
     uint64_t tau_ns, yield_tau_ns, active_ns, period_ns, handover_ns;
     uint32_t batch_yield_bp;
 } P;
@@ -159,6 +168,7 @@ void carve__pace_setup(struct carve_slice *slice)
     for (int i = 0; i < MAX_CU; i++)
         atomic_store(&P.sdev_of[i], -2);
     atomic_store(&P.typical_ns, DEFAULT_TYPICAL_NS);
+    P.pid = (int32_t)getpid(); /* set up again in a fork child */
     atomic_store(&carve__pacing, 0);
     atomic_store(&carve__ran, slice ? carve_slice_ran_flag(slice) : NULL);
     if (!slice)
@@ -297,7 +307,7 @@ static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged
     uint32_t mean = atomic_load(&e->mean_ns);
     atomic_store(&e->mean_ns, mean ? (uint32_t)(((uint64_t)mean * 7 + s) / 8) : s);
     uint32_t was = atomic_load(&e->varies);
-    if (est && s > est + est / 2 && s - est > VARY_FLOOR_NS) {
+    if (est && (uint64_t)s > (uint64_t)est + est / 2 && s - est > VARY_FLOOR_NS) {
         atomic_store(&e->calm_n, 0);
         if (was == VARY_NO) {
             uint32_t need = atomic_load(&e->calm_need);
@@ -309,6 +319,7 @@ static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged
                atomic_fetch_add(&e->calm_n, 1) + 1 >= atomic_load(&e->calm_need)) {
         atomic_store(&e->varies, VARY_NO);
     }
+    atomic_store(&e->murky_n, 0);
     int sdev = atomic_load(&e->sdev);
     if (charged && sdev >= 0)
         carve_slice_pace_correct(P.slice, sdev, (int64_t)s - (int64_t)charged,
@@ -320,6 +331,11 @@ static void take_sample(struct est *e, uint64_t ns, bool clean, uint32_t launch_
     uint32_t s = ns > UINT32_MAX ? UINT32_MAX : (ns ? (uint32_t)ns : 1);
     if (clean)
         take_clean(e, s, atomic_load(&e->est_ns), launch_charged);
+    else if (atomic_load(&e->varies) != VARY_NO &&
+             atomic_fetch_add(&e->murky_n, 1) + 1 >= CALM_FIRST)
+        /* no clean sample for a while (a neighbour that takes no turns came): its mean would
+           stay as it was, uncorrected; the minimum is what the samples still bound */
+        atomic_store(&e->varies, VARY_NO);
     uint32_t n = atomic_fetch_add(&e->win_n, 1);
     uint32_t m = atomic_load(&e->win_min);
     if (n == 0 || s < m)
@@ -372,16 +388,41 @@ static void pair_forget(struct carve_pace_pair *p, bool in_flight)
 
 static void refresh_rate(int sdev, uint64_t now);
 
-/* Whether a sample clean when launched (how: CLEAN_*) is still clean when it is in: no slice
- * came to run beside it meanwhile (slices that start together see each other only after
- * their first launches, when each one's were lengthened by the others' already). */
+/* Notes a paced launch into stream: this process's other streams, or the slice's other
+ * processes, launching beside it lengthen its samples as another slice's work would. A load
+ * of each when nothing changed. */
+static void note_launcher(int sdev, CUstream stream, uint64_t now)
+{
+    uintptr_t tag = (uintptr_t)stream | 1, was;
+    was = atomic_load_explicit(&P.last_stream, memory_order_relaxed);
+    if (was != tag) {
+        atomic_store_explicit(&P.last_stream, tag, memory_order_relaxed);
+        if (was)
+            atomic_store_explicit(&P.streams_until, now + P.active_ns, memory_order_relaxed);
+    }
+    carve_slice_note_launcher(P.slice, sdev, P.pid, now, P.active_ns);
+}
+
+/* Whether only this stream of this process launched lately on the slice's GPU sdev. */
+static bool one_launcher(int sdev, uint64_t now)
+{
+    return now >= atomic_load_explicit(&P.streams_until, memory_order_relaxed) &&
+           now >= carve_slice_shared_until(P.slice, sdev);
+}
+
+/* Whether a sample clean when launched (how: CLEAN_*) is still clean when it is in: no slice,
+ * stream or process came to run beside it meanwhile (slices that start together see each
+ * other only after their first launches, when each one's were lengthened by the others'). */
 static bool still_clean(struct est *e, int how)
 {
     int sdev = atomic_load(&e->sdev);
     if (sdev < 0 || how == CLEAN_NOT)
         return false;
     struct pace_dev *pd = &P.dev[sdev];
-    refresh_rate(sdev, carve__now_ns()); /* the last may be from before a long wait */
+    uint64_t now = carve__now_ns();
+    if (!one_launcher(sdev, now))
+        return false;
+    refresh_rate(sdev, now); /* the last may be from before a long wait */
     uint32_t contended = atomic_load_explicit(&pd->contended, memory_order_relaxed);
     return how == CLEAN_ALONE ? contended == 0
                               : contended == 1 &&
@@ -497,9 +538,9 @@ void carve__pace_closing(struct carve_pace_close *c, CUcontext ctx, CUdevice dev
                     atomic_store(&p->state, s);
                     break;
                 }
-                c->taken |= 1u << i;
+                c->taken |= 1ull << i;
                 if (s == PAIR_PENDING)
-                    c->pending |= 1u << i;
+                    c->pending |= 1ull << i;
                 break;
             }
             if (s == PAIR_BUSY || tries >= CLOSE_YIELDS + CLOSE_WAITS)
@@ -520,7 +561,7 @@ void carve__pace_closed(struct carve_pace_close *c, bool gone)
         return;
     for (int i = 0; i < PAIRS; i++) {
         struct carve_pace_pair *p = &P.pair[i];
-        uint32_t bit = 1u << i;
+        uint64_t bit = 1ull << i;
         if (c->taken & bit) {
             if (gone)
                 pair_forget(p, c->pending & bit);
@@ -643,6 +684,17 @@ static bool window_given(struct pace_dev *pd, uint64_t now, uint64_t next, uint6
     return queued + cost <= (until < next ? until : next + width);
 }
 
+/* Whether work is still queued on stream; asked with the capture mode relaxed (relax). */
+static bool stream_busy(CUstream stream)
+{
+    if (!R.cuStreamQuery)
+        return false;
+    CUstreamCaptureMode m = relax();
+    bool busy = R.cuStreamQuery(stream) == CUDA_ERROR_NOT_READY;
+    unrelax(m);
+    return busy;
+}
+
 static void turn_admit(struct pace_dev *pd, int sdev, uint64_t cost, uint64_t floor)
 {
     int64_t queue_end = carve_slice_turn_admit(
@@ -723,8 +775,7 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
                its long kernels, with the clock already behind, so that the long ones of a
                key not yet known to vary would hardly ever count */
             clean = sampled && fits && queued_until + cost <= end &&
-                    (behind_own || (R.cuStreamQuery &&
-                                    R.cuStreamQuery(stream) == CUDA_ERROR_NOT_READY));
+                    (behind_own || stream_busy(stream));
             turn_admit(pd, sdev, cost, floor);
             break;
         }
@@ -776,21 +827,25 @@ static bool wants_sample(struct est *e, uint32_t since)
            since + 1 >= (gap ? gap : SAMPLE_EVERY);
 }
 
-/* Whether the launch about to be made of e will be sampled: a varying key's always, another's
- * when no sample of it is in flight. */
+/* Whether the launch about to be made of e will be sampled: a varying key's while it has
+ * room in flight, another's when no sample of it is in flight. */
 static bool will_sample(struct est *e)
 {
-    return (atomic_load_explicit(&e->varies, memory_order_relaxed) ||
-            !atomic_load_explicit(&e->sampling, memory_order_relaxed)) &&
+    uint32_t in_flight = atomic_load_explicit(&e->sampling, memory_order_relaxed);
+    return (atomic_load_explicit(&e->varies, memory_order_relaxed) ? in_flight < VARY_IN_FLIGHT
+                                                                   : !in_flight) &&
            wants_sample(e, atomic_load_explicit(&e->since_sample, memory_order_relaxed));
 }
 
-/* Takes a sample in flight for a launch of e: any number for a varying key, else one. */
+/* Takes a sample in flight for a launch of e: up to VARY_IN_FLIGHT for a varying key (the
+ * other keys keep pairs to sample with), else one. */
 static bool start_sampling(struct est *e)
 {
     if (atomic_load_explicit(&e->varies, memory_order_relaxed)) {
-        atomic_fetch_add(&e->sampling, 1);
-        return true;
+        if (atomic_fetch_add(&e->sampling, 1) < VARY_IN_FLIGHT)
+            return true;
+        atomic_fetch_sub(&e->sampling, 1);
+        return false;
     }
     uint32_t idle = 0;
     return atomic_compare_exchange_strong(&e->sampling, &idle, 1);
@@ -874,6 +929,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     if (pd->compute.share_bp == 0 && pd->compute.priority != CARVE_PRIO_BATCH &&
         atomic_load_explicit(&pd->rate_bp, memory_order_relaxed) >= CARVE_BP_FULL)
         return;
+    note_launcher(sdev, stream, now);
     poll_samples(now);
     uint32_t rate = atomic_load_explicit(&pd->rate_bp, memory_order_relaxed);
     bool yielding = atomic_load_explicit(&pd->yielding, memory_order_relaxed);
@@ -943,9 +999,10 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     L->pair->est = e;
     L->pair->charged_ns = varies ? cost : 0;
     /* no other slice could run beside it: alone, or taking turns with slices that all take
-     * turns, inside its window (take_turn) */
+     * turns, inside its window (take_turn); and nothing else of this slice either */
     uint32_t contended = atomic_load_explicit(&pd->contended, memory_order_relaxed);
-    L->pair->clean = contended == 0 ? CLEAN_ALONE
+    L->pair->clean = !one_launcher(sdev, now) ? CLEAN_NOT
+                     : contended == 0         ? CLEAN_ALONE
                      : contended == 1 && turns && !yielding && turn_clean ? CLEAN_TURN
                                                                          : CLEAN_NOT;
     L->stream = stream;

@@ -13,7 +13,7 @@
  *   release  as reset, but retained twice, and released once with a sample in flight (the
  *            context stays) before a shape ten times and its last release
  *            (cuDevicePrimaryCtxRelease_v2): three keys of 5 samples or more;
- *   destroy  a created context with 40 shapes in flight (every event pair of the pacer's
+ *   destroy  a created context with 80 shapes in flight (every event pair of the pacer's
  *            busy in it) destroyed while a second lives, then a third created (the destroyed
  *            one's handle again on the simulated GPU); a shape ten times in the second, and
  *            another in the third: two keys of 5 samples or more;
@@ -32,7 +32,7 @@
 #define ROUNDS 10
 #define KERNEL_NS 1000000ull  /* the kernel launched ROUNDS times on each side */
 #define INFLIGHT_NS 5000000ull /* the kernels in flight as the context goes */
-#define SHAPES 40             /* more than the pacer's 32 event pairs */
+#define SHAPES 80             /* more than the pacer's 64 event pairs */
 
 #define DRIVER_API(X)                                                                        \
     X(cuInit)                                                                                \

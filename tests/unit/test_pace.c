@@ -294,11 +294,15 @@ static void test_pace_correct(void **state)
     assert_int_equal(carve_slice_queue_clock(s, 0), T + 700);
     expect_clock(s, 0, T + 1400);
     expect_stats(s, 0, 700, 0, 1); /* the time charged is what ran */
+    /* a queue already past now has drained: what is queued after it is not moved */
     carve_slice_pace_correct(s, 0, -1000, 5000, T + 1000);
-    assert_int_equal(carve_slice_queue_clock(s, 0), T - 300);
+    assert_int_equal(carve_slice_queue_clock(s, 0), T + 700);
     expect_clock(s, 0, T + 1000);
     expect_stats(s, 0, 0, 0, 1); /* never below nothing */
-    /* the next admission starts from now, the queue having drained */
+    carve_slice_pace_correct(s, 0, 5000, 5000, T + 1000);
+    assert_int_equal(carve_slice_queue_clock(s, 0), T + 700);
+    expect_clock(s, 0, T + 11000);
+    /* the next admission starts from now */
     assert_int_equal(carve_slice_turn_admit(s, 0, 100, 5000, T + 1000), T + 1100);
     /* a device never queued on keeps an unset queue clock; nothing on a bad device */
     carve_slice_pace_correct(s, 1, 700, 10000, T);
@@ -306,6 +310,27 @@ static void test_pace_correct(void **state)
     expect_clock(s, 1, T + 700);
     carve_slice_pace_correct(s, 99, 700, 10000, T);
     carve_slice_pace_correct(s, -1, 700, 10000, T);
+}
+
+static void test_note_launcher(void **state)
+{
+    struct carve_slice *s = *state;
+    assert_int_equal(carve_slice_shared_until(s, 0), 0);
+    /* one process, however often: never shared */
+    for (int i = 0; i < 3; i++)
+        carve_slice_note_launcher(s, 0, 100, T + (uint64_t)i, 1000);
+    assert_int_equal(carve_slice_shared_until(s, 0), 0);
+    /* another process launches: shared for hold_ns from then, and each change moves it on */
+    carve_slice_note_launcher(s, 0, 200, T + 10, 1000);
+    assert_int_equal(carve_slice_shared_until(s, 0), T + 1010);
+    carve_slice_note_launcher(s, 0, 200, T + 500, 1000);
+    assert_int_equal(carve_slice_shared_until(s, 0), T + 1010);
+    carve_slice_note_launcher(s, 0, 100, T + 600, 1000);
+    assert_int_equal(carve_slice_shared_until(s, 0), T + 1600);
+    /* per GPU; nothing on a bad one */
+    assert_int_equal(carve_slice_shared_until(s, 1), 0);
+    carve_slice_note_launcher(s, 99, 100, T, 1000);
+    assert_int_equal(carve_slice_shared_until(s, 99), 0);
 }
 
 static void test_note_held_and_stats(void **state)
@@ -484,6 +509,7 @@ int main(void)
         PACE_TEST(test_pace_refund),
         PACE_TEST(test_turn_admit),
         PACE_TEST(test_pace_correct),
+        PACE_TEST(test_note_launcher),
         PACE_TEST(test_note_held_and_stats),
         PACE_TEST(test_bad_device),
         PACE_TEST(test_threads),
