@@ -130,13 +130,9 @@ struct carve_rate carve_compute_rate(const struct carve_peer *peers, int n, int 
             guarantees += c->share_bp;
         }
     }
-    if (!mine->share_bp) {
-        /* what admission promised the active guarantees is theirs: a busy latency slice
-           with no share, paced by nobody, left a 90% guarantee beside it 50% */
-        r.rate_bp = guarantees >= CARVE_BP_FULL ? 1 : (uint32_t)(CARVE_BP_FULL - guarantees);
-    } else if (mine->mode == CARVE_COMPUTE_CAP) {
+    if (mine->share_bp && mine->mode == CARVE_COMPUTE_CAP) {
         r.rate_bp = mine->share_bp;
-    } else {
+    } else if (mine->share_bp) {
         uint64_t spare = caps < CARVE_BP_FULL ? CARVE_BP_FULL - caps : 0;
         uint64_t rate = guarantees ? spare * mine->share_bp / guarantees : CARVE_BP_FULL;
         if (rate < mine->share_bp)

@@ -57,8 +57,7 @@ struct carve_rate {
 };
 
 /* The rate for peers[me] among the n slices on its GPU:
- *  - no share: what the other active slices' guarantees leave (the whole GPU when none is
- *    active; libcarve paces a slice with neither share nor priority never);
+ *  - no share: unpaced (a batch slice steps back all the same, below);
  *  - a cap: its share, always;
  *  - a guarantee: what the active caps leave, split among the active guarantees in
  *    proportion to their shares (never below its own share, at most the whole GPU);

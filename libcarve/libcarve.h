@@ -54,8 +54,9 @@ void *carve_real_symbol(const char *name);
 /* ---- pace.c: compute shares ---- */
 struct carve_slice;
 /* Reads the slice's compute settings and opens the GPUs' boards (at init, and in a fork
- * child); sets carve__pacing when any launch is to be paced or seen. */
-void carve__pace_setup(struct carve_slice *slice);
+ * child), for the process in the slice's slot (-1: none); sets carve__pacing when any launch
+ * is to be paced or seen. */
+void carve__pace_setup(struct carve_slice *slice, int slot);
 extern _Atomic int carve__pacing;
 /* The slice's flag that a kernel ran (slice.h), NULL outside a slice; set up with pacing.
  * Every launch notes itself there, so that carved tells a slice that runs kernels from an

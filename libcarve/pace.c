@@ -19,9 +19,8 @@
  * one in SAMPLE_EVERY, so that a pattern in step with the interval cannot hide from them.
  *
  * The rate a slice may use comes from the board of its GPU (common/board.c): a cap is fixed,
- * a guarantee takes what active caps leave in proportion to the active guarantees, a slice
- * with no share what the active guarantees leave, and a batch slice steps back while a
- * latency slice is active. It is refreshed every few milliseconds, not per launch.
+ * a guarantee takes what active caps leave in proportion to the active guarantees, and a
+ * batch slice steps back while a latency slice is active (down to its guarantee at most). It is refreshed every few milliseconds, not per launch.
  *
  * A launch that is not held costs: the context's device, the stream's capture status, the
  * clock (vDSO), a hash lookup and one compare-and-swap on the slice's clock. */
@@ -87,7 +86,6 @@ struct est {
     _Atomic uint32_t mean_ns;      /* running mean of the clean samples, 0: none yet */
     _Atomic uint32_t calm_n;       /* clean samples since one marked it varying */
     _Atomic uint32_t calm_need;    /* how many end its varying, 0: CALM_FIRST */
-    _Atomic uint32_t murky_n;      /* samples since its last clean one, while it varies */
     _Atomic uint64_t pending_n;    /* launches charged a typical cost before the first sample */
     _Atomic uint64_t pending_ns;   /* what they were charged */
     _Atomic uint64_t charged_n;    /* launches charged the current estimate */
@@ -117,6 +115,8 @@ struct pace_dev {
     _Atomic uint32_t win_width;
     _Atomic uint32_t win_idle;   /* the time after it that no window covers, basis points */
     _Atomic uint32_t contended;  /* other slices launched recently: 1 all take turns, 2 not */
+    _Atomic uintptr_t last_stream;  /* the stream of this process's last paced launch here */
+    _Atomic uint64_t streams_until; /* until then another stream of it launched here too */
     _Atomic int win_before;      /* the board entry whose window comes before it, -1: none */
     _Atomic uint64_t next_refresh;
     _Atomic uint64_t late_start; /* the window late_ns is for (its start), 0: none yet */
@@ -132,9 +132,7 @@ static struct {
     _Atomic(CUcontext) primary[MAX_CU]; /* each device's primary context, as last retained */
     _Atomic uint32_t typical_ns;
     _Atomic uint64_t next_poll;
-    int32_t pid;
-    _Atomic uintptr_t last_stream;    /* the stream of the last paced launch, | 1 */
-    _Atomic uint64_t streams_until;   /* until then another stream of it launched beside */
+    int32_t launcher_id;
     uint64_t tau_ns, yield_tau_ns, active_ns, period_ns, handover_ns;
     uint32_t batch_yield_bp;
 } P;
@@ -162,13 +160,15 @@ static uint64_t env_us(const char *name, uint64_t dflt_us)
     return x > 3600000000ull ? 3600000000000ull : x * 1000;
 }
 
-void carve__pace_setup(struct carve_slice *slice)
+void carve__pace_setup(struct carve_slice *slice, int slot)
 {
     memset(&P, 0, sizeof(P));
     for (int i = 0; i < MAX_CU; i++)
         atomic_store(&P.sdev_of[i], -2);
     atomic_store(&P.typical_ns, DEFAULT_TYPICAL_NS);
-    P.pid = (int32_t)getpid(); /* set up again in a fork child */
+    /* the process's slot in the slice (set up again in a fork child): not its pid, which
+     * two processes in containers of their own can share (each container's first is 1) */
+    P.launcher_id = slot + 1;
     atomic_store(&carve__pacing, 0);
     atomic_store(&carve__ran, slice ? carve_slice_ran_flag(slice) : NULL);
     if (!slice)
@@ -319,7 +319,6 @@ static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged
                atomic_fetch_add(&e->calm_n, 1) + 1 >= atomic_load(&e->calm_need)) {
         atomic_store(&e->varies, VARY_NO);
     }
-    atomic_store(&e->murky_n, 0);
     int sdev = atomic_load(&e->sdev);
     if (charged && sdev >= 0)
         carve_slice_pace_correct(P.slice, sdev, (int64_t)s - (int64_t)charged,
@@ -329,13 +328,17 @@ static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged
 static void take_sample(struct est *e, uint64_t ns, bool clean, uint32_t launch_charged)
 {
     uint32_t s = ns > UINT32_MAX ? UINT32_MAX : (ns ? (uint32_t)ns : 1);
-    if (clean)
+    if (clean) {
         take_clean(e, s, atomic_load(&e->est_ns), launch_charged);
-    else if (atomic_load(&e->varies) != VARY_NO &&
-             atomic_fetch_add(&e->murky_n, 1) + 1 >= CALM_FIRST)
-        /* no clean sample for a while (a neighbour that takes no turns came): its mean would
-           stay as it was, uncorrected; the minimum is what the samples still bound */
-        atomic_store(&e->varies, VARY_NO);
+    } else if (atomic_load(&e->varies) != VARY_NO) {
+        /* a varying key's mean follows its samples that are not clean too, lengthened as
+           they may be (a neighbour that takes no turns runs): left as it was, it stayed high
+           after the work got cheaper; going back to the minimum let such a neighbour's
+           arrival lift a 30% cap of varying kernels to 99-101%. Its launches are squared
+           by clean samples only, and only they mark or clear it */
+        uint32_t mean = atomic_load(&e->mean_ns);
+        atomic_store(&e->mean_ns, mean ? (uint32_t)(((uint64_t)mean * 7 + s) / 8) : s);
+    }
     uint32_t n = atomic_fetch_add(&e->win_n, 1);
     uint32_t m = atomic_load(&e->win_min);
     if (n == 0 || s < m)
@@ -393,20 +396,26 @@ static void refresh_rate(int sdev, uint64_t now);
  * of each when nothing changed. */
 static void note_launcher(int sdev, CUstream stream, uint64_t now)
 {
-    uintptr_t tag = (uintptr_t)stream | 1, was;
-    was = atomic_load_explicit(&P.last_stream, memory_order_relaxed);
+    /* a default stream's handle (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) names each
+     * thread's own under _ptsz: told apart by the thread (the legacy one, shared, is then
+     * taken for several: its samples are not counted, which errs on the safe side) */
+    static _Thread_local char thread_mark;
+    uintptr_t tag = (uintptr_t)stream < 4096 ? (uintptr_t)&thread_mark ^ (uintptr_t)stream
+                                             : (uintptr_t)stream;
+    struct pace_dev *pd = &P.dev[sdev];
+    uintptr_t was = atomic_load_explicit(&pd->last_stream, memory_order_relaxed);
     if (was != tag) {
-        atomic_store_explicit(&P.last_stream, tag, memory_order_relaxed);
+        atomic_store_explicit(&pd->last_stream, tag, memory_order_relaxed);
         if (was)
-            atomic_store_explicit(&P.streams_until, now + P.active_ns, memory_order_relaxed);
+            atomic_store_explicit(&pd->streams_until, now + P.active_ns, memory_order_relaxed);
     }
-    carve_slice_note_launcher(P.slice, sdev, P.pid, now, P.active_ns);
+    carve_slice_note_launcher(P.slice, sdev, P.launcher_id, now, P.active_ns);
 }
 
 /* Whether only this stream of this process launched lately on the slice's GPU sdev. */
 static bool one_launcher(int sdev, uint64_t now)
 {
-    return now >= atomic_load_explicit(&P.streams_until, memory_order_relaxed) &&
+    return now >= atomic_load_explicit(&P.dev[sdev].streams_until, memory_order_relaxed) &&
            now >= carve_slice_shared_until(P.slice, sdev);
 }
 
@@ -925,12 +934,12 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     uint64_t now = carve__now_ns();
     if (pd->board)
         carve_board_note_launch(pd->board, pd->entry, now);
-    refresh_rate(sdev, now);
-    /* a latency (or normal) slice without a share is only seen, unless the guarantees of
-     * active slices beside it leave it less than the whole GPU */
-    if (pd->compute.share_bp == 0 && pd->compute.priority != CARVE_PRIO_BATCH &&
-        atomic_load_explicit(&pd->rate_bp, memory_order_relaxed) >= CARVE_BP_FULL)
+    /* a latency (or normal) slice without a share is never held, only seen: paced at what
+     * the guarantees beside it leave, without turns, its samples counted the guarantee's
+     * queue and its requests took 35 times as long in a third of the runs (2026-11-27) */
+    if (pd->compute.share_bp == 0 && pd->compute.priority != CARVE_PRIO_BATCH)
         return;
+    refresh_rate(sdev, now);
     note_launcher(sdev, stream, now);
     poll_samples(now);
     uint32_t rate = atomic_load_explicit(&pd->rate_bp, memory_order_relaxed);
@@ -977,6 +986,8 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
             tau = lead(yielding, cost);
             if (pd->board)
                 carve_board_note_launch(pd->board, pd->entry, now);
+            if (rate >= CARVE_BP_FULL && !yielding)
+                break; /* not paced any more: what it was charged at a low rate is not owed */
         }
         if (held)
             carve_slice_note_held(P.slice, sdev, held);

@@ -113,7 +113,7 @@ static void init_child(void)
         st.slice = NULL; /* before it is unmapped: a fork meanwhile must not attach to it */
         refuse_no_slot(s);
     }
-    carve__pace_setup(st.slice);
+    carve__pace_setup(st.slice, st.slot);
 }
 
 /* The process is out of file descriptors: what to say instead of blaming carved or the
@@ -484,7 +484,7 @@ static void do_init(void)
     reset_process_state();
     carve__resolve_real();
     init_slice();
-    carve__pace_setup(st.slice);
+    carve__pace_setup(st.slice, st.slot);
 }
 
 void carve__init_slow(void)

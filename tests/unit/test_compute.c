@@ -360,37 +360,17 @@ static void test_rate_me_counts_itself(void **state)
 
 static void test_rate_unpaced(void **state)
 {
-    /* no share: unpaced beside caps, whoever else is there */
+    /* no share and normal priority: unpaced, whoever else is there */
     struct carve_peer p[] = {peer(0, CAP, NORMAL, true), peer(5000, CAP, NORMAL, true),
-                             peer(7000, CAP, BATCH, true), peer(0, CAP, LATENCY, true)};
+                             peer(5000, GUAR, NORMAL, true), peer(0, CAP, LATENCY, true)};
     expect_rate(p, 4, 0, YIELD, 10000, false);
     struct carve_peer q[] = {peer(0, GUAR, NORMAL, false)};
     expect_rate(q, 1, 0, YIELD, 10000, false);
-    /* a latency slice with no share is not slowed either */
+    /* a latency slice with no share is not slowed either, even beside a 90% guarantee:
+       paced at what it left, it was charged the guarantee's queue in its samples */
     expect_rate(p, 4, 3, YIELD, 10000, false);
-}
-
-static void test_rate_no_share_leaves_guarantees(void **state)
-{
-    /* an active 90% guarantee leaves a latency slice with no share 10%: before, nothing
-       paced it and the guarantee got half the GPU */
-    struct carve_peer p[] = {peer(9000, GUAR, NORMAL, true), peer(0, CAP, LATENCY, true)};
-    expect_rate(p, 2, 1, YIELD, 1000, false);
-    expect_rate(p, 2, 0, YIELD, 10000, false); /* the guarantee itself is not held */
-    /* guarantees add up; caps and idle guarantees take nothing from it */
-    struct carve_peer q[] = {peer(3000, GUAR, BATCH, true), peer(2000, GUAR, NORMAL, true),
-                             peer(6000, GUAR, NORMAL, false), peer(5000, CAP, NORMAL, true),
-                             peer(0, CAP, LATENCY, true)};
-    expect_rate(q, 5, 4, YIELD, 5000, false);
-    /* guarantees of the whole GPU leave one basis point, never 0 (a rate divides) */
-    struct carve_peer r[] = {peer(6000, GUAR, NORMAL, true), peer(4000, GUAR, NORMAL, true),
-                             peer(0, CAP, LATENCY, true)};
-    expect_rate(r, 3, 2, YIELD, 1, false);
-    /* a batch slice with no share: the guarantees' rest, then the yield rate below it */
-    struct carve_peer s[] = {peer(4000, GUAR, NORMAL, true), peer(0, CAP, BATCH, true),
-                             peer(0, CAP, LATENCY, true)};
-    expect_rate(s, 3, 1, 8000, 6000, true);
-    expect_rate(s, 3, 1, 3000, 3000, true);
+    struct carve_peer r[] = {peer(9000, GUAR, NORMAL, true), peer(0, CAP, LATENCY, true)};
+    expect_rate(r, 2, 1, YIELD, 10000, false);
 }
 
 static void test_rate_batch_yields(void **state)
@@ -707,7 +687,6 @@ int main(void)
         cmocka_unit_test(test_rate_guarantee_floor_and_ceiling),
         cmocka_unit_test(test_rate_me_counts_itself),
         cmocka_unit_test(test_rate_unpaced),
-        cmocka_unit_test(test_rate_no_share_leaves_guarantees),
         cmocka_unit_test(test_rate_batch_yields),
         cmocka_unit_test(test_window_alone),
         cmocka_unit_test(test_window_board_order),
