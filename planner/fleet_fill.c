@@ -53,6 +53,9 @@ struct fill_grid {
     uint32_t *next;              /* each cell's first entry not yet taken */
     uint32_t *order;             /* positions in keys, by cell; largest first in a cell */
     uint8_t *taken;              /* per position in keys */
+    uint32_t *gpu_at;            /* per position in keys: the GPU it is on, or UINT32_MAX */
+    size_t first_gpu;            /* the first GPU this packing opened */
+    unsigned swaps;              /* swap_in's scans so far */
     uint64_t sizes[FLEET_MAX_POOLS]; /* the pools' memory sizes, distinct, ascending */
     uint64_t above[FLEET_MAX_POOLS]; /* workloads left above each size */
     size_t nsizes;
@@ -158,8 +161,10 @@ static int fill_grid_init(struct fill_grid *gr, const struct fleet *f,
     gr->next = calloc(cells, sizeof(*gr->next));
     gr->order = malloc((n ? n : 1) * sizeof(*gr->order));
     gr->taken = calloc(n ? n : 1, 1);
-    if (!gr->start || !gr->next || !gr->order || !gr->taken)
+    gr->gpu_at = malloc((n ? n : 1) * sizeof(*gr->gpu_at));
+    if (!gr->start || !gr->next || !gr->order || !gr->taken || !gr->gpu_at)
         return -ENOMEM;
+    memset(gr->gpu_at, 0xff, (n ? n : 1) * sizeof(*gr->gpu_at));
     uint64_t mem_hi = 0, comp_hi = 0;
     gr->mem_lo = UINT64_MAX;
     gr->comp_lo = UINT64_MAX;
@@ -200,6 +205,7 @@ static void fill_grid_free(struct fill_grid *gr)
     free(gr->next);
     free(gr->order);
     free(gr->taken);
+    free(gr->gpu_at);
 }
 
 /* Marks position k of keys placed; a cell whose entries are all placed leaves the bitmap. */
@@ -298,11 +304,12 @@ static long fill_best(const struct fill_grid *gr, const struct fleet_workloads *
     return best;
 }
 
-static void fill_place(const struct fleet_workloads *ws, const struct sort_key *keys, size_t k,
-                       long gi, struct fleet_plan *p, struct fleet_gpu_list *g,
-                       struct still_to_place *rest)
+static void fill_place(struct fill_grid *gr, const struct fleet_workloads *ws,
+                       const struct sort_key *keys, size_t k, long gi, struct fleet_plan *p,
+                       struct fleet_gpu_list *g, struct still_to_place *rest)
 {
     const struct fleet_workload *w = &ws->w[keys[k].index];
+    gr->gpu_at[k] = (uint32_t)gi;
     fleet_gpu_add(&g->use[gi], w, w->memory_mib);
     fleet_still_drop(rest, w);
     if (p->gpu_of)
@@ -334,15 +341,16 @@ static void take_into(struct fill_grid *gr, const struct fleet_workloads *ws,
     room->comp -= w->compute_bp;
     ++*tenants;
     fill_take(gr, w, k);
-    fill_place(ws, keys, k, gi, p, g, rest);
+    fill_place(gr, ws, keys, k, gi, p, g, rest);
 }
 
 /* fill_place undone (the grid apart). */
-static void unplace(const struct fleet_workloads *ws, const struct sort_key *keys, size_t k,
-                    long gi, struct fleet_plan *p, struct fleet_gpu_list *g,
-                    struct still_to_place *rest)
+static void unplace(struct fill_grid *gr, const struct fleet_workloads *ws,
+                    const struct sort_key *keys, size_t k, long gi, struct fleet_plan *p,
+                    struct fleet_gpu_list *g, struct still_to_place *rest)
 {
     const struct fleet_workload *w = &ws->w[keys[k].index];
+    gr->gpu_at[k] = UINT32_MAX;
     struct fleet_gpu_use *u = &g->use[gi];
     u->tenants--;
     u->memory_used_mib -= w->memory_mib;
@@ -429,7 +437,7 @@ static bool fill_repair(struct fill_grid *gr, const struct fleet_workloads *ws,
         fill_take(gr, v, last);
         return false;
     }
-    unplace(ws, keys, last, at->gi, p, g, rest);
+    unplace(gr, ws, keys, last, at->gi, p, g, rest);
     *at->room = before;
     --*at->tenants;
     for (int j = 0; j < 2 && pair[j] >= 0; j++)
@@ -652,7 +660,7 @@ static bool fill_exactly(struct fill_grid *gr, const struct fleet_workloads *ws,
     size_t must = (size_t)(smaller_size(gr, gpu_mib) / gr->ex->unit);
     bool open_free = w->memory_mib <= smaller_size(gr, gpu_mib);
     if (open_free) {
-        unplace(ws, keys, first, at->gi, p, g, rest);
+        unplace(gr, ws, keys, first, at->gi, p, g, rest);
         fill_untake(gr, w, first);
         at->room->mem += w->memory_mib;
         at->room->comp += w->compute_bp;
@@ -700,6 +708,96 @@ static void fill_gpu_rest(struct fill_grid *gr, const struct fleet_workloads *ws
     }
 }
 
+/* Workload w (position k of keys, taken) has no GPU of pc->only's share left, and no pool
+ * with GPUs left holds it: deferred, it would go beyond the fleet. Instead it takes the place
+ * of one or two workloads of the share's GPUs that a pool with GPUs left does hold, which go
+ * to the next share in its stead: the fewest, then the least memory, that make room for it.
+ * The exact fill of a limited H100 pool beside L4s prefers the workloads only it holds among
+ * equally full sets, but nothing makes its last GPUs hold all of them: on a memory-heavy list
+ * one of 23054 MiB (20 MiB over an L4) was left over, beyond the fleet, and the split lost to
+ * a plan 4.2% above the cost bound. Its GPUs were full to 0.5%, so no single workload an L4
+ * holds made room for it on any: two do. A scan of the share's GPUs per such workload, at
+ * most SWAP_MOST a packing, and none after one that finds no room (the share overflows).
+ * Whether w took a place. */
+#define SWAP_MOST 256
+static bool swap_in(struct fill_grid *gr, const struct fleet *f, const struct fleet_workloads *ws,
+                    const struct sort_key *keys, size_t n, size_t k, const struct mech_rules *r,
+                    struct pool_choice *pc, struct fleet_plan *p, struct fleet_gpu_list *g,
+                    struct still_to_place *rest)
+{
+    const struct fleet_workload *w = &ws->w[keys[k].index];
+    uint64_t held_elsewhere = 0; /* the largest GPU of a pool with GPUs left */
+    for (size_t i = 0; i < f->npools; i++)
+        if (pc->left[i])
+            held_elsewhere = MAX(held_elsewhere, f->pools[i].memory_mib);
+    if (pc->only < 0 || w->memory_mib <= held_elsewhere || gr->swaps >= SWAP_MOST ||
+        g->n <= gr->first_gpu)
+        return false;
+    gr->swaps++;
+    const uint64_t gpu_mib = f->pools[pc->only].memory_mib;
+    size_t ngpus = g->n - gr->first_gpu;
+    uint32_t *head = malloc(ngpus * sizeof(*head)), *link = malloc(n * sizeof(*link));
+    if (!head || !link) {
+        free(head);
+        free(link);
+        return false; /* deferred, as without the swap */
+    }
+    memset(head, 0xff, ngpus * sizeof(*head));
+    for (size_t e = 0; e < n; e++) /* each GPU's workloads that may leave it */
+        if (gr->gpu_at[e] != UINT32_MAX && ws->w[keys[e].index].memory_mib <= held_elsewhere) {
+            link[e] = head[gr->gpu_at[e] - gr->first_gpu];
+            head[gr->gpu_at[e] - gr->first_gpu] = (uint32_t)e;
+        }
+    /* best: the GPU and the workloads leaving it (UINT32_MAX: none), their count and memory */
+    uint32_t best_gpu = UINT32_MAX, best_out[2] = {UINT32_MAX, UINT32_MAX};
+    uint64_t best_count = 3, best_mib = 0;
+    for (size_t j = 0; j < ngpus && best_count; j++) {
+        const struct fleet_gpu_use *u = &g->use[gr->first_gpu + j];
+        uint64_t free_mib = gpu_mib - u->memory_used_mib, free_bp = r->compute_cap - u->compute_bp;
+        if (u->pool != (uint32_t)pc->only)
+            continue;
+        if (free_mib >= w->memory_mib && free_bp >= w->compute_bp && u->tenants < r->slots) {
+            best_gpu = (uint32_t)(gr->first_gpu + j);
+            best_out[0] = best_out[1] = UINT32_MAX;
+            best_count = 0;
+            break;
+        }
+        for (uint32_t e1 = head[j]; e1 != UINT32_MAX; e1 = link[e1])
+            for (uint32_t e2 = e1;; e2 = link[e2]) { /* e2 == e1: e1 alone */
+                const struct fleet_workload *v1 = &ws->w[keys[e1].index];
+                const struct fleet_workload *v2 = e2 == e1 ? NULL : &ws->w[keys[e2].index];
+                uint64_t count = v2 ? 2 : 1;
+                uint64_t mib = v1->memory_mib + (v2 ? v2->memory_mib : 0);
+                uint64_t bp = v1->compute_bp + (v2 ? v2->compute_bp : 0);
+                if (count <= best_count && free_mib + mib >= w->memory_mib &&
+                    free_bp + bp >= w->compute_bp &&
+                    (count < best_count || mib < best_mib)) {
+                    best_gpu = (uint32_t)(gr->first_gpu + j);
+                    best_out[0] = e1;
+                    best_out[1] = v2 ? e2 : UINT32_MAX;
+                    best_count = count;
+                    best_mib = mib;
+                }
+                if (link[e2] == UINT32_MAX)
+                    break;
+            }
+    }
+    free(head);
+    free(link);
+    if (best_gpu == UINT32_MAX) {
+        gr->swaps = SWAP_MOST; /* the share overflows: the rest is deferred without a scan */
+        return false;
+    }
+    for (int j = 0; j < 2; j++)
+        if (best_out[j] != UINT32_MAX) {
+            const struct sort_key out = keys[best_out[j]];
+            unplace(gr, ws, keys, best_out[j], best_gpu, p, g, rest);
+            fleet_defer_to_next_share(pc, rest, out, &ws->w[out.index]);
+        }
+    fill_place(gr, ws, keys, k, best_gpu, p, g, rest);
+    return true;
+}
+
 /* The group (keys, largest first) packed one GPU at a time: the largest workload left opens
  * a GPU of the pool fleet_choose_pool gives, and the workloads that leave the least room fill
  * it. */
@@ -714,6 +812,7 @@ static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
         ret = exact_init(&gr, f, ws, keys, n);
     struct still_to_place rest = fleet_still_all(ws, keys, n);
     const struct still_to_place whole_group = rest;
+    gr.first_gpu = g->n;
     for (size_t first = 0; !ret && first < n; first++) {
         if (gr.taken[first])
             continue;
@@ -721,7 +820,8 @@ static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
         int pool = fleet_choose_pool(f, pc, &rest, r->compute_cap, r->slots, w->memory_mib);
         if (pool < 0) {
             fill_take(&gr, w, first);
-            fleet_defer_to_next_share(pc, &rest, keys[first], w);
+            if (!swap_in(&gr, f, ws, keys, n, first, r, pc, p, g, &rest))
+                fleet_defer_to_next_share(pc, &rest, keys[first], w);
             continue;
         }
         long gi = fleet_gpu_open(f, g, p, pc->left, pool);
@@ -735,7 +835,7 @@ static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
         fill_weights(&room, weigh_by_rest ? &rest : &whole_group, f->pools[pool].memory_mib,
                      r->compute_cap);
         fill_take(&gr, w, first);
-        fill_place(ws, keys, first, gi, p, g, &rest);
+        fill_place(&gr, ws, keys, first, gi, p, g, &rest);
         room.min_mem = only_here(f, &gr, pc, pool);
         uint32_t tenants = 1;
         struct fill_gpu at = {gi, &room, &tenants};
