@@ -471,6 +471,7 @@ struct shared_pack {
     int mech;
     struct mech_rules r;
     uint64_t max_mem;
+    struct fleet held; /* f with the memory a GPU can hold of the list (fleet_most_held) */
     struct fleet_demand d;
     struct fleet_lp_plan lp;
     struct sort_key *keys;
@@ -603,9 +604,13 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         p->lower_bound += group_gpus[grp];
         s->groups[grp] = n > 0;
     }
-    int ret = fleet_demand_of(f, ws, possible, mech, &s->r, group_gpus, &s->d);
+    /* the cost bound on the memory each GPU can hold of these workloads, which its
+       solution's bands and counts say of the real GPUs too */
+    struct fleet *held = &s->held;
+    fleet_most_held(f, ws, possible, held);
+    int ret = fleet_demand_of(held, ws, possible, mech, &s->r, group_gpus, &s->d);
     if (!ret)
-        ret = fleet_cost_bound(f, &s->d, true, &s->lp);
+        ret = fleet_cost_bound(held, &s->d, true, &s->lp);
 
     struct fleet_gpu_list g = {0};
     if (!ret)
@@ -624,15 +629,15 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     /* a plan that goes beyond the fleet is measured against every plan, whatever GPUs of
        these models it buys: a cheaper one may go beyond the fleet too */
     if (!ret && p->shortage && s->lp.within_fleet)
-        ret = fleet_cost_bound(f, &s->d, false, &s->lp);
-    p->cost_lower_bound = s->lp.solved ? s->lp.cost : fleet_plain_cost_bound(f, &s->d);
+        ret = fleet_cost_bound(held, &s->d, false, &s->lp);
+    p->cost_lower_bound = s->lp.solved ? s->lp.cost : fleet_plain_cost_bound(held, &s->d);
     finish_plan(f, p, &g);
     /* whole GPUs: every plan buys them, this one at cost_per_hour; on short lists only,
        where a fraction of a GPU is a visible part of the cost (on 100,000 workloads on three
        pools the search doubled the planning time for under 0.05 points of gap) */
     double whole = 0;
     if (!ret && s->lp.solved && p->gpus <= FLEET_BB_MAX_GPUS)
-        ret = fleet_cost_bound_whole(f, &s->d, s->lp.within_fleet, p->cost_per_hour, &whole);
+        ret = fleet_cost_bound_whole(held, &s->d, s->lp.within_fleet, p->cost_per_hour, &whole);
     p->cost_lower_bound = dmax(p->cost_lower_bound, whole);
     describe_plan(p, mech, &s->r);
     free(keys);
