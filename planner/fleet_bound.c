@@ -122,7 +122,7 @@ static uint64_t gcd(uint64_t a, uint64_t b)
     return a;
 }
 
-#define HELD_WORK (1u << 16) /* steps of the capacity times distinct sizes, for the search */
+#define HELD_WORK (1u << 12) /* steps of the capacity times distinct sizes, for the search */
 
 /* The largest total of the sizes s[0..n) at most cap, each size taken any number of times:
  * no GPU of capacity cap holds more than that of them, whatever their counts, so a GPU of
@@ -131,9 +131,9 @@ static uint64_t gcd(uint64_t a, uint64_t b)
  * (23034 MiB, as NVML reports it) fill 22528 MiB of it at most: the cost bound of MPS on a
  * compute-heavy list of such workloads had them fill the last 506 MiB of every L4 too. In
  * steps of the sizes' greatest common divisor, then by a search over the totals reachable
- * where that is short (HELD_WORK: searching lists in MiB on GPUs of 81559 steps made the
- * unit tests 40% slower and moved none of their bounds); else the capacity rounded down to a
- * whole step. */
+ * where that is short (HELD_WORK: searching lists in MiB, 10240 steps or more on any GPU,
+ * made the unit tests 8-40% slower and moved none of their bounds; whole GiB, or compute in
+ * whole percents, are a few hundred steps); else the capacity rounded down to a whole step. */
 static uint64_t most_held(const uint64_t *s, size_t n, uint64_t cap)
 {
     uint64_t step = 0;
