@@ -1,6 +1,6 @@
 /* fleet_choose.c - which packer packs a sharing group: each packer tried on it in a dry run,
- * orders near the decreasing one on small groups, and the group split as the cost bound's
- * solution splits it, band by band, onto the pools. */
+ * orders near the decreasing one on small groups, of two orders by memory the better, and the
+ * group split as the cost bound's solution splits it, band by band, onto the pools. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,28 +89,63 @@ int fleet_improve_order(const struct fleet *f, const struct fleet_workloads *ws,
 /* First-fit decreasing or filling one GPU at a time, whichever does better on this group in a
  * dry run: filling wins where memory and compute both bind on the GPUs, first-fit where one
  * dimension alone does (it then packs that one to within a fraction of a percent). */
-int fleet_choose_packer(const struct fleet *f, const struct fleet_workloads *ws,
-                        const struct sort_key *keys, size_t n, const struct mech_rules *r,
-                        const struct pool_choice *pc, packer_fn **pack)
+static int choose_packer(const struct fleet *f, const struct fleet_workloads *ws,
+                         const struct sort_key *keys, size_t n, const struct mech_rules *r,
+                         const struct pool_choice *pc, packer_fn **pack, struct trial *out)
 {
-    struct trial best, t;
+    struct trial t, best_t;
+    struct trial *best = out ? out : &best_t;
     *pack = fleet_pack_group;
+    memset(best, 0, sizeof(*best));
     if (n < 2)
         return 0;
-    int ret = dry_run(fleet_pack_group, f, ws, keys, n, r, pc, &best);
+    int ret = dry_run(fleet_pack_group, f, ws, keys, n, r, pc, best);
     size_t npackers = sizeof(packers) / sizeof(packers[0]) - 2 * !pc->band_count;
     for (size_t i = 1; i < npackers && !ret; i++) {
-        if (packers[i] == pack_by_band && best.cost <= pc->band_cost * BAND_WORTH)
+        if (packers[i] == pack_by_band && best->cost <= pc->band_cost * BAND_WORTH)
             break; /* close enough to the solution: the split (twice the time) is not worth it */
         if (packers[i] == pack_by_band_exact &&
             (!pc->band_memory_mib || !fleet_some_exact_worth(f)))
             break; /* the fleet cannot hold the group even in fractions, or no pool is one the
                       exact fill is for */
         ret = dry_run(packers[i], f, ws, keys, n, r, pc, &t);
-        if (!ret && better(f, &t, &best)) {
-            best = t;
+        if (!ret && better(f, &t, best)) {
+            *best = t;
             *pack = packers[i];
         }
+    }
+    return ret;
+}
+
+int fleet_choose_packer(const struct fleet *f, const struct fleet_workloads *ws,
+                        const struct sort_key *keys, size_t n, const struct mech_rules *r,
+                        const struct pool_choice *pc, packer_fn **pack)
+{
+    return choose_packer(f, ws, keys, n, r, pc, pack, NULL);
+}
+
+int fleet_choose_order(const struct fleet *f, const struct fleet_workloads *ws,
+                       const struct sort_key *keys, struct sort_key *other, size_t n,
+                       const struct mech_rules *r, const struct pool_choice *pc,
+                       packer_fn **pack, bool *other_won)
+{
+    struct trial first, second;
+    packer_fn *second_pack;
+    int8_t first_known[2][FLEET_MAX_POOLS + 1]; /* the splits' packers, per order */
+    *other_won = false;
+    int ret = choose_packer(f, ws, keys, n, r, pc, pack, &first);
+    if (ret || first.cost <= pc->band_cost * BAND_WORTH)
+        return ret; /* close enough to the solution: the other order is not worth its time */
+    memcpy(first_known, pc->share_packer, sizeof(first_known));
+    memset(pc->share_packer, -1, sizeof(first_known));
+    ret = fleet_improve_order(f, ws, other, n, r, pc);
+    if (!ret)
+        ret = choose_packer(f, ws, other, n, r, pc, &second_pack, &second);
+    if (!ret && better(f, &second, &first)) {
+        *other_won = true;
+        *pack = second_pack;
+    } else {
+        memcpy(pc->share_packer, first_known, sizeof(first_known));
     }
     return ret;
 }

@@ -130,6 +130,15 @@ int fleet_choose_packer(const struct fleet *f, const struct fleet_workloads *ws,
                         const struct sort_key *keys, size_t n, const struct mech_rules *r,
                         const struct pool_choice *pc, packer_fn **pack);
 
+/* Of two orders of a group's workloads (keys, and other, improved here by
+ * fleet_improve_order), the one whose best packer does better in a dry run, where the first
+ * is more than 1% above what the bound's solution buys for the group: *pack that packer,
+ * *other_won whether it is other's. 0, or -ENOMEM. */
+int fleet_choose_order(const struct fleet *f, const struct fleet_workloads *ws,
+                       const struct sort_key *keys, struct sort_key *other, size_t n,
+                       const struct mech_rules *r, const struct pool_choice *pc,
+                       packer_fn **pack, bool *other_won);
+
 /* ---- lower bounds, and what the cost bound needs (fleet_bound.c) ---- */
 
 /* A bound on GPUs for one group that shares (0 on out of memory). */

@@ -1400,14 +1400,16 @@ static void test_mixed_within_two_percent(void **state)
  * the cost bound (60 L4s held only workloads a T4 holds for less), carve on A100 + L4 3.6%.
  * Then 2.8% and 2.2% at most, 2.9% and 4.1% since the L4 has NVML's 23034 MiB, which these
  * workloads of whole GiB fill to 22528 at most: with the bound on that (fleet_most_held),
- * 2.4% on both (2.0% and 1.6% with clang's lists). Not yet within 2% (docs/plan.md). */
+ * 2.4% on both (2.0% and 1.6% with clang's lists). On A100 + L4 the order largest first
+ * weighed memory against the A100's, which no plan buys here: 1.6% (0.9%) in the L4's
+ * (fleet_pack.c, group_scale). */
 static void test_mixed_compute_heavy(void **state)
 {
     static const uint64_t sizes[] = {1, 2, 3, 5, 7, 10, 14, 20};
     static const struct {
         const char *spec;
         double ceiling;
-    } fleets[] = {{"L4:4000@0.8,T4:2000@0.35", 2.5}, {"A100-80GB@3.5,L4@0.8", 2.5}};
+    } fleets[] = {{"L4:4000@0.8,T4:2000@0.35", 2.5}, {"A100-80GB@3.5,L4@0.8", 1.8}};
     rng_state = 0xBF58476D1CE4E5B9ULL; /* rng_keep restores the generator after */
     struct fleet_workloads ws = {0};
     for (int i = 0; i < 2500; i++)
