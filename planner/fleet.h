@@ -253,6 +253,9 @@ struct fleet_cover_lp {
     const double *a, *demand, *cost;
     const double *upper; /* optional: per variable, at least its value in every solution the
                             bound must hold for (negative: none); unpriced variables need one */
+    bool dantzig;        /* the entering column by the most negative reduced cost, Bland's rule
+                            only where pivots stall (fewer pivots), as the cost bound's program;
+                            false: Bland's rule throughout (fleet_mig.c's program, as tuned) */
 };
 int fleet_cover_solve(const struct fleet_cover_lp *lp, double *x, double *value, bool *solved);
 

@@ -112,7 +112,7 @@ static uint64_t bound_dff(const uint64_t *s, size_t n, uint64_t cap)
 
 /* ---- the most a GPU holds ---- */
 
-static uint64_t gcd(uint64_t a, uint64_t b)
+uint64_t fleet_gcd(uint64_t a, uint64_t b)
 {
     while (b) {
         uint64_t t = a % b;
@@ -139,7 +139,7 @@ static uint64_t most_held(const uint64_t *s, size_t n, uint64_t cap)
     uint64_t step = 0;
     for (size_t i = 0; i < n && step != 1; i++)
         if (s[i] && s[i] <= cap)
-            step = gcd(step, s[i]);
+            step = fleet_gcd(step, s[i]);
     if (!step || cap / step >= HELD_WORK)
         return step ? cap / step * step : cap;
     uint64_t units = cap / step, held = units;

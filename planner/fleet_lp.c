@@ -459,7 +459,7 @@ static int solve(const struct fleet *f, const struct fleet_demand *d, uint64_t m
         status = -ENOMEM;
         goto out;
     }
-    struct fleet_cover_lp lp = {pg.nvars, pg.nrows, pg.a, pg.demand, pg.cost, upper};
+    struct fleet_cover_lp lp = {pg.nvars, pg.nrows, pg.a, pg.demand, pg.cost, upper, true};
     status = cover_solve(&lp, false, x, &out->cost);
     if (status != LP_OPTIMAL)
         goto out;
@@ -509,7 +509,7 @@ int fleet_cost_bound(const struct fleet *f, const struct fleet_demand *d, bool w
 int fleet_cover_solve(const struct fleet_cover_lp *c, double *x, double *value, bool *solved)
 {
     *value = 0;
-    int status = cover_solve(c, true, x, value);
+    int status = cover_solve(c, !c->dantzig, x, value);
     *solved = status == LP_OPTIMAL;
     return status < 0 ? status : 0;
 }
@@ -564,7 +564,7 @@ static int bb_solve(const struct program *pg, const double *upper, const size_t 
             demand[rows++] = -n->hi[j];
         }
     }
-    struct fleet_cover_lp lp = {pg->nvars, rows, a, demand, pg->cost, upper};
+    struct fleet_cover_lp lp = {pg->nvars, rows, a, demand, pg->cost, upper, true};
     double value = 0;
     status = cover_solve(&lp, false, n->x, &value);
     if (status == LP_OPTIMAL)

@@ -668,6 +668,12 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     if (!ret && s->lp.solved && p->gpus <= FLEET_BB_MAX_GPUS)
         ret = fleet_cost_bound_whole(held, &s->d, s->lp.within_fleet, p->cost_per_hour, &whole);
     p->cost_lower_bound = dmax(p->cost_lower_bound, whole);
+    /* on a list of few sizes, by the sets of them each GPU holds */
+    double by_patterns = 0;
+    if (!ret && f->npools > 1)
+        ret = fleet_pattern_bound(held, ws, possible, mech, &s->r, &s->d, !p->shortage,
+                                  &by_patterns);
+    p->cost_lower_bound = dmax(p->cost_lower_bound, by_patterns);
     describe_plan(p, mech, &s->r);
     free(keys);
     free(other_keys);

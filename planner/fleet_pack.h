@@ -149,10 +149,18 @@ uint64_t fleet_group_bound(const struct fleet_workloads *ws, const struct sort_k
 int fleet_demand_of(const struct fleet *f, const struct fleet_workloads *ws,
                     const uint8_t *possible, int mech, const struct mech_rules *r,
                     const uint64_t group_gpus[FLEET_GROUPS], struct fleet_demand *d);
+/* The greatest common divisor (a when b is 0). */
+uint64_t fleet_gcd(uint64_t a, uint64_t b);
 /* held: f with each pool's memory the most its GPU can hold of the possible workloads (each
  * size any number of times), for the bounds: a GPU holds the same sets of them either way. */
 void fleet_most_held(const struct fleet *f, const struct fleet_workloads *ws,
                      const uint8_t *possible, struct fleet *held);
+/* The cost bound by the sets of sizes a GPU of held (fleet_most_held) holds, for lists of few
+ * distinct sizes, within the pools' counts when limited (fleet_pattern.c): *value, or 0 where
+ * it does not apply or has no solution. 0, or -ENOMEM. */
+int fleet_pattern_bound(const struct fleet *held, const struct fleet_workloads *ws,
+                        const uint8_t *possible, int mech, const struct mech_rules *r,
+                        const struct fleet_demand *d, bool limited, double *value);
 /* A cost bound that needs no solution, for when the simplex gives up. */
 double fleet_plain_cost_bound(const struct fleet *f, const struct fleet_demand *d);
 /* The class (the smallest pool size that holds it) and the band of memory_mib. */
