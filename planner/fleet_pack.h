@@ -66,6 +66,7 @@ struct pool_choice {
     double band_cost; /* what the solution's GPUs for the group cost */
     bool exact; /* the split with each band's ends as the solution has them and the limited
                    pools' GPUs filled exactly (pack_by_band_exact) */
+    bool small_first; /* the budgets' GPUs opened smallest first (fleet_choose_order) */
     int8_t (*share_packer)[FLEET_MAX_POOLS + 1]; /* per split (exact or not) and share (by_size
                              order, then the rest): the packer its dry runs chose (index in
                              fleet_choose.c's packers[]), -1 unknown; kept from the split's dry
@@ -130,14 +131,16 @@ int fleet_choose_packer(const struct fleet *f, const struct fleet_workloads *ws,
                         const struct sort_key *keys, size_t n, const struct mech_rules *r,
                         const struct pool_choice *pc, packer_fn **pack);
 
-/* Of two orders of a group's workloads (keys, and other, improved here by
- * fleet_improve_order), the one whose best packer does better in a dry run, where the first
- * is more than 1% above what the bound's solution buys for the group: *pack that packer,
- * *other_won whether it is other's. 0, or -ENOMEM. */
+/* Of the group's order keys, order other (improved here by fleet_improve_order; NULL: none)
+ * and keys with the smallest GPU of the budgets opened first (pool_choice.small_first), the one
+ * whose best packer does best in a dry run, where the first is more than 1% above what the
+ * bound's solution buys for the group: *pack that packer, *won which (ORDER_*; pc->small_first
+ * set for it). 0, or -ENOMEM. */
+enum { ORDER_KEYS, ORDER_OTHER, ORDER_SMALL_FIRST };
 int fleet_choose_order(const struct fleet *f, const struct fleet_workloads *ws,
                        const struct sort_key *keys, struct sort_key *other, size_t n,
-                       const struct mech_rules *r, const struct pool_choice *pc,
-                       packer_fn **pack, bool *other_won);
+                       const struct mech_rules *r, struct pool_choice *pc, packer_fn **pack,
+                       int *won);
 
 /* ---- lower bounds, and what the cost bound needs (fleet_bound.c) ---- */
 

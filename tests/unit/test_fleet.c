@@ -1464,6 +1464,51 @@ static void test_mixed_compute_heavy(void **state)
     fleet_workloads_free(&ws);
 }
 
+/* The same kind of list with workloads of 30 and 45 GiB too, which only an A100 holds, on three
+ * pools: the budgets' GPUs were opened largest first, so small workloads of much compute opened
+ * A100s ($3.50 for the compute a T4 has at $0.35) and the 30s and 45s then needed more of them:
+ * MPS and carve 6.1% above the cost bound here, MPS 4.2% on A100 + L4. A group more than 1%
+ * above its solution is also packed with the smallest GPU opened first: 2.8% and 2.0% at most
+ * (time-slicing 3.4% -> 1.6%). Not yet within 2% on three pools (docs/plan.md). */
+static void test_mixed_three_pools(void **state)
+{
+    static const uint64_t sizes[] = {1, 2, 3, 5, 7, 10, 14, 20, 30, 45};
+    static const struct {
+        const char *spec;
+        double ceiling;
+    } fleets[] = {{"A100-80GB:3000@3.5,L4:4000@0.8,T4:2000@0.35", 3.0},
+                  {"A100-80GB@3.5,L4@0.8", 2.3}};
+    rng_state = 0x94D049BB133111EBULL; /* rng_keep restores the generator after */
+    struct fleet_workloads ws = {0};
+    for (int i = 0; i < 3000; i++) {
+        uint64_t mib = sizes[rng() % 10] * 1024;
+        uint32_t bp = 100 * (1 + rng() % 60);
+        int lat = (int)(rng() % 3);
+        add(&ws, mib, bp, lat, rng() % 10 ? FLEET_TRUSTED : FLEET_UNTRUSTED);
+    }
+    for (size_t fl = 0; fl < sizeof(fleets) / sizeof(fleets[0]); fl++) {
+        struct fleet f = fleet_of(fleets[fl].spec);
+        struct fleet_options o;
+        fleet_options_defaults(&o);
+        struct fleet_result r;
+        assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+        for (int m = FLEET_TIMESLICE; m < FLEET_NMECH; m++) {
+            const struct fleet_plan *p = &r.plans[m];
+            if (!p->available || m == FLEET_MIG || p->shortage)
+                continue;
+            double gap = 100.0 * (p->cost_per_hour - p->cost_lower_bound) / p->cost_lower_bound;
+            print_message("%s three sizes up %-13s $%.2f/h, bound $%.2f: gap %.2f%%\n",
+                          fleets[fl].spec, fleet_mech_name(m), p->cost_per_hour,
+                          p->cost_lower_bound, gap);
+            if (gap > fleets[fl].ceiling)
+                fail_msg("%s, %s: gap %.2f%% > %.1f%%", fleets[fl].spec, fleet_mech_name(m), gap,
+                         fleets[fl].ceiling);
+        }
+        fleet_result_free(&r);
+    }
+    fleet_workloads_free(&ws);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1483,6 +1528,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mig_never_dearer, rng_keep, rng_give_back),
         cmocka_unit_test_setup_teardown(test_looser_never_dearer, rng_keep, rng_give_back),
         cmocka_unit_test_setup_teardown(test_mixed_compute_heavy, rng_keep, rng_give_back),
+        cmocka_unit_test_setup_teardown(test_mixed_three_pools, rng_keep, rng_give_back),
         cmocka_unit_test(test_bound_whole_counts),
         cmocka_unit_test(test_bound_held_memory),
         cmocka_unit_test(test_bound_patterns),
