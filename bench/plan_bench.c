@@ -12,58 +12,7 @@
 #include <time.h>
 
 #include "fleet.h"
-
-static uint64_t rng_state;
-
-static uint32_t rng(void) /* xorshift64*: reproducible on every libc */
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 2685821657736338717ULL) >> 32);
-}
-
-static uint32_t between(uint32_t lo, uint32_t hi)
-{
-    return lo + rng() % (hi - lo + 1);
-}
-
-/* One synthetic workload: 40% notebooks, 25% strict inference, 25% batch, 8% normal
- * services, 2% untrusted tenants. Memory in MiB, compute in basis points. */
-static void synth(struct fleet_workload *w, size_t i)
-{
-    uint32_t kind = rng() % 100;
-    memset(w, 0, sizeof(*w));
-    w->line = (uint32_t)i + 2;
-    w->trust = FLEET_TRUSTED;
-    if (kind < 40) {
-        snprintf(w->name, sizeof(w->name), "notebook-%zu", i);
-        w->memory_mib = between(1024, 8192);
-        w->compute_bp = between(100, 800);
-        w->latency = FLEET_LAT_RELAXED;
-    } else if (kind < 65) {
-        snprintf(w->name, sizeof(w->name), "serve-%zu", i);
-        w->memory_mib = between(2048, 12288);
-        w->compute_bp = between(300, 1500);
-        w->latency = FLEET_LAT_STRICT;
-    } else if (kind < 90) {
-        snprintf(w->name, sizeof(w->name), "batch-%zu", i);
-        w->memory_mib = between(4096, 12288);
-        w->compute_bp = between(500, 1200);
-        w->latency = FLEET_LAT_RELAXED;
-    } else if (kind < 98) {
-        snprintf(w->name, sizeof(w->name), "svc-%zu", i);
-        w->memory_mib = between(2048, 16384);
-        w->compute_bp = between(500, 2000);
-        w->latency = FLEET_LAT_NORMAL;
-    } else {
-        snprintf(w->name, sizeof(w->name), "tenant-%zu", i);
-        w->memory_mib = between(4096, 16384);
-        w->compute_bp = between(500, 2000);
-        w->latency = FLEET_LAT_NORMAL;
-        w->trust = FLEET_UNTRUSTED;
-    }
-}
+#include "plan_synth.h"
 
 static double now(void)
 {
@@ -82,7 +31,7 @@ static int write_csv(const char *path, size_t n)
     fprintf(f, "name,memory,compute,latency,trust\n");
     for (size_t i = 0; i < n; i++) {
         struct fleet_workload w;
-        synth(&w, i);
+        plan_synth(&w, i);
         fprintf(f, "%s,%lluMiB,%u.%02u%%,%s,%s\n", w.name, (unsigned long long)w.memory_mib,
                 w.compute_bp / 100, w.compute_bp % 100, fleet_latency_name(w.latency),
                 fleet_trust_name(w.trust));
@@ -129,7 +78,7 @@ int main(int argc, char **argv)
     int seed_at = csv ? 4 : 3;
     if (argc > seed_at && !number_arg("SEED", argv[seed_at], ~0ULL, &seed))
         return 2;
-    rng_state = seed * 0x9E3779B97F4A7C15ULL + 1;
+    plan_synth_seed(seed);
     size_t n = (size_t)workloads;
     if (csv)
         return write_csv(argv[2], n);
@@ -146,7 +95,7 @@ int main(int argc, char **argv)
         return 1;
     ws.n = ws.cap = n;
     for (size_t i = 0; i < n; i++)
-        synth(&ws.w[i], i);
+        plan_synth(&ws.w[i], i);
     struct fleet_options o;
     fleet_options_defaults(&o);
     struct fleet_result r;
