@@ -719,7 +719,7 @@ static void fill_gpu_rest(struct fill_grid *gr, const struct fleet_workloads *ws
  * holds made room for it on any: two do. A scan of the share's GPUs per such workload, at
  * most SWAP_MOST a packing, and none after one that finds no room (the share overflows).
  * Whether w took a place. */
-#define SWAP_MOST 256
+#define SWAP_MOST 16
 static bool swap_in(struct fill_grid *gr, const struct fleet *f, const struct fleet_workloads *ws,
                     const struct sort_key *keys, size_t n, size_t k, const struct mech_rules *r,
                     struct pool_choice *pc, struct fleet_plan *p, struct fleet_gpu_list *g,
@@ -762,8 +762,31 @@ static bool swap_in(struct fill_grid *gr, const struct fleet *f, const struct fl
             best_count = 0;
             break;
         }
+        /* no pair can make room where the two largest cannot, in memory and in compute: on
+           GPUs of many small workloads the pairs' scan took 95% of a plan of 100,000 (14 s,
+           0.6 s without the swap), and once one workload makes room, no pair is better */
+        uint64_t top_mib[2] = {0, 0}, top_bp[2] = {0, 0};
+        for (uint32_t e = head[j]; e != UINT32_MAX; e = link[e]) {
+            const struct fleet_workload *v = &ws->w[keys[e].index];
+            if (v->memory_mib > top_mib[0]) {
+                top_mib[1] = top_mib[0];
+                top_mib[0] = v->memory_mib;
+            } else if (v->memory_mib > top_mib[1]) {
+                top_mib[1] = v->memory_mib;
+            }
+            if (v->compute_bp > top_bp[0]) {
+                top_bp[1] = top_bp[0];
+                top_bp[0] = v->compute_bp;
+            } else if (v->compute_bp > top_bp[1]) {
+                top_bp[1] = v->compute_bp;
+            }
+        }
+        bool pairs = best_count > 1 && free_mib + top_mib[0] + top_mib[1] >= w->memory_mib &&
+                     free_bp + top_bp[0] + top_bp[1] >= w->compute_bp;
         for (uint32_t e1 = head[j]; e1 != UINT32_MAX; e1 = link[e1])
             for (uint32_t e2 = e1;; e2 = link[e2]) { /* e2 == e1: e1 alone */
+                if (e2 != e1 && !pairs)
+                    break;
                 const struct fleet_workload *v1 = &ws->w[keys[e1].index];
                 const struct fleet_workload *v2 = e2 == e1 ? NULL : &ws->w[keys[e2].index];
                 uint64_t count = v2 ? 2 : 1;

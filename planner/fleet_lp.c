@@ -176,8 +176,10 @@ static double feasible_value(const struct dual_lp *lp, const double *z, const do
  * MPS's program on the benchmark's list on H100 + L4 + T4 (100,000 workloads, and 5,000 on a
  * fleet a twentieth of its size) then read as having no purchase within the pools' counts,
  * though the plan is one, and its bound was taken with the counts lifted: $15,460 where CBC
- * finds $20,951, 36% below the plan. So the cost bound's program (solve; not the branch and
- * bound's, whose empty nodes are many) that reads as unbounded is solved once more with every
+ * finds $20,951, 36% below the plan. So a program (the cost bound's, and each branch of the
+ * whole-GPU search, bb_solve: one dropped as empty though CBC solves it put the time-slicing
+ * bound on 200 workloads at $42.71, above a plan of $42.52) that reads as unbounded is solved
+ * once more with every
  * right-hand side raised by a different amount of 1e-7 to 2e-7 (prices are cents to dollars),
  * which breaks the ties that degeneracy is made of; its solution is taken against the program
  * as it is (feasible_value), so the bound stays a bound, a hair lower. Raising a price leaves
@@ -585,6 +587,8 @@ static int bb_solve(const struct program *pg, const double *upper, const size_t 
     struct fleet_cover_lp lp = {pg->nvars, rows, a, demand, pg->cost, upper, true};
     double value = 0;
     status = cover_solve(&lp, false, 0, n->x, &value);
+    if (status == LP_UNBOUNDED) /* perhaps not: see LP_PERTURB */
+        status = cover_solve(&lp, false, LP_PERTURB, n->x, &value);
     if (status == LP_OPTIMAL)
         n->value = value > n->value ? value : n->value;
 out:
@@ -688,7 +692,7 @@ static int bb_search(const struct program *pg, const double *upper, const size_t
         struct bb_node *kids[2] = {down, up};
         int st[2] = {sd, su};
         for (int c = 0; c < 2; c++) {
-            if (st[c] == LP_UNBOUNDED) { /* no purchase in this range */
+            if (st[c] == LP_UNBOUNDED) { /* no purchase in this range (read twice) */
                 bb_free(kids[c]);
                 continue;
             }
