@@ -614,31 +614,6 @@ static unsigned gpu_processes(nvmlDevice_t dev, nvmlProcessInfo_t *infos)
     return total;
 }
 
-/* Whether the work of a process in slice s (NULL: in none), on its device k (-1: not one of
- * the slice's), is paced by libcarve there: the slice has a share or a priority on it. */
-static bool paced_there(const struct dslice *s, int k)
-{
-    if (!s || k < 0)
-        return false;
-    struct carve_compute c = carve_slice_compute(s->handle, k);
-    return c.share_bp || c.priority != CARVE_PRIO_NORMAL;
-}
-
-/* Tells the paced slices on GPU index whether work that none paces ran there this poll, for
- * the next polls' span: libcarve takes cost samples as clean only where nothing else could
- * have run beside them, and does not see such work itself (uniform kernels beside it were
- * taken for varying ones: a 30% cap got 22.6%). */
-static void tell_unpaced(struct carved *d, unsigned index, bool ran)
-{
-    uint64_t span = ran ? (d->conf.poll_ms ? d->conf.poll_ms : 1000) * 2500000ull : 0;
-    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
-        struct dslice *s = &d->slices[i];
-        int k = s->used && s->handle ? slice_dev_on(s, index) : -1;
-        if (k >= 0 && paced_there(s, k))
-            carve_slice_note_unpaced(s->handle, k, span);
-    }
-}
-
 /* Per GPU: its processes into gpu["processes"], escapes into escapes (processes in no slice,
  * and those of a slice that NVML sees over its cap); sm util per pid summed into the slices'
  * busy flags. */
@@ -679,7 +654,6 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
         }
         util_ok = util_ok && unmatched_polls[g] < UNMATCHED_POLLS;
         check_slices_against_nvml(d, gi->index, infos, n, util_ok);
-        bool unpaced_ran = false; /* work that no slice's limiter paces, this poll */
         for (unsigned i = 0; i < n; i++) {
             unsigned sm = proc_sm_util(infos[i].pid);
             char user[64], cmd[64];
@@ -692,8 +666,6 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
             if (s && sm > 0)
                 busy_slices[s - d->slices] = true;
             int k = s ? slice_dev_on(s, gi->index) : -1;
-            if (sm > 0 && !mps_server && !paced_there(s, k))
-                unpaced_ran = true;
             if (k >= 0)
                 s->nvml_sm[k] += sm;
             json_array_append_new(procs, json_pack("{s:I,s:I,s:I,s:o,s:s,s:s,s:b}",
@@ -731,8 +703,6 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
                 over ? "over_cap" : barred ? "not_allowed" : "no_slice",
                 "slice", in ? json_string(in->name) : json_null()));
         }
-        if (util_ok)
-            tell_unpaced(d, gi->index, unpaced_ran);
     }
     char device[32];
     snprintf(device, sizeof(device), "nvidia%u", minor);

@@ -852,20 +852,6 @@ uint64_t carve_slice_shared_until(const struct carve_slice *s, int dev)
                : 0;
 }
 
-void carve_slice_note_unpaced(struct carve_slice *s, int dev, uint64_t for_ns)
-{
-    if (dev_ok(s, dev))
-        atomic_store_explicit(&s->t->pace[dev].unpaced_until_ns, for_ns ? now_ns() + for_ns : 0,
-                              memory_order_relaxed);
-}
-
-uint64_t carve_slice_unpaced_until(const struct carve_slice *s, int dev)
-{
-    return dev_ok(s, dev)
-               ? atomic_load_explicit(&s->t->pace[dev].unpaced_until_ns, memory_order_relaxed)
-               : 0;
-}
-
 void carve_slice_note_held(struct carve_slice *s, int dev, uint64_t ns)
 {
     if (dev_ok(s, dev))

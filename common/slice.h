@@ -185,11 +185,6 @@ void carve_slice_note_launcher(struct carve_slice *s, int dev, int32_t pid, uint
                                uint64_t hold_ns);
 /* Until when (ns, CLOCK_MONOTONIC) more than one process of the slice launched, 0: never. */
 uint64_t carve_slice_shared_until(const struct carve_slice *s, int dev);
-/* carved, after a poll: GPU work that no slice paces (a process outside carve, a slice with
- * neither share nor priority) ran on the slice's GPU dev, so count it as running for for_ns
- * from now; 0 clears it. libcarve's cost samples are not clean meanwhile. */
-void carve_slice_note_unpaced(struct carve_slice *s, int dev, uint64_t for_ns);
-uint64_t carve_slice_unpaced_until(const struct carve_slice *s, int dev);
 struct carve_pace_stats {
     uint64_t charged_ns, held_ns, launches;
 };

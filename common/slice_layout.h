@@ -63,7 +63,6 @@ struct slice_pace {
     _Atomic int32_t launcher;    /* the pid of the process that launched last, 0: none yet */
     uint32_t pad;
     _Atomic uint64_t shared_until_ns; /* until then another process launched beside it */
-    _Atomic uint64_t unpaced_until_ns; /* carved: until then work no slice paces ran there */
 } __attribute__((aligned(64)));
 
 struct slice_slot {

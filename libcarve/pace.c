@@ -622,8 +622,6 @@ static void refresh_rate(int sdev, uint64_t now)
     for (int i = 0; i < n; i++)
         if (i != me && peers[i].active)
             contended = peers[i].compute.share_bp ? (contended ? contended : 1) : 2;
-    if (now < carve_slice_unpaced_until(P.slice, sdev)) /* carved saw work no slice paces */
-        contended = 2;
     uint32_t off = 0, width = 0, idle = 0;
     int before = -1;
     bool window = carve_compute_window_around(peers, n, me, P.batch_yield_bp, &off, &width,

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -334,23 +333,6 @@ static void test_note_launcher(void **state)
     assert_int_equal(carve_slice_shared_until(s, 99), 0);
 }
 
-static void test_note_unpaced(void **state)
-{
-    struct carve_slice *s = *state;
-    assert_int_equal(carve_slice_unpaced_until(s, 0), 0);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t before = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    carve_slice_note_unpaced(s, 0, 500000000ull);
-    uint64_t until = carve_slice_unpaced_until(s, 0);
-    assert_true(until >= before + 500000000ull && until < before + 600000000ull);
-    assert_int_equal(carve_slice_unpaced_until(s, 1), 0); /* per GPU */
-    carve_slice_note_unpaced(s, 0, 0);                    /* cleared */
-    assert_int_equal(carve_slice_unpaced_until(s, 0), 0);
-    carve_slice_note_unpaced(s, 99, 1000);                /* nothing on a bad GPU */
-    assert_int_equal(carve_slice_unpaced_until(s, 99), 0);
-}
-
 static void test_note_held_and_stats(void **state)
 {
     struct carve_slice *s = *state;
@@ -528,7 +510,6 @@ int main(void)
         PACE_TEST(test_turn_admit),
         PACE_TEST(test_pace_correct),
         PACE_TEST(test_note_launcher),
-        PACE_TEST(test_note_unpaced),
         PACE_TEST(test_note_held_and_stats),
         PACE_TEST(test_bad_device),
         PACE_TEST(test_threads),
