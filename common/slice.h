@@ -178,7 +178,8 @@ void carve_slice_pace_correct(struct carve_slice *s, int dev, int64_t diff_ns, u
 /* The UUID of slice device dev: 0, or -EINVAL. */
 int carve_slice_dev_uuid(const struct carve_slice *s, int dev, uint8_t uuid[16]);
 void carve_slice_note_held(struct carve_slice *s, int dev, uint64_t ns);
-/* A paced launch of process pid at now_ns: when the last was another process's, the slice's
+/* A paced launch of process pid (any number naming it: libcarve gives its slot + 1) at now_ns:
+ * when the last was another process's, the slice's
  * processes launch side by side until hold_ns from now (their kernels lengthen each other's
  * cost samples). Costs a load when the same process launches again. */
 void carve_slice_note_launcher(struct carve_slice *s, int dev, int32_t pid, uint64_t now_ns,

@@ -60,7 +60,7 @@ struct slice_pace {
     _Atomic uint64_t charged_ns; /* estimated GPU time admitted */
     _Atomic uint64_t held_ns;    /* time launches waited */
     _Atomic uint64_t launches;   /* paced launches admitted */
-    _Atomic int32_t launcher;    /* the pid of the process that launched last, 0: none yet */
+    _Atomic int32_t launcher;    /* the slot + 1 of the process that launched last, 0: none */
     uint32_t pad;
     _Atomic uint64_t shared_until_ns; /* until then another process launched beside it */
 } __attribute__((aligned(64)));

@@ -86,6 +86,7 @@ struct est {
     _Atomic uint32_t mean_ns;      /* running mean of the clean samples, 0: none yet */
     _Atomic uint32_t calm_n;       /* clean samples since one marked it varying */
     _Atomic uint32_t calm_need;    /* how many end its varying, 0: CALM_FIRST */
+    _Atomic uint32_t murky_n;      /* samples not clean in a row, while a suspect */
     _Atomic uint64_t pending_n;    /* launches charged a typical cost before the first sample */
     _Atomic uint64_t pending_ns;   /* what they were charged */
     _Atomic uint64_t charged_n;    /* launches charged the current estimate */
@@ -328,9 +329,16 @@ static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged
 static void take_sample(struct est *e, uint64_t ns, bool clean, uint32_t launch_charged)
 {
     uint32_t s = ns > UINT32_MAX ? UINT32_MAX : (ns ? (uint32_t)ns : 1);
+    uint32_t varies = atomic_load(&e->varies);
     if (clean) {
+        atomic_store(&e->murky_n, 0);
         take_clean(e, s, atomic_load(&e->est_ns), launch_charged);
-    } else if (atomic_load(&e->varies) != VARY_NO) {
+    } else if (varies == VARY_SUSPECT && atomic_fetch_add(&e->murky_n, 1) + 1 >= CALM_FIRST) {
+        /* a suspect that no clean sample confirms (a neighbour that takes no turns came) is
+           dropped: sampled at every launch for good, it held pairs the others need */
+        atomic_store(&e->varies, VARY_NO);
+        atomic_store(&e->murky_n, 0);
+    } else if (varies != VARY_NO) {
         /* a varying key's mean follows its samples that are not clean too, lengthened as
            they may be (a neighbour that takes no turns runs): left as it was, it stayed high
            after the work got cheaper; going back to the minimum let such a neighbour's
