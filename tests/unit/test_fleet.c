@@ -1500,6 +1500,19 @@ static void test_mixed_three_pools(void **state)
     fleet_workloads_free(&ws);
 }
 
+/* n workloads of the benchmark's list (bench/plan_synth.h) from seed. */
+static struct fleet_workloads synth_list(uint64_t seed, size_t n)
+{
+    struct fleet_workloads ws = {0};
+    plan_synth_seed(seed);
+    for (size_t i = 0; i < n; i++) {
+        struct fleet_workload w;
+        plan_synth(&w, i);
+        add(&ws, w.memory_mib, w.compute_bp, w.latency, w.trust);
+    }
+    return ws;
+}
+
 /* The benchmark's list (bench/plan_synth.h), 5,000 workloads on a twentieth of its fleet. MPS's
  * cost bound program read as having no purchase within the pools' counts, though the plan is
  * one (the simplex drifted, in rounding, to a basis that reads as singular), so the bound
@@ -1507,13 +1520,7 @@ static void test_mixed_three_pools(void **state)
  * Read so, it is solved again with the prices perturbed (fleet_lp.c, LP_PERTURB): 0.73%. */
 static void test_bound_degenerate(void **state)
 {
-    struct fleet_workloads ws = {0};
-    plan_synth_seed(1);
-    for (size_t i = 0; i < 5000; i++) {
-        struct fleet_workload w;
-        plan_synth(&w, i);
-        add(&ws, w.memory_mib, w.compute_bp, w.latency, w.trust);
-    }
+    struct fleet_workloads ws = synth_list(1, 5000);
     check_mixed_gaps(&ws, "H100-80GB:300@2.49,L4:400@0.80,T4:100@0.35", "benchmark's", 1.0);
     fleet_workloads_free(&ws);
 }
@@ -1526,13 +1533,7 @@ static void test_bound_degenerate(void **state)
  * the prices perturbed, and dropped only if it still has no solution: $42.43. */
 static void test_bound_branch_misread(void **state)
 {
-    struct fleet_workloads ws = {0};
-    plan_synth_seed(3);
-    for (size_t i = 0; i < 200; i++) {
-        struct fleet_workload w;
-        plan_synth(&w, i);
-        add(&ws, w.memory_mib, w.compute_bp, w.latency, w.trust);
-    }
+    struct fleet_workloads ws = synth_list(3, 200);
     struct fleet f = fleet_of("H100-80GB:60@2.49,L4:200@0.80,T4:60@0.35");
     struct fleet_options o;
     fleet_options_defaults(&o);
