@@ -42,6 +42,9 @@
 #define EST_PROBE 16u
 #define WINDOW 8u              /* samples per minimum window */
 #define SAMPLE_EVERY 64u       /* launches of a key between samples, once warm (on average) */
+#define WARM_SAMPLES 64u       /* until a key has these, its samples come 8 launches apart on
+                                  average, not 64: a long run one launch in 8 is found in the
+                                  first second (one key in three took 2-3 s, at 100% of the GPU) */
 #define VARY_FLOOR_NS 50000u   /* a clean sample this far above the minimum, and half of it
                                   again, marks a key varying */
 enum { VARY_NO, VARY_SUSPECT, VARY_YES };
@@ -446,6 +449,8 @@ static bool still_clean(struct est *e, int how)
                                     atomic_load_explicit(&pd->window, memory_order_relaxed);
 }
 
+static uint32_t next_gap(struct est *e, uint64_t now);
+
 static void poll_samples(uint64_t now)
 {
     uint64_t next = atomic_load_explicit(&P.next_poll, memory_order_relaxed);
@@ -477,6 +482,11 @@ static void poll_samples(uint64_t now)
         if (r == CUDA_SUCCESS && ms >= 0)
             take_sample(p->est, (uint64_t)((double)ms * 1e6), still_clean(p->est, p->clean),
                         p->charged_ns);
+        /* the gap to the next sample counts from here: counted from when this one began, it
+           had passed by now behind a queue deeper than it, and the next sample was always
+           the launch the program makes as this one's kernel completes, in step with it */
+        atomic_store(&p->est->since_sample, 0);
+        atomic_store_explicit(&p->est->gap, next_gap(p->est, now), memory_order_relaxed);
         atomic_fetch_sub(&p->est->sampling, 1);
         atomic_store(&p->state, PAIR_FREE);
     }
@@ -834,14 +844,12 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
     return clean;
 }
 
-/* Whether a launch of e, the since-th since its last sample, is to be sampled: every one
- * until the key has a window of samples, or while it varies; else after its gap. */
+/* Whether a launch of e, the since-th since its last sample (or since it came back), is to
+ * be sampled: every one while it varies, else after its gap (next_gap; the first launch). */
 static bool wants_sample(struct est *e, uint32_t since)
 {
     uint32_t gap = atomic_load_explicit(&e->gap, memory_order_relaxed);
-    return atomic_load_explicit(&e->samples, memory_order_relaxed) < WINDOW ||
-           atomic_load_explicit(&e->varies, memory_order_relaxed) ||
-           since + 1 >= (gap ? gap : SAMPLE_EVERY);
+    return atomic_load_explicit(&e->varies, memory_order_relaxed) || since + 1 >= (gap ? gap : 1);
 }
 
 /* Whether the launch about to be made of e will be sampled: a varying key's while it has
@@ -868,12 +876,19 @@ static bool start_sampling(struct est *e)
     return atomic_compare_exchange_strong(&e->sampling, &idle, 1);
 }
 
-/* The launches until e's next sample: SAMPLE_EVERY on average, drawn from its middle half
- * to twice, so that work that is long every 8th or 64th launch is not always missed. */
+/* The launches until e's next sample, counted from when the last one began and again from
+ * when it came back: SAMPLE_EVERY on average (8 until the key is warm, 1 or 2 until it has
+ * its first window), drawn from half that to one and a half times it, so that work that is
+ * long every 8th or 64th launch is not always missed. Never simply the next launch: a
+ * program that launches when the work it queued 16 launches ago completes had its samples
+ * all 16 launches apart, in step with such a pattern. */
 static uint32_t next_gap(struct est *e, uint64_t now)
 {
     uint64_t r = mix(now ^ atomic_load_explicit(&e->key, memory_order_relaxed));
-    return SAMPLE_EVERY / 2 + (uint32_t)(r % SAMPLE_EVERY);
+    uint32_t samples = atomic_load_explicit(&e->samples, memory_order_relaxed);
+    uint32_t every = samples < WINDOW ? 2 : samples < WARM_SAMPLES ? SAMPLE_EVERY / 8
+                                                                   : SAMPLE_EVERY;
+    return every / 2 + (uint32_t)(r % every);
 }
 
 /* The run-ahead a paced launch of cost is allowed: CARVE_PACE_AHEAD_US; while yielding to a

@@ -60,18 +60,19 @@ ipu_arg=(--iters-per-us "$ipu")
 
 acc_rows=()
 solo_rows=()
-# load_args KIND: compute_load's options for a kind of the accuracy part.
+# load_args KIND: compute_load's options for a kind of the accuracy part, into LOAD_ARGS.
 load_args() {
     if [ "$1" = varying ]; then
-        echo --kind small --kernel-us 500 --long-every 8 --long-us 4000
+        LOAD_ARGS=(--kind small --kernel-us 500 --long-every 8 --long-us 4000)
     else
-        echo --kind "$1"
+        LOAD_ARGS=(--kind "$1")
     fi
 }
 
 # solo_share KIND: the raw share this kind reaches alone, with no carve around it.
 solo_share() {
-    "$LOAD" $(load_args "$1") --seconds "$SECS" "${ipu_arg[@]}" --label solo >"$LOGS/acc-$1-solo.log" 2>&1
+    load_args "$1"
+    "$LOAD" "${LOAD_ARGS[@]}" --seconds "$SECS" "${ipu_arg[@]}" --label solo >"$LOGS/acc-$1-solo.log" 2>&1
     grep '"total_share"' "$LOGS/acc-$1-solo.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_share"])'
 }
 
@@ -100,7 +101,8 @@ accuracy() {
     shift
     echo "== accuracy: $kind kernels, slices at $* (alone: $solo raw)"
     for s in "$@"; do
-        "$CARVE" run --quiet --compute "$s" -- "$LOAD" $(load_args "$kind") --seconds "$SECS" \
+        load_args "$kind"
+        "$CARVE" run --quiet --compute "$s" -- "$LOAD" "${LOAD_ARGS[@]}" --seconds "$SECS" \
             "${ipu_arg[@]}" --label "s$i" >"$LOGS/acc-$kind-$#-$i.log" 2>&1 &
         pids+=($!)
         i=$((i + 1))
