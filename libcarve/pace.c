@@ -14,13 +14,14 @@
  * an argument): a 30% cap of 0.5 ms kernels, every 8th running 20 ms, used the whole GPU. A
  * sample taken while no other slice could run (a clean one) that is far above the minimum
  * marks the key as varying: then every launch of it is sampled, charged the running mean of
- * its clean samples, and charged (or given back) the difference once its clean sample is in,
+ * its samples, and charged (or given back) the difference once a clean sample of it is in,
  * so that the books match the GPU's. Samples of other keys come at random intervals around
  * one in SAMPLE_EVERY, so that a pattern in step with the interval cannot hide from them.
  *
  * The rate a slice may use comes from the board of its GPU (common/board.c): a cap is fixed,
  * a guarantee takes what active caps leave in proportion to the active guarantees, and a
- * batch slice steps back while a latency slice is active (down to its guarantee at most). It is refreshed every few milliseconds, not per launch.
+ * batch slice steps back while a latency slice is active (down to its guarantee at most).
+ * It is refreshed every few milliseconds, not per launch.
  *
  * A launch that is not held costs: the context's device, the stream's capture status, the
  * clock (vDSO), a hash lookup and one compare-and-swap on the slice's clock. */
@@ -82,11 +83,12 @@ struct est {
     _Atomic uint32_t win_n;
     _Atomic uint32_t samples;
     _Atomic uint32_t since_sample;
-    _Atomic uint32_t gap;          /* launches from the last sample to the next, 0: SAMPLE_EVERY */
+    _Atomic uint32_t gap;          /* launches from the last sample to the next, 0: the next */
     _Atomic uint32_t sampling;     /* samples in flight (one at most unless it varies) */
     _Atomic uint32_t varies;       /* VARY_SUSPECT: sampled at every launch; VARY_YES: and charged
                                       mean_ns */
-    _Atomic uint32_t mean_ns;      /* running mean of the clean samples, 0: none yet */
+    _Atomic uint32_t mean_ns;      /* running mean of its samples (clean ones, and any while
+                                      it varies), 0: none yet */
     _Atomic uint32_t calm_n;       /* clean samples since one marked it varying */
     _Atomic uint32_t calm_need;    /* how many end its varying, 0: CALM_FIRST */
     _Atomic uint32_t murky_n;      /* samples not clean in a row, while a suspect */
@@ -298,6 +300,13 @@ static void unrelax(CUstreamCaptureMode m)
         R.cuThreadExchangeStreamCaptureMode(&m);
 }
 
+/* A running average: s moves *avg an eighth of the way to it (0: none yet, s is the first). */
+static void move_eighth(_Atomic uint32_t *avg, uint32_t s)
+{
+    uint32_t a = atomic_load(avg);
+    atomic_store(avg, a ? (uint32_t)(((uint64_t)a * 7 + s) / 8) : s);
+}
+
 /* A clean sample s of e, whose minimum estimate was est before it: the running mean, whether
  * the key varies, and for a launch charged as a varying key's, the difference between what it
  * cost and what it was charged. A long sample makes the key a suspect, sampled at every
@@ -308,8 +317,7 @@ static void unrelax(CUstreamCaptureMode m)
  * in a hundred stays marked. */
 static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged)
 {
-    uint32_t mean = atomic_load(&e->mean_ns);
-    atomic_store(&e->mean_ns, mean ? (uint32_t)(((uint64_t)mean * 7 + s) / 8) : s);
+    move_eighth(&e->mean_ns, s);
     uint32_t was = atomic_load(&e->varies);
     if (est && (uint64_t)s > (uint64_t)est + est / 2 && s - est > VARY_FLOOR_NS) {
         atomic_store(&e->calm_n, 0);
@@ -347,8 +355,7 @@ static void take_sample(struct est *e, uint64_t ns, bool clean, uint32_t launch_
            after the work got cheaper; going back to the minimum let such a neighbour's
            arrival lift a 30% cap of varying kernels to 99-101%. Its launches are squared
            by clean samples only, and only they mark or clear it */
-        uint32_t mean = atomic_load(&e->mean_ns);
-        atomic_store(&e->mean_ns, mean ? (uint32_t)(((uint64_t)mean * 7 + s) / 8) : s);
+        move_eighth(&e->mean_ns, s);
     }
     uint32_t n = atomic_fetch_add(&e->win_n, 1);
     uint32_t m = atomic_load(&e->win_min);
@@ -373,8 +380,7 @@ static void take_sample(struct est *e, uint64_t ns, bool clean, uint32_t launch_
     if (n + 1 >= WINDOW)
         atomic_store(&e->win_n, 0);
     /* a typical cost for kernels not measured yet: a slow average of first estimates */
-    uint32_t t = atomic_load(&P.typical_ns);
-    atomic_store(&P.typical_ns, (uint32_t)(((uint64_t)t * 7 + s) / 8));
+    move_eighth(&P.typical_ns, s);
     if (first) {
         uint64_t n_pending = atomic_exchange(&e->pending_n, 0);
         uint64_t charged = atomic_exchange(&e->pending_ns, 0);
@@ -894,7 +900,7 @@ static uint32_t next_gap(struct est *e, uint64_t now)
 /* The run-ahead a paced launch of cost is allowed: CARVE_PACE_AHEAD_US; while yielding to a
  * latency slice, CARVE_PACE_YIELD_AHEAD_US (0), but at least 8 such launches' worth, up to
  * YIELD_SMALL_NS. With no lead at all every small kernel slept on its own, and a timer's
- * wake-up takes longer than such a kernel: a 60% guarantee of 20 us kernels got 20%. A big
+ * wake-up takes longer than such a kernel: a 60% guarantee of 20 us kernels got 5-12%. A big
  * kernel's lead is the 200 us, a fraction of its own length: its queue stays short. */
 #define YIELD_SMALL_NS 200000ull
 static uint64_t lead(bool yielding, uint64_t cost)
