@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# slow: yes (21 s: idle and escape timers; the gcc build runs it)
 # carved_reclaim.sh - carved's two policies that end processes, on the simulated GPU.
 # idle_policy = reclaim: a tenant that holds memory and runs no kernel for idle_after is
 # ended, and its slice's memory comes back; a pid that a tenant wrote into the slice's table

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# slow: yes (10 s: memcheck of carved, which the gcc build's run has just checked)
 # carved_valgrind.sh - carved --simulate under valgrind's memcheck for a whole working life
 # on a private socket: config slices made, `carve slice create` (memory, compute), list,
 # `carve run --slice` and `carve run --memory` through it, ps with a tenant and an escape,

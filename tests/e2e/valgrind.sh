@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# slow: yes (17-19 s: memcheck of code the gcc build's run has just checked)
 # valgrind.sh - carve run, libcarve and the simulated GPU under valgrind's memcheck: no
 # invalid access, no use of uninitialised memory, no definite leak.
 #
