@@ -130,6 +130,8 @@ struct fleet_plan {
     uint64_t rounding_mib;      /* part of it held by a workload but not used (MIG profiles) */
     uint64_t alone;             /* workloads given a GPU of their own by this mechanism's rules */
     uint64_t placed;
+    bool proved_cheapest;       /* a short list's plan that every other plan within the fleet
+                                   was tried against (the bounds then say its cost) */
     /* optional (fleet_options.keep_assignment) */
     uint32_t *gpu_of;           /* per workload: the GPU index, UINT32_MAX when not placed */
     struct fleet_gpu_use *use;  /* per GPU used */
@@ -266,7 +268,8 @@ struct mig_model;
  * another group) or a GPU of its own; under MIG (rules.mig set) its profile on a GPU of the MIG
  * model (rules.mig_pool), else (or with no profile) a whole GPU of a pool that holds it. */
 #define FLEET_EXACT_MAX 24           /* items at most */
-#define FLEET_EXACT_STEPS 200000ul   /* assignments tried at most */
+#define FLEET_EXACT_STEPS 200000ul   /* assignments tried at most, beyond the fleet */
+#define FLEET_EXACT_PROOF_STEPS 1000000ul /* and to prove a plan within it the cheapest (35 ms) */
 #define FLEET_EXACT_ALONE (-1)
 #define FLEET_EXACT_LAYOUT_BITS 3    /* a MIG layout: instances per profile, 3 bits each */
 struct fleet_exact_item {
@@ -284,7 +287,8 @@ struct fleet_exact_rules {
 struct fleet_exact_plan {
     bool found;      /* a plan within the fleet */
     bool exhaustive; /* every assignment was tried (else the steps ran out first) */
-    double cost;
+    double cost;     /* with found */
+    unsigned long steps;
     size_t ngpus;
     uint8_t pool[FLEET_EXACT_MAX];   /* per GPU */
     uint8_t gpu_of[FLEET_EXACT_MAX]; /* per item */
@@ -293,6 +297,24 @@ struct fleet_exact_plan {
 void fleet_exact_within(const struct fleet *f, const struct fleet_workloads *ws,
                         const struct fleet_exact_item *items, size_t n,
                         const struct fleet_exact_rules *rules, struct fleet_exact_plan *out);
+/* A plan that every other plan within the fleet was tried against, none cheaper: its cost is
+ * the cost bound, and where plans are measured in GPUs and none beyond the fleet can use fewer
+ * (one pool, or no pool counted), its GPUs are the GPU bound. */
+void fleet_plan_proved(const struct fleet *f, struct fleet_plan *p);
+/* A search for a plan cheaper than one already made (below_cost for below_gpus GPUs: cheaper,
+ * or as dear on fewer GPUs), of at most steps assignments; by_gpus: every GPU costs the same
+ * (a fleet whose plans are measured in GPUs). found false with exhaustive true: there is none,
+ * and the plan made is the cheapest within the fleet. */
+struct fleet_exact_limits {
+    double below_cost;
+    uint64_t below_gpus;
+    unsigned long steps;
+    bool by_gpus;
+};
+void fleet_exact_search(const struct fleet *f, const struct fleet_workloads *ws,
+                        const struct fleet_exact_item *items, size_t n,
+                        const struct fleet_exact_rules *rules, const struct fleet_exact_limits *lim,
+                        struct fleet_exact_plan *out);
 bool fleet_exact_layout_fits(const struct fleet_exact_rules *rules, uint64_t layout);
 /* The exact plan e takes the place of p's GPUs and counts: p and g emptied, then e's GPUs
  * opened in g, in e's order (what e.gpu_of counts in). 0, or -ENOMEM. */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "fleet.h"
+#include "fleet_report.h"
 #include "mig.h"
 
 static double dmin(double a, double b)
@@ -512,20 +513,23 @@ static int layout_rules(const struct fleet *f, const struct mig_model *const *mo
     return 0;
 }
 
-/* A short list whose plan went beyond the fleet: the cheapest plan within it, by trying every
- * assignment (fleet_exact.c), takes its place when there is one. The cost program's solution
- * can give a whole GPU of another pool to a small workload (a tie: whole GPUs of one pool cost
- * the same whichever type takes them), and the geometries then leave the large ones beyond the
- * fleet: on H100:1 + A100-40GB:2 a 1 GiB workload on the H100, the 39 and 20 GiB ones (a
- * 7g.40gb each) on the A100s and the other 1 GiB one on a third A100, where the two 1g.5gb
- * share an A100 and the 20 GiB one takes the H100. */
-static int within_fleet_exactly(const struct fleet *f, const struct fleet_workloads *ws,
-                                const uint8_t *possible, const struct fleet_exact_rules *rules,
-                                struct fleet_gpu_list *g, struct fleet_plan *p)
+/* A short list's plan searched against every other (fleet_exact.c), within lim; the one the
+ * search finds takes its place. Beyond the fleet: the cost program's solution can give a whole
+ * GPU of another pool to a small workload (a tie: whole GPUs of one pool cost the same
+ * whichever type takes them), and the geometries then leave the large ones beyond the fleet:
+ * on H100:1 + A100-40GB:2 a 1 GiB workload on the H100, the 39 and 20 GiB ones (a 7g.40gb
+ * each) on the A100s and the other 1 GiB one on a third A100, where the two 1g.5gb share an
+ * A100 and the 20 GiB one takes the H100. Within it: a cheaper plan, or the proof that there
+ * is none (e->exhaustive, e->found false). */
+static int search_exactly(const struct fleet *f, const struct fleet_workloads *ws,
+                          const uint8_t *possible, const struct fleet_exact_rules *rules,
+                          const struct fleet_exact_limits *lim, struct fleet_gpu_list *g,
+                          struct fleet_plan *p, struct fleet_exact_plan *e)
 {
     const struct mig_model *primary = rules->mig;
     struct fleet_exact_item items[FLEET_EXACT_MAX];
     size_t n = 0;
+    memset(e, 0, sizeof(*e));
     for (size_t i = 0; i < ws->n; i++) {
         if (!possible[i])
             continue;
@@ -537,23 +541,22 @@ static int within_fleet_exactly(const struct fleet *f, const struct fleet_worklo
         items[n++] = (struct fleet_exact_item){(uint32_t)i, FLEET_EXACT_ALONE,
                                                pr ? (int)(pr - primary->profiles) : -1};
     }
-    struct fleet_exact_plan e;
-    fleet_exact_within(f, ws, items, n, rules, &e);
-    if (!e.found)
+    fleet_exact_search(f, ws, items, n, rules, lim, e);
+    if (!e->found)
         return 0;
-    if (fleet_exact_adopt(f, &e, g, p) < 0)
+    if (fleet_exact_adopt(f, e, g, p) < 0)
         return -ENOMEM;
     for (size_t k = 0; k < n; k++) {
         size_t i = items[k].index;
         const struct fleet_workload *w = &ws->w[i];
-        if (!e.whole[k]) {
-            place_instance(ws, i, primary, (size_t)items[k].profile, e.gpu_of[k], g, p);
+        if (!e->whole[k]) {
+            place_instance(ws, i, primary, (size_t)items[k].profile, e->gpu_of[k], g, p);
             continue;
         }
-        g->use[e.gpu_of[k]] = (struct fleet_gpu_use){e.pool[e.gpu_of[k]], 1, w->memory_mib,
-                                                     w->memory_mib, w->compute_bp};
+        g->use[e->gpu_of[k]] = (struct fleet_gpu_use){e->pool[e->gpu_of[k]], 1, w->memory_mib,
+                                                      w->memory_mib, w->compute_bp};
         if (p->gpu_of)
-            p->gpu_of[i] = e.gpu_of[k];
+            p->gpu_of[i] = e->gpu_of[k];
         if (p->profile_of)
             p->profile_of[i] = "whole";
         p->alone++;
@@ -717,8 +720,12 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     }
     /* beyond the fleet, unless the cost program shows that no plan fits it even in
        fractions: a short list tries every plan within it */
-    if (!ret && p->shortage && !(cost && cost->solved && !cost->limited))
-        ret = within_fleet_exactly(f, ws, possible, &rules, &g, p);
+    struct fleet_exact_plan exact;
+    if (!ret && p->shortage && !(cost && cost->solved && !cost->limited)) {
+        const struct fleet_exact_limits beyond = {.below_cost = INFINITY,
+                                                  .steps = FLEET_EXACT_STEPS};
+        ret = search_exactly(f, ws, possible, &rules, &beyond, &g, p, &exact);
+    }
     /* rounding and the greedy geometries can leave a MIG GPU that whole GPUs beat, or whole
        GPUs whose workloads a MIG GPU has room for */
     if (!ret && f->npools > 1)
@@ -752,6 +759,17 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
                                    : per_workload_bound;
     }
     free(cost);
+    /* a short list within the fleet above its bound: a cheaper plan, or the proof that there
+       is none */
+    if (!ret && !p->shortage && fleet_plan_gap(f, p) > 0) {
+        bool in_cost = fleet_gap_in_cost(f);
+        const struct fleet_exact_limits cheaper = {
+            .below_cost = in_cost ? p->cost_per_hour : 0, .below_gpus = p->gpus,
+            .steps = FLEET_EXACT_PROOF_STEPS, .by_gpus = !in_cost};
+        ret = search_exactly(f, ws, possible, &rules, &cheaper, &g, p, &exact);
+        if (!ret && exact.exhaustive)
+            fleet_plan_proved(f, p);
+    }
     for (size_t i = 0; i < g.n; i++) {
         uint64_t have = f->pools[g.use[i].pool].memory_mib;
         p->stranded_mib += have > g.use[i].memory_used_mib ? have - g.use[i].memory_used_mib : 0;

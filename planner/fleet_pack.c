@@ -11,11 +11,13 @@
  * (fleet_lp.c, on the demand fleet_bound.c draws up) comes first, and its solution says which
  * pools the GPUs come from. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fleet_pack.h"
+#include "fleet_report.h"
 
 static const char *const mech_names[FLEET_NMECH] = {"whole", "time-slicing", "mps", "mig",
                                                     "carve"};
@@ -428,17 +430,21 @@ static void pool_choice_for_group(const struct fleet *f, const struct fleet_dema
         pc->band_cost += lp->solved ? lp->shared[grp][i] * f->pools[i].price : 0;
 }
 
-/* A short list whose plan went beyond the fleet: the cheapest plan within it, by trying every
- * assignment (fleet_exact.c), takes its place when there is one. The packing follows the cost
- * bound's fractional solution, whose ties and roundings can give a GPU that others need to a
- * workload that another pool holds as well (on H100:1 + A100-40GB:2 a 1 GiB tenant alone on
- * the H100 that a 39 and a 20 GiB workload should share: a fourth GPU, $6.09 against $4.89). */
-static int within_fleet_exactly(const struct fleet *f, const struct fleet_workloads *ws,
-                                const uint8_t *possible, int mech, const struct mech_rules *r,
-                                struct fleet_plan *p, struct fleet_gpu_list *g)
+/* A short list's plan searched against every other (fleet_exact.c), within lim; the one the
+ * search finds takes its place. *e says what the search found and whether it was through.
+ * Beyond the fleet: the packing follows the cost bound's fractional solution, whose ties and
+ * roundings can give a GPU that others need to a workload that another pool holds as well (on
+ * H100:1 + A100-40GB:2 a 1 GiB tenant alone on the H100 that a 39 and a 20 GiB workload
+ * should share: a fourth GPU, $6.09 against $4.89). Within it: a cheaper plan, or the proof
+ * that there is none. 0, or -ENOMEM. */
+static int search_exactly(const struct fleet *f, const struct fleet_workloads *ws,
+                          const uint8_t *possible, int mech, const struct mech_rules *r,
+                          const struct fleet_exact_limits *lim, struct fleet_plan *p,
+                          struct fleet_gpu_list *g, struct fleet_exact_plan *e)
 {
     struct fleet_exact_item items[FLEET_EXACT_MAX];
     size_t n = 0;
+    memset(e, 0, sizeof(*e));
     for (size_t i = 0; i < ws->n; i++) {
         if (!possible[i])
             continue;
@@ -449,21 +455,31 @@ static int within_fleet_exactly(const struct fleet *f, const struct fleet_worklo
                                                                                 : grp, -1};
     }
     struct fleet_exact_rules rules = {.compute_cap = r->compute_cap, .slots = r->slots};
-    struct fleet_exact_plan e;
-    fleet_exact_within(f, ws, items, n, &rules, &e);
-    if (!e.found)
+    fleet_exact_search(f, ws, items, n, &rules, lim, e);
+    if (!e->found)
         return 0;
-    if (fleet_exact_adopt(f, &e, g, p) < 0)
+    if (fleet_exact_adopt(f, e, g, p) < 0)
         return -ENOMEM;
     for (size_t k = 0; k < n; k++) {
         const struct fleet_workload *w = &ws->w[items[k].index];
-        fleet_gpu_add(&g->use[e.gpu_of[k]], w, w->memory_mib);
+        fleet_gpu_add(&g->use[e->gpu_of[k]], w, w->memory_mib);
         if (p->gpu_of)
-            p->gpu_of[items[k].index] = e.gpu_of[k];
+            p->gpu_of[items[k].index] = e->gpu_of[k];
         p->alone += items[k].group == FLEET_EXACT_ALONE;
         p->placed++;
     }
     return 0;
+}
+
+void fleet_plan_proved(const struct fleet *f, struct fleet_plan *p)
+{
+    p->proved_cheapest = true;
+    p->cost_lower_bound = dmax(p->cost_lower_bound, p->cost_per_hour);
+    bool counted = false;
+    for (size_t q = 0; q < f->npools; q++)
+        counted |= f->pools[q].count != FLEET_UNLIMITED;
+    if (!fleet_gap_in_cost(f) && (f->npools == 1 || !counted))
+        p->lower_bound = MAX(p->lower_bound, p->gpus);
 }
 
 /* What each packing of a mechanism's workloads goes by: its rules, the bounds' demand and
@@ -652,8 +668,12 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     bool may_fit = !(s->lp.solved && !s->lp.within_fleet);
     if (!ret && p->shortage && may_fit && f->npools > 1)
         ret = pack_again(s, p, &g);
-    if (!ret && p->shortage && may_fit)
-        ret = within_fleet_exactly(f, ws, possible, mech, &s->r, p, &g);
+    struct fleet_exact_plan exact;
+    if (!ret && p->shortage && may_fit) {
+        const struct fleet_exact_limits beyond = {.below_cost = INFINITY,
+                                                  .steps = FLEET_EXACT_STEPS};
+        ret = search_exactly(f, ws, possible, mech, &s->r, &beyond, p, &g, &exact);
+    }
     /* dear GPUs whose tenants a cheaper pool holds for less */
     if (!ret)
         ret = fleet_repack_cheaper(f, ws, mech, &s->r, p, &g);
@@ -662,7 +682,6 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     if (!ret && p->shortage && s->lp.within_fleet)
         ret = fleet_cost_bound(held, &s->d, false, &s->lp);
     p->cost_lower_bound = s->lp.solved ? s->lp.cost : fleet_plain_cost_bound(held, &s->d);
-    finish_plan(f, p, &g);
     /* whole GPUs: every plan buys them, this one at cost_per_hour; on short lists only,
        where a fraction of a GPU is a visible part of the cost (on 100,000 workloads on three
        pools the search doubled the planning time for under 0.05 points of gap) */
@@ -676,6 +695,18 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         ret = fleet_pattern_bound(held, ws, possible, mech, &s->r, &s->d, !p->shortage,
                                   &by_patterns);
     p->cost_lower_bound = dmax(p->cost_lower_bound, by_patterns);
+    /* a short list within the fleet above its bound: a cheaper plan, or the proof that there
+       is none */
+    if (!ret && !p->shortage && fleet_plan_gap(f, p) > 0) {
+        bool in_cost = fleet_gap_in_cost(f);
+        const struct fleet_exact_limits cheaper = {
+            .below_cost = in_cost ? p->cost_per_hour : 0, .below_gpus = p->gpus,
+            .steps = FLEET_EXACT_PROOF_STEPS, .by_gpus = !in_cost};
+        ret = search_exactly(f, ws, possible, mech, &s->r, &cheaper, p, &g, &exact);
+        if (!ret && exact.exhaustive)
+            fleet_plan_proved(f, p);
+    }
+    finish_plan(f, p, &g);
     describe_plan(p, mech, &s->r);
     free(keys);
     free(other_keys);

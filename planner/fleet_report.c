@@ -84,6 +84,7 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
     if (cost)
         fprintf(out, " %11s %11s %6s", "$/hour", "saves/hour", "saves");
     fprintf(out, "\n");
+    bool proved = false;
     for (int m = 0; m < FLEET_NMECH; m++) {
         const struct fleet_plan *p = &r->plans[m];
         if (!p->available) {
@@ -93,10 +94,12 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
         char stranded[32];
         format_mib(p->stranded_mib, stranded, sizeof(stranded));
         char bound[32];
+        const char *mark = p->proved_cheapest ? "*" : "";
+        proved |= p->proved_cheapest;
         if (in_cost)
-            snprintf(bound, sizeof(bound), "%.2f", p->cost_lower_bound);
+            snprintf(bound, sizeof(bound), "%.2f%s", p->cost_lower_bound, mark);
         else
-            snprintf(bound, sizeof(bound), "%llu", (unsigned long long)p->lower_bound);
+            snprintf(bound, sizeof(bound), "%llu%s", (unsigned long long)p->lower_bound, mark);
         char gap[16];
         if (in_cost && p->shortage)
             snprintf(gap, sizeof(gap), "-");
@@ -123,6 +126,9 @@ void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_work
                      "fewer;\n");
     fprintf(out, "beyond: GPUs the plan needs that the fleet does not have; stranded: memory of "
                  "used GPUs no workload uses.\n");
+    if (proved)
+        fprintf(out, "*: the plan's own %s: every other plan within the fleet was tried, and none "
+                     "is cheaper (short lists).\n", in_cost ? "cost" : "GPUs");
     for (int m = 1; m < FLEET_NMECH; m++)
         if (r->plans[m].available)
             fprintf(out, "  %s: %s\n", fleet_mech_title(m), r->plans[m].note);
@@ -327,6 +333,7 @@ json_t *fleet_report_json(const struct fleet *f, const struct fleet_workloads *w
             json_object_set_new(o, "placed", json_integer((json_int_t)p->placed));
             json_object_set_new(o, "cost_per_hour", cents(p->cost_per_hour));
             json_object_set_new(o, "cost_lower_bound", cents(p->cost_lower_bound));
+            json_object_set_new(o, "proved_cheapest", json_boolean(p->proved_cheapest));
             json_object_set_new(o, "saves_per_hour", cents(whole->cost_per_hour - p->cost_per_hour));
         }
         if (assignment && p->available && p->gpu_of) {
