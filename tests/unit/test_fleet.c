@@ -1451,6 +1451,16 @@ static void test_mixed_within_two_percent(void **state)
             for (int m = 0; m < FLEET_NMECH; m++) {
                 const struct fleet_plan *p = &r.plans[m];
                 assert_true(p->cost_per_hour >= p->cost_lower_bound - 1e-6 || p->shortage);
+                /* memory-heavy on H100:3000 + L4: the L4s, unlimited, hold every workload of
+                   at most 23034 MiB and the bound's program fits the rest in the H100s, so MPS
+                   and carve have a plan within the fleet. MPS went beyond it by 10 H100s (2
+                   with clang's lists) from when the L4 took NVML's 23034 MiB until the group
+                   packed first was held back from the H100s the other group needs
+                   (fleet_pack.c, hold_back). */
+                if (fl == 2 && s == 1 && (m == FLEET_MPS || m == FLEET_CARVE) && p->shortage)
+                    fail_msg("%s, %s, %s: beyond the fleet by %llu GPUs", mixed_fleets[fl],
+                             shapes[s].what, fleet_mech_name(m),
+                             (unsigned long long)p->shortage);
                 if (p->shortage) {
                     print_message("%s %-15s %-13s beyond the fleet by %llu GPUs\n",
                                   mixed_fleets[fl], shapes[s].what, fleet_mech_name(m),
