@@ -9,9 +9,10 @@
  * profile-count problem, not a per-workload search, so 100,000 workloads take milliseconds.
  * Workloads larger than every profile get whole GPUs; without a MIG-capable pool the
  * mechanism is not available (MIG is per pool: a T4, L4 or V100 cannot be partitioned).
- * Plans use the MIG model of the cheapest MIG pool per MiB; other pools of that model take
- * its overflow, and when they are full the remaining workloads take whole GPUs of the other
- * pools before the plan goes beyond the fleet. On several models a linear program over the
+ * A plan partitions GPUs of one MIG model (fleet_pack_mig tries each of the fleet's and keeps
+ * the best); other pools of that model take its overflow, and when they are full the
+ * remaining workloads take whole GPUs of the other pools before the plan goes beyond the
+ * fleet. On several models a linear program over the
  * purchase (below) gives the cost bound and says which workloads take whole GPUs of the other
  * pools from the start. */
 #include <errno.h>
@@ -565,10 +566,13 @@ static int search_exactly(const struct fleet *f, const struct fleet_workloads *w
     return 0;
 }
 
-int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
-                   const uint8_t *possible, const struct fleet_options *o, struct fleet_plan *p)
+/* The plan whose MIG GPUs are of model primary (NULL: the first MIG model in order, none when
+ * the fleet has no pool MIG partitions: the plan not available). */
+static int pack_mig_model(const struct fleet *f, const struct fleet_workloads *ws,
+                          const uint8_t *possible, const struct fleet_options *o,
+                          const struct mig_model *primary, struct fleet_plan *p)
 {
-    const struct mig_model *models[FLEET_MAX_POOLS] = {NULL}, *primary = NULL;
+    const struct mig_model *models[FLEET_MAX_POOLS] = {NULL};
     size_t order[FLEET_MAX_POOLS];
     uint64_t pool_left[FLEET_MAX_POOLS];
     int first = -1;
@@ -579,9 +583,11 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
         if (models[i] && models[i]->nprofiles > MIG_MAX_PROFILES)
             models[i] = NULL;
     }
-    for (size_t i = 0; i < f->npools && !primary; i++)
-        if ((primary = models[order[i]]))
+    for (size_t i = 0; i < f->npools && first < 0; i++)
+        if (models[order[i]] && (!primary || models[order[i]] == primary)) {
+            primary = models[order[i]];
             first = (int)order[i];
+        }
     p->mech = FLEET_MIG;
     p->available = primary != NULL;
     if (!primary) {
@@ -793,5 +799,78 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
              "than every profile, beyond the MIG pools, or cheaper so); %.0f GiB held by "
              "profiles beyond use",
              primary->name, (unsigned long long)p->alone, p->rounding_mib / 1024.0);
+    return ret;
+}
+
+/* Whether plan a is better than plan b: fewer GPUs beyond the fleet, then cheaper, then fewer
+ * GPUs. */
+static bool better_plan(const struct fleet *f, const struct fleet_plan *a,
+                        const struct fleet_plan *b)
+{
+    if (a->shortage != b->shortage)
+        return a->shortage < b->shortage;
+    bool priced = fleet_gap_in_cost(f);
+    if (priced && a->cost_per_hour < b->cost_per_hour - 1e-9)
+        return true;
+    if (priced && a->cost_per_hour > b->cost_per_hour + 1e-9)
+        return false;
+    return a->gpus < b->gpus;
+}
+
+static void plan_free(struct fleet_plan *p)
+{
+    free(p->gpu_of);
+    free(p->use);
+    free(p->profile_of);
+}
+
+int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
+                   const uint8_t *possible, const struct fleet_options *o, struct fleet_plan *p)
+{
+    const struct mig_model *tried[FLEET_MAX_POOLS];
+    size_t ntried = 0;
+    for (size_t i = 0; i < f->npools; i++) {
+        const struct mig_model *m = f->pools[i].mig ? mig_model_find(f->pools[i].name) : NULL;
+        bool seen = !m || m->nprofiles > MIG_MAX_PROFILES;
+        for (size_t k = 0; k < ntried && !seen; k++)
+            seen = tried[k] == m;
+        if (!seen)
+            tried[ntried++] = m;
+    }
+    if (ntried < 2)
+        return pack_mig_model(f, ws, possible, o, NULL, p);
+    /* Several MIG models: a plan partitions one of them (the profile tables and geometries
+       are per model), and which one is cheapest depends on the list (on H100-80GB:1@2.49 +
+       A100-40GB:2@1.20, two 1 GiB workloads and ones of 39 and 20 GiB: $4.89 on the A100s,
+       the cheapest per MiB, $3.69 on the H100). Each is planned; the best is kept, measured
+       against the least of their bounds (each bounds the plans of its model). */
+    struct fleet_plan best = *p;
+    int ret = pack_mig_model(f, ws, possible, o, tried[0], &best);
+    double cost_bound = best.cost_lower_bound;
+    uint64_t gpu_bound = best.lower_bound;
+    for (size_t k = 1; k < ntried && !ret; k++) {
+        struct fleet_plan other = {.mech = FLEET_MIG};
+        if (o->keep_assignment) {
+            if (!(other.gpu_of = malloc((ws->n ? ws->n : 1) * sizeof(*other.gpu_of)))) {
+                ret = -ENOMEM;
+                break;
+            }
+            for (size_t i = 0; i < ws->n; i++)
+                other.gpu_of[i] = UINT32_MAX;
+        }
+        ret = pack_mig_model(f, ws, possible, o, tried[k], &other);
+        cost_bound = dmin(cost_bound, other.cost_lower_bound);
+        gpu_bound = other.lower_bound < gpu_bound ? other.lower_bound : gpu_bound;
+        if (!ret && better_plan(f, &other, &best)) {
+            plan_free(&best);
+            best = other;
+        } else {
+            plan_free(&other);
+        }
+    }
+    best.cost_lower_bound = cost_bound;
+    best.lower_bound = gpu_bound;
+    best.proved_cheapest &= fleet_plan_gap(f, &best) <= 0; /* and no other model's bound lower */
+    *p = best;
     return ret;
 }
