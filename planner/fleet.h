@@ -258,6 +258,7 @@ struct fleet_cover_lp {
     bool dantzig;        /* the entering column by the most negative reduced cost, Bland's rule
                             only where pivots stall (fewer pivots), as the cost bound's program;
                             false: Bland's rule throughout (fleet_mig.c's program, as tuned) */
+    double *duals;       /* optional: per row, its dual value (as the simplex left it) */
 };
 int fleet_cover_solve(const struct fleet_cover_lp *lp, double *x, double *value, bool *solved);
 
@@ -270,6 +271,8 @@ struct mig_model;
 #define FLEET_EXACT_MAX 24           /* items at most */
 #define FLEET_EXACT_STEPS 200000ul   /* assignments tried at most, beyond the fleet */
 #define FLEET_EXACT_PROOF_STEPS 1000000ul /* and to prove a plan within it the cheapest (35 ms) */
+#define FLEET_EXACT_PER_GPU 1e-6     /* what a GPU adds to a plan's cost in the search: among
+                                        plans of one cost (or unpriced) the fewer GPUs */
 #define FLEET_EXACT_ALONE (-1)
 #define FLEET_EXACT_LAYOUT_BITS 3    /* a MIG layout: instances per profile, 3 bits each */
 struct fleet_exact_item {
@@ -298,8 +301,12 @@ void fleet_exact_within(const struct fleet *f, const struct fleet_workloads *ws,
                         const struct fleet_exact_item *items, size_t n,
                         const struct fleet_exact_rules *rules, struct fleet_exact_plan *out);
 /* A plan that every other plan within the fleet was tried against, none cheaper: its cost is
- * the cost bound, and where plans are measured in GPUs and none beyond the fleet can use fewer
- * (one pool, or no pool counted), its GPUs are the GPU bound. */
+ * the cost bound (less FLEET_EXACT_PER_GPU for each workload, as many GPUs as any plan has: a
+ * plan cheaper by less than that on more GPUs counts as dearer in the search), and where plans
+ * are measured in GPUs and none beyond the fleet can use fewer (one pool, or no pool counted),
+ * its GPUs are the GPU bound. Marked proved only where it raises the bound the plan is
+ * measured by (fleet_proof_worth). */
+bool fleet_proof_worth(const struct fleet *f);
 void fleet_plan_proved(const struct fleet *f, struct fleet_plan *p);
 /* A search for a plan cheaper than one already made (below_cost for below_gpus GPUs: cheaper,
  * or as dear on fewer GPUs), of at most steps assignments; by_gpus: every GPU costs the same

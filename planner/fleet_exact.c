@@ -34,7 +34,7 @@
 #include "fleet.h"
 #include "mig.h"
 
-#define EXACT_PER_GPU 1e-6 /* among plans of one cost (or on an unpriced fleet) fewer GPUs */
+#define EXACT_PER_GPU FLEET_EXACT_PER_GPU
 enum { KIND_ALONE = -1, KIND_MIG = -2 };
 
 struct exact_gpu {

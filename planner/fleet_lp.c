@@ -207,6 +207,8 @@ static int cover_solve(const struct fleet_cover_lp *c, bool bland_only, double p
     status = simplex(&lp, z, x);
     if (status == LP_OPTIMAL)
         *value = feasible_value(&lp, z, c->upper);
+    if (status == LP_OPTIMAL && c->duals)
+        memcpy(c->duals, z, c->nrows * sizeof(*z));
 out:
     free(lp.a);
     free(lp.rhs);
@@ -477,7 +479,7 @@ static int solve(const struct fleet *f, const struct fleet_demand *d, uint64_t m
         status = -ENOMEM;
         goto out;
     }
-    struct fleet_cover_lp lp = {pg.nvars, pg.nrows, pg.a, pg.demand, pg.cost, upper, true};
+    struct fleet_cover_lp lp = {pg.nvars, pg.nrows, pg.a, pg.demand, pg.cost, upper, true, NULL};
     status = cover_solve(&lp, false, 0, x, &out->cost);
     if (status == LP_UNBOUNDED) /* perhaps not: see LP_PERTURB */
         status = cover_solve(&lp, false, LP_PERTURB, x, &out->cost);
@@ -584,7 +586,7 @@ static int bb_solve(const struct program *pg, const double *upper, const size_t 
             demand[rows++] = -n->hi[j];
         }
     }
-    struct fleet_cover_lp lp = {pg->nvars, rows, a, demand, pg->cost, upper, true};
+    struct fleet_cover_lp lp = {pg->nvars, rows, a, demand, pg->cost, upper, true, NULL};
     double value = 0;
     status = cover_solve(&lp, false, 0, n->x, &value);
     if (status == LP_UNBOUNDED) /* perhaps not: see LP_PERTURB */

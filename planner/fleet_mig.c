@@ -369,7 +369,7 @@ static int solve_mig_cost(const struct fleet *f, const struct mig_model *const *
     int ret = -ENOMEM;
     if (a && demand && cost && x) {
         fill_program(f, gs, geo, ngeo, t, &pg, a, demand, cost);
-        struct fleet_cover_lp lp = {nc, pg.nrows, a, demand, cost, NULL, false};
+        struct fleet_cover_lp lp = {nc, pg.nrows, a, demand, cost, NULL, false, NULL};
         ret = fleet_cover_solve(&lp, x, &out->value, &out->solved);
     }
     out->limited = limited;
@@ -870,7 +870,8 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
     }
     best.cost_lower_bound = cost_bound;
     best.lower_bound = gpu_bound;
-    best.proved_cheapest &= fleet_plan_gap(f, &best) <= 0; /* and no other model's bound lower */
+    /* and no other model's bound lower (the proof leaves FLEET_EXACT_PER_GPU a GPU) */
+    best.proved_cheapest &= fleet_plan_gap(f, &best) < 0.001;
     *p = best;
     return ret;
 }

@@ -471,14 +471,26 @@ static int search_exactly(const struct fleet *f, const struct fleet_workloads *w
     return 0;
 }
 
-void fleet_plan_proved(const struct fleet *f, struct fleet_plan *p)
+bool fleet_proof_worth(const struct fleet *f)
 {
-    p->proved_cheapest = true;
-    p->cost_lower_bound = dmax(p->cost_lower_bound, p->cost_per_hour);
     bool counted = false;
     for (size_t q = 0; q < f->npools; q++)
         counted |= f->pools[q].count != FLEET_UNLIMITED;
-    if (!fleet_gap_in_cost(f) && (f->npools == 1 || !counted))
+    /* in GPUs on several counted pools a plan beyond the fleet may use fewer (larger) GPUs
+       than any within it: the search there can only find a plan of fewer GPUs (1 in 150 lists
+       of 24 on H100-80GB:6,A100-40GB:6, 90 ms a list), never raise the bound */
+    return fleet_gap_in_cost(f) || f->npools == 1 || !counted;
+}
+
+void fleet_plan_proved(const struct fleet *f, struct fleet_plan *p)
+{
+    if (!fleet_proof_worth(f))
+        return;
+    p->proved_cheapest = true;
+    if (fleet_gap_in_cost(f))
+        p->cost_lower_bound = dmax(p->cost_lower_bound,
+                                   p->cost_per_hour - (double)p->placed * FLEET_EXACT_PER_GPU);
+    else
         p->lower_bound = MAX(p->lower_bound, p->gpus);
 }
 
@@ -757,6 +769,11 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         if (!ret && exact.exhaustive)
             fleet_plan_proved(f, p);
     }
+    /* on a list of a few dozen, by the sets of them each GPU holds */
+    double by_sets = 0;
+    if (!ret && !p->shortage && fleet_gap_in_cost(f) && fleet_plan_gap(f, p) > 0.001)
+        ret = fleet_colgen_bound(f, ws, possible, mech, &s->r, p, &g, &by_sets);
+    p->cost_lower_bound = dmax(p->cost_lower_bound, by_sets);
     finish_plan(f, p, &g);
     describe_plan(p, mech, &s->r);
     free(keys);

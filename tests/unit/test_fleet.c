@@ -700,7 +700,8 @@ static void test_short_list_proved(void **state)
             continue;
         assert_true(p->proved_cheapest);
         assert_true(p->cost_per_hour > cost[m] - 1e-6 && p->cost_per_hour < cost[m] + 1e-6);
-        assert_true(p->cost_lower_bound > cost[m] - 1e-6 && p->cost_lower_bound < cost[m] + 1e-6);
+        /* the bound is the plan's cost less FLEET_EXACT_PER_GPU a workload */
+        assert_true(p->cost_lower_bound > cost[m] - 1e-4 && p->cost_lower_bound < cost[m] + 1e-6);
     }
     fleet_result_free(&r);
     f = fleet_of("L4");
@@ -710,6 +711,54 @@ static void test_short_list_proved(void **state)
             assert_int_equal(r.plans[m].lower_bound, r.plans[m].gpus);
     fleet_result_free(&r);
     fleet_workloads_free(&ws);
+}
+
+/* Lists of a few dozen workloads: the bound by the sets each GPU holds (fleet_colgen.c). Random
+ * lists of 25-60 workloads of 1-20 GiB (a third up to 45) and 1-60% on A100 + L4 + T4, mixed
+ * latency classes, one in ten untrusted: the fractional bounds left time-slicing, MPS and carve
+ * 2-14% above them. On these 12 lists the gaps were 2.94%, 5.60% and 3.80% on average (9.41%,
+ * 13.71% and 7.06% at most) without it, 2.04%, 3.85% and 3.03% (7.86%, 10.59%, 5.44%) with it:
+ * the program's optimum, and still above 2%: where the plans lie between (one list of 46: MPS
+ * $26.95 against $24.37) is not settled. */
+static void test_dozens_bound(void **state)
+{
+    struct fleet f = fleet_of("A100-80GB@3.50,L4@0.80,T4@0.35");
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    double worst[FLEET_NMECH] = {0}, sum[FLEET_NMECH] = {0};
+    int lists = 12;
+    for (int l = 0; l < lists; l++) {
+        struct fleet_workloads ws = {0};
+        size_t n = 25 + rng() % 36;
+        for (size_t i = 0; i < n; i++) {
+            /* one draw per statement: the same lists whatever order a compiler evaluates
+               arguments in */
+            uint64_t most = rng() % 3 == 0 ? 45 : 20;
+            uint64_t gib = 1 + rng() % most;
+            uint32_t bp = 100 * (uint32_t)(1 + rng() % 60);
+            int lat = rng() % 3 == 0 ? FLEET_LAT_STRICT : FLEET_LAT_NORMAL;
+            int trust = rng() % 10 == 0 ? FLEET_UNTRUSTED : FLEET_TRUSTED;
+            add(&ws, gib * 1024, bp, lat, trust);
+        }
+        struct fleet_result r;
+        assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+        for (int m = FLEET_TIMESLICE; m < FLEET_NMECH; m++) {
+            if (m == FLEET_MIG)
+                continue;
+            double gap = fleet_plan_gap(&f, &r.plans[m]);
+            worst[m] = gap > worst[m] ? gap : worst[m];
+            sum[m] += gap;
+        }
+        fleet_result_free(&r);
+        fleet_workloads_free(&ws);
+    }
+    for (int m = FLEET_TIMESLICE; m < FLEET_NMECH; m++)
+        if (m != FLEET_MIG)
+            print_message("dozens, %s: gap %.2f%% on average, %.2f%% at most\n",
+                          fleet_mech_name(m), sum[m] / lists, worst[m]);
+    assert_true(sum[FLEET_TIMESLICE] / lists < 2.5);
+    assert_true(sum[FLEET_MPS] / lists < 4.7);
+    assert_true(sum[FLEET_CARVE] / lists < 3.5);
 }
 
 static void test_bound_below_optimum(void **state)
@@ -858,7 +907,7 @@ static void test_cost_bound_below_optimum(void **state)
                          fleet_mech_name(m), p->cost_per_hour, s.best);
             checked++;
             optimal += p->cost_per_hour < s.best + 1e-9;
-            tight += p->cost_lower_bound > s.best - 1e-9;
+            tight += p->cost_lower_bound > s.best - 1e-4; /* a proof leaves 1e-6 a workload */
         }
         fleet_result_free(&r);
         fleet_workloads_free(&ws);
@@ -1636,6 +1685,7 @@ int main(void)
         cmocka_unit_test(test_large_within_two_percent),
         cmocka_unit_test(test_cost_bound_below_optimum),
         cmocka_unit_test(test_short_list_proved),
+        cmocka_unit_test_setup_teardown(test_dozens_bound, rng_keep, rng_give_back),
         cmocka_unit_test(test_mixed_within_two_percent),
         cmocka_unit_test(test_mig_cost_bound_below_optimum), /* restores the generator */
         cmocka_unit_test(test_small_gpus_within_two_percent), /* last: the lists above stay as measured */
