@@ -152,6 +152,14 @@ struct fleet_result {
     size_t nworkloads;
 };
 
+/* Some pool has a price: the plans have costs. */
+bool fleet_priced(const struct fleet *f);
+/* Whether gaps are measured in cost (a fleet of several priced pools, where GPUs of
+   different models do not compare) rather than in GPUs. */
+bool fleet_gap_in_cost(const struct fleet *f);
+/* (GPUs - bound) / bound, or (cost - cost bound) / cost bound, in percent */
+double fleet_plan_gap(const struct fleet *f, const struct fleet_plan *p);
+
 /* Plans ws on f under every mechanism. 0, or -ENOMEM. */
 int fleet_plan_all(const struct fleet *f, const struct fleet_workloads *ws,
                    const struct fleet_options *o, struct fleet_result *r);

@@ -307,3 +307,29 @@ int fleet_parse_spec(const char *spec, struct fleet *out, char *err, size_t errl
         ret = check_prices(out, err, errlen);
     return ret;
 }
+
+bool fleet_priced(const struct fleet *f)
+{
+    for (size_t i = 0; i < f->npools; i++)
+        if (f->pools[i].price > 0)
+            return true;
+    return false;
+}
+
+bool fleet_gap_in_cost(const struct fleet *f)
+{
+    return f->npools > 1 && fleet_priced(f);
+}
+
+double fleet_plan_gap(const struct fleet *f, const struct fleet_plan *p)
+{
+    if (fleet_gap_in_cost(f)) {
+        double gap = p->cost_lower_bound > 0
+                         ? 100.0 * (p->cost_per_hour - p->cost_lower_bound) / p->cost_lower_bound
+                         : 0;
+        return gap < 0 && gap > -1e-6 ? 0 : gap; /* a bound that is the plan's cost, in rounding */
+    }
+    if (!p->lower_bound)
+        return 0;
+    return 100.0 * ((double)p->gpus - (double)p->lower_bound) / (double)p->lower_bound;
+}

@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "fleet.h"
-#include "fleet_report.h"
 #include "mig.h"
 
 static double dmin(double a, double b)

@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "fleet_pack.h"
-#include "fleet_report.h"
 
 static const char *const mech_names[FLEET_NMECH] = {"whole", "time-slicing", "mps", "mig",
                                                     "carve"};

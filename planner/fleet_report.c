@@ -19,32 +19,6 @@ static void format_mib(uint64_t mib, char *buf, size_t len)
         snprintf(buf, len, "%llu MiB", (unsigned long long)mib);
 }
 
-static bool priced(const struct fleet *f)
-{
-    for (size_t i = 0; i < f->npools; i++)
-        if (f->pools[i].price > 0)
-            return true;
-    return false;
-}
-
-bool fleet_gap_in_cost(const struct fleet *f)
-{
-    return f->npools > 1 && priced(f);
-}
-
-double fleet_plan_gap(const struct fleet *f, const struct fleet_plan *p)
-{
-    if (fleet_gap_in_cost(f)) {
-        double gap = p->cost_lower_bound > 0
-                         ? 100.0 * (p->cost_per_hour - p->cost_lower_bound) / p->cost_lower_bound
-                         : 0;
-        return gap < 0 && gap > -1e-6 ? 0 : gap; /* a bound that is the plan's cost, in rounding */
-    }
-    if (!p->lower_bound)
-        return 0;
-    return 100.0 * ((double)p->gpus - (double)p->lower_bound) / (double)p->lower_bound;
-}
-
 void fleet_report_fleet(FILE *out, const struct fleet *f)
 {
     for (size_t i = 0; i < f->npools; i++) {
@@ -72,7 +46,7 @@ static double rounded(double v, double scale)
 void fleet_report_text(FILE *out, const struct fleet *f, const struct fleet_workloads *ws,
                        const struct fleet_result *r)
 {
-    bool cost = priced(f);
+    bool cost = fleet_priced(f);
     const struct fleet_plan *whole = &r->plans[FLEET_WHOLE];
     fprintf(out, "%zu workload%s on ", r->nworkloads, r->nworkloads == 1 ? "" : "s");
     fleet_report_fleet(out, f);

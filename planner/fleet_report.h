@@ -9,11 +9,6 @@
 
 #include "fleet.h"
 
-/* Whether gaps are measured in cost (a fleet of several priced pools, where GPUs of
-   different models do not compare) rather than in GPUs. */
-bool fleet_gap_in_cost(const struct fleet *f);
-/* (GPUs - bound) / bound, or (cost - cost bound) / cost bound, in percent */
-double fleet_plan_gap(const struct fleet *f, const struct fleet_plan *p);
 /* "H100-80GB (81559 MiB, MIG) x 100 at $2.49/h, ..." */
 void fleet_report_fleet(FILE *out, const struct fleet *f);
 /* The side-by-side table, the notes, and the workloads that cannot run. */
