@@ -308,14 +308,6 @@ struct fleet_exact_plan {
 void fleet_exact_within(const struct fleet *f, const struct fleet_workloads *ws,
                         const struct fleet_exact_item *items, size_t n,
                         const struct fleet_exact_rules *rules, struct fleet_exact_plan *out);
-/* A plan that every other plan within the fleet was tried against, none cheaper: its cost is
- * the cost bound (less FLEET_EXACT_PER_GPU for each workload, as many GPUs as any plan has: a
- * plan cheaper by less than that on more GPUs counts as dearer in the search), and where plans
- * are measured in GPUs and none beyond the fleet can use fewer (one pool, or no pool counted),
- * its GPUs are the GPU bound. Marked proved only where it raises the bound the plan is
- * measured by (fleet_proof_worth). */
-bool fleet_proof_worth(const struct fleet *f);
-void fleet_plan_proved(const struct fleet *f, struct fleet_plan *p);
 /* A search for a plan cheaper than one already made (below_cost for below_gpus GPUs: cheaper,
  * or as dear on fewer GPUs), of at most steps assignments; by_gpus: every GPU costs the same
  * (a fleet whose plans are measured in GPUs). found false with exhaustive true: there is none,
@@ -330,6 +322,17 @@ void fleet_exact_search(const struct fleet *f, const struct fleet_workloads *ws,
                         const struct fleet_exact_item *items, size_t n,
                         const struct fleet_exact_rules *rules, const struct fleet_exact_limits *lim,
                         struct fleet_exact_plan *out);
+/* A plan that every other plan within the fleet was tried against, none cheaper: its cost is
+ * the cost bound (less FLEET_EXACT_PER_GPU for each workload, as many GPUs as any plan has: a
+ * plan cheaper by less than that on more GPUs counts as dearer in the search), and where plans
+ * are measured in GPUs and none beyond the fleet can use fewer (one pool, or no pool counted),
+ * its GPUs are the GPU bound. Marked proved only where it raises the bound the plan is
+ * measured by (fleet_proof_worth). */
+void fleet_plan_proved(const struct fleet *f, struct fleet_plan *p);
+bool fleet_proof_worth(const struct fleet *f);
+/* The search (fleet_exact_search) for a plan cheaper than p, which proves p the cheapest when
+ * it finds none. */
+struct fleet_exact_limits fleet_proof_limits(const struct fleet *f, const struct fleet_plan *p);
 bool fleet_exact_layout_fits(const struct fleet_exact_rules *rules, uint64_t layout);
 /* The exact plan e takes the place of p's GPUs and counts: p and g emptied, then e's GPUs
  * opened in g, in e's order (what e.gpu_of counts in). 0, or -ENOMEM. */

@@ -767,10 +767,7 @@ static int pack_mig_model(const struct fleet *f, const struct fleet_workloads *w
     /* a short list within the fleet above its bound: a cheaper plan, or the proof that there
        is none */
     if (!ret && !p->shortage && fleet_plan_gap(f, p) > 0) {
-        bool in_cost = fleet_gap_in_cost(f);
-        const struct fleet_exact_limits cheaper = {
-            .below_cost = in_cost ? p->cost_per_hour : 0, .below_gpus = p->gpus,
-            .steps = FLEET_EXACT_PROOF_STEPS, .by_gpus = !in_cost};
+        const struct fleet_exact_limits cheaper = fleet_proof_limits(f, p);
         ret = search_exactly(f, ws, possible, &rules, &cheaper, &g, p, &exact);
         if (!ret && exact.exhaustive)
             fleet_plan_proved(f, p);

@@ -481,6 +481,15 @@ bool fleet_proof_worth(const struct fleet *f)
     return fleet_gap_in_cost(f) || f->npools == 1 || !counted;
 }
 
+struct fleet_exact_limits fleet_proof_limits(const struct fleet *f, const struct fleet_plan *p)
+{
+    bool in_cost = fleet_gap_in_cost(f);
+    return (struct fleet_exact_limits){.below_cost = in_cost ? p->cost_per_hour : 0,
+                                       .below_gpus = p->gpus,
+                                       .steps = FLEET_EXACT_PROOF_STEPS,
+                                       .by_gpus = !in_cost};
+}
+
 void fleet_plan_proved(const struct fleet *f, struct fleet_plan *p)
 {
     if (!fleet_proof_worth(f))
@@ -760,10 +769,7 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     /* a short list within the fleet above its bound: a cheaper plan, or the proof that there
        is none */
     if (!ret && !p->shortage && fleet_plan_gap(f, p) > 0) {
-        bool in_cost = fleet_gap_in_cost(f);
-        const struct fleet_exact_limits cheaper = {
-            .below_cost = in_cost ? p->cost_per_hour : 0, .below_gpus = p->gpus,
-            .steps = FLEET_EXACT_PROOF_STEPS, .by_gpus = !in_cost};
+        const struct fleet_exact_limits cheaper = fleet_proof_limits(f, p);
         ret = search_exactly(f, ws, possible, mech, &s->r, &cheaper, p, &g, &exact);
         if (!ret && exact.exhaustive)
             fleet_plan_proved(f, p);
