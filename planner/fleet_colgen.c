@@ -38,6 +38,7 @@
 #define COLGEN_NODES 100000ul /* knapsack nodes per pool and group and round */
 #define COLGEN_EPS 1e-9
 #define COLGEN_PER_PRICING 4  /* sets a pool and group add per round at most */
+#define COLGEN_DIVE_WHOLE 1e-6 /* a set the solution buys at least 1 - this of is bought */
 
 struct cg_item {
     uint64_t mem;
@@ -224,6 +225,8 @@ struct colgen {
     struct cg_column *col;
     size_t ncols;
     struct knapsack ks; /* the last pricing's */
+    uint64_t uncovered;                /* the workloads the program must cover */
+    uint64_t left[FLEET_MAX_POOLS];    /* GPUs each counted pool has left */
 };
 
 static bool holds(const struct colgen *cg, size_t q, size_t i)
@@ -253,10 +256,10 @@ static int solve_round(const struct colgen *cg, double *duals, double *x, bool *
     if (!a || !demand || !cost)
         goto out;
     for (size_t i = 0; i < cg->n; i++)
-        demand[i] = 1;
+        demand[i] = cg->uncovered >> i & 1;
     for (size_t q = 0; q < cg->f->npools; q++)
         if (cg->pool_row[q] != SIZE_MAX)
-            demand[cg->pool_row[q]] = -(double)cg->f->pools[q].count;
+            demand[cg->pool_row[q]] = -(double)cg->left[q];
     for (size_t j = 0; j < vars; j++) {
         const struct cg_column *c = &cg->col[j];
         cost[j] = cg->f->pools[c->pool].price;
@@ -308,9 +311,96 @@ static double price_round(struct colgen *cg, const double *duals, size_t *added)
     return value > 0 ? theta * value * (1 - 1e-12) : 0;
 }
 
-int fleet_colgen_bound(const struct fleet *f, const struct fleet_workloads *ws,
-                       const uint8_t *possible, int mech, const struct mech_rules *r,
-                       const struct fleet_plan *p, const struct fleet_gpu_list *g, double *value)
+/* Takes column j's workloads still uncovered, on a GPU of its pool, into the plan being made;
+ * false if none is left or the pool has no GPU left. */
+static bool take(struct colgen *cg, size_t j, struct cg_column *chosen, size_t *nchosen)
+{
+    struct cg_column c = cg->col[j];
+    c.set &= cg->uncovered;
+    if (!c.set || (cg->pool_row[c.pool] != SIZE_MAX && !cg->left[c.pool]))
+        return false;
+    chosen[(*nchosen)++] = c;
+    cg->uncovered &= ~c.set;
+    if (cg->pool_row[c.pool] != SIZE_MAX)
+        cg->left[c.pool]--;
+    return true;
+}
+
+/* A plan from the program's solution, by diving: the sets the solution buys whole are taken,
+ * else the one it buys most of; every set loses the workloads taken (what is left of a set a
+ * GPU holds, it still holds), and the program is solved again over what is left, until every
+ * workload is on a GPU. chosen gets the plan's GPUs (*nchosen, 0 if the dive failed). */
+static int dive(struct colgen *cg, double *duals, double *x, struct cg_column *chosen,
+                size_t *nchosen)
+{
+    *nchosen = 0;
+    for (size_t i = 0; i < cg->n; i++) /* room to move what the sets taken leave */
+        for (size_t q = 0; q < cg->f->npools; q++)
+            if (holds(cg, q, i))
+                add_column(cg, 1ull << i, q);
+    for (size_t step = 0; step < COLGEN_MAX && cg->uncovered; step++) {
+        bool solved = false;
+        int ret = solve_round(cg, duals, x, &solved);
+        if (ret || !solved) {
+            *nchosen = 0;
+            return ret;
+        }
+        bool took = false;
+        size_t most = 0;
+        for (size_t j = 0; j < cg->ncols; j++) {
+            if (x[j] >= 1 - COLGEN_DIVE_WHOLE)
+                took |= take(cg, j, chosen, nchosen);
+            most = x[j] > x[most] ? j : most;
+        }
+        if (!took && !take(cg, most, chosen, nchosen))
+            break;
+        size_t kept = 0;
+        for (size_t j = 0; j < cg->ncols; j++) {
+            cg->col[j].set &= cg->uncovered;
+            if (cg->col[j].set)
+                cg->col[kept++] = cg->col[j];
+        }
+        cg->ncols = kept;
+    }
+    if (cg->uncovered)
+        *nchosen = 0;
+    return 0;
+}
+
+/* The dive's plan in place of p's: its GPUs opened in g, p's counts made again. */
+static int adopt(const struct fleet *f, const struct fleet_workloads *ws, const size_t *index,
+                 const struct colgen *cg, const struct cg_column *chosen, size_t nchosen,
+                 struct fleet_plan *p, struct fleet_gpu_list *g)
+{
+    uint64_t left[FLEET_MAX_POOLS];
+    for (size_t q = 0; q < f->npools; q++)
+        left[q] = f->pools[q].count;
+    p->gpus = 0;
+    memset(p->gpus_by_pool, 0, sizeof(p->gpus_by_pool));
+    p->shortage = 0;
+    p->cost_per_hour = 0;
+    p->alone = 0;
+    p->placed = 0;
+    g->n = 0;
+    for (size_t k = 0; k < nchosen; k++) {
+        long gi = fleet_gpu_open(f, g, p, left, (int)chosen[k].pool);
+        if (gi < 0)
+            return -ENOMEM;
+        for (size_t i = 0; i < ws->n; i++) {
+            if (index[i] == SIZE_MAX || !(chosen[k].set >> index[i] & 1))
+                continue;
+            fleet_gpu_add(&g->use[gi], &ws->w[i], ws->w[i].memory_mib);
+            p->gpu_of[i] = (uint32_t)gi;
+            p->placed++;
+            p->alone += cg->item[index[i]].group == GROUP_ALONE;
+        }
+    }
+    return 0;
+}
+
+int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const uint8_t *possible,
+                 int mech, const struct mech_rules *r, struct fleet_plan *p,
+                 struct fleet_gpu_list *g, double *value)
 {
     *value = 0;
     struct colgen *cg = calloc(1, sizeof(*cg));
@@ -334,8 +424,11 @@ int fleet_colgen_bound(const struct fleet *f, const struct fleet_workloads *ws,
         cg->item[cg->n++] = (struct cg_item){ws->w[i].memory_mib, ws->w[i].compute_bp, grp};
     }
     cg->nrows = cg->n;
-    for (size_t q = 0; q < f->npools; q++)
+    cg->uncovered = cg->n == 64 ? ~0ull : (1ull << cg->n) - 1;
+    for (size_t q = 0; q < f->npools; q++) {
         cg->pool_row[q] = f->pools[q].count == FLEET_UNLIMITED ? SIZE_MAX : cg->nrows++;
+        cg->left[q] = f->pools[q].count;
+    }
     double *duals = calloc(cg->nrows + 1, sizeof(double));
     double *x = calloc(COLGEN_COLUMNS, sizeof(double));
     cg->col = malloc(COLGEN_COLUMNS * sizeof(*cg->col));
@@ -369,6 +462,16 @@ int fleet_colgen_bound(const struct fleet *f, const struct fleet_workloads *ws,
         if (!added)
             break;
     }
+    /* a plan from the program's solution, when it is cheaper */
+    struct cg_column chosen[COLGEN_MAX];
+    size_t nchosen = 0;
+    if (!ret && p->gpu_of)
+        ret = dive(cg, duals, x, chosen, &nchosen);
+    double cost = 0;
+    for (size_t k = 0; k < nchosen; k++)
+        cost += f->pools[chosen[k].pool].price;
+    if (!ret && nchosen && cost < p->cost_per_hour - 1e-9)
+        ret = adopt(f, ws, index, cg, chosen, nchosen, p, g);
     free(duals);
     free(x);
 out:

@@ -166,10 +166,11 @@ int fleet_pattern_bound(const struct fleet *held, const struct fleet_workloads *
                         const struct fleet_demand *d, bool limited, double *value);
 /* The cost bound by the sets of workloads each GPU holds, for lists of at most 64 workloads
  * whose plan p (on GPUs g, p->gpu_of kept) is within the fleet (fleet_colgen.c): *value, or 0
- * where it does not apply. 0, or -ENOMEM. */
-int fleet_colgen_bound(const struct fleet *f, const struct fleet_workloads *ws,
-                       const uint8_t *possible, int mech, const struct mech_rules *r,
-                       const struct fleet_plan *p, const struct fleet_gpu_list *g, double *value);
+ * where it does not apply; and a plan from that program's solution takes p's place (p and g
+ * made again) when it is cheaper. 0, or -ENOMEM. */
+int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const uint8_t *possible,
+                 int mech, const struct mech_rules *r, struct fleet_plan *p,
+                 struct fleet_gpu_list *g, double *value);
 /* A cost bound that needs no solution, for when the simplex gives up. */
 double fleet_plain_cost_bound(const struct fleet *f, const struct fleet_demand *d);
 /* The class (the smallest pool size that holds it) and the band of memory_mib. */
