@@ -101,10 +101,18 @@ void fleet_pool_choice_init(const struct fleet *f, const struct fleet_demand *d,
 /* The GPUs of a dear pool all of whose tenants a cheaper pool's GPUs hold each, packed again
  * on that pool (with GPUs left) and replaced when that costs less; for each pair of pools, on
  * a plan within the fleet. Then the least filled shared GPUs are emptied into the others'
- * room where they fit. p->gpu_of must be kept. 0, or -ENOMEM (fleet_repack.c). */
+ * room where they fit, and tenants moved and swapped until GPUs empty (fleet_polish). p->gpu_of
+ * must be kept. 0, or -ENOMEM (fleet_repack.c). */
 int fleet_repack_cheaper(const struct fleet *f, const struct fleet_workloads *ws, int mech,
                          const struct mech_rules *r, struct fleet_plan *p,
                          struct fleet_gpu_list *g);
+/* Tenants moved or swapped between GPUs of the same sharing group where the fuller GPU ends
+ * fuller, until no move does (fleet_polish.c); tenant_gpu and g's GPUs follow, and emptied
+ * (per GPU of g) says which GPUs it left without tenants, to be given back. How many, or
+ * -ENOMEM. */
+int fleet_polish(const struct fleet *f, const struct fleet_workloads *ws, int mech,
+                 const struct mech_rules *r, uint32_t *tenant_gpu, struct fleet_gpu_list *g,
+                 bool *emptied);
 
 /* ---- the packers: a group (keys, largest first) onto GPUs of the pools pc gives ---- */
 

@@ -10,7 +10,8 @@
  * A last pass (empty_gpus) takes the least filled shared GPUs and moves their tenants into
  * the room other GPUs of the same group have left, giving back each GPU it empties: on
  * L4 + T4, 35 workloads left two T4s at 5 GiB/5% and 7 GiB/25% that one T4 holds ($9.60 ->
- * $9.25, the optimum an integer program proved). */
+ * $9.25, the optimum an integer program proved). Last, a local search (fleet_polish.c) moves
+ * and swaps tenants between GPUs of a group until the room they leave gathers and GPUs empty. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +352,21 @@ out:
     return ret;
 }
 
+/* The local search of fleet_polish.c, and the GPUs it empties given back. */
+static int polish(struct repack *s)
+{
+    bool *emptied = malloc((s->g->n ? s->g->n : 1) * sizeof(*emptied));
+    uint32_t *to = malloc((s->g->n ? s->g->n : 1) * sizeof(*to));
+    int ret = -ENOMEM;
+    if (emptied && to)
+        ret = fleet_polish(s->f, s->ws, s->mech, s->r, s->tenant_gpu, s->g, emptied);
+    if (ret > 0)
+        drop_gone(s, emptied, to);
+    free(emptied);
+    free(to);
+    return ret < 0 ? ret : 0;
+}
+
 int fleet_repack_cheaper(const struct fleet *f, const struct fleet_workloads *ws, int mech,
                          const struct mech_rules *r, struct fleet_plan *p,
                          struct fleet_gpu_list *g)
@@ -385,6 +401,8 @@ int fleet_repack_cheaper(const struct fleet *f, const struct fleet_workloads *ws
     }
     if (!ret)
         ret = empty_gpus(&s);
+    if (!ret)
+        ret = polish(&s);
 out:
     free(s.moving);
     free(s.keys);

@@ -1539,8 +1539,10 @@ static void check_mixed_gaps(const struct fleet_workloads *ws, const char *spec,
     struct fleet f = fleet_of(spec);
     struct fleet_options o;
     fleet_options_defaults(&o);
+    o.keep_assignment = true; /* the local search moves tenants: each GPU still within limits */
     struct fleet_result r;
     assert_int_equal(fleet_plan_all(&f, ws, &o, &r), 0);
+    check_rules(&f, ws, &r, &o);
     for (int m = FLEET_TIMESLICE; m < FLEET_NMECH; m++) {
         const struct fleet_plan *p = &r.plans[m];
         if (!p->available || m == FLEET_MIG || p->shortage)
@@ -1590,7 +1592,11 @@ static void test_mixed_compute_heavy(void **state)
  * above its solution is also packed with the smallest GPU opened first: 2.8% and 2.0% at most
  * (time-slicing 3.4% -> 1.6%). And the bound by the sets of sizes each GPU holds took the
  * A100's from too many sets to its sets of the largest sizes, the rest in bulk (45 + 30 GiB
- * leave 5, which no 20 fills): 1.3% and 1.9%. Under AddressSanitizer the three pools only. */
+ * leave 5, which no 20 fills): 1.3% and 1.9%. The packers leave most L4s a GiB or two short of
+ * the 22 they hold and A100s with 5 GiB no one uses beside a 45 and a 30 whose compute fills
+ * them; the local search of fleet_polish.c gathers that room until GPUs empty: MPS on A100 + L4
+ * 1.93% -> 1.31%, carve 1.54% -> 1.05% (the reviewer's r.csv, a list of this kind: MPS 2.03% ->
+ * 1.32%). Under AddressSanitizer the three pools only. */
 static void test_mixed_three_pools(void **state)
 {
     static const uint64_t sizes[] = {1, 2, 3, 5, 7, 10, 14, 20, 30, 45};
@@ -1598,7 +1604,7 @@ static void test_mixed_three_pools(void **state)
         const char *spec;
         double ceiling;
     } fleets[] = {{"A100-80GB:3000@3.5,L4:4000@0.8,T4:2000@0.35", 1.6},
-                  {"A100-80GB@3.5,L4@0.8", 2.2}};
+                  {"A100-80GB@3.5,L4@0.8", 1.6}};
     rng_state = 0x94D049BB133111EBULL; /* rng_keep restores the generator after */
     struct fleet_workloads ws = {0};
     for (int i = 0; i < 3000; i++) {
