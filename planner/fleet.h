@@ -276,7 +276,7 @@ struct mig_model;
  * workload and what the mechanism's rules make of it: a group it shares a GPU with (never with
  * another group) or a GPU of its own; under MIG (rules.mig set) its profile on a GPU of the MIG
  * model (rules.mig_pool), else (or with no profile) a whole GPU of a pool that holds it. */
-#define FLEET_EXACT_MAX 24           /* items at most */
+#define FLEET_EXACT_MAX 64           /* items at most */
 #define FLEET_EXACT_STEPS 200000ul   /* assignments tried at most, beyond the fleet */
 #define FLEET_EXACT_PROOF_STEPS 1000000ul /* and to prove a plan within it the cheapest (35 ms) */
 #define FLEET_EXACT_PER_GPU 1e-6     /* what a GPU adds to a plan's cost in the search: among

@@ -36,7 +36,16 @@
 #define COLGEN_ROUNDS 40
 #define COLGEN_COLUMNS 1200
 #define COLGEN_NODES 100000ul /* knapsack nodes per pool and group and round */
+#define COLGEN_ALL_NODES 2000000ul /* and in all, per list and mechanism */
+#define COLGEN_ADD 16         /* sets added per round at most, the most valuable */
+/* The simplex's work, counted as sets^2 x rows per solve (its tableau is sets x (sets + rows),
+ * and it pivots about once per set), for the rounds and again for the dive: about 0.1 s each
+ * on this project's 2-core VM. The lists of 25-60 workloads on A100 + L4 + T4 need 1-4e7 for
+ * their three shared mechanisms together; 64 on ten counted pools took 31 s without it. */
+#define COLGEN_WORK 3.0e7
+#define COLGEN_DIVE_POOLS 3   /* pools each workload may go alone to in the dive: the cheapest */
 #define COLGEN_EPS 1e-9
+#define COLGEN_SLACK 1e-6     /* dollars taken off the bound */
 #define COLGEN_PER_PRICING 4  /* sets a pool and group add per round at most */
 #define COLGEN_DIVE_WHOLE 1e-6 /* a set the solution buys at least 1 - this of is bought */
 
@@ -62,7 +71,7 @@ struct knapsack {
     uint32_t comp_cap, slots;
     double best, open; /* open: the most a set left unsearched could be worth */
     uint64_t best_set;
-    unsigned long nodes;
+    unsigned long nodes, node_limit;
     double worth;      /* a set worth more than this is kept */
     uint64_t kept[COLGEN_PER_PRICING];
     double kept_value[COLGEN_PER_PRICING];
@@ -132,15 +141,15 @@ static double fill_bound(const struct knapsack *ks, size_t k, uint64_t mem, uint
         room -= take * (double)ks->item[i].mem;
     }
     room = comp;
-    for (size_t o = 0; o < ks->n && room >= 0; o++) {
+    for (size_t o = 0; o < ks->n; o++) { /* those of no compute first: each fits */
         size_t i = ks->by_comp[o];
         if (ks->rank[i] < k)
             continue;
+        if (ks->item[i].comp && room <= 0)
+            break;
         double take = ks->item[i].comp <= room ? 1 : room / ks->item[i].comp;
         by_comp += take * ks->y[i];
         room -= take * ks->item[i].comp;
-        if (room <= 0)
-            break;
     }
     uint32_t left = places;
     for (size_t o = 0; o < ks->n && left; o++) {
@@ -173,7 +182,7 @@ static void knapsack_from(struct knapsack *ks, size_t k, uint64_t set, double va
         keep(ks, set, value);
         return;
     }
-    if (++ks->nodes > COLGEN_NODES) {
+    if (++ks->nodes > ks->node_limit) {
         ks->open = ks->open > bound ? ks->open : bound;
         return;
     }
@@ -189,10 +198,10 @@ static void knapsack_from(struct knapsack *ks, size_t k, uint64_t set, double va
  * left in ks->kept. */
 static double knapsack(struct knapsack *out, const struct cg_item *item, size_t n,
                        const double *y, int grp, uint64_t mem_cap, const struct mech_rules *r,
-                       double worth)
+                       double worth, unsigned long node_limit)
 {
     struct knapsack ks = {.item = item, .y = y, .mem_cap = mem_cap, .comp_cap = r->compute_cap,
-                          .slots = r->slots, .worth = worth};
+                          .slots = r->slots, .worth = worth, .node_limit = node_limit};
     for (size_t i = 0; i < n; i++)
         if (item[i].group == grp && y[i] > COLGEN_EPS && item[i].mem <= mem_cap &&
             item[i].comp <= r->compute_cap)
@@ -225,6 +234,8 @@ struct colgen {
     struct cg_column *col;
     size_t ncols;
     struct knapsack ks; /* the last pricing's */
+    unsigned long nodes;                /* knapsack nodes so far */
+    double work;                        /* the simplex's so far (COLGEN_WORK) */
     uint64_t uncovered;                /* the workloads the program must cover */
     uint64_t left[FLEET_MAX_POOLS];    /* GPUs each counted pool has left */
 };
@@ -246,7 +257,7 @@ static void add_column(struct colgen *cg, uint64_t set, size_t pool)
 
 /* Solves the program over the columns so far: the duals (y, then w per counted pool) and the
  * solution x, or *solved false where the simplex gives up. */
-static int solve_round(const struct colgen *cg, double *duals, double *x, bool *solved)
+static int solve_round(struct colgen *cg, double *duals, double *x, bool *solved)
 {
     size_t rows = cg->nrows, vars = cg->ncols;
     double *a = calloc(rows * vars + 1, sizeof(double));
@@ -272,6 +283,7 @@ static int solve_round(const struct colgen *cg, double *duals, double *x, bool *
     struct fleet_cover_lp lp = {vars, rows, a, demand, cost, NULL, true, duals};
     double value;
     ret = fleet_cover_solve(&lp, x, &value, solved);
+    cg->work += (double)vars * (double)vars * (double)rows;
 out:
     free(a);
     free(demand);
@@ -285,6 +297,9 @@ static double price_round(struct colgen *cg, const double *duals, size_t *added)
 {
     const struct fleet *f = cg->f;
     double theta = 1, value = 0;
+    struct cg_column cand[COLGEN_ADD];
+    double gain[COLGEN_ADD]; /* what each is worth above its pool's price */
+    size_t ncand = 0;
     *added = 0;
     for (size_t i = 0; i < cg->n; i++)
         value += duals[i];
@@ -294,21 +309,39 @@ static double price_round(struct colgen *cg, const double *duals, size_t *added)
         double price = f->pools[q].price;
         for (int grp = 0; grp < FLEET_GROUPS; grp++) {
             struct knapsack *ks = &cg->ks;
+            unsigned long left = COLGEN_ALL_NODES > cg->nodes ? COLGEN_ALL_NODES - cg->nodes : 0;
             double most = knapsack(ks, cg->item, cg->n, duals, grp, f->pools[q].memory_mib,
-                                   cg->r, price + w);
-            if (most - w > COLGEN_EPS)
+                                   cg->r, price + w, left < COLGEN_NODES ? left : COLGEN_NODES);
+            cg->nodes += ks->nodes;
+            /* it leaves out workloads priced at most COLGEN_EPS and prunes within it */
+            most += (double)(cg->n + 1) * COLGEN_EPS;
+            if (most > w)
                 theta = theta < price / (most - w) ? theta : price / (most - w);
-            for (size_t k = 0; k < ks->nkept; k++) {
-                size_t before = cg->ncols;
-                add_column(cg, ks->kept[k], q);
-                *added += cg->ncols > before;
+            for (size_t k = 0; k < ks->nkept; k++) { /* the most valuable COLGEN_ADD */
+                double above = ks->kept_value[k] - price - w;
+                size_t at = ncand < COLGEN_ADD ? ncand++ : COLGEN_ADD;
+                if (at == COLGEN_ADD) {
+                    at = 0;
+                    for (size_t c = 1; c < COLGEN_ADD; c++)
+                        at = gain[c] < gain[at] ? c : at;
+                    if (gain[at] >= above)
+                        continue;
+                }
+                cand[at] = (struct cg_column){ks->kept[k], q};
+                gain[at] = above;
             }
         }
         for (size_t i = 0; i < cg->n; i++)
-            if (cg->item[i].group == GROUP_ALONE && holds(cg, q, i) && duals[i] - w > COLGEN_EPS)
+            if (cg->item[i].group == GROUP_ALONE && holds(cg, q, i) && duals[i] > w)
                 theta = theta < price / (duals[i] - w) ? theta : price / (duals[i] - w);
     }
-    return value > 0 ? theta * value * (1 - 1e-12) : 0;
+    for (size_t c = 0; c < ncand; c++) {
+        size_t before = cg->ncols;
+        add_column(cg, cand[c].set, cand[c].pool);
+        *added += cg->ncols > before;
+    }
+    double bound = theta * value - COLGEN_SLACK; /* the simplex's rounding in value */
+    return bound > 0 ? bound : 0;
 }
 
 /* Takes column j's workloads still uncovered, on a GPU of its pool, into the plan being made;
@@ -334,11 +367,16 @@ static int dive(struct colgen *cg, double *duals, double *x, struct cg_column *c
                 size_t *nchosen)
 {
     *nchosen = 0;
+    size_t order[FLEET_MAX_POOLS];
+    fleet_pool_order(cg->f, order); /* cheapest per MiB first */
     for (size_t i = 0; i < cg->n; i++) /* room to move what the sets taken leave */
-        for (size_t q = 0; q < cg->f->npools; q++)
-            if (holds(cg, q, i))
-                add_column(cg, 1ull << i, q);
-    for (size_t step = 0; step < COLGEN_MAX && cg->uncovered; step++) {
+        for (size_t o = 0, added = 0; o < cg->f->npools && added < COLGEN_DIVE_POOLS; o++)
+            if (holds(cg, order[o], i)) {
+                add_column(cg, 1ull << i, order[o]);
+                added++;
+            }
+    double stop = cg->work + COLGEN_WORK;
+    for (size_t step = 0; step < COLGEN_MAX && cg->uncovered && cg->work < stop; step++) {
         bool solved = false;
         int ret = solve_round(cg, duals, x, &solved);
         if (ret || !solved) {
@@ -451,7 +489,7 @@ int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const 
         for (size_t q = 0; q < f->npools; q++)
             if (cg->item[i].group == GROUP_ALONE && holds(cg, q, i))
                 add_column(cg, 1ull << i, q);
-    for (int round = 0; round < COLGEN_ROUNDS && !ret; round++) {
+    for (int round = 0; round < COLGEN_ROUNDS && !ret && cg->work < COLGEN_WORK; round++) {
         bool solved = false;
         ret = solve_round(cg, duals, x, &solved);
         if (ret || !solved)

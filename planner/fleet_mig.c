@@ -864,10 +864,11 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
             plan_free(&other);
         }
     }
+    /* proved where no other model's bound is below the plan's own */
+    best.proved_cheapest &= cost_bound >= best.cost_lower_bound - 1e-9 &&
+                            gpu_bound >= best.lower_bound;
     best.cost_lower_bound = cost_bound;
     best.lower_bound = gpu_bound;
-    /* and no other model's bound lower (the proof leaves FLEET_EXACT_PER_GPU a GPU) */
-    best.proved_cheapest &= fleet_plan_gap(f, &best) < 0.001;
     *p = best;
     return ret;
 }

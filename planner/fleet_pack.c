@@ -776,7 +776,8 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     }
     /* on a list of a few dozen, by the sets of them each GPU holds */
     double by_sets = 0;
-    if (!ret && !p->shortage && fleet_gap_in_cost(f) && fleet_plan_gap(f, p) > 0.001)
+    if (!ret && !p->shortage && fleet_gap_in_cost(f) && !p->proved_cheapest &&
+        fleet_plan_gap(f, p) > 0)
         ret = fleet_colgen(f, ws, possible, mech, &s->r, p, &g, &by_sets);
     p->cost_lower_bound = dmax(p->cost_lower_bound, by_sets);
     finish_plan(f, p, &g);
