@@ -267,6 +267,8 @@ struct fleet_cover_lp {
                             only where pivots stall (fewer pivots), as the cost bound's program;
                             false: Bland's rule throughout (fleet_mig.c's program, as tuned) */
     double *duals;       /* optional: per row, its dual value (as the simplex left it) */
+    double *work;        /* optional: adds the simplex's work (tableau entries updated) */
+    double work_limit;   /* with work: past it the simplex gives up (no solution) */
 };
 int fleet_cover_solve(const struct fleet_cover_lp *lp, double *x, double *value, bool *solved);
 

@@ -284,7 +284,7 @@ static int solve_round(struct colgen *cg, double *duals, double *x, bool *solved
         if (cg->pool_row[c->pool] != SIZE_MAX)
             a[cg->pool_row[c->pool] * vars + j] = -1;
     }
-    struct fleet_cover_lp lp = {vars, rows, a, demand, cost, NULL, true, duals};
+    struct fleet_cover_lp lp = {vars, rows, a, demand, cost, NULL, true, duals, NULL, 0};
     double value;
     ret = fleet_cover_solve(&lp, x, &value, solved);
     cg->work += (double)vars * (double)vars * (double)rows;

@@ -41,6 +41,8 @@ struct dual_lp {
     double *obj;
     bool bland_only; /* Bland's rule throughout (fleet_mig.c's program, as it was tuned) */
     double perturb;  /* rhs r raised by perturb times 1 to 2, in the tableau only (cover_solve) */
+    double *work;    /* optional: adds the tableau entries each pivot updates */
+    double work_limit; /* with work: the simplex gives up (LP_STALLED) past it */
 };
 
 enum { LP_OPTIMAL, LP_UNBOUNDED, LP_STALLED };
@@ -79,6 +81,8 @@ static int simplex(const struct dual_lp *lp, double *z, double *primal)
     int status = LP_STALLED;
     int stuck = lp->bland_only ? LP_DEGENERATE_RUN : 0;
     for (int pivots = 0; pivots < LP_MAX_PIVOTS; pivots++) {
+        if (lp->work && *lp->work > lp->work_limit)
+            break; /* LP_STALLED */
         bool bland = stuck >= LP_DEGENERATE_RUN;
         size_t enter = cols;
         for (size_t j = 0; j < cols && !(bland && enter < cols); j++)
@@ -120,6 +124,8 @@ static int simplex(const struct dual_lp *lp, double *z, double *primal)
                 row[j] -= factor * prow[j];
         }
         basis[leave] = enter;
+        if (lp->work)
+            *lp->work += (double)(m + 1) * (double)width;
     }
     if (status == LP_OPTIMAL) {
         memset(z, 0, lp->nvars * sizeof(*z));
@@ -194,7 +200,7 @@ static int cover_solve(const struct fleet_cover_lp *c, bool bland_only, double p
 {
     struct dual_lp lp = {c->nrows, c->nvars, calloc(c->nrows * c->nvars + 1, sizeof(double)),
                          calloc(c->nvars + 1, sizeof(double)), calloc(c->nrows + 1, sizeof(double)),
-                         bland_only, perturb};
+                         bland_only, perturb, c->work, c->work_limit};
     double *z = calloc(c->nrows + 1, sizeof(double));
     int status = -ENOMEM;
     if (!lp.a || !lp.rhs || !lp.obj || !z)
@@ -479,7 +485,8 @@ static int solve(const struct fleet *f, const struct fleet_demand *d, uint64_t m
         status = -ENOMEM;
         goto out;
     }
-    struct fleet_cover_lp lp = {pg.nvars, pg.nrows, pg.a, pg.demand, pg.cost, upper, true, NULL};
+    struct fleet_cover_lp lp = {pg.nvars, pg.nrows, pg.a, pg.demand, pg.cost, upper, true, NULL,
+                                NULL, 0};
     status = cover_solve(&lp, false, 0, x, &out->cost);
     if (status == LP_UNBOUNDED) /* perhaps not: see LP_PERTURB */
         status = cover_solve(&lp, false, LP_PERTURB, x, &out->cost);
@@ -555,6 +562,12 @@ int fleet_cover_solve(const struct fleet_cover_lp *c, double *x, double *value, 
  * FLEET_BB_SOLVES programs, or on a node whose program the simplex gave up on (kept at its
  * parent's value). */
 #define FLEET_BB_SOLVES 48
+/* and at most this much simplex work (tableau entries updated, about 0.3 s on this project's
+ * 2-core VM), in all and in any one solve: 48 solves took 2-3 s per mechanism on some lists of
+ * 64 workloads on four pools (a reviewer's, 2026-11-27; one solve of carve's 1.5 s). The open
+ * nodes bound every plan whenever the search stops, and a solve cut short is one the simplex
+ * gave up on (its node kept at its parent's value; the root's: no bound from the search). */
+#define FLEET_BB_WORK 3e8
 
 struct bb_node {
     double value;
@@ -565,7 +578,7 @@ struct bb_node {
 /* Solves the program pg with node n's ranges as rows; n->value stays at least its parent's.
  * Returns the simplex's status, or -ENOMEM. */
 static int bb_solve(const struct program *pg, const double *upper, const size_t *priced,
-                    size_t npriced, struct bb_node *n)
+                    size_t npriced, struct bb_node *n, double *work)
 {
     size_t rows = pg->nrows + 2 * npriced;
     double *a = calloc(rows * pg->nvars + 1, sizeof(double));
@@ -586,7 +599,8 @@ static int bb_solve(const struct program *pg, const double *upper, const size_t 
             demand[rows++] = -n->hi[j];
         }
     }
-    struct fleet_cover_lp lp = {pg->nvars, rows, a, demand, pg->cost, upper, true, NULL};
+    struct fleet_cover_lp lp = {pg->nvars, rows, a, demand, pg->cost, upper, true, NULL, work,
+                                FLEET_BB_WORK};
     double value = 0;
     status = cover_solve(&lp, false, 0, n->x, &value);
     if (status == LP_UNBOUNDED) /* perhaps not: see LP_PERTURB */
@@ -660,14 +674,15 @@ static int bb_search(const struct program *pg, const double *upper, const size_t
     struct bb_node *root = bb_new(npriced, pg->nvars, NULL);
     if (!root)
         return -ENOMEM;
-    int status = bb_solve(pg, upper, priced, npriced, root);
+    double work = 0;
+    int status = bb_solve(pg, upper, priced, npriced, root, &work);
     if (status != LP_OPTIMAL) { /* no bound from here: the caller keeps its own */
         bb_free(root);
         *value = 0;
         return status < 0 ? status : 0;
     }
     open[nopen++] = root;
-    for (int solves = 1; solves + 2 <= FLEET_BB_SOLVES;) {
+    for (int solves = 1; solves + 2 <= FLEET_BB_SOLVES && work < FLEET_BB_WORK;) {
         size_t least = 0;
         for (size_t k = 1; k < nopen; k++)
             least = open[k]->value < open[least]->value ? k : least;
@@ -683,8 +698,8 @@ static int bb_search(const struct program *pg, const double *upper, const size_t
             up->lo[j] = (double)(uint64_t)v + 1;
         }
         bb_free(n);
-        int sd = down && up ? bb_solve(pg, upper, priced, npriced, down) : -ENOMEM;
-        int su = sd >= 0 ? bb_solve(pg, upper, priced, npriced, up) : sd;
+        int sd = down && up ? bb_solve(pg, upper, priced, npriced, down, &work) : -ENOMEM;
+        int su = sd >= 0 ? bb_solve(pg, upper, priced, npriced, up, &work) : sd;
         solves += 2;
         if (sd < 0 || su < 0) {
             bb_free(down);

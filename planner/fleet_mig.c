@@ -368,7 +368,7 @@ static int solve_mig_cost(const struct fleet *f, const struct mig_model *const *
     int ret = -ENOMEM;
     if (a && demand && cost && x) {
         fill_program(f, gs, geo, ngeo, t, &pg, a, demand, cost);
-        struct fleet_cover_lp lp = {nc, pg.nrows, a, demand, cost, NULL, false, NULL};
+        struct fleet_cover_lp lp = {nc, pg.nrows, a, demand, cost, NULL, false, NULL, NULL, 0};
         ret = fleet_cover_solve(&lp, x, &out->value, &out->solved);
     }
     out->limited = limited;
