@@ -280,7 +280,8 @@ struct mig_model;
  * model (rules.mig_pool), else (or with no profile) a whole GPU of a pool that holds it. */
 #define FLEET_EXACT_MAX 64           /* items at most */
 #define FLEET_EXACT_STEPS 200000ul   /* assignments tried at most, beyond the fleet */
-#define FLEET_EXACT_PROOF_STEPS 1000000ul /* and to prove a plan within it the cheapest (35 ms) */
+#define FLEET_EXACT_PROOF_STEPS 1000000ul /* and to prove a plan within it the cheapest (35 ms
+                                              on a list of 24) */
 #define FLEET_EXACT_PER_GPU 1e-6     /* what a GPU adds to a plan's cost in the search: among
                                         plans of one cost (or unpriced) the fewer GPUs */
 #define FLEET_EXACT_ALONE (-1)

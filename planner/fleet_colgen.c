@@ -15,10 +15,10 @@
  * (the x of the sets that hold it sum to at least 1) and each counted pool buys at most its
  * count. A plan within the fleet is such a purchase (each of its GPUs' sets once), so the
  * program's least cost bounds every such plan. Its sets are too many to write out: it starts
- * from the plan's own GPUs and the lone workloads' sets, and each round adds, for each pool and
- * group, the sets its dual prices value most (a knapsack on memory, compute and places, by
- * branch and bound: the best COLGEN_PER_PRICING found) while they are worth more than the
- * pool's price.
+ * from the plan's own GPUs and the lone workloads' sets, and each round prices, for each pool
+ * and group, the sets its dual prices value most (a knapsack on memory, compute and places, by
+ * branch and bound: the best COLGEN_PER_PRICING found) and adds the COLGEN_ADD of them worth
+ * most above their pool's price.
  *
  * The bound is taken from each round's duals so that neither stopping early nor rounding can
  * raise it: with y per workload and w per counted pool (both >= 0), and P(q,g) the most any set
@@ -42,11 +42,10 @@
 #define COLGEN_NODES 100000ul /* knapsack nodes per pool and group and round */
 #define COLGEN_ALL_NODES 2000000ul /* and in all, per list and mechanism */
 #define COLGEN_ADD 16         /* sets added per round at most, the most valuable */
-/* The simplex's work, counted as sets^2 x rows per solve (its tableau is sets x (sets + rows),
- * and it pivots about once per set), for the rounds and again for the dive: about 0.1 s each
- * on this project's 2-core VM. The lists of 25-60 workloads on A100 + L4 + T4 need 1-4e7 for
- * their three shared mechanisms together; 64 on ten counted pools took 31 s without it. */
-#define COLGEN_WORK 3.0e7
+/* The simplex's work (tableau entries its pivots update), for the rounds and again for the
+ * dive, each: about 0.2 s on this project's 2-core VM. 64 workloads on ten counted pools took
+ * 31 s without it. */
+#define COLGEN_WORK 2.0e8
 #define COLGEN_DIVE_POOLS 3   /* pools each workload may go alone to in the dive: the cheapest */
 #define COLGEN_EPS 1e-9
 #define COLGEN_SLACK 1e-6     /* dollars taken off the bound */
@@ -260,8 +259,9 @@ static void add_column(struct colgen *cg, uint64_t set, size_t pool)
 }
 
 /* Solves the program over the columns so far: the duals (y, then w per counted pool) and the
- * solution x, or *solved false where the simplex gives up. */
-static int solve_round(struct colgen *cg, double *duals, double *x, bool *solved)
+ * solution x, or *solved false where the simplex gives up, or where its work (cg->work) passes
+ * limit. */
+static int solve_round(struct colgen *cg, double *duals, double *x, double limit, bool *solved)
 {
     size_t rows = cg->nrows, vars = cg->ncols;
     double *a = calloc(rows * vars + 1, sizeof(double));
@@ -284,10 +284,9 @@ static int solve_round(struct colgen *cg, double *duals, double *x, bool *solved
         if (cg->pool_row[c->pool] != SIZE_MAX)
             a[cg->pool_row[c->pool] * vars + j] = -1;
     }
-    struct fleet_cover_lp lp = {vars, rows, a, demand, cost, NULL, true, duals, NULL, 0};
+    struct fleet_cover_lp lp = {vars, rows, a, demand, cost, NULL, true, duals, &cg->work, limit};
     double value;
     ret = fleet_cover_solve(&lp, x, &value, solved);
-    cg->work += (double)vars * (double)vars * (double)rows;
 out:
     free(a);
     free(demand);
@@ -382,7 +381,7 @@ static int dive(struct colgen *cg, double *duals, double *x, struct cg_column *c
     double stop = cg->work + COLGEN_WORK;
     for (size_t step = 0; step < COLGEN_MAX && cg->uncovered && cg->work < stop; step++) {
         bool solved = false;
-        int ret = solve_round(cg, duals, x, &solved);
+        int ret = solve_round(cg, duals, x, stop, &solved);
         if (ret || !solved) {
             *nchosen = 0;
             return ret;
@@ -495,7 +494,7 @@ int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const 
                 add_column(cg, 1ull << i, q);
     for (int round = 0; round < COLGEN_ROUNDS && !ret && cg->work < COLGEN_WORK; round++) {
         bool solved = false;
-        ret = solve_round(cg, duals, x, &solved);
+        ret = solve_round(cg, duals, x, COLGEN_WORK, &solved);
         if (ret || !solved)
             break;
         size_t added;

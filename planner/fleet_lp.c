@@ -563,11 +563,13 @@ int fleet_cover_solve(const struct fleet_cover_lp *c, double *x, double *value, 
  * parent's value). */
 #define FLEET_BB_SOLVES 48
 /* and at most this much simplex work (tableau entries updated, about 0.3 s on this project's
- * 2-core VM), in all and in any one solve: 48 solves took 2-3 s per mechanism on some lists of
- * 64 workloads on four pools (a reviewer's, 2026-11-27; one solve of carve's 1.5 s). The open
- * nodes bound every plan whenever the search stops, and a solve cut short is one the simplex
- * gave up on (its node kept at its parent's value; the root's: no bound from the search). */
+ * 2-core VM), in all and in any one solve but the root's: 48 solves took 2-3 s per mechanism
+ * on some lists of 64 workloads on four pools (a reviewer's, 2026-11-27). The open nodes bound
+ * every plan whenever the search stops, and a solve cut short is one the simplex gave up on
+ * (its node kept at its parent's value). The root's solve has a budget of its own, larger: cut
+ * short, it leaves no bound from the search at all. */
 #define FLEET_BB_WORK 3e8
+#define FLEET_BB_ROOT_WORK 1e9
 
 struct bb_node {
     double value;
@@ -578,7 +580,7 @@ struct bb_node {
 /* Solves the program pg with node n's ranges as rows; n->value stays at least its parent's.
  * Returns the simplex's status, or -ENOMEM. */
 static int bb_solve(const struct program *pg, const double *upper, const size_t *priced,
-                    size_t npriced, struct bb_node *n, double *work)
+                    size_t npriced, struct bb_node *n, double *work, double work_limit)
 {
     size_t rows = pg->nrows + 2 * npriced;
     double *a = calloc(rows * pg->nvars + 1, sizeof(double));
@@ -600,7 +602,7 @@ static int bb_solve(const struct program *pg, const double *upper, const size_t 
         }
     }
     struct fleet_cover_lp lp = {pg->nvars, rows, a, demand, pg->cost, upper, true, NULL, work,
-                                FLEET_BB_WORK};
+                                work_limit};
     double value = 0;
     status = cover_solve(&lp, false, 0, n->x, &value);
     if (status == LP_UNBOUNDED) /* perhaps not: see LP_PERTURB */
@@ -675,7 +677,7 @@ static int bb_search(const struct program *pg, const double *upper, const size_t
     if (!root)
         return -ENOMEM;
     double work = 0;
-    int status = bb_solve(pg, upper, priced, npriced, root, &work);
+    int status = bb_solve(pg, upper, priced, npriced, root, &work, FLEET_BB_ROOT_WORK);
     if (status != LP_OPTIMAL) { /* no bound from here: the caller keeps its own */
         bb_free(root);
         *value = 0;
@@ -698,8 +700,9 @@ static int bb_search(const struct program *pg, const double *upper, const size_t
             up->lo[j] = (double)(uint64_t)v + 1;
         }
         bb_free(n);
-        int sd = down && up ? bb_solve(pg, upper, priced, npriced, down, &work) : -ENOMEM;
-        int su = sd >= 0 ? bb_solve(pg, upper, priced, npriced, up, &work) : sd;
+        int sd = down && up ? bb_solve(pg, upper, priced, npriced, down, &work, FLEET_BB_WORK)
+                            : -ENOMEM;
+        int su = sd >= 0 ? bb_solve(pg, upper, priced, npriced, up, &work, FLEET_BB_WORK) : sd;
         solves += 2;
         if (sd < 0 || su < 0) {
             bb_free(down);

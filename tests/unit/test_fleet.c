@@ -342,7 +342,27 @@ static void check_rules(const struct fleet *f, const struct fleet_workloads *ws,
                     assert_true(n[g] <= 7);
             }
             assert_int_equal(p->use[g].memory_used_mib, mem[g]);
+            assert_int_equal(p->use[g].tenants, n[g]);
+            if (m != FLEET_MIG)
+                assert_int_equal(p->use[g].compute_bp, comp[g]);
         }
+        /* the counts the plan reports are those of its GPUs (the searches and repairs that
+           replace a plan make them again) */
+        uint64_t by_pool[FLEET_MAX_POOLS] = {0}, beyond = 0;
+        double cost = 0;
+        for (uint64_t g = 0; g < p->gpus; g++) {
+            by_pool[p->use[g].pool]++;
+            cost += f->pools[p->use[g].pool].price;
+        }
+        for (size_t q = 0; q < f->npools; q++) {
+            assert_int_equal(p->gpus_by_pool[q], by_pool[q]);
+            if (f->pools[q].count != FLEET_UNLIMITED && by_pool[q] > f->pools[q].count)
+                beyond += by_pool[q] - f->pools[q].count;
+        }
+        assert_int_equal(p->shortage, beyond);
+        if (cost > p->cost_per_hour + 1e-6 || cost < p->cost_per_hour - 1e-6)
+            fail_msg("%s: the GPUs cost $%.6f/h, the plan says $%.6f/h", fleet_mech_name(m), cost,
+                     p->cost_per_hour);
         if (m == FLEET_WHOLE)
             assert_int_equal(p->gpus, ws->n - r->nimpossible);
         free(mem);
