@@ -183,6 +183,9 @@ struct fleet_gpu_list {
 };
 long fleet_gpu_open(const struct fleet *f, struct fleet_gpu_list *g, struct fleet_plan *p,
                     uint64_t *pool_left, int pool);
+/* Empties p's GPUs (g) and counts, to open them again: left gets each pool's count. */
+void fleet_gpu_restart(const struct fleet *f, struct fleet_gpu_list *g, struct fleet_plan *p,
+                       uint64_t left[FLEET_MAX_POOLS]);
 /* The pools in the order shared GPUs are opened: cheapest per MiB first (spec order when no
  * prices are given, or on ties). */
 void fleet_pool_order(const struct fleet *f, size_t order[FLEET_MAX_POOLS]);

@@ -414,15 +414,7 @@ static int adopt(const struct fleet *f, const struct fleet_workloads *ws, const 
                  struct fleet_plan *p, struct fleet_gpu_list *g)
 {
     uint64_t left[FLEET_MAX_POOLS];
-    for (size_t q = 0; q < f->npools; q++)
-        left[q] = f->pools[q].count;
-    p->gpus = 0;
-    memset(p->gpus_by_pool, 0, sizeof(p->gpus_by_pool));
-    p->shortage = 0;
-    p->cost_per_hour = 0;
-    p->alone = 0;
-    p->placed = 0;
-    g->n = 0;
+    fleet_gpu_restart(f, g, p, left);
     for (size_t k = 0; k < nchosen; k++) {
         long gi = fleet_gpu_open(f, g, p, left, (int)chosen[k].pool);
         if (gi < 0)

@@ -393,16 +393,8 @@ void fleet_exact_within(const struct fleet *f, const struct fleet_workloads *ws,
 int fleet_exact_adopt(const struct fleet *f, const struct fleet_exact_plan *e,
                       struct fleet_gpu_list *g, struct fleet_plan *p)
 {
-    p->gpus = 0;
-    memset(p->gpus_by_pool, 0, sizeof(p->gpus_by_pool));
-    p->shortage = 0;
-    p->cost_per_hour = 0;
-    p->alone = 0;
-    p->placed = 0;
     uint64_t left[FLEET_MAX_POOLS];
-    for (size_t q = 0; q < f->npools; q++)
-        left[q] = f->pools[q].count;
-    g->n = 0;
+    fleet_gpu_restart(f, g, p, left);
     for (size_t j = 0; j < e->ngpus; j++)
         if (fleet_gpu_open(f, g, p, left, e->pool[j]) < 0)
             return -ENOMEM;

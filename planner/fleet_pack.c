@@ -161,6 +161,20 @@ long fleet_gpu_open(const struct fleet *f, struct fleet_gpu_list *g, struct flee
     return (long)g->n++;
 }
 
+void fleet_gpu_restart(const struct fleet *f, struct fleet_gpu_list *g, struct fleet_plan *p,
+                       uint64_t left[FLEET_MAX_POOLS])
+{
+    for (size_t q = 0; q < f->npools; q++)
+        left[q] = f->pools[q].count;
+    p->gpus = 0;
+    memset(p->gpus_by_pool, 0, sizeof(p->gpus_by_pool));
+    p->shortage = 0;
+    p->cost_per_hour = 0;
+    p->alone = 0;
+    p->placed = 0;
+    g->n = 0;
+}
+
 void fleet_gpu_add(struct fleet_gpu_use *u, const struct fleet_workload *w, uint64_t held)
 {
     u->tenants++;
