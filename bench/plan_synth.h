@@ -28,37 +28,30 @@ static inline uint32_t plan_synth_between(uint32_t lo, uint32_t hi)
  * services, 2% untrusted tenants. Memory in MiB, compute in basis points. */
 static inline void plan_synth(struct fleet_workload *w, size_t i)
 {
+    static const struct {
+        uint32_t below; /* of 100: the kinds before and this one */
+        const char *name;
+        uint32_t mem_lo, mem_hi;
+        uint32_t bp_lo, bp_hi;
+        int latency, trust;
+    } kinds[] = {
+        {40, "notebook", 1024, 8192, 100, 800, FLEET_LAT_RELAXED, FLEET_TRUSTED},
+        {65, "serve", 2048, 12288, 300, 1500, FLEET_LAT_STRICT, FLEET_TRUSTED},
+        {90, "batch", 4096, 12288, 500, 1200, FLEET_LAT_RELAXED, FLEET_TRUSTED},
+        {98, "svc", 2048, 16384, 500, 2000, FLEET_LAT_NORMAL, FLEET_TRUSTED},
+        {100, "tenant", 4096, 16384, 500, 2000, FLEET_LAT_NORMAL, FLEET_UNTRUSTED},
+    };
     uint32_t kind = plan_synth_rng() % 100;
+    size_t k = 0;
+    while (kind >= kinds[k].below)
+        k++;
     memset(w, 0, sizeof(*w));
     w->line = (uint32_t)i + 2;
-    w->trust = FLEET_TRUSTED;
-    if (kind < 40) {
-        snprintf(w->name, sizeof(w->name), "notebook-%zu", i);
-        w->memory_mib = plan_synth_between(1024, 8192);
-        w->compute_bp = plan_synth_between(100, 800);
-        w->latency = FLEET_LAT_RELAXED;
-    } else if (kind < 65) {
-        snprintf(w->name, sizeof(w->name), "serve-%zu", i);
-        w->memory_mib = plan_synth_between(2048, 12288);
-        w->compute_bp = plan_synth_between(300, 1500);
-        w->latency = FLEET_LAT_STRICT;
-    } else if (kind < 90) {
-        snprintf(w->name, sizeof(w->name), "batch-%zu", i);
-        w->memory_mib = plan_synth_between(4096, 12288);
-        w->compute_bp = plan_synth_between(500, 1200);
-        w->latency = FLEET_LAT_RELAXED;
-    } else if (kind < 98) {
-        snprintf(w->name, sizeof(w->name), "svc-%zu", i);
-        w->memory_mib = plan_synth_between(2048, 16384);
-        w->compute_bp = plan_synth_between(500, 2000);
-        w->latency = FLEET_LAT_NORMAL;
-    } else {
-        snprintf(w->name, sizeof(w->name), "tenant-%zu", i);
-        w->memory_mib = plan_synth_between(4096, 16384);
-        w->compute_bp = plan_synth_between(500, 2000);
-        w->latency = FLEET_LAT_NORMAL;
-        w->trust = FLEET_UNTRUSTED;
-    }
+    snprintf(w->name, sizeof(w->name), "%s-%zu", kinds[k].name, i);
+    w->memory_mib = plan_synth_between(kinds[k].mem_lo, kinds[k].mem_hi);
+    w->compute_bp = plan_synth_between(kinds[k].bp_lo, kinds[k].bp_hi);
+    w->latency = kinds[k].latency;
+    w->trust = kinds[k].trust;
 }
 
 /* The list of seed seed starts here: workload i is the i-th drawn after it. */
