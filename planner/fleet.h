@@ -249,9 +249,11 @@ int fleet_cost_bound(const struct fleet *f, const struct fleet_demand *d, bool w
 /* The same program with a whole number of GPUs of each pool for each group and class (every
  * plan buys whole GPUs), by branch and bound: *value, a lower bound on every plan that
  * fleet_cost_bound's (with the same within_fleet) bounds, at least that bound and at most
- * plan_cost, the cost of one such plan; 0 when the program has no solution. 0, or -ENOMEM. */
+ * plan_cost, the cost of one such plan; 0 when the program has no solution. floor > 0: a
+ * bound known from elsewhere on the same plans, a row of the program (the whole purchases
+ * that cost at least floor, as every plan does, may all cost more). 0, or -ENOMEM. */
 int fleet_cost_bound_whole(const struct fleet *f, const struct fleet_demand *d,
-                           bool within_fleet, double plan_cost, double *value);
+                           bool within_fleet, double floor, double plan_cost, double *value);
 /* The pool a lone workload of memory_mib goes to: the cheapest per hour that fits and has a
  * GPU left (pool_left), else the cheapest that fits; -1 if none fits. */
 int fleet_pick_pool(const struct fleet *f, const uint64_t *pool_left, uint64_t memory_mib);

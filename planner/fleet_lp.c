@@ -280,7 +280,7 @@ static void number_vars(const struct fleet *f, const struct fleet_demand *d,
     pg->nrows = 0;
     pg->cap = FLEET_GROUPS * (d->nclass + 2 * d->nband + (3 + FLEET_PAIR_LIMITS) * f->npools +
                               2 * FLEET_TANGENTS * d->nband * f->npools) +
-              d->nclass + f->npools;
+              d->nclass + f->npools + 1; /* + 1: fleet_cost_bound_whole's floor */
 }
 
 /* Pool i's GPUs against a pair limit k (2 <= k <= C/2, C its memory): a workload above C - k
@@ -570,6 +570,9 @@ int fleet_cover_solve(const struct fleet_cover_lp *c, double *x, double *value, 
  * short, it leaves no bound from the search at all. */
 #define FLEET_BB_WORK 3e8
 #define FLEET_BB_ROOT_WORK 1e9
+/* With a floor (fleet_cost_bound_whole), in all: it runs after the other bounds, on lists of a
+ * few dozen (the floor's program on 64 workloads on four pools: 2-6e7 a root solve). */
+#define FLEET_BB_FLOOR_WORK 1e8
 
 struct bb_node {
     double value;
@@ -668,7 +671,8 @@ static void bb_free(struct bb_node *n)
 
 /* The search over the program pg; *value: the least open value, at most plan_cost. */
 static int bb_search(const struct program *pg, const double *upper, const size_t *priced,
-                     size_t npriced, double plan_cost, double *value)
+                     size_t npriced, double plan_cost, double root_limit, double work_limit,
+                     double *value)
 {
     struct bb_node *open[2 * FLEET_BB_SOLVES + 2];
     size_t nopen = 0;
@@ -677,14 +681,14 @@ static int bb_search(const struct program *pg, const double *upper, const size_t
     if (!root)
         return -ENOMEM;
     double work = 0;
-    int status = bb_solve(pg, upper, priced, npriced, root, &work, FLEET_BB_ROOT_WORK);
+    int status = bb_solve(pg, upper, priced, npriced, root, &work, root_limit);
     if (status != LP_OPTIMAL) { /* no bound from here: the caller keeps its own */
         bb_free(root);
         *value = 0;
         return status < 0 ? status : 0;
     }
     open[nopen++] = root;
-    for (int solves = 1; solves + 2 <= FLEET_BB_SOLVES && work < FLEET_BB_WORK;) {
+    for (int solves = 1; solves + 2 <= FLEET_BB_SOLVES && work < work_limit;) {
         size_t least = 0;
         for (size_t k = 1; k < nopen; k++)
             least = open[k]->value < open[least]->value ? k : least;
@@ -700,9 +704,9 @@ static int bb_search(const struct program *pg, const double *upper, const size_t
             up->lo[j] = (double)(uint64_t)v + 1;
         }
         bb_free(n);
-        int sd = down && up ? bb_solve(pg, upper, priced, npriced, down, &work, FLEET_BB_WORK)
+        int sd = down && up ? bb_solve(pg, upper, priced, npriced, down, &work, work_limit)
                             : -ENOMEM;
-        int su = sd >= 0 ? bb_solve(pg, upper, priced, npriced, up, &work, FLEET_BB_WORK) : sd;
+        int su = sd >= 0 ? bb_solve(pg, upper, priced, npriced, up, &work, work_limit) : sd;
         solves += 2;
         if (sd < 0 || su < 0) {
             bb_free(down);
@@ -736,7 +740,7 @@ out:
 }
 
 int fleet_cost_bound_whole(const struct fleet *f, const struct fleet_demand *d,
-                           bool within_fleet, double plan_cost, double *value)
+                           bool within_fleet, double floor, double plan_cost, double *value)
 {
     *value = 0;
     uint64_t max_mem = 0;
@@ -751,6 +755,16 @@ int fleet_cost_bound_whole(const struct fleet *f, const struct fleet_demand *d,
     int ret = build_program(f, d, max_mem, within_fleet, &v, &pg, &upper);
     if (ret)
         goto out;
+    /* every plan costs at least floor: a purchase that costs less is none. The row is the
+       cost's own, each price raised by a different millionth or less: a row equal to the
+       objective left the simplex so degenerate that the root's solve ran past 1e9 (64
+       workloads on four pools); raised, the row still holds for every purchase that costs at
+       least floor, so the bound stays one */
+    if (floor > 0) {
+        double *row = new_row(&pg, floor);
+        for (size_t j = 0; j < pg.nvars; j++)
+            row[j] = pg.cost[j] * (1 + 1e-6 * (double)(j + 1) / (double)pg.nvars);
+    }
     for (size_t i = 0; i < f->npools; i++) {
         for (size_t g = 0; g < FLEET_GROUPS; g++)
             if (v.shared[g][i] != NO_VAR)
@@ -759,7 +773,9 @@ int fleet_cost_bound_whole(const struct fleet *f, const struct fleet_demand *d,
             if (v.lone[k][i] != NO_VAR)
                 priced[npriced++] = v.lone[k][i];
     }
-    ret = bb_search(&pg, upper, priced, npriced, plan_cost, value);
+    double root_limit = floor > 0 ? FLEET_BB_FLOOR_WORK : FLEET_BB_ROOT_WORK;
+    double work_limit = floor > 0 ? FLEET_BB_FLOOR_WORK : FLEET_BB_WORK;
+    ret = bb_search(&pg, upper, priced, npriced, plan_cost, root_limit, work_limit, value);
 out:
     free_program(&pg, upper);
     return ret;

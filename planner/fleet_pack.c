@@ -772,7 +772,8 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
        pools the search doubled the planning time for under 0.05 points of gap) */
     double whole = 0;
     if (!ret && s->lp.solved && p->gpus <= FLEET_BB_MAX_GPUS)
-        ret = fleet_cost_bound_whole(held, &s->d, s->lp.within_fleet, p->cost_per_hour, &whole);
+        ret = fleet_cost_bound_whole(held, &s->d, s->lp.within_fleet, 0, p->cost_per_hour,
+                                     &whole);
     p->cost_lower_bound = dmax(p->cost_lower_bound, whole);
     /* on a list of few sizes, by the sets of them each GPU holds */
     double by_patterns = 0;
@@ -794,6 +795,16 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         fleet_plan_gap(f, p) > 0)
         ret = fleet_colgen(f, ws, possible, mech, &s->r, p, &g, &by_sets);
     p->cost_lower_bound = dmax(p->cost_lower_bound, by_sets);
+    /* the sets' (or the patterns') bound is fractional: the whole purchases that the cost
+       bound's program allows and that cost at least it may all cost more */
+    if (!ret && s->lp.solved && s->lp.within_fleet && !p->shortage &&
+        p->gpus <= FLEET_BB_MAX_GPUS && !p->proved_cheapest && fleet_gap_in_cost(f) &&
+        p->cost_lower_bound > whole + 1e-9 && fleet_plan_gap(f, p) > 0) {
+        double lifted = 0;
+        ret = fleet_cost_bound_whole(held, &s->d, true, p->cost_lower_bound, p->cost_per_hour,
+                                     &lifted);
+        p->cost_lower_bound = dmax(p->cost_lower_bound, lifted);
+    }
     finish_plan(f, p, &g);
     describe_plan(p, mech, &s->r);
     free(keys);
