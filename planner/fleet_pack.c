@@ -484,6 +484,41 @@ static int search_exactly(const struct fleet *f, const struct fleet_workloads *w
     return 0;
 }
 
+/* A short list's plan still more than TOWARD_STEP above its bound, after the search for any
+ * cheaper plan was cut short: searched for a plan within TOWARD_STEP of the bound instead,
+ * where the cap cuts far more branches. One it finds takes the plan's place; a search that
+ * ends without one raises the bound by TOWARD_STEP (no plan costs less than the cap: the
+ * search counts each GPU FLEET_EXACT_PER_GPU dearer, so less that much a workload and one
+ * more), and the next round looks again from there, while the plan is above the next cap.
+ * On 68 lists of 25-64 on four fleets, plans above 2% of their bound: MPS 30 -> 28, carve
+ * 32 -> 31 (on H100-80GB + A100-40GB, where one A100 is 4-9% of a plan, MPS 14 -> 12), at no
+ * time to speak of. Priced fleets only. 0, or -ENOMEM. */
+#define TOWARD_STEP 0.02
+#define TOWARD_ROUNDS 4
+static int search_toward_bound(const struct fleet *f, const struct fleet_workloads *ws,
+                               const uint8_t *possible, int mech, const struct mech_rules *r,
+                               struct fleet_plan *p, struct fleet_gpu_list *g)
+{
+    for (int round = 0; round < TOWARD_ROUNDS; round++) {
+        double cap = p->cost_lower_bound * (1 + TOWARD_STEP);
+        if (p->cost_lower_bound <= 0 || cap >= p->cost_per_hour)
+            return 0;
+        const struct fleet_exact_limits lim = {.below_cost = cap,
+                                               .steps = FLEET_EXACT_PROOF_STEPS};
+        struct fleet_exact_plan e;
+        int ret = search_exactly(f, ws, possible, mech, r, &lim, p, g, &e);
+        if (ret)
+            return ret;
+        if (e.found)
+            continue; /* the plan is below the cap now */
+        if (!e.exhaustive)
+            return 0;
+        p->cost_lower_bound = dmax(p->cost_lower_bound,
+                                   cap - (double)(p->placed + 1) * FLEET_EXACT_PER_GPU);
+    }
+    return 0;
+}
+
 bool fleet_proof_worth(const struct fleet *f)
 {
     bool counted = false;
@@ -805,6 +840,8 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
                                      &lifted);
         p->cost_lower_bound = dmax(p->cost_lower_bound, lifted);
     }
+    if (!ret && !p->shortage && fleet_gap_in_cost(f) && !p->proved_cheapest)
+        ret = search_toward_bound(f, ws, possible, mech, &s->r, p, &g);
     finish_plan(f, p, &g);
     describe_plan(p, mech, &s->r);
     free(keys);

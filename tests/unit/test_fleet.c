@@ -807,6 +807,45 @@ static void test_two_pools_proved(void **state)
     }
 }
 
+/* Carve on a list of 30 on H100-80GB:3 + A100-40GB:4 + L4 + T4: $15.82, 2.9% above its bound,
+ * the search for any cheaper plan cut short; the search for one within 2% of the bound
+ * (search_toward_bound) finds $15.52. */
+static void test_toward_bound(void **state)
+{
+    static const struct {
+        unsigned gib, pct;
+        int latency, untrusted;
+    } list[] = {
+        {14, 26, FLEET_LAT_STRICT, 0},  {17, 37, FLEET_LAT_NORMAL, 0},  {2, 9, FLEET_LAT_NORMAL, 0},
+        {25, 42, FLEET_LAT_NORMAL, 0},  {28, 41, FLEET_LAT_STRICT, 0},  {5, 31, FLEET_LAT_RELAXED, 0},
+        {8, 12, FLEET_LAT_NORMAL, 0},   {20, 40, FLEET_LAT_STRICT, 1},  {12, 27, FLEET_LAT_RELAXED, 0},
+        {18, 22, FLEET_LAT_STRICT, 0},  {1, 18, FLEET_LAT_NORMAL, 0},   {30, 21, FLEET_LAT_STRICT, 0},
+        {14, 48, FLEET_LAT_STRICT, 0},  {15, 41, FLEET_LAT_RELAXED, 0}, {33, 35, FLEET_LAT_NORMAL, 1},
+        {7, 38, FLEET_LAT_NORMAL, 0},   {9, 53, FLEET_LAT_NORMAL, 1},   {37, 46, FLEET_LAT_NORMAL, 0},
+        {15, 5, FLEET_LAT_RELAXED, 0},  {17, 24, FLEET_LAT_NORMAL, 0},  {30, 41, FLEET_LAT_RELAXED, 0},
+        {20, 16, FLEET_LAT_RELAXED, 0}, {37, 5, FLEET_LAT_STRICT, 0},   {16, 38, FLEET_LAT_RELAXED, 0},
+        {24, 40, FLEET_LAT_RELAXED, 0}, {9, 34, FLEET_LAT_STRICT, 1},   {2, 28, FLEET_LAT_RELAXED, 0},
+        {2, 14, FLEET_LAT_RELAXED, 0},  {13, 40, FLEET_LAT_RELAXED, 0}, {18, 9, FLEET_LAT_STRICT, 0},
+    };
+    struct fleet_workloads ws = {0};
+    for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++)
+        add(&ws, list[i].gib * 1024ull, list[i].pct * 100, list[i].latency,
+            list[i].untrusted ? FLEET_UNTRUSTED : FLEET_TRUSTED);
+    struct fleet f = fleet_of("H100-80GB:3@2.49,A100-40GB:4@1.20,L4@0.80,T4@0.35");
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    struct fleet_result r;
+    assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+    check_rules(&f, &ws, &r, &o);
+    const struct fleet_plan *p = &r.plans[FLEET_CARVE];
+    assert_int_equal(p->shortage, 0);
+    assert_true(p->cost_per_hour < 15.6);
+    assert_true(fleet_plan_gap(&f, p) < 2.0);
+    fleet_result_free(&r);
+    fleet_workloads_free(&ws);
+}
+
 /* Lists of a few dozen workloads: the bound by the sets each GPU holds (fleet_colgen.c). Random
  * lists of 25-60 workloads of 1-20 GiB (a third up to 45) and 1-60% on A100 + L4 + T4, mixed
  * latency classes, one in ten untrusted: the fractional bounds left time-slicing, MPS and carve
@@ -1784,6 +1823,7 @@ int main(void)
         cmocka_unit_test(test_cost_bound_below_optimum),
         cmocka_unit_test(test_short_list_proved),
         cmocka_unit_test(test_two_pools_proved),
+        cmocka_unit_test(test_toward_bound),
         cmocka_unit_test_setup_teardown(test_dozens_bound, rng_keep, rng_give_back),
         cmocka_unit_test(test_mixed_within_two_percent),
         cmocka_unit_test(test_mig_cost_bound_below_optimum), /* restores the generator */
