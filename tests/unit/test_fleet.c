@@ -746,6 +746,19 @@ static void test_short_list_proved(void **state)
     fleet_workloads_free(&ws);
 }
 
+/* A workload of a list written out in a test: GiB, percent, latency class, untrusted. */
+struct listed {
+    unsigned gib, pct;
+    int latency, untrusted;
+};
+
+static void add_listed(struct fleet_workloads *ws, const struct listed *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        add(ws, list[i].gib * 1024ull, list[i].pct * 100, list[i].latency,
+            list[i].untrusted ? FLEET_UNTRUSTED : FLEET_TRUSTED);
+}
+
 /* Two lists of 30 on H100-80GB + A100-40GB, where one A100 is 7-9% of a plan and only a
  * proof brings the gap under 2%. MPS on the first: its plan ($16.80) was 7.7% above its bound,
  * the proof search cut short at a million steps (55 million to the end) because MPS's groups
@@ -754,10 +767,7 @@ static void test_short_list_proved(void **state)
  * cost bound's program allows all cost $13.20 (fleet_cost_bound_whole's floor). */
 static void test_two_pools_proved(void **state)
 {
-    static const struct {
-        unsigned gib, pct;
-        int latency, untrusted;
-    } first[] = {
+    static const struct listed first[] = {
         {11, 43, FLEET_LAT_STRICT, 0},  {34, 34, FLEET_LAT_RELAXED, 0}, {18, 54, FLEET_LAT_NORMAL, 0},
         {6, 58, FLEET_LAT_NORMAL, 0},   {17, 20, FLEET_LAT_NORMAL, 0},  {14, 40, FLEET_LAT_NORMAL, 0},
         {8, 56, FLEET_LAT_NORMAL, 0},   {4, 6, FLEET_LAT_STRICT, 0},    {12, 11, FLEET_LAT_RELAXED, 0},
@@ -786,13 +796,7 @@ static void test_two_pools_proved(void **state)
     o.keep_assignment = true;
     for (int list = 0; list < 2; list++) {
         struct fleet_workloads ws = {0};
-        for (size_t i = 0; i < 30; i++) {
-            unsigned gib = list ? second[i].gib : first[i].gib;
-            unsigned pct = list ? second[i].pct : first[i].pct;
-            int lat = list ? second[i].latency : first[i].latency;
-            int untrusted = list ? second[i].untrusted : first[i].untrusted;
-            add(&ws, gib * 1024ull, pct * 100, lat, untrusted ? FLEET_UNTRUSTED : FLEET_TRUSTED);
-        }
+        add_listed(&ws, list ? second : first, 30);
         struct fleet_result r;
         assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
         check_rules(&f, &ws, &r, &o);
@@ -812,10 +816,7 @@ static void test_two_pools_proved(void **state)
  * (search_toward_bound) finds $15.52. */
 static void test_toward_bound(void **state)
 {
-    static const struct {
-        unsigned gib, pct;
-        int latency, untrusted;
-    } list[] = {
+    static const struct listed list[] = {
         {14, 26, FLEET_LAT_STRICT, 0},  {17, 37, FLEET_LAT_NORMAL, 0},  {2, 9, FLEET_LAT_NORMAL, 0},
         {25, 42, FLEET_LAT_NORMAL, 0},  {28, 41, FLEET_LAT_STRICT, 0},  {5, 31, FLEET_LAT_RELAXED, 0},
         {8, 12, FLEET_LAT_NORMAL, 0},   {20, 40, FLEET_LAT_STRICT, 1},  {12, 27, FLEET_LAT_RELAXED, 0},
@@ -828,9 +829,7 @@ static void test_toward_bound(void **state)
         {2, 14, FLEET_LAT_RELAXED, 0},  {13, 40, FLEET_LAT_RELAXED, 0}, {18, 9, FLEET_LAT_STRICT, 0},
     };
     struct fleet_workloads ws = {0};
-    for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++)
-        add(&ws, list[i].gib * 1024ull, list[i].pct * 100, list[i].latency,
-            list[i].untrusted ? FLEET_UNTRUSTED : FLEET_TRUSTED);
+    add_listed(&ws, list, sizeof(list) / sizeof(list[0]));
     struct fleet f = fleet_of("H100-80GB:3@2.49,A100-40GB:4@1.20,L4@0.80,T4@0.35");
     struct fleet_options o;
     fleet_options_defaults(&o);
