@@ -461,7 +461,7 @@ static double root_bound(const struct fleet *f, const struct fleet_workloads *ws
                          const struct fleet_exact_rules *r, const struct fleet_exact_limits *lim)
 {
     struct exact_search *s = malloc(sizeof(*s));
-    struct fleet_exact_plan scratch;
+    struct fleet_exact_plan scratch = {0}; /* search_init's best: not read */
     if (!s)
         return 0;
     search_init(s, f, ws, items, n, r, lim, &scratch);
@@ -510,8 +510,11 @@ static bool search_by_group(const struct fleet *f, const struct fleet_workloads 
         size_t g = 0;
         while (g < ngroups && groups[g] != items[i].group)
             g++;
-        if (g == ngroups && ngroups <= FLEET_GROUPS)
-            groups[ngroups++] = items[i].group;
+        if (g < ngroups)
+            continue;
+        if (ngroups > FLEET_GROUPS)
+            return false; /* more groups than the rules make: search as one list */
+        groups[ngroups++] = items[i].group;
     }
     if (r->mig || ngroups < 2 || !counts_never_bind(f, n))
         return false;
