@@ -249,12 +249,24 @@ check "salloc --gpu-memory=0 is refused (rc $rc): $(echo "$out" | head -1 | cut 
 queued=$(squeue -h | wc -l)
 check "nothing was queued by the refused submissions ($queued jobs)" "$([ "$queued" -eq 0 ]; echo $?)"
 
+# A step the plugin refuses: its reason reaches srun's stderr through Slurm's I/O forwarding,
+# which once lost it (rc 1 and no line, 2026-11-27, a fresh clone's full run), and slurmstepd
+# writes it to slurmd.log. So the reason is looked for in either; the log's matching lines are
+# counted before the step, so that an earlier step's line does not count.
+why_lines() { grep -c -- "$1" "$T/log/slurmd.log"; }
+more_why_lines() { [ "$(why_lines "$1")" -gt "$2" ]; }
+refused() { # refused RC OUT WHY LINES_BEFORE: the step failed, and why
+    [ "$1" -ne 0 ] || return 1
+    echo "$2" | grep -q -- "$3" || wait_for 50 more_why_lines "$3" "$4"
+}
 # 1b. A value the node cannot give (more than its GPU has) fails the job's tasks, saying why.
+why="carve: job [0-9]*: --gpu-memory 100G is more than GPU 0 has"
+before=$(why_lines "$why")
 out=$(srun --gpu-memory=100G true 2>&1)
 rc=$?
 echo "$out" | sed 's/^/    /'
 check "srun --gpu-memory=100G on an 8 GiB GPU: the task fails (rc $rc) with carve's reason" \
-    "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "carve: job [0-9]*: --gpu-memory 100G is more than GPU 0 has"; echo $?)"
+    "$(refused "$rc" "$out" "$why" "$before"; echo $?)"
 
 # 2. Two jobs of 2 shards each share the GPU at once, each in its own capped slice.
 a=$(submit --gres=shard:2 --gpu-memory=2G -o A.out --wrap "$MEMHOG --label A --max 4096 --hold 6")
@@ -294,35 +306,42 @@ out=$(srun --gres=shard:1 "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
 check "srun --gres=shard:1 alone: compute 25%+ (1 of 4 shards)" \
     "$(echo "$out" | grep -Eq 'compute 25%\+ +1/1 steps alive'; echo $?)"
 # a guarantee holds room other jobs' guarantees are refused: only within Slurm's allocation
+why="carve: job [0-9]*: --gpu-compute=50%+ guarantees more than the job's 1 of 4 shards"
+before=$(why_lines "$why")
 out=$(srun --gres=shard:1 --gpu-compute=50%+ true 2>&1)
 rc=$?
 echo "$out" | sed 's/^/    /'
 check "srun --gres=shard:1 --gpu-compute=50%+: the task fails (rc $rc), 1 of 4 shards give 25%+" \
-    "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "carve: job [0-9]*: --gpu-compute=50%+ guarantees more than the job's 1 of 4 shards"; echo $?)"
+    "$(refused "$rc" "$out" "$why" "$before"; echo $?)"
+why="no GPU and no shard on this node.*(--gpu-compute=30%)"
+before=$(why_lines "$why")
 out=$(srun --gpu-compute=30%+ true 2>&1)
 rc=$?
 echo "$out" | sed 's/^/    /'
 check "srun --gpu-compute=30%+ with no GPU and no shard: the task fails (rc $rc), a cap is offered" \
-    "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "no GPU and no shard on this node.*(--gpu-compute=30%)"; echo $?)"
+    "$(refused "$rc" "$out" "$why" "$before"; echo $?)"
 # what the user exports does not count as Slurm's: SLURM_STEP_GPUS and SLURM_SHARDS_ON_NODE
 # do not reach the plugin, and an srun step's SLURM_JOB_GPUS (its caller's) is not read
 for var in SLURM_STEP_GPUS=0 SLURM_SHARDS_ON_NODE=4 SLURM_JOB_GPUS=0; do
+    before=$(why_lines "$why")
     out=$(env "$var" srun --gpu-compute=30%+ true 2>&1)
     rc=$?
+    echo "$out" | sed 's/^/    /'
     check "$var srun --gpu-compute=30%+ (exported by the user): no guarantee (rc $rc)" \
-        "$([ "$rc" -ne 0 ] && echo "$out" | grep -q "no GPU and no shard on this node"; echo $?)"
+        "$(refused "$rc" "$out" "$why" "$before"; echo $?)"
 done
 # gres.conf (the GPU's shard count) unreadable: a shard job's step is refused, naming the
 # file, the errno text and the share it would have lost, in its stderr and slurmd's log; a
 # cap needs no count. plugstack.conf is read again by each step's slurmstepd.
 cp "$T/etc/plugstack.conf" "$T/etc/plugstack.conf.good"
 echo "required $PLUGIN simulate state_dir=$T/carve gres_conf=$T/etc/missing.conf" >"$T/etc/plugstack.conf"
+why="cannot read $T/etc/missing.conf (plugstack.conf's gres_conf=) for the shard count of a GPU: No such file or directory; without it the job's 1 shard gives no compute share, so its tasks are not started"
+before=$(why_lines "$why")
 out=$(srun --gres=shard:1 true 2>&1)
 rc=$?
 echo "$out" | sed 's/^/    /'
-why="cannot read $T/etc/missing.conf (plugstack.conf's gres_conf=) for the shard count of a GPU: No such file or directory; without it the job's 1 shard gives no compute share, so its tasks are not started"
 check "gres_conf= unreadable: srun --gres=shard:1 fails (rc $rc), naming the file and errno" \
-    "$([ "$rc" -ne 0 ] && echo "$out" | grep -qF "$why" && grep -qF "$why" "$T/log/slurmd.log"; echo $?)"
+    "$(refused "$rc" "$out" "$why" "$before" && grep -qF "$why" "$T/log/slurmd.log"; echo $?)"
 out=$(srun --gres=shard:1 --gpu-compute=10% "$CLEANUP" --state-dir "$T/carve" --dry-run 2>&1)
 check "gres_conf= unreadable: srun --gres=shard:1 --gpu-compute=10% (a cap) still runs capped" \
     "$(echo "$out" | grep -Eq 'compute 10% +1/1 steps alive'; echo $?)"
