@@ -530,19 +530,13 @@ static bool search_by_group(const struct fleet *f, const struct fleet_workloads 
     /* the lone workloads first (each on its cheapest GPU that holds it: a few steps), then
        the shortest group first: the longest gets the tightest limit, from the others'
        cheapest, and the steps they leave */
-    for (size_t g = 1; g < ngroups; g++)
-        for (size_t h = g; h > 0 && goes_first(&sub[h][0], m[h], &sub[h - 1][0], m[h - 1]); h--) {
-            struct fleet_exact_item t_sub[FLEET_EXACT_MAX];
-            size_t t_of[FLEET_EXACT_MAX], t_m = m[h];
-            memcpy(t_sub, sub[h], sizeof(t_sub));
-            memcpy(t_of, of[h], sizeof(t_of));
-            memcpy(sub[h], sub[h - 1], sizeof(t_sub));
-            memcpy(of[h], of[h - 1], sizeof(t_of));
-            m[h] = m[h - 1];
-            memcpy(sub[h - 1], t_sub, sizeof(t_sub));
-            memcpy(of[h - 1], t_of, sizeof(t_of));
-            m[h - 1] = t_m;
-        }
+    size_t order[FLEET_GROUPS + 1];
+    for (size_t g = 0; g < ngroups; g++) {
+        size_t at = g;
+        for (; at > 0 && goes_first(sub[g], m[g], sub[order[at - 1]], m[order[at - 1]]); at--)
+            order[at] = order[at - 1];
+        order[at] = g;
+    }
     for (size_t g = 0; g < ngroups; g++) {
         bound[g] = root_bound(f, ws, sub[g], m[g], r, lim);
         bounds += bound[g];
@@ -553,13 +547,14 @@ static bool search_by_group(const struct fleet *f, const struct fleet_workloads 
     double limit = lim->below_cost + (double)lim->below_gpus * EXACT_PER_GPU;
     struct fleet_exact_plan sum = {.found = true, .exhaustive = true};
     memset(out, 0, sizeof(*out));
-    for (size_t g = 0; g < ngroups && sum.found; g++) {
+    for (size_t k = 0; k < ngroups && sum.found; k++) {
+        size_t g = order[k];
         bounds -= bound[g];
         struct fleet_exact_limits sub_lim = *lim;
         sub_lim.below_cost = limit - sum.cost - bounds;
         sub_lim.below_gpus = 0;
         unsigned long left = lim->steps > sum.steps ? lim->steps - sum.steps : 0;
-        unsigned long kept = GROUP_STEPS_KEPT * (ngroups - 1 - g); /* for the groups after */
+        unsigned long kept = GROUP_STEPS_KEPT * (ngroups - 1 - k); /* for the groups after */
         sub_lim.steps = left > 2 * kept ? left - kept : left / 2;
         struct fleet_exact_plan one;
         fleet_exact_search(f, ws, sub[g], m[g], r, &sub_lim, &one);

@@ -759,6 +759,22 @@ static void add_listed(struct fleet_workloads *ws, const struct listed *list, si
             list[i].untrusted ? FLEET_UNTRUSTED : FLEET_TRUSTED);
 }
 
+/* The list planned on fleet spec with the default options (assignments kept), every plan
+   checked against the rules. */
+static void plan_listed(const char *spec, const struct listed *list, size_t n,
+                        struct fleet_result *r)
+{
+    struct fleet f = fleet_of(spec);
+    struct fleet_workloads ws = {0};
+    add_listed(&ws, list, n);
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    assert_int_equal(fleet_plan_all(&f, &ws, &o, r), 0);
+    check_rules(&f, &ws, r, &o);
+    fleet_workloads_free(&ws);
+}
+
 /* Two lists of 30 on H100-80GB + A100-40GB, where one A100 is 7-9% of a plan and only a
  * proof brings the gap under 2%. MPS on the first: its plan ($16.80) was 7.7% above its bound,
  * the proof search cut short at a million steps (55 million to the end) because MPS's groups
@@ -790,16 +806,9 @@ static void test_two_pools_proved(void **state)
         {7, 2, FLEET_LAT_NORMAL, 0},    {15, 37, FLEET_LAT_STRICT, 0},  {6, 11, FLEET_LAT_RELAXED, 0},
         {16, 9, FLEET_LAT_STRICT, 0},   {6, 42, FLEET_LAT_NORMAL, 0},   {6, 5, FLEET_LAT_RELAXED, 0},
     };
-    struct fleet f = fleet_of("H100-80GB@2.49,A100-40GB@1.20");
-    struct fleet_options o;
-    fleet_options_defaults(&o);
-    o.keep_assignment = true;
     for (int list = 0; list < 2; list++) {
-        struct fleet_workloads ws = {0};
-        add_listed(&ws, list ? second : first, 30);
         struct fleet_result r;
-        assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
-        check_rules(&f, &ws, &r, &o);
+        plan_listed("H100-80GB@2.49,A100-40GB@1.20", list ? second : first, 30, &r);
         const struct fleet_plan *p = &r.plans[list ? FLEET_CARVE : FLEET_MPS];
         double cost = list ? 13.20 : 16.80;
         assert_true(p->cost_per_hour > cost - 1e-6 && p->cost_per_hour < cost + 1e-6);
@@ -807,7 +816,6 @@ static void test_two_pools_proved(void **state)
         if (!list)
             assert_true(p->proved_cheapest);
         fleet_result_free(&r);
-        fleet_workloads_free(&ws);
     }
 }
 
@@ -828,21 +836,15 @@ static void test_toward_bound(void **state)
         {24, 40, FLEET_LAT_RELAXED, 0}, {9, 34, FLEET_LAT_STRICT, 1},   {2, 28, FLEET_LAT_RELAXED, 0},
         {2, 14, FLEET_LAT_RELAXED, 0},  {13, 40, FLEET_LAT_RELAXED, 0}, {18, 9, FLEET_LAT_STRICT, 0},
     };
-    struct fleet_workloads ws = {0};
-    add_listed(&ws, list, sizeof(list) / sizeof(list[0]));
-    struct fleet f = fleet_of("H100-80GB:3@2.49,A100-40GB:4@1.20,L4@0.80,T4@0.35");
-    struct fleet_options o;
-    fleet_options_defaults(&o);
-    o.keep_assignment = true;
+    const char *spec = "H100-80GB:3@2.49,A100-40GB:4@1.20,L4@0.80,T4@0.35";
+    struct fleet f = fleet_of(spec);
     struct fleet_result r;
-    assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
-    check_rules(&f, &ws, &r, &o);
+    plan_listed(spec, list, sizeof(list) / sizeof(list[0]), &r);
     const struct fleet_plan *p = &r.plans[FLEET_CARVE];
     assert_int_equal(p->shortage, 0);
     assert_true(p->cost_per_hour < 15.6);
     assert_true(fleet_plan_gap(&f, p) < 2.0);
     fleet_result_free(&r);
-    fleet_workloads_free(&ws);
 }
 
 /* Lists of a few dozen workloads: the bound by the sets each GPU holds (fleet_colgen.c). Random
