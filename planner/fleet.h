@@ -131,7 +131,8 @@ struct fleet_plan {
     uint64_t alone;             /* workloads given a GPU of their own by this mechanism's rules */
     uint64_t placed;
     bool proved_cheapest;       /* a short list's plan that every other plan within the fleet
-                                   was tried against (the bounds then say its cost) */
+                                   was tried against, or (MIG) whose cost bound reaches its
+                                   cost (the bounds then say its cost) */
     /* optional (fleet_options.keep_assignment) */
     uint32_t *gpu_of;           /* per workload: the GPU index, UINT32_MAX when not placed */
     struct fleet_gpu_use *use;  /* per GPU used */
@@ -274,8 +275,18 @@ struct fleet_cover_lp {
     double *duals;       /* optional: per row, its dual value (as the simplex left it) */
     double *work;        /* optional: adds the simplex's work (tableau entries updated) */
     double work_limit;   /* with work: past it the simplex gives up (no solution) */
+    bool *no_solution;   /* optional: set when no x satisfies the rows, read twice (the second
+                            time with fleet_lp.c's perturbation: not the simplex giving up) */
 };
 int fleet_cover_solve(const struct fleet_cover_lp *lp, double *x, double *value, bool *solved);
+/* The least cost over lp's solutions in which every branch sum is a whole number (each of the
+ * nbranches rows of branch_rows, nvars coefficients each, sums columns that every plan makes
+ * whole: the GPUs of one pool), by fleet_lp.c's branch and bound: *value, a lower bound on
+ * every such solution, at least lp's own bound and at most plan_cost (the cost of one such
+ * solution, or more); 0 when lp has no solution or the simplex gave up at its root. 0, or
+ * -ENOMEM. lp->work is not used. */
+int fleet_cover_bound_whole(const struct fleet_cover_lp *lp, const double *branch_rows,
+                            size_t nbranches, double plan_cost, double *value);
 
 struct mig_model;
 /* The cheapest plan within the fleet's counts for a short list, by trying every assignment

@@ -284,7 +284,9 @@ static int solve_round(struct colgen *cg, double *duals, double *x, double limit
         if (cg->pool_row[c->pool] != SIZE_MAX)
             a[cg->pool_row[c->pool] * vars + j] = -1;
     }
-    struct fleet_cover_lp lp = {vars, rows, a, demand, cost, NULL, true, duals, &cg->work, limit};
+    struct fleet_cover_lp lp = {.nvars = vars, .nrows = rows, .a = a, .demand = demand,
+                                .cost = cost, .dantzig = true, .duals = duals,
+                                .work = &cg->work, .work_limit = limit};
     double value;
     ret = fleet_cover_solve(&lp, x, &value, solved);
 out:

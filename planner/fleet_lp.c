@@ -485,8 +485,9 @@ static int solve(const struct fleet *f, const struct fleet_demand *d, uint64_t m
         status = -ENOMEM;
         goto out;
     }
-    struct fleet_cover_lp lp = {pg.nvars, pg.nrows, pg.a, pg.demand, pg.cost, upper, true, NULL,
-                                NULL, 0};
+    struct fleet_cover_lp lp = {.nvars = pg.nvars, .nrows = pg.nrows, .a = pg.a,
+                                .demand = pg.demand, .cost = pg.cost, .upper = upper,
+                                .dantzig = true};
     status = cover_solve(&lp, false, 0, x, &out->cost);
     if (status == LP_UNBOUNDED) /* perhaps not: see LP_PERTURB */
         status = cover_solve(&lp, false, LP_PERTURB, x, &out->cost);
@@ -539,6 +540,10 @@ int fleet_cover_solve(const struct fleet_cover_lp *c, double *x, double *value, 
 {
     *value = 0;
     int status = cover_solve(c, !c->dantzig, 0, x, value);
+    if (status == LP_UNBOUNDED && c->no_solution) /* perhaps not: see LP_PERTURB */
+        status = cover_solve(c, !c->dantzig, LP_PERTURB, x, value);
+    if (c->no_solution)
+        *c->no_solution = status == LP_UNBOUNDED;
     *solved = status == LP_OPTIMAL;
     return status < 0 ? status : 0;
 }
@@ -573,43 +578,66 @@ int fleet_cover_solve(const struct fleet_cover_lp *c, double *x, double *value, 
 /* With a floor (fleet_cost_bound_whole), in all: it runs after the other bounds, on lists of a
  * few dozen (the floor's program on 64 workloads on four pools: 2-6e7 a root solve). */
 #define FLEET_BB_FLOOR_WORK 1e8
+/* fleet_cover_bound_whole's, in all: fleet_mig.c's program has a few dozen rows and columns
+   whatever the list's length */
+#define FLEET_BB_COVER_WORK 1e8
 
 struct bb_node {
     double value;
-    double *lo, *hi; /* per priced column: the range it is held to (hi < 0: none) */
+    double *lo, *hi; /* per branch: the range its sum is held to (hi < 0: none) */
     double *x;       /* the node's solution, NULL if the simplex gave up */
 };
 
+/* What the search branches on: sums of columns that every plan makes whole numbers (a priced
+ * column, or all the columns of one pool), each a row of nvars coefficients. */
+struct bb_branches {
+    size_t n;
+    const double *rows; /* n x nvars, row-major */
+    bool bland_only;    /* the simplex's rule (fleet_cover_lp.dantzig, negated) */
+};
+
+static double bb_sum(const struct bb_branches *b, size_t j, const double *x, size_t nvars)
+{
+    double sum = 0;
+    for (size_t c = 0; c < nvars; c++)
+        sum += b->rows[j * nvars + c] * x[c];
+    return sum;
+}
+
 /* Solves the program pg with node n's ranges as rows; n->value stays at least its parent's.
  * Returns the simplex's status, or -ENOMEM. */
-static int bb_solve(const struct program *pg, const double *upper, const size_t *priced,
-                    size_t npriced, struct bb_node *n, double *work, double work_limit)
+static int bb_solve(const struct program *pg, const double *upper, const struct bb_branches *b,
+                    struct bb_node *n, double *work, double work_limit)
 {
-    size_t rows = pg->nrows + 2 * npriced;
-    double *a = calloc(rows * pg->nvars + 1, sizeof(double));
+    size_t rows = pg->nrows + 2 * b->n, nv = pg->nvars;
+    double *a = calloc(rows * nv + 1, sizeof(double));
     double *demand = calloc(rows + 1, sizeof(double));
     int status = -ENOMEM;
     if (!a || !demand)
         goto out;
-    memcpy(a, pg->a, pg->nrows * pg->nvars * sizeof(double));
+    memcpy(a, pg->a, pg->nrows * nv * sizeof(double));
     memcpy(demand, pg->demand, pg->nrows * sizeof(double));
     rows = pg->nrows;
-    for (size_t j = 0; j < npriced; j++) {
+    for (size_t j = 0; j < b->n; j++) {
+        const double *branch = &b->rows[j * nv];
         if (n->lo[j] > 0) {
-            a[rows * pg->nvars + priced[j]] = 1;
+            for (size_t c = 0; c < nv; c++)
+                a[rows * nv + c] = branch[c];
             demand[rows++] = n->lo[j];
         }
         if (n->hi[j] >= 0) {
-            a[rows * pg->nvars + priced[j]] = -1;
+            for (size_t c = 0; c < nv; c++)
+                a[rows * nv + c] = -branch[c];
             demand[rows++] = -n->hi[j];
         }
     }
-    struct fleet_cover_lp lp = {pg->nvars, rows, a, demand, pg->cost, upper, true, NULL, work,
-                                work_limit};
+    struct fleet_cover_lp lp = {.nvars = nv, .nrows = rows, .a = a, .demand = demand,
+                                .cost = pg->cost, .upper = upper, .dantzig = true,
+                                .work = work, .work_limit = work_limit};
     double value = 0;
-    status = cover_solve(&lp, false, 0, n->x, &value);
+    status = cover_solve(&lp, b->bland_only, 0, n->x, &value);
     if (status == LP_UNBOUNDED) /* perhaps not: see LP_PERTURB */
-        status = cover_solve(&lp, false, LP_PERTURB, n->x, &value);
+        status = cover_solve(&lp, b->bland_only, LP_PERTURB, n->x, &value);
     if (status == LP_OPTIMAL)
         n->value = value > n->value ? value : n->value;
 out:
@@ -618,13 +646,13 @@ out:
     return status;
 }
 
-/* The priced column of node n to split on: the most fractional; npriced if none is. */
-static size_t bb_split(const struct bb_node *n, const size_t *priced, size_t npriced)
+/* The branch of node n to split on: the most fractional sum; b->n if none is. */
+static size_t bb_split(const struct bb_node *n, const struct bb_branches *b, size_t nvars)
 {
-    size_t best = npriced;
+    size_t best = b->n;
     double best_frac = 1e-6;
-    for (size_t j = 0; j < npriced && n->x; j++) {
-        double v = n->x[priced[j]], frac = v - (double)(uint64_t)v;
+    for (size_t j = 0; j < b->n && n->x; j++) {
+        double v = bb_sum(b, j, n->x, nvars), frac = v - (double)(uint64_t)v;
         frac = frac < 1 - frac ? frac : 1 - frac;
         if (frac > best_frac) {
             best_frac = frac;
@@ -634,13 +662,13 @@ static size_t bb_split(const struct bb_node *n, const size_t *priced, size_t npr
     return best;
 }
 
-static struct bb_node *bb_new(size_t npriced, size_t nvars, const struct bb_node *parent)
+static struct bb_node *bb_new(size_t nbranches, size_t nvars, const struct bb_node *parent)
 {
     struct bb_node *n = calloc(1, sizeof(*n));
     if (!n)
         return NULL;
-    n->lo = calloc(npriced + 1, sizeof(double));
-    n->hi = malloc((npriced + 1) * sizeof(double));
+    n->lo = calloc(nbranches + 1, sizeof(double));
+    n->hi = malloc((nbranches + 1) * sizeof(double));
     n->x = calloc(nvars + 1, sizeof(double));
     if (!n->lo || !n->hi || !n->x) {
         free(n->lo);
@@ -649,11 +677,11 @@ static struct bb_node *bb_new(size_t npriced, size_t nvars, const struct bb_node
         free(n);
         return NULL;
     }
-    for (size_t j = 0; j < npriced; j++)
+    for (size_t j = 0; j < nbranches; j++)
         n->hi[j] = -1;
     if (parent) {
-        memcpy(n->lo, parent->lo, npriced * sizeof(double));
-        memcpy(n->hi, parent->hi, npriced * sizeof(double));
+        memcpy(n->lo, parent->lo, nbranches * sizeof(double));
+        memcpy(n->hi, parent->hi, nbranches * sizeof(double));
         n->value = parent->value;
     }
     return n;
@@ -670,18 +698,17 @@ static void bb_free(struct bb_node *n)
 }
 
 /* The search over the program pg; *value: the least open value, at most plan_cost. */
-static int bb_search(const struct program *pg, const double *upper, const size_t *priced,
-                     size_t npriced, double plan_cost, double root_limit, double work_limit,
-                     double *value)
+static int bb_search(const struct program *pg, const double *upper, const struct bb_branches *b,
+                     double plan_cost, double root_limit, double work_limit, double *value)
 {
     struct bb_node *open[2 * FLEET_BB_SOLVES + 2];
-    size_t nopen = 0;
+    size_t nopen = 0, nv = pg->nvars;
     int ret = -ENOMEM;
-    struct bb_node *root = bb_new(npriced, pg->nvars, NULL);
+    struct bb_node *root = bb_new(b->n, nv, NULL);
     if (!root)
         return -ENOMEM;
     double work = 0;
-    int status = bb_solve(pg, upper, priced, npriced, root, &work, root_limit);
+    int status = bb_solve(pg, upper, b, root, &work, root_limit);
     if (status != LP_OPTIMAL) { /* no bound from here: the caller keeps its own */
         bb_free(root);
         *value = 0;
@@ -693,20 +720,19 @@ static int bb_search(const struct program *pg, const double *upper, const size_t
         for (size_t k = 1; k < nopen; k++)
             least = open[k]->value < open[least]->value ? k : least;
         struct bb_node *n = open[least];
-        size_t j = bb_split(n, priced, npriced);
-        if (n->value >= plan_cost || j == npriced)
+        size_t j = bb_split(n, b, nv);
+        if (n->value >= plan_cost || j == b->n)
             break; /* every plan costs at least this, or the node's solution is whole */
         open[least] = open[--nopen];
-        double v = n->x[priced[j]];
-        struct bb_node *down = bb_new(npriced, pg->nvars, n), *up = bb_new(npriced, pg->nvars, n);
+        double v = bb_sum(b, j, n->x, nv);
+        struct bb_node *down = bb_new(b->n, nv, n), *up = bb_new(b->n, nv, n);
         if (down && up) {
             down->hi[j] = (double)(uint64_t)v;
             up->lo[j] = (double)(uint64_t)v + 1;
         }
         bb_free(n);
-        int sd = down && up ? bb_solve(pg, upper, priced, npriced, down, &work, work_limit)
-                            : -ENOMEM;
-        int su = sd >= 0 ? bb_solve(pg, upper, priced, npriced, up, &work, work_limit) : sd;
+        int sd = down && up ? bb_solve(pg, upper, b, down, &work, work_limit) : -ENOMEM;
+        int su = sd >= 0 ? bb_solve(pg, upper, b, up, &work, work_limit) : sd;
         solves += 2;
         if (sd < 0 || su < 0) {
             bb_free(down);
@@ -775,8 +801,38 @@ int fleet_cost_bound_whole(const struct fleet *f, const struct fleet_demand *d,
     }
     double root_limit = floor > 0 ? FLEET_BB_FLOOR_WORK : FLEET_BB_ROOT_WORK;
     double work_limit = floor > 0 ? FLEET_BB_FLOOR_WORK : FLEET_BB_WORK;
-    ret = bb_search(&pg, upper, priced, npriced, plan_cost, root_limit, work_limit, value);
+    double *rows = calloc(npriced * pg.nvars + 1, sizeof(double));
+    if (!rows) {
+        ret = -ENOMEM;
+        goto out;
+    }
+    for (size_t j = 0; j < npriced; j++)
+        rows[j * pg.nvars + priced[j]] = 1;
+    struct bb_branches b = {npriced, rows, false};
+    ret = bb_search(&pg, upper, &b, plan_cost, root_limit, work_limit, value);
+    free(rows);
 out:
     free_program(&pg, upper);
+    return ret;
+}
+
+int fleet_cover_bound_whole(const struct fleet_cover_lp *lp, const double *branch_rows,
+                            size_t nbranches, double plan_cost, double *value)
+{
+    *value = 0;
+    struct program pg = {lp->nvars, lp->nrows, lp->nrows,
+                         malloc(lp->nrows * lp->nvars * sizeof(double) + 1),
+                         malloc(lp->nrows * sizeof(double) + 1),
+                         malloc(lp->nvars * sizeof(double) + 1)};
+    int ret = -ENOMEM;
+    if (pg.a && pg.demand && pg.cost) {
+        memcpy(pg.a, lp->a, lp->nrows * lp->nvars * sizeof(double));
+        memcpy(pg.demand, lp->demand, lp->nrows * sizeof(double));
+        memcpy(pg.cost, lp->cost, lp->nvars * sizeof(double));
+        struct bb_branches b = {nbranches, branch_rows, !lp->dantzig};
+        ret = bb_search(&pg, lp->upper, &b, plan_cost, FLEET_BB_COVER_WORK, FLEET_BB_COVER_WORK,
+                        value);
+    }
+    free_program(&pg, NULL);
     return ret;
 }

@@ -29,6 +29,11 @@ static double dmin(double a, double b)
     return a < b ? a : b;
 }
 
+static double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
 #define MIG_MAX_PROFILES 16
 #define MIG_MAX_GEOMETRIES 4096
 
@@ -254,6 +259,8 @@ static void type_sizes(const struct fleet *f, const struct mig_model *const *mod
 
 struct mig_cost {
     bool solved, limited;
+    bool none_within; /* the program within the pools' counts has no solution: no plan of the
+                         model fits the fleet */
     double value;
     double whole[MIG_MAX_PROFILES][MIG_CLASSES][FLEET_MAX_POOLS]; /* y[t][k] */
 };
@@ -348,10 +355,33 @@ static void fill_program(const struct fleet *f, const struct geometry_set *gs, c
         }
 }
 
-/* Builds and solves the program; limited: whether the pools' counts hold. */
+/* Every plan buys a whole number of GPUs of each pool: the branch and bound's sums, one row per
+ * pool in the program (its geometries' columns and its whole GPUs'). Returns how many. */
+static size_t pool_sums(const struct fleet *f, const struct mig_program *pg, size_t ngeo,
+                        double *rows)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < f->npools; k++) {
+        double *row = &rows[n * pg->ncols];
+        bool any = false;
+        for (size_t j = 0; j < ngeo && pg->geo_col[k] != NONE; j++)
+            row[pg->geo_col[k] + j] = any = 1;
+        for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
+            for (size_t c = 0; c < MIG_CLASSES; c++)
+                if (pg->whole[q][c][k] != NONE)
+                    row[pg->whole[q][c][k]] = any = 1;
+        n += any;
+    }
+    return n;
+}
+
+/* Builds and solves the program; limited: whether the pools' counts hold. plan_cost > 0: what
+ * a plan's GPUs for these workloads cost, and the bound is raised to the least cost with whole
+ * GPUs of each pool (fleet_cover_bound_whole). */
 static int solve_mig_cost(const struct fleet *f, const struct mig_model *const *models,
                           const struct mig_model *primary, const struct geometry_set *gs,
-                          const struct mig_types *t, bool limited, struct mig_cost *out)
+                          const struct mig_types *t, bool limited, double plan_cost,
+                          struct mig_cost *out)
 {
     size_t *geo = malloc((gs->n ? gs->n : 1) * sizeof(*geo)), ngeo = 0;
     if (!geo)
@@ -368,8 +398,19 @@ static int solve_mig_cost(const struct fleet *f, const struct mig_model *const *
     int ret = -ENOMEM;
     if (a && demand && cost && x) {
         fill_program(f, gs, geo, ngeo, t, &pg, a, demand, cost);
-        struct fleet_cover_lp lp = {nc, pg.nrows, a, demand, cost, NULL, false, NULL, NULL, 0};
+        bool no_solution = false;
+        struct fleet_cover_lp lp = {.nvars = nc, .nrows = pg.nrows, .a = a, .demand = demand,
+                                    .cost = cost, .no_solution = &no_solution};
         ret = fleet_cover_solve(&lp, x, &out->value, &out->solved);
+        out->none_within |= limited && no_solution;
+        double *sums = NULL, whole = 0;
+        if (!ret && out->solved && plan_cost > out->value &&
+            !(ret = (sums = calloc(f->npools * nc + 1, sizeof(double))) ? 0 : -ENOMEM)) {
+            size_t nsums = pool_sums(f, &pg, ngeo, sums);
+            ret = fleet_cover_bound_whole(&lp, sums, nsums, plan_cost, &whole);
+            out->value = whole > out->value ? whole : out->value;
+        }
+        free(sums);
     }
     out->limited = limited;
     memset(out->whole, 0, sizeof(out->whole));
@@ -390,15 +431,23 @@ static int solve_mig_cost(const struct fleet *f, const struct mig_model *const *
  * hold the workloads even in fractions (or when the plan went beyond it). */
 static int mig_cost_bound(const struct fleet *f, const struct mig_model *const *models,
                           const struct mig_model *primary, const struct geometry_set *gs,
-                          const struct mig_types *t, bool within_fleet, struct mig_cost *out)
+                          const struct mig_types *t, bool within_fleet, double plan_cost,
+                          struct mig_cost *out)
 {
     int ret = 0;
-    out->solved = false;
+    out->solved = out->none_within = false;
     if (within_fleet)
-        ret = solve_mig_cost(f, models, primary, gs, t, true, out);
+        ret = solve_mig_cost(f, models, primary, gs, t, true, plan_cost, out);
     if (!ret && !out->solved)
-        ret = solve_mig_cost(f, models, primary, gs, t, false, out);
+        ret = solve_mig_cost(f, models, primary, gs, t, false, plan_cost, out);
     return ret;
+}
+
+/* Whether the program's bound (or the weaker one) is below cost: the search with whole GPUs
+ * may raise it. */
+static bool bound_below(const struct mig_cost *c, double weaker, double cost)
+{
+    return cost > c->value * (1 + 1e-9) && cost > weaker;
 }
 
 /* The MIG pools are full: the workloads still waiting take whole GPUs of pools that have
@@ -569,8 +618,11 @@ static int search_exactly(const struct fleet *f, const struct fleet_workloads *w
  * the fleet has no pool MIG partitions: the plan not available). */
 static int pack_mig_model(const struct fleet *f, const struct fleet_workloads *ws,
                           const uint8_t *possible, const struct fleet_options *o,
-                          const struct mig_model *primary, struct fleet_plan *p)
+                          const struct mig_model *primary, struct fleet_plan *p,
+                          double *within_bound)
 {
+    bool none_within = false;
+    double within_fleet = 0; /* with a plan beyond the fleet: the bound on plans within it */
     const struct mig_model *models[FLEET_MAX_POOLS] = {NULL};
     size_t order[FLEET_MAX_POOLS];
     uint64_t pool_left[FLEET_MAX_POOLS];
@@ -669,7 +721,9 @@ static int pack_mig_model(const struct fleet *f, const struct fleet_workloads *w
         if (!(cost = malloc(sizeof(*cost))))
             ret = -ENOMEM;
         if (!ret)
-            ret = mig_cost_bound(f, models, primary, &gs, &types, true, cost);
+            ret = mig_cost_bound(f, models, primary, &gs, &types, true, 0, cost);
+        if (!ret)
+            none_within = cost->none_within;
         if (!ret && cost->solved)
             ret = give_whole(f, ws, primary, &types, cost, lists, pool_left, &g, p);
     }
@@ -755,23 +809,46 @@ static int pack_mig_model(const struct fleet *f, const struct fleet_workloads *w
     if (f->npools == 1) {
         p->cost_lower_bound += (double)shared * f->pools[first].price;
     } else {
-        /* a plan that goes beyond the fleet is measured against every plan that buys these
-           models at these prices */
-        if (!ret && cost && cost->solved && cost->limited && p->shortage)
-            ret = mig_cost_bound(f, models, primary, &gs, &types, false, cost);
+        /* the program's purchase is fractional: with whole GPUs of each pool, up to what
+           this plan's GPUs for the profiled workloads cost; for a plan beyond the fleet, also
+           the bound on the plans within it, that fleet_pack_mig measures other models' plans
+           by. A plan beyond the fleet is measured against every plan that buys these models
+           at these prices. */
+        double too_large_cost = p->cost_lower_bound;
+        double profiled = p->cost_per_hour - too_large_cost;
+        bool priced = fleet_gap_in_cost(f);
+        if (!ret && cost && cost->solved && cost->limited) {
+            if (priced && (p->shortage || bound_below(cost, per_workload_bound, profiled)))
+                ret = mig_cost_bound(f, models, primary, &gs, &types, true,
+                                     p->shortage ? INFINITY : profiled, cost);
+            within_fleet = too_large_cost + dmax(cost->value, per_workload_bound);
+            if (!ret && p->shortage)
+                ret = mig_cost_bound(f, models, primary, &gs, &types, false, 0, cost);
+        }
+        if (!ret && cost && cost->solved && !cost->limited && priced &&
+            bound_below(cost, per_workload_bound, profiled))
+            ret = mig_cost_bound(f, models, primary, &gs, &types, false, profiled, cost);
         p->cost_lower_bound += cost && cost->solved && cost->value > per_workload_bound
                                    ? cost->value
                                    : per_workload_bound;
     }
     free(cost);
-    /* a short list within the fleet above its bound: a cheaper plan, or the proof that there
-       is none */
-    if (!ret && !p->shortage && fleet_plan_gap(f, p) > 0) {
+    /* a bound that reaches the plan's cost proves it the cheapest; a short list within the
+       fleet above its bound: a cheaper plan, or the proof that there is none */
+    if (!ret && !p->shortage && fleet_gap_in_cost(f) &&
+        p->cost_lower_bound >= p->cost_per_hour * (1 - 1e-9))
+        fleet_plan_proved(f, p);
+    if (!ret && !p->shortage && !p->proved_cheapest && fleet_plan_gap(f, p) > 0) {
         const struct fleet_exact_limits cheaper = fleet_proof_limits(f, p);
         ret = search_exactly(f, ws, possible, &rules, &cheaper, &g, p, &exact);
         if (!ret && exact.exhaustive)
             fleet_plan_proved(f, p);
     }
+    /* no plan of this model fits the fleet (its program within the counts has no solution,
+       and its plan goes beyond the fleet), or one that is within it costs at least this */
+    *within_bound = none_within && p->shortage ? INFINITY
+                    : within_fleet > 0 && p->shortage ? dmax(within_fleet, p->cost_lower_bound)
+                                                      : p->cost_lower_bound;
     for (size_t i = 0; i < g.n; i++) {
         uint64_t have = f->pools[g.use[i].pool].memory_mib;
         p->stranded_mib += have > g.use[i].memory_used_mib ? have - g.use[i].memory_used_mib : 0;
@@ -833,15 +910,20 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
         if (!seen)
             tried[ntried++] = m;
     }
+    double within;
     if (ntried < 2)
-        return pack_mig_model(f, ws, possible, o, NULL, p);
+        return pack_mig_model(f, ws, possible, o, NULL, p, &within);
     /* Several MIG models: a plan partitions one of them (the profile tables and geometries
        are per model), and which one is cheapest depends on the list (on H100-80GB:1@2.49 +
        A100-40GB:2@1.20, two 1 GiB workloads and ones of 39 and 20 GiB: $4.89 on the A100s,
        the cheapest per MiB, $3.69 on the H100). Each is planned; the best is kept, measured
-       against the least of their bounds (each bounds the plans of its model). */
+       against the least of their bounds (each bounds the plans of its model). A plan within
+       the fleet is measured only against the models that have plans within it: on
+       H100-80GB:3 + A100-40GB:4 + L4 + T4, 64 workloads cost $37.82 on the H100s, and no plan
+       on the A100s fits the fleet; their bound ($34.14, with the counts lifted) is not one on
+       plans within it. */
     struct fleet_plan best = *p;
-    int ret = pack_mig_model(f, ws, possible, o, tried[0], &best);
+    int ret = pack_mig_model(f, ws, possible, o, tried[0], &best, &within);
     double cost_bound = best.cost_lower_bound;
     uint64_t gpu_bound = best.lower_bound;
     for (size_t k = 1; k < ntried && !ret; k++) {
@@ -854,9 +936,11 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
             for (size_t i = 0; i < ws->n; i++)
                 other.gpu_of[i] = UINT32_MAX;
         }
-        ret = pack_mig_model(f, ws, possible, o, tried[k], &other);
+        double other_within;
+        ret = pack_mig_model(f, ws, possible, o, tried[k], &other, &other_within);
         cost_bound = dmin(cost_bound, other.cost_lower_bound);
         gpu_bound = other.lower_bound < gpu_bound ? other.lower_bound : gpu_bound;
+        within = dmin(within, other_within);
         if (!ret && better_plan(f, &other, &best)) {
             plan_free(&best);
             best = other;
@@ -864,9 +948,11 @@ int fleet_pack_mig(const struct fleet *f, const struct fleet_workloads *ws,
             plan_free(&other);
         }
     }
-    /* proved where no other model's bound is below the plan's own */
-    best.proved_cheapest &= cost_bound >= best.cost_lower_bound - 1e-9 &&
-                            gpu_bound >= best.lower_bound;
+    /* proved where no other model's bound is below the plan's own, in what the gap measures */
+    if (!best.shortage && within != INFINITY)
+        cost_bound = within;
+    best.proved_cheapest &= fleet_gap_in_cost(f) ? cost_bound >= best.cost_lower_bound - 1e-9
+                                                 : gpu_bound >= best.lower_bound;
     best.cost_lower_bound = cost_bound;
     best.lower_bound = gpu_bound;
     *p = best;

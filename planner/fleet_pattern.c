@@ -226,7 +226,8 @@ static int solve_patterns(const struct fleet *held, const struct fleet_demand *d
             demand[pool_row[i]] = -(double)held->pools[i].count;
     bool solved = false;
     if (!ret) {
-        struct fleet_cover_lp lp = {nvars, nrows, a, demand, cost, upper, true, NULL, NULL, 0};
+        struct fleet_cover_lp lp = {.nvars = nvars, .nrows = nrows, .a = a, .demand = demand,
+                                    .cost = cost, .upper = upper, .dantzig = true};
         ret = fleet_cover_solve(&lp, x, value, &solved);
     }
     if (!solved)
