@@ -336,6 +336,8 @@ struct fleet_exact_limits {
     uint64_t below_gpus;
     unsigned long steps;
     bool by_gpus;
+    bool by_size; /* the workloads placed by memory and compute together (each a share of the
+                     largest GPU), most first; false: most memory first */
 };
 void fleet_exact_search(const struct fleet *f, const struct fleet_workloads *ws,
                         const struct fleet_exact_item *items, size_t n,

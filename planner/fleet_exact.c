@@ -357,12 +357,20 @@ static double *cover_table(const struct exact_search *s, size_t *units_out, uint
     return t;
 }
 
-/* Whether workload a goes before b (most memory first, then most compute, then by group and
+/* Whether workload a goes before b (with largest_mib, the larger memory share of a GPU of
+ * largest_mib plus compute share first; then most memory, then most compute, then by group and
  * profile: workloads alike end up side by side). */
+static double size_of(const struct fleet_workload *w, uint64_t largest_mib)
+{
+    return (double)w->memory_mib / (double)largest_mib + w->compute_bp / (double)FLEET_BP_FULL;
+}
+
 static bool goes_before(const struct fleet_workloads *ws, const struct fleet_exact_item *a,
-                        const struct fleet_exact_item *b)
+                        const struct fleet_exact_item *b, uint64_t largest_mib)
 {
     const struct fleet_workload *x = &ws->w[a->index], *y = &ws->w[b->index];
+    if (largest_mib && size_of(x, largest_mib) != size_of(y, largest_mib))
+        return size_of(x, largest_mib) > size_of(y, largest_mib);
     if (x->memory_mib != y->memory_mib)
         return x->memory_mib > y->memory_mib;
     if (x->compute_bp != y->compute_bp)
@@ -379,14 +387,18 @@ static void search_init(struct exact_search *s, const struct fleet *f,
 {
     *s = (struct exact_search){.f = f, .ws = ws, .items = items, .r = r, .n = n, .best = out,
                                .max_steps = lim->steps};
+    uint64_t largest = 0;
+    for (size_t q = 0; q < f->npools && lim->by_size; q++)
+        largest = u64_max(largest, f->pools[q].memory_mib);
     for (size_t k = 0; k < n; k++) { /* stable */
         size_t j = k;
-        for (; j > 0 && goes_before(ws, &items[k], &items[s->order[j - 1]]); j--)
+        for (; j > 0 && goes_before(ws, &items[k], &items[s->order[j - 1]], largest); j--)
             s->order[j] = s->order[j - 1];
         s->order[j] = k;
     }
     for (size_t k = 1; k < n; k++)
-        s->same_as_before[k] = !goes_before(ws, &items[s->order[k - 1]], &items[s->order[k]]);
+        s->same_as_before[k] =
+            !goes_before(ws, &items[s->order[k - 1]], &items[s->order[k]], largest);
     fleet_pool_order(f, s->by_price); /* cheapest per MiB first: a first plan near the best */
     s->cheapest_gpu = s->cheapest_per_mib = INFINITY;
     for (size_t q = 0; q < f->npools; q++) {
