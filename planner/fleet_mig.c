@@ -363,14 +363,16 @@ static size_t pool_sums(const struct fleet *f, const struct mig_program *pg, siz
     size_t n = 0;
     for (size_t k = 0; k < f->npools; k++) {
         double *row = &rows[n * pg->ncols];
-        bool any = false;
-        for (size_t j = 0; j < ngeo && pg->geo_col[k] != NONE; j++)
-            row[pg->geo_col[k] + j] = any = 1;
+        size_t columns = 0;
+        for (size_t j = 0; j < ngeo && pg->geo_col[k] != NONE; j++, columns++)
+            row[pg->geo_col[k] + j] = 1;
         for (size_t q = 0; q < MIG_MAX_PROFILES; q++)
             for (size_t c = 0; c < MIG_CLASSES; c++)
-                if (pg->whole[q][c][k] != NONE)
-                    row[pg->whole[q][c][k]] = any = 1;
-        n += any;
+                if (pg->whole[q][c][k] != NONE) {
+                    row[pg->whole[q][c][k]] = 1;
+                    columns++;
+                }
+        n += columns > 0;
     }
     return n;
 }
@@ -621,6 +623,7 @@ static int pack_mig_model(const struct fleet *f, const struct fleet_workloads *w
                           const struct mig_model *primary, struct fleet_plan *p,
                           double *within_bound)
 {
+    *within_bound = INFINITY;
     bool none_within = false;
     double within_fleet = 0; /* with a plan beyond the fleet: the bound on plans within it */
     const struct mig_model *models[FLEET_MAX_POOLS] = {NULL};
