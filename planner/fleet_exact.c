@@ -357,13 +357,15 @@ static double *cover_table(const struct exact_search *s, size_t *units_out, uint
     return t;
 }
 
-/* Whether workload a goes before b (with largest_mib, the larger memory share of a GPU of
- * largest_mib plus compute share first; then most memory, then most compute, then by group and
- * profile: workloads alike end up side by side). */
+/* A workload's memory as a share of a GPU of largest_mib plus its compute as a share of a GPU. */
 static double size_of(const struct fleet_workload *w, uint64_t largest_mib)
 {
     return (double)w->memory_mib / (double)largest_mib + w->compute_bp / (double)FLEET_BP_FULL;
 }
+
+/* Whether workload a goes before b (largest_mib > 0: the larger size_of first; then most
+ * memory, then most compute, then by group and profile: workloads alike end up side by
+ * side). */
 
 static bool goes_before(const struct fleet_workloads *ws, const struct fleet_exact_item *a,
                         const struct fleet_exact_item *b, uint64_t largest_mib)

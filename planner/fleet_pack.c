@@ -497,8 +497,8 @@ static int search_exactly(const struct fleet *f, const struct fleet_workloads *w
  * on both, that order finds a packing that most memory first misses (an H100 and ten A100s
  * filled to 89% of their memory and 91% of their compute, 695 nodes where memory first
  * passes five million); the same 68 lists: carve 31 -> 28 (two of 7.1% now 0.0%), MPS
- * 28 -> 27, 5% more time. As the first search's order it proves less (MPS 28 -> 37). Priced
- * fleets only. 0, or -ENOMEM. */
+ * 28 -> 27, 5% more time. As the first search's order it proves less (MPS plans above 2%:
+ * 28 -> 37). Priced fleets only. 0, or -ENOMEM. */
 #define TOWARD_STEP 0.02
 #define TOWARD_ROUNDS 4
 static int search_toward_bound(const struct fleet *f, const struct fleet_workloads *ws,
