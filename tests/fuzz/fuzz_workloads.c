@@ -1,7 +1,7 @@
 /* fuzz_workloads.c - libFuzzer harness for the planner's inputs: a workload list (CSV or JSON)
  * and a fleet spec. Any input gets workloads or an error message, never a crash; accepted
  * workloads keep the parser's promises; a small accepted list is also planned, and every
- * plan places each workload that fits the fleet. */
+ * plan places each workload that fits the fleet and costs no less than its bound. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +22,13 @@ static void check_workloads(const struct fleet_workloads *ws)
     }
 }
 
-static void plan(const struct fleet_workloads *ws)
+/* spec: one MIG model and a pool that MIG does not partition, or two MIG models (each planned,
+   the bound the least over those with plans within the fleet) */
+static void plan(const struct fleet_workloads *ws, const char *spec)
 {
     struct fleet f;
     char err[256];
-    if (fleet_parse_spec("H100-80GB:3@2.49,L4:2@0.80", &f, err, sizeof(err)))
+    if (fleet_parse_spec(spec, &f, err, sizeof(err)))
         abort();
     struct fleet_options o;
     fleet_options_defaults(&o);
@@ -37,6 +39,9 @@ static void plan(const struct fleet_workloads *ws)
     for (int m = 0; m < FLEET_NMECH; m++) {
         const struct fleet_plan *p = &r.plans[m];
         if (p->available && (p->placed + r.nimpossible != ws->n || p->gpus < p->lower_bound))
+            abort();
+        /* a plan within the fleet is one of those its cost bound bounds */
+        if (p->available && !p->shortage && p->cost_lower_bound > p->cost_per_hour + 1e-6)
             abort();
     }
     fleet_result_free(&r);
@@ -53,7 +58,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     if (r == 0) {
         check_workloads(&ws);
         if (ws.n <= 40) /* planning is the slow part; small lists reach every path */
-            plan(&ws);
+            plan(&ws, "H100-80GB:3@2.49,L4:2@0.80");
+        if (ws.n <= 12)
+            plan(&ws, "H100-80GB:1@2.49,A100-40GB:2@1.20,L4@0.80");
     }
     fleet_workloads_free(&ws);
     /* the same bytes as a fleet spec */
