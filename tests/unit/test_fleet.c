@@ -775,6 +775,35 @@ static void plan_listed(const char *spec, const struct listed *list, size_t n,
     fleet_workloads_free(&ws);
 }
 
+/* What a written-out list's plan must come to: within the fleet spec, mechanism mech's plan
+   costs cost (to a millionth), at most max_gap_pct above its bound, proved the cheapest where
+   proved says so. */
+struct listed_case {
+    const char *spec;
+    const struct listed *list;
+    size_t n;
+    int mech;
+    double cost, max_gap_pct;
+    bool proved;
+};
+
+static void check_listed(const struct listed_case *c)
+{
+    struct fleet f = fleet_of(c->spec);
+    struct fleet_result r;
+    plan_listed(c->spec, c->list, c->n, &r);
+    const struct fleet_plan *p = &r.plans[c->mech];
+    double off = p->cost_per_hour - c->cost;
+    if (p->shortage || off > 1e-6 || off < -1e-6 || fleet_plan_gap(&f, p) > c->max_gap_pct ||
+        (c->proved && !p->proved_cheapest))
+        fail_msg("%s on %s: $%.2f against a bound of $%.4f, %llu beyond, proved %d (expected "
+                 "$%.2f, within %g%%, proved %d)",
+                 fleet_mech_name(c->mech), c->spec, p->cost_per_hour, p->cost_lower_bound,
+                 (unsigned long long)p->shortage, p->proved_cheapest, c->cost, c->max_gap_pct,
+                 c->proved);
+    fleet_result_free(&r);
+}
+
 /* Two lists of 30 on H100-80GB + A100-40GB, where one A100 is 7-9% of a plan and only a
  * proof brings the gap under 2%. MPS on the first: its plan ($16.80) was 7.7% above its bound,
  * the proof search cut short at a million steps (55 million to the end) because MPS's groups
@@ -806,17 +835,11 @@ static void test_two_pools_proved(void **state)
         {7, 2, FLEET_LAT_NORMAL, 0},    {15, 37, FLEET_LAT_STRICT, 0},  {6, 11, FLEET_LAT_RELAXED, 0},
         {16, 9, FLEET_LAT_STRICT, 0},   {6, 42, FLEET_LAT_NORMAL, 0},   {6, 5, FLEET_LAT_RELAXED, 0},
     };
-    for (int list = 0; list < 2; list++) {
-        struct fleet_result r;
-        plan_listed("H100-80GB@2.49,A100-40GB@1.20", list ? second : first, 30, &r);
-        const struct fleet_plan *p = &r.plans[list ? FLEET_CARVE : FLEET_MPS];
-        double cost = list ? 13.20 : 16.80;
-        assert_true(p->cost_per_hour > cost - 1e-6 && p->cost_per_hour < cost + 1e-6);
-        assert_true(p->cost_lower_bound > cost - 1e-4);
-        if (!list)
-            assert_true(p->proved_cheapest);
-        fleet_result_free(&r);
-    }
+    /* the bound within $0.0001 of the plan */
+    check_listed(&(struct listed_case){"H100-80GB@2.49,A100-40GB@1.20", first, 30, FLEET_MPS,
+                                       16.80, 1e-4 / 16.80 * 100, true});
+    check_listed(&(struct listed_case){"H100-80GB@2.49,A100-40GB@1.20", second, 30, FLEET_CARVE,
+                                       13.20, 1e-4 / 13.20 * 100, false});
 }
 
 /* The search for a plan within 2% of the bound (search_toward_bound), carve on two lists of 30.
@@ -851,20 +874,10 @@ static void test_toward_bound(void **state)
         {17, 37, FLEET_LAT_RELAXED, 0}, {19, 22, FLEET_LAT_STRICT, 0},  {29, 56, FLEET_LAT_RELAXED, 0},
         {2, 58, FLEET_LAT_RELAXED, 0},  {43, 11, FLEET_LAT_RELAXED, 0}, {14, 47, FLEET_LAT_STRICT, 0},
     };
-    static const char *const specs[] = {"H100-80GB:3@2.49,A100-40GB:4@1.20,L4@0.80,T4@0.35",
-                                        "H100-80GB@2.49,A100-40GB@1.20"};
-    static const double most[] = {15.52, 16.89};
-    for (int list = 0; list < 2; list++) {
-        struct fleet f = fleet_of(specs[list]);
-        struct fleet_result r;
-        plan_listed(specs[list], list ? by_size : counted, 30, &r);
-        const struct fleet_plan *p = &r.plans[FLEET_CARVE];
-        assert_int_equal(p->shortage, 0);
-        if (p->cost_per_hour > most[list] + 1e-6 || fleet_plan_gap(&f, p) > 2.0)
-            fail_msg("%s: carve $%.2f against a bound of $%.4f (expected $%.2f)", specs[list],
-                     p->cost_per_hour, p->cost_lower_bound, most[list]);
-        fleet_result_free(&r);
-    }
+    check_listed(&(struct listed_case){"H100-80GB:3@2.49,A100-40GB:4@1.20,L4@0.80,T4@0.35",
+                                       counted, 30, FLEET_CARVE, 15.52, 2.0, false});
+    check_listed(&(struct listed_case){"H100-80GB@2.49,A100-40GB@1.20", by_size, 30,
+                                       FLEET_CARVE, 16.89, 2.0, false});
 }
 
 /* MIG's bounds on short lists. On H100-80GB + A100-40GB, 25 workloads: $15.60, 13 A100s,
@@ -890,21 +903,10 @@ static void test_mig_whole_bound(void **state)
         {39, 13, FLEET_LAT_STRICT, 1},  {60, 1, FLEET_LAT_STRICT, 0},  {16, 42, FLEET_LAT_RELAXED, 0},
         {20, 43, FLEET_LAT_NORMAL, 0},  {10, 45, FLEET_LAT_RELAXED, 0},
     };
-    static const char *const specs[] = {"H100-80GB@2.49,A100-40GB@1.20",
-                                        "H100-80GB:2@2.49,A100-40GB:1@1.20,L4@0.80"};
-    static const double costs[] = {15.60, 9.38};
-    for (int list = 0; list < 2; list++) {
-        struct fleet f = fleet_of(specs[list]);
-        struct fleet_result r;
-        plan_listed(specs[list], list ? second : first, list ? 8 : 25, &r);
-        const struct fleet_plan *p = &r.plans[FLEET_MIG];
-        assert_int_equal(p->shortage, 0);
-        if (p->cost_per_hour > costs[list] + 1e-6 || fleet_plan_gap(&f, p) > 1e-6)
-            fail_msg("%s: MIG plan $%.2f, bound $%.4f (expected $%.2f, proved)", specs[list],
-                     p->cost_per_hour, p->cost_lower_bound, costs[list]);
-        assert_true(p->proved_cheapest);
-        fleet_result_free(&r);
-    }
+    check_listed(&(struct listed_case){"H100-80GB@2.49,A100-40GB@1.20", first, 25, FLEET_MIG,
+                                       15.60, 1e-6, true});
+    check_listed(&(struct listed_case){"H100-80GB:2@2.49,A100-40GB:1@1.20,L4@0.80", second, 8,
+                                       FLEET_MIG, 9.38, 1e-6, true});
 }
 
 /* Lists of a few dozen workloads: the bound by the sets each GPU holds (fleet_colgen.c). Random
