@@ -634,7 +634,21 @@ static bool hold_back_worth(const struct shared_pack *s)
     return false;
 }
 
-/* The lone workloads, then each sharing group by the best packer for it. */
+/* GPUs the plan has beyond the pools' counts. */
+static uint64_t beyond_fleet(const struct fleet *f, const struct fleet_plan *p)
+{
+    uint64_t beyond = 0;
+    for (size_t q = 0; q < f->npools; q++)
+        if (f->pools[q].count != FLEET_UNLIMITED && p->gpus_by_pool[q] > f->pools[q].count)
+            beyond += p->gpus_by_pool[q] - f->pools[q].count;
+    return beyond;
+}
+
+/* The lone workloads, then each sharing group by the best packer for it. A GPU opened while
+ * its pool's GPUs were held back for the other group counted as one beyond the fleet
+ * (fleet_gpu_open), though the other group may not take them all: what is beyond is counted
+ * again at the end (7 workloads on big:1 + mid:2 + small:2, MPS: 2 beyond the fleet said, 1
+ * in its GPUs). */
 static int pack_workloads(const struct shared_pack *s, unsigned how, struct fleet_plan *p,
                           struct fleet_gpu_list *g)
 {
@@ -666,6 +680,7 @@ static int pack_workloads(const struct shared_pack *s, unsigned how, struct flee
         for (size_t i = 0; i < s->f->npools; i++)
             pc.left[i] += kept[i];
     }
+    p->shortage = beyond_fleet(s->f, p);
     return ret;
 }
 

@@ -909,6 +909,38 @@ static void test_mig_whole_bound(void **state)
                                        FLEET_MIG, 9.38, 1e-6, true});
 }
 
+/* The GPUs a plan has beyond the fleet are those of its GPUs above each pool's count. MPS on
+ * these 7 workloads on big:1 + mid:2 + small:2 said 2 beyond with 1 big, 2 mid and 3 small:
+ * packed again with the pools' GPUs held back for the strict group (hold_back), the other
+ * group's GPUs opened past what it had left were counted beyond, and the strict group did not
+ * take all that was held for it (found by test_cost_bound_below_optimum run for 8,000 rounds). */
+static void test_beyond_counted(void **state)
+{
+    static const struct {
+        uint64_t mib;
+        uint32_t bp;
+        int lat, trust;
+    } list[] = {
+        {1028, 880, FLEET_LAT_NORMAL, FLEET_UNTRUSTED}, {5963, 6321, FLEET_LAT_NORMAL, FLEET_UNTRUSTED},
+        {3765, 4634, FLEET_LAT_STRICT, FLEET_TRUSTED},  {4524, 153, FLEET_LAT_NORMAL, FLEET_TRUSTED},
+        {3248, 5481, FLEET_LAT_NORMAL, FLEET_UNTRUSTED}, {7172, 6437, FLEET_LAT_NORMAL, FLEET_TRUSTED},
+        {8408, 4911, FLEET_LAT_STRICT, FLEET_TRUSTED},
+    };
+    struct fleet f = fleet_of("big/16GiB:1@1.70,mid/10GiB:2@1.00,small/6GiB:2@0.45");
+    struct fleet_workloads ws = {0};
+    for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++)
+        add(&ws, list[i].mib, list[i].bp, list[i].lat, list[i].trust);
+    struct fleet_options o;
+    fleet_options_defaults(&o);
+    o.keep_assignment = true;
+    struct fleet_result r;
+    assert_int_equal(fleet_plan_all(&f, &ws, &o, &r), 0);
+    check_rules(&f, &ws, &r, &o); /* each plan's shortage against its GPUs */
+    assert_int_equal(r.plans[FLEET_MPS].shortage, 1);
+    fleet_result_free(&r);
+    fleet_workloads_free(&ws);
+}
+
 /* Lists of a few dozen workloads: the bound by the sets each GPU holds (fleet_colgen.c). Random
  * lists of 25-60 workloads of 1-20 GiB (a third up to 45) and 1-60% on A100 + L4 + T4, mixed
  * latency classes, one in ten untrusted: the fractional bounds left time-slicing, MPS and carve
@@ -1892,6 +1924,7 @@ int main(void)
         cmocka_unit_test(test_two_pools_proved),
         cmocka_unit_test(test_toward_bound),
         cmocka_unit_test(test_mig_whole_bound),
+        cmocka_unit_test(test_beyond_counted),
         cmocka_unit_test_setup_teardown(test_dozens_bound, rng_keep, rng_give_back),
         cmocka_unit_test(test_mixed_within_two_percent),
         cmocka_unit_test(test_mig_cost_bound_below_optimum), /* restores the generator */
