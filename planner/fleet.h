@@ -272,7 +272,6 @@ struct fleet_cover_lp {
     bool dantzig;        /* the entering column by the most negative reduced cost, Bland's rule
                             only where pivots stall (fewer pivots), as the cost bound's program;
                             false: Bland's rule throughout (fleet_mig.c's program, as tuned) */
-    double *duals;       /* optional: per row, its dual value (as the simplex left it) */
     double *work;        /* optional: adds the simplex's work (tableau entries updated) */
     double work_limit;   /* with work: past it the simplex gives up (no solution) */
     bool *no_solution;   /* optional: set when no x satisfies the rows, read twice (the second

@@ -29,8 +29,14 @@
  *
  * Most of what the bound then leaves is the plans' (one list of 46: MPS $26.95, the program
  * $24.37): the program's fractional solution is usually close to whole, so a plan is made from
- * it and kept when cheaper than the packing's. */
+ * it and kept when cheaper than the packing's.
+ *
+ * The program is solved as it is by fleet_simplex.c, which keeps its tableau between rounds
+ * (fleet_lp.c's solver, on the dual, updated a row per set at each pivot and started each round
+ * afresh: on 64 workloads it ran out of its budget before the program was solved). What the
+ * solution buys in fractions of a pool's GPUs, every plan buys whole: whole_pools. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,15 +48,18 @@
 #define COLGEN_NODES 100000ul /* knapsack nodes per pool and group and round */
 #define COLGEN_ALL_NODES 2000000ul /* and in all, per list and mechanism */
 #define COLGEN_ADD 16         /* sets added per round at most, the most valuable */
-/* The simplex's work (tableau entries its pivots update), for the rounds and again for the
- * dive, each: about 0.2 s on this project's 2-core VM. 64 workloads on ten counted pools took
- * 31 s without it. */
+/* The simplex's work (tableau entries its pivots update and its columns write), for the rounds
+ * and again for each of the three dives: about 0.2 s on this project's 2-core VM. 64 workloads
+ * on ten counted pools took 31 s without it. With the search over whole GPUs
+ * (COLGEN_BB_WORK), at most 1.2e9 a mechanism; 1.5 s for the five plans of the slowest list of
+ * 68 measured (docs/plan.md). */
 #define COLGEN_WORK 2.0e8
 #define COLGEN_DIVE_POOLS 3   /* pools each workload may go alone to in the dive: the cheapest */
 #define COLGEN_EPS 1e-9
 #define COLGEN_SLACK 1e-6     /* dollars taken off the bound */
 #define COLGEN_PER_PRICING 4  /* sets a pool and group add per round at most */
 #define COLGEN_DIVE_WHOLE 1e-6 /* a set the solution buys at least 1 - this of is bought */
+#define COLGEN_DIVE_ROUNDS 3  /* rounds of pricing at each step of the dive */
 
 struct cg_item {
     uint64_t mem;
@@ -84,7 +93,9 @@ struct knapsack {
 /* Keeps set among the most valuable found (those worth more than ks->worth). */
 static void keep(struct knapsack *ks, uint64_t set, double value)
 {
-    if (value <= ks->worth + COLGEN_EPS)
+    /* the empty set: worth nothing, though a lower limit's price can make a GPU worth buying
+       empty (worth below zero); no plan buys one */
+    if (!set || value <= ks->worth + COLGEN_EPS)
         return;
     size_t at = ks->nkept;
     if (at == COLGEN_PER_PRICING) {
@@ -232,15 +243,44 @@ struct colgen {
     const struct mech_rules *r;
     struct cg_item item[COLGEN_MAX];
     size_t n;
-    size_t pool_row[FLEET_MAX_POOLS]; /* SIZE_MAX: the pool is not counted */
-    size_t nrows;
     struct cg_column *col;
     size_t ncols;
     struct knapsack ks; /* the last pricing's */
-    unsigned long nodes;                /* knapsack nodes so far */
-    double work;                        /* the simplex's so far (COLGEN_WORK) */
-    uint64_t uncovered;                /* the workloads the program must cover */
-    uint64_t left[FLEET_MAX_POOLS];    /* GPUs each counted pool has left */
+    unsigned long nodes, node_budget; /* knapsack nodes so far, and at most */
+    double work;                      /* the simplex's so far */
+    double big;                       /* the artificial columns' cost (fleet_simplex.c) */
+    uint64_t uncovered;               /* the workloads the program must cover */
+    uint64_t left[FLEET_MAX_POOLS];   /* GPUs each counted pool has left */
+};
+
+/* What every plan buys a whole number of, so the search over whole GPUs may hold it to a
+ * range: the GPUs of each pool (sum q), and of each pool for each group and for the lone
+ * workloads (kind_sum: a GPU holds one group's workloads, or one lone workload). */
+#define CG_KINDS (FLEET_GROUPS + 1)
+#define CG_SUMS (FLEET_MAX_POOLS * (1 + CG_KINDS))
+
+static size_t kind_sum(size_t pool, size_t kind)
+{
+    return FLEET_MAX_POOLS + pool * CG_KINDS + kind;
+}
+
+/* Those sums a program buys: lo <= each <= hi (INFINITY: no limit). */
+struct cg_range {
+    double lo[CG_SUMS], hi[CG_SUMS];
+};
+
+/* The restricted program of one range: cg's columns so far, over the rows of the workloads
+ * still to cover and of the pools' limits. */
+struct cg_master {
+    struct fleet_simplex *s;
+    size_t row_of[COLGEN_MAX];               /* SIZE_MAX: covered already */
+    size_t hi_row[CG_SUMS], lo_row[CG_SUMS]; /* SIZE_MAX: none */
+    size_t ncols;                            /* cg's columns it has */
+};
+
+/* Dual prices: y per workload, w per sum's upper limit, v per lower limit, all >= 0. */
+struct cg_prices {
+    double y[COLGEN_MAX], w[CG_SUMS], v[CG_SUMS];
 };
 
 static bool holds(const struct colgen *cg, size_t q, size_t i)
@@ -249,8 +289,18 @@ static bool holds(const struct colgen *cg, size_t q, size_t i)
            (cg->item[i].group == GROUP_ALONE || cg->item[i].comp <= cg->r->compute_cap);
 }
 
+/* The sums column c counts in: its pool's, and its pool's for its kind. */
+static void sums_of(const struct colgen *cg, const struct cg_column *c, size_t sums[2])
+{
+    int grp = cg->item[__builtin_ctzll(c->set)].group;
+    sums[0] = c->pool;
+    sums[1] = kind_sum(c->pool, grp == GROUP_ALONE ? FLEET_GROUPS : (size_t)grp);
+}
+
 static void add_column(struct colgen *cg, uint64_t set, size_t pool)
 {
+    if (!set)
+        return;
     for (size_t j = 0; j < cg->ncols; j++)
         if (cg->col[j].set == set && cg->col[j].pool == pool)
             return;
@@ -258,47 +308,82 @@ static void add_column(struct colgen *cg, uint64_t set, size_t pool)
         cg->col[cg->ncols++] = (struct cg_column){set, pool};
 }
 
-/* Solves the program over the columns so far: the duals (y, then w per counted pool) and the
- * solution x, or *solved false where the simplex gives up, or where its work (cg->work) passes
- * limit. */
-static int solve_round(struct colgen *cg, double *duals, double *x, double limit, bool *solved)
+/* Gives the master cg's columns it lacks; false when its tableau is full. */
+static bool master_sync(struct colgen *cg, struct cg_master *ms)
 {
-    size_t rows = cg->nrows, vars = cg->ncols;
-    double *a = calloc(rows * vars + 1, sizeof(double));
-    double *demand = calloc(rows + 1, sizeof(double));
-    double *cost = calloc(vars + 1, sizeof(double));
-    int ret = -ENOMEM;
-    if (!a || !demand || !cost)
-        goto out;
-    for (size_t i = 0; i < cg->n; i++)
-        demand[i] = cg->uncovered >> i & 1;
-    for (size_t q = 0; q < cg->f->npools; q++)
-        if (cg->pool_row[q] != SIZE_MAX)
-            demand[cg->pool_row[q]] = -(double)cg->left[q];
-    for (size_t j = 0; j < vars; j++) {
-        const struct cg_column *c = &cg->col[j];
-        cost[j] = cg->f->pools[c->pool].price;
+    for (; ms->ncols < cg->ncols; ms->ncols++) {
+        const struct cg_column *c = &cg->col[ms->ncols];
+        size_t rows[COLGEN_MAX + 4], k = 0, sums[2];
         for (size_t i = 0; i < cg->n; i++)
-            if (c->set >> i & 1)
-                a[i * vars + j] = 1;
-        if (cg->pool_row[c->pool] != SIZE_MAX)
-            a[cg->pool_row[c->pool] * vars + j] = -1;
+            if (c->set >> i & 1 && ms->row_of[i] != SIZE_MAX)
+                rows[k++] = ms->row_of[i];
+        sums_of(cg, c, sums);
+        for (size_t b = 0; b < 2; b++) {
+            if (ms->hi_row[sums[b]] != SIZE_MAX)
+                rows[k++] = ms->hi_row[sums[b]];
+            if (ms->lo_row[sums[b]] != SIZE_MAX)
+                rows[k++] = ms->lo_row[sums[b]];
+        }
+        if (fleet_simplex_add(ms->s, rows, k, cg->f->pools[c->pool].price, &cg->work) < 0)
+            return false;
     }
-    struct fleet_cover_lp lp = {.nvars = vars, .nrows = rows, .a = a, .demand = demand,
-                                .cost = cost, .dantzig = true, .duals = duals,
-                                .work = &cg->work, .work_limit = limit};
-    double value;
-    ret = fleet_cover_solve(&lp, x, &value, solved);
-out:
-    free(a);
-    free(demand);
-    free(cost);
-    return ret;
+    return true;
 }
 
-/* Prices every pool's sets at the duals, adds those worth more than their pool's price, and
- * returns the bound these duals give (Farley's: see the top of the file). *added: columns. */
-static double price_round(struct colgen *cg, const double *duals, size_t *added)
+/* The program of range rg over the workloads in cg->uncovered, with cg's columns. 0, or
+ * -ENOMEM. */
+static int master_new(struct colgen *cg, const struct cg_range *rg, struct cg_master *ms)
+{
+    bool at_least[COLGEN_MAX + 2 * CG_SUMS];
+    double rhs[COLGEN_MAX + 2 * CG_SUMS];
+    size_t m = 0;
+    for (size_t i = 0; i < cg->n; i++) {
+        ms->row_of[i] = cg->uncovered >> i & 1 ? m : SIZE_MAX;
+        if (ms->row_of[i] != SIZE_MAX) {
+            at_least[m] = true;
+            rhs[m++] = 1;
+        }
+    }
+    for (size_t b = 0; b < CG_SUMS; b++) {
+        ms->hi_row[b] = ms->lo_row[b] = SIZE_MAX;
+        if (rg->hi[b] < INFINITY) {
+            ms->hi_row[b] = m;
+            at_least[m] = false;
+            rhs[m++] = rg->hi[b];
+        }
+        if (rg->lo[b] > 0) {
+            ms->lo_row[b] = m;
+            at_least[m] = true;
+            rhs[m++] = rg->lo[b];
+        }
+    }
+    ms->ncols = 0;
+    ms->s = fleet_simplex_new(m, at_least, rhs, COLGEN_COLUMNS, cg->big);
+    return ms->s && master_sync(cg, ms) ? 0 : -ENOMEM;
+}
+
+static void prices_of(const struct colgen *cg, const struct cg_master *ms, struct cg_prices *pr)
+{
+    double duals[COLGEN_MAX + 2 * CG_SUMS];
+    fleet_simplex_duals(ms->s, duals);
+    memset(pr, 0, sizeof(*pr));
+    for (size_t i = 0; i < cg->n; i++)
+        if (ms->row_of[i] != SIZE_MAX)
+            pr->y[i] = duals[ms->row_of[i]] > 0 ? duals[ms->row_of[i]] : 0;
+    for (size_t b = 0; b < CG_SUMS; b++) {
+        if (ms->hi_row[b] != SIZE_MAX)
+            pr->w[b] = duals[ms->hi_row[b]] < 0 ? -duals[ms->hi_row[b]] : 0;
+        if (ms->lo_row[b] != SIZE_MAX)
+            pr->v[b] = duals[ms->lo_row[b]] > 0 ? duals[ms->lo_row[b]] : 0;
+    }
+}
+
+/* Prices every pool's sets at pr, adds those worth more than their pool's price to cg, and
+ * returns the bound these prices give on every purchase within rg (Farley's: see the top of
+ * the file; a pool's lower limit's price v counts as its upper limit's w does, with the other
+ * sign). *added: columns. */
+static double price_round(struct colgen *cg, const struct cg_prices *pr, const struct cg_range *rg,
+                          size_t *added)
 {
     const struct fleet *f = cg->f;
     double theta = 1, value = 0;
@@ -307,15 +392,18 @@ static double price_round(struct colgen *cg, const double *duals, size_t *added)
     size_t ncand = 0;
     *added = 0;
     for (size_t i = 0; i < cg->n; i++)
-        value += duals[i];
+        value += pr->y[i];
+    for (size_t b = 0; b < CG_SUMS; b++)
+        value += (pr->v[b] ? pr->v[b] * rg->lo[b] : 0) - (pr->w[b] ? pr->w[b] * rg->hi[b] : 0);
     for (size_t q = 0; q < f->npools; q++) {
-        double w = cg->pool_row[q] != SIZE_MAX ? duals[cg->pool_row[q]] : 0;
-        value -= cg->pool_row[q] != SIZE_MAX ? w * (double)f->pools[q].count : 0;
         double price = f->pools[q].price;
         for (int grp = 0; grp < FLEET_GROUPS; grp++) {
+            size_t kind = kind_sum(q, (size_t)grp);
+            /* what a GPU of this pool and group adds to the limits, priced */
+            double w = pr->w[q] - pr->v[q] + pr->w[kind] - pr->v[kind];
             struct knapsack *ks = &cg->ks;
-            unsigned long left = COLGEN_ALL_NODES > cg->nodes ? COLGEN_ALL_NODES - cg->nodes : 0;
-            double most = knapsack(ks, cg->item, cg->n, duals, grp, f->pools[q].memory_mib,
+            unsigned long left = cg->node_budget > cg->nodes ? cg->node_budget - cg->nodes : 0;
+            double most = knapsack(ks, cg->item, cg->n, pr->y, grp, f->pools[q].memory_mib,
                                    cg->r, price + w, left < COLGEN_NODES ? left : COLGEN_NODES);
             cg->nodes += ks->nodes;
             /* it leaves out workloads priced at most COLGEN_EPS and prunes within it */
@@ -336,17 +424,174 @@ static double price_round(struct colgen *cg, const double *duals, size_t *added)
                 gain[at] = above;
             }
         }
+        size_t kind = kind_sum(q, FLEET_GROUPS);
+        double w = pr->w[q] - pr->v[q] + pr->w[kind] - pr->v[kind];
         for (size_t i = 0; i < cg->n; i++)
-            if (cg->item[i].group == GROUP_ALONE && holds(cg, q, i) && duals[i] > w)
-                theta = theta < price / (duals[i] - w) ? theta : price / (duals[i] - w);
+            if (cg->item[i].group == GROUP_ALONE && holds(cg, q, i) && pr->y[i] > w)
+                theta = theta < price / (pr->y[i] - w) ? theta : price / (pr->y[i] - w);
     }
     for (size_t c = 0; c < ncand; c++) {
         size_t before = cg->ncols;
         add_column(cg, cand[c].set, cand[c].pool);
         *added += cg->ncols > before;
     }
-    double bound = theta * value - COLGEN_SLACK; /* the simplex's rounding in value */
-    return bound > 0 ? bound : 0;
+    return theta * value - COLGEN_SLACK; /* the simplex's rounding in value */
+}
+
+/* What solving a range gives: the best of its rounds' bounds (-INFINITY if none), and the
+ * GPUs of each pool its last solution buys (sums), when it has one (solved). */
+struct cg_solved {
+    double bound, sums[CG_SUMS];
+    bool solved;
+    bool met; /* and it meets every row (no artificial column above zero) */
+};
+
+/* Solves range rg's program, priced again after each solve `rounds' times at most, until the
+ * simplex's work passes stop. 0, or -ENOMEM. */
+static int solve_range(struct colgen *cg, const struct cg_range *rg, int rounds, double stop,
+                       double *x, struct cg_solved *out)
+{
+    struct cg_master ms;
+    out->bound = -INFINITY;
+    out->solved = false;
+    int ret = master_new(cg, rg, &ms);
+    for (int round = 0; !ret; round++) {
+        out->solved = fleet_simplex_solve(ms.s, &cg->work, stop) == FLEET_SIMPLEX_OPTIMAL;
+        if (!out->solved || round == rounds)
+            break;
+        struct cg_prices pr;
+        prices_of(cg, &ms, &pr);
+        size_t added;
+        double bound = price_round(cg, &pr, rg, &added);
+        out->bound = bound > out->bound ? bound : out->bound;
+        if (!added || cg->work >= stop || !master_sync(cg, &ms))
+            break; /* the solution stands, without the columns just added */
+    }
+    if (!ret && out->solved) {
+        out->met = !fleet_simplex_artificial(ms.s);
+        fleet_simplex_values(ms.s, x);
+        for (size_t j = ms.ncols; j < cg->ncols; j++) /* added since: not in the solution */
+            x[j] = 0;
+        memset(out->sums, 0, sizeof(out->sums));
+        for (size_t j = 0; j < ms.ncols; j++) {
+            size_t sums[2];
+            sums_of(cg, &cg->col[j], sums);
+            out->sums[sums[0]] += x[j];
+            out->sums[sums[1]] += x[j];
+        }
+    }
+    fleet_simplex_free(ms.s);
+    return ret;
+}
+
+/* ---- whole GPUs of each pool ----
+ *
+ * Every plan buys a whole number of GPUs of each pool, and of each pool for each group (and
+ * for the lone workloads), where the program's solution often buys fractions: 17.95 A100s
+ * where every plan buys 18 or more, or 2.5 H100s on a fleet that has 3. So the bound is taken
+ * further by branch and bound on those numbers (CG_SUMS), best first: a node is the program
+ * with each number held to a range, solved by its own rounds of pricing (a range keeps every
+ * set, so the columns found serve every node); the node of least bound is split on the most
+ * fractional number v (a pool's total first, then by kind) into at most floor v and at least
+ * ceil v, which between them keep every plan of the node. Each node's bound is Farley's for
+ * its range (the limits' prices in it), at least its parent's; so the least bound over the
+ * open nodes bounds every plan at any point of the search, which stops when that reaches the
+ * plan's cost (no bound above it is needed), after COLGEN_BB_NODES solves, or past the
+ * simplex's budget. The range of that least bound is where a cheaper plan may still be: the
+ * dive looks for one there. */
+#define COLGEN_BB_NODES 64
+#define COLGEN_BB_ROUNDS 20
+#define COLGEN_BB_WORK 4.0e8
+#define COLGEN_BB_ALL_NODES 2000000ul /* knapsack nodes, beside the rounds' */
+
+struct cg_node {
+    struct cg_range rg;
+    struct cg_solved at;
+};
+
+static double fraction(double v)
+{
+    double frac = v - (double)(uint64_t)v; /* v >= 0 */
+    return frac < 1 - frac ? frac : 1 - frac;
+}
+
+/* Whether n's solution keeps sum b within its range: one that does not (an artificial column
+ * left on its row) would split into the range itself again. */
+static bool within(const struct cg_node *n, size_t b)
+{
+    return n->at.sums[b] >= n->rg.lo[b] - 1e-9 && n->at.sums[b] <= n->rg.hi[b] + 1e-9;
+}
+
+/* The sum to split n on: the pool whose GPUs are the most fractional, else the pool and kind;
+ * CG_SUMS if none is. */
+static size_t split_sum(const struct colgen *cg, const struct cg_node *n)
+{
+    size_t best = CG_SUMS;
+    double best_frac = 1e-6;
+    for (size_t q = 0; q < cg->f->npools && n->at.solved; q++)
+        if (fraction(n->at.sums[q]) > best_frac && within(n, q)) {
+            best_frac = fraction(n->at.sums[q]);
+            best = q;
+        }
+    for (size_t q = 0; q < cg->f->npools && n->at.solved && best == CG_SUMS; q++)
+        for (size_t k = 0; k < CG_KINDS; k++)
+            if (fraction(n->at.sums[kind_sum(q, k)]) > best_frac && within(n, kind_sum(q, k))) {
+                best_frac = fraction(n->at.sums[kind_sum(q, k)]);
+                best = kind_sum(q, k);
+            }
+    return best;
+}
+
+/* The least bound over the open nodes of that search (*value, at most plan_cost) and its range
+ * (*least_open, left as it was when no node is open below plan_cost). 0, or -ENOMEM. */
+static int whole_pools(struct colgen *cg, const struct cg_node *root, double plan_cost,
+                       double *x, double *value, struct cg_range *least_open)
+{
+    /* a split takes one node and gives two at most for two solves: open <= 1 + solves / 2 */
+    struct cg_node *open = malloc((COLGEN_BB_NODES / 2 + 2) * sizeof(*open));
+    if (!open)
+        return -ENOMEM;
+    size_t nopen = 1;
+    open[0] = *root;
+    double stop = cg->work + COLGEN_BB_WORK;
+    cg->node_budget = cg->nodes + COLGEN_BB_ALL_NODES;
+    for (int solved = 0; solved + 2 <= COLGEN_BB_NODES && cg->work < stop;) {
+        size_t least = 0;
+        for (size_t k = 1; k < nopen; k++)
+            least = open[k].at.bound < open[least].at.bound ? k : least;
+        struct cg_node n = open[least];
+        size_t q = split_sum(cg, &n);
+        if (n.at.bound >= plan_cost || q == CG_SUMS)
+            break;
+        open[least] = open[--nopen];
+        double v = (double)(uint64_t)n.at.sums[q];
+        struct cg_node kids[2] = {n, n};
+        kids[0].rg.hi[q] = dmin(n.rg.hi[q], v);
+        kids[1].rg.lo[q] = dmax(n.rg.lo[q], v + 1);
+        for (int c = 0; c < 2; c++) {
+            if (kids[c].rg.lo[q] > kids[c].rg.hi[q])
+                continue; /* no plan buys that many of a counted pool */
+            int ret = solve_range(cg, &kids[c].rg, COLGEN_BB_ROUNDS, stop, x, &kids[c].at);
+            if (ret) {
+                free(open);
+                return ret;
+            }
+            solved++;
+            kids[c].at.bound = dmax(kids[c].at.bound, n.at.bound);
+            if (kids[c].at.bound < plan_cost)
+                open[nopen++] = kids[c];
+        }
+        if (!nopen)
+            break;
+    }
+    *value = plan_cost;
+    for (size_t k = 0; k < nopen; k++)
+        if (open[k].at.bound < *value) {
+            *value = open[k].at.bound;
+            *least_open = open[k].rg;
+        }
+    free(open);
+    return 0;
 }
 
 /* Takes column j's workloads still uncovered, on a GPU of its pool, into the plan being made;
@@ -355,11 +600,12 @@ static bool take(struct colgen *cg, size_t j, struct cg_column *chosen, size_t *
 {
     struct cg_column c = cg->col[j];
     c.set &= cg->uncovered;
-    if (!c.set || (cg->pool_row[c.pool] != SIZE_MAX && !cg->left[c.pool]))
+    bool counted = cg->f->pools[c.pool].count != FLEET_UNLIMITED;
+    if (!c.set || (counted && !cg->left[c.pool]))
         return false;
     chosen[(*nchosen)++] = c;
     cg->uncovered &= ~c.set;
-    if (cg->pool_row[c.pool] != SIZE_MAX)
+    if (counted)
         cg->left[c.pool]--;
     return true;
 }
@@ -368,10 +614,11 @@ static bool take(struct colgen *cg, size_t j, struct cg_column *chosen, size_t *
  * else the one it buys most of; every set loses the workloads taken (what is left of a set a
  * GPU holds, it still holds), and the program is solved again over what is left, until every
  * workload is on a GPU. chosen gets the plan's GPUs (*nchosen, 0 if the dive failed). */
-static int dive(struct colgen *cg, double *duals, double *x, struct cg_column *chosen,
-                size_t *nchosen)
+static int dive(struct colgen *cg, int rounds, const struct cg_range *range, double *x,
+                struct cg_column *chosen, size_t *nchosen)
 {
     *nchosen = 0;
+    double taken[CG_SUMS] = {0};
     size_t order[FLEET_MAX_POOLS];
     fleet_pool_order(cg->f, order); /* cheapest per MiB first */
     for (size_t i = 0; i < cg->n; i++) /* room to move what the sets taken leave */
@@ -382,9 +629,14 @@ static int dive(struct colgen *cg, double *duals, double *x, struct cg_column *c
             }
     double stop = cg->work + COLGEN_WORK;
     for (size_t step = 0; step < COLGEN_MAX && cg->uncovered && cg->work < stop; step++) {
-        bool solved = false;
-        int ret = solve_round(cg, duals, x, stop, &solved);
-        if (ret || !solved) {
+        struct cg_range rg;
+        for (size_t b = 0; b < CG_SUMS; b++) {
+            rg.lo[b] = dmax(0, range->lo[b] - taken[b]);
+            rg.hi[b] = dmax(0, range->hi[b] - taken[b]);
+        }
+        struct cg_solved at;
+        int ret = solve_range(cg, &rg, rounds, stop, x, &at);
+        if (ret || !at.solved || !at.met) {
             *nchosen = 0;
             return ret;
         }
@@ -397,6 +649,13 @@ static int dive(struct colgen *cg, double *duals, double *x, struct cg_column *c
         }
         if (!took && !take(cg, most, chosen, nchosen))
             break;
+        memset(taken, 0, sizeof(taken));
+        for (size_t k = 0; k < *nchosen; k++) {
+            size_t sums[2];
+            sums_of(cg, &chosen[k], sums);
+            taken[sums[0]]++;
+            taken[sums[1]]++;
+        }
         size_t kept = 0;
         for (size_t j = 0; j < cg->ncols; j++) {
             cg->col[j].set &= cg->uncovered;
@@ -433,6 +692,34 @@ static int adopt(const struct fleet *f, const struct fleet_workloads *ws, const 
     return 0;
 }
 
+/* The dive, on a copy of the columns (it cuts them down), and its plan when it is cheaper. */
+static int plan_by_dive(struct colgen *cg, int rounds, const struct cg_range *range,
+                        const struct fleet_workloads *ws, const size_t *index, double *x,
+                        struct fleet_plan *p, struct fleet_gpu_list *g)
+{
+    struct cg_column *saved = malloc(COLGEN_COLUMNS * sizeof(*saved));
+    if (!saved)
+        return -ENOMEM;
+    memcpy(saved, cg->col, cg->ncols * sizeof(*saved));
+    size_t nsaved = cg->ncols;
+    uint64_t uncovered = cg->uncovered, left[FLEET_MAX_POOLS];
+    memcpy(left, cg->left, sizeof(left));
+    struct cg_column chosen[COLGEN_MAX];
+    size_t nchosen = 0;
+    int ret = dive(cg, rounds, range, x, chosen, &nchosen);
+    double cost = 0;
+    for (size_t k = 0; k < nchosen; k++)
+        cost += cg->f->pools[chosen[k].pool].price;
+    if (!ret && nchosen && cost < p->cost_per_hour - 1e-9)
+        ret = adopt(cg->f, ws, index, cg, chosen, nchosen, p, g);
+    memcpy(cg->col, saved, nsaved * sizeof(*saved));
+    cg->ncols = nsaved;
+    cg->uncovered = uncovered;
+    memcpy(cg->left, left, sizeof(left));
+    free(saved);
+    return ret;
+}
+
 int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const uint8_t *possible,
                  int mech, const struct mech_rules *r, struct fleet_plan *p,
                  struct fleet_gpu_list *g, double *value)
@@ -440,14 +727,20 @@ int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const 
     *value = 0;
     struct colgen *cg = calloc(1, sizeof(*cg));
     size_t *index = malloc((ws->n ? ws->n : 1) * sizeof(*index)); /* workload -> item */
-    if (!cg || !index) {
+    double *x = calloc(COLGEN_COLUMNS, sizeof(double));
+    if (!cg || !index || !x) {
         free(cg);
         free(index);
+        free(x);
         return -ENOMEM;
     }
     int ret = 0;
     cg->f = f;
     cg->r = r;
+    cg->node_budget = COLGEN_ALL_NODES;
+    for (size_t q = 0; q < f->npools; q++)
+        cg->big = dmax(cg->big, f->pools[q].price);
+    cg->big = 1000 * (cg->big + 1);
     for (size_t i = 0; i < ws->n; i++) {
         index[i] = SIZE_MAX;
         if (!possible[i])
@@ -458,18 +751,19 @@ int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const 
         int grp = fleet_group_of(mech, &ws->w[i], r);
         cg->item[cg->n++] = (struct cg_item){ws->w[i].memory_mib, ws->w[i].compute_bp, grp};
     }
-    cg->nrows = cg->n;
     cg->uncovered = cg->n == 64 ? ~0ull : (1ull << cg->n) - 1;
-    for (size_t q = 0; q < f->npools; q++) {
-        cg->pool_row[q] = f->pools[q].count == FLEET_UNLIMITED ? SIZE_MAX : cg->nrows++;
-        cg->left[q] = f->pools[q].count;
+    struct cg_node root;
+    for (size_t b = 0; b < CG_SUMS; b++) {
+        root.rg.lo[b] = 0;
+        root.rg.hi[b] = INFINITY;
     }
-    double *duals = calloc(cg->nrows + 1, sizeof(double));
-    double *x = calloc(COLGEN_COLUMNS, sizeof(double));
+    for (size_t q = 0; q < f->npools; q++) {
+        cg->left[q] = f->pools[q].count;
+        if (f->pools[q].count != FLEET_UNLIMITED)
+            root.rg.hi[q] = (double)f->pools[q].count;
+    }
     cg->col = malloc(COLGEN_COLUMNS * sizeof(*cg->col));
-    if (!duals || !x || !cg->col) {
-        free(duals);
-        free(x);
+    if (!cg->col) {
         ret = -ENOMEM;
         goto out;
     }
@@ -486,32 +780,26 @@ int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const 
         for (size_t q = 0; q < f->npools; q++)
             if (cg->item[i].group == GROUP_ALONE && holds(cg, q, i))
                 add_column(cg, 1ull << i, q);
-    for (int round = 0; round < COLGEN_ROUNDS && !ret && cg->work < COLGEN_WORK; round++) {
-        bool solved = false;
-        ret = solve_round(cg, duals, x, COLGEN_WORK, &solved);
-        if (ret || !solved)
-            break;
-        size_t added;
-        double bound = price_round(cg, duals, &added);
-        *value = bound > *value ? bound : *value;
-        if (!added)
-            break;
-    }
+    ret = solve_range(cg, &root.rg, COLGEN_ROUNDS, COLGEN_WORK, x, &root.at);
+    *value = dmax(0, root.at.bound);
     /* a plan from the program's solution, when it is cheaper */
-    struct cg_column chosen[COLGEN_MAX];
-    size_t nchosen = 0;
-    if (!ret && p->gpu_of)
-        ret = dive(cg, duals, x, chosen, &nchosen);
-    double cost = 0;
-    for (size_t k = 0; k < nchosen; k++)
-        cost += f->pools[chosen[k].pool].price;
-    if (!ret && nchosen && cost < p->cost_per_hour - 1e-9)
-        ret = adopt(f, ws, index, cg, chosen, nchosen, p, g);
-    free(duals);
-    free(x);
+    if (!ret && root.at.solved && p->gpu_of)
+        ret = plan_by_dive(cg, 0, &root.rg, ws, index, x, p, g);
+    if (!ret && root.at.solved && p->gpu_of)
+        ret = plan_by_dive(cg, COLGEN_DIVE_ROUNDS, &root.rg, ws, index, x, p, g);
+    if (!ret && root.at.solved && *value < p->cost_per_hour) {
+        double whole = 0;
+        struct cg_range least = root.rg;
+        ret = whole_pools(cg, &root, p->cost_per_hour, x, &whole, &least);
+        *value = dmax(*value, whole);
+        /* a plan within the range every cheaper plan may still be in */
+        if (!ret && p->gpu_of && memcmp(&least, &root.rg, sizeof(least)) && whole < p->cost_per_hour)
+            ret = plan_by_dive(cg, COLGEN_DIVE_ROUNDS, &least, ws, index, x, p, g);
+    }
 out:
     free(cg->col);
     free(cg);
     free(index);
+    free(x);
     return ret;
 }

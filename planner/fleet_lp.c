@@ -213,8 +213,6 @@ static int cover_solve(const struct fleet_cover_lp *c, bool bland_only, double p
     status = simplex(&lp, z, x);
     if (status == LP_OPTIMAL)
         *value = feasible_value(&lp, z, c->upper);
-    if (status == LP_OPTIMAL && c->duals)
-        memcpy(c->duals, z, c->nrows * sizeof(*z));
 out:
     free(lp.a);
     free(lp.rhs);

@@ -179,6 +179,31 @@ int fleet_pattern_bound(const struct fleet *held, const struct fleet_workloads *
 int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const uint8_t *possible,
                  int mech, const struct mech_rules *r, struct fleet_plan *p,
                  struct fleet_gpu_list *g, double *value);
+/* ---- a linear program solved as it is, columns added between solves (fleet_simplex.c) ---- */
+
+struct fleet_simplex;
+enum { FLEET_SIMPLEX_OPTIMAL, FLEET_SIMPLEX_STALLED };
+/* min cost.x over x >= 0 with rows (at_least[r]: `>=', else `<=') of right-hand side rhs[r]
+ * >= 0, room for `columns' columns; big: the cost of the artificial columns of the `>=' rows
+ * (far above any dual value the program can have). NULL on out of memory. */
+struct fleet_simplex *fleet_simplex_new(size_t rows, const bool *at_least, const double *rhs,
+                                        size_t columns, double big);
+void fleet_simplex_free(struct fleet_simplex *s);
+/* Adds a column of coefficient 1 in each of rows[0..nrows) (distinct): its number (0 for the
+ * first added), or -1 when there is no room; work (optional) counts the entries it writes. */
+long fleet_simplex_add(struct fleet_simplex *s, const size_t *rows, size_t nrows, double cost,
+                       double *work);
+/* From the last basis to an optimum: FLEET_SIMPLEX_OPTIMAL, or FLEET_SIMPLEX_STALLED when
+ * work (optional: tableau entries its pivots update, added) passes work_limit, or rounding
+ * stops it. */
+int fleet_simplex_solve(struct fleet_simplex *s, double *work, double work_limit);
+/* Per row, its dual value at the last basis (>= 0 on an optimal `>=' row, <= 0 on `<='). */
+void fleet_simplex_duals(const struct fleet_simplex *s, double *duals);
+/* Per added column, its value at the last basis. */
+void fleet_simplex_values(const struct fleet_simplex *s, double *x);
+/* Whether an artificial column is above zero: the columns so far meet not every row. */
+bool fleet_simplex_artificial(const struct fleet_simplex *s);
+
 /* A cost bound that needs no solution, for when the simplex gives up. */
 double fleet_plain_cost_bound(const struct fleet *f, const struct fleet_demand *d);
 /* The class (the smallest pool size that holds it) and the band of memory_mib. */
