@@ -1,4 +1,4 @@
-/* fleet_colgen.c - a cost bound, and a plan, for lists of a few dozen workloads: the program
+/* fleet_colgen.c - a cost bound, and a plan, for lists of up to 256 workloads: the program
  * over the sets of workloads a GPU can hold (its memory, the mechanism's compute cap and
  * places), by column generation, and a plan made from its solution by diving (dive).
  *
@@ -42,9 +42,10 @@
 
 #include "fleet_pack.h"
 
-#define COLGEN_MAX 64         /* workloads at most: a set is a 64-bit mask */
+#define COLGEN_WORDS 4
+#define COLGEN_MAX (64 * COLGEN_WORDS) /* workloads at most */
 #define COLGEN_ROUNDS 40
-#define COLGEN_COLUMNS 1200
+#define COLGEN_COLUMNS 2400
 #define COLGEN_NODES 100000ul /* knapsack nodes per pool and group and round */
 #define COLGEN_ALL_NODES 2000000ul /* and in all, per list and mechanism */
 #define COLGEN_ADD 16         /* sets added per round at most, the most valuable */
@@ -67,8 +68,53 @@ struct cg_item {
     int group; /* GROUP_ALONE: a GPU of its own */
 };
 
+/* A set of workloads (items), a bit each. */
+struct cg_set {
+    uint64_t w[COLGEN_WORDS];
+};
+
+static bool set_has(const struct cg_set *s, size_t i)
+{
+    return s->w[i / 64] >> (i % 64) & 1;
+}
+
+static struct cg_set set_with(struct cg_set s, size_t i)
+{
+    s.w[i / 64] |= 1ull << (i % 64);
+    return s;
+}
+
+static struct cg_set set_of(size_t i)
+{
+    return set_with((struct cg_set){{0}}, i);
+}
+
+static bool set_empty(const struct cg_set *s)
+{
+    for (size_t k = 0; k < COLGEN_WORDS; k++)
+        if (s->w[k])
+            return false;
+    return true;
+}
+
+/* The first item of a set that is not empty. */
+static size_t set_first(const struct cg_set *s)
+{
+    size_t k = 0;
+    while (k + 1 < COLGEN_WORDS && !s->w[k])
+        k++;
+    return 64 * k + (size_t)__builtin_ctzll(s->w[k]);
+}
+
+/* s loses what t lacks (keep) or what t has (!keep). */
+static void set_cut(struct cg_set *s, const struct cg_set *t, bool keep)
+{
+    for (size_t k = 0; k < COLGEN_WORDS; k++)
+        s->w[k] &= keep ? t->w[k] : ~t->w[k];
+}
+
 struct cg_column {
-    uint64_t set;
+    struct cg_set set;
     size_t pool;
 };
 
@@ -82,20 +128,20 @@ struct knapsack {
     uint64_t mem_cap;
     uint32_t comp_cap, slots;
     double best, open; /* open: the most a set left unsearched could be worth */
-    uint64_t best_set;
+    struct cg_set best_set;
     unsigned long nodes, node_limit;
     double worth;      /* a set worth more than this is kept */
-    uint64_t kept[COLGEN_PER_PRICING];
+    struct cg_set kept[COLGEN_PER_PRICING];
     double kept_value[COLGEN_PER_PRICING];
     size_t nkept;
 };
 
 /* Keeps set among the most valuable found (those worth more than ks->worth). */
-static void keep(struct knapsack *ks, uint64_t set, double value)
+static void keep(struct knapsack *ks, struct cg_set set, double value)
 {
     /* the empty set: worth nothing, though a lower limit's price can make a GPU worth buying
        empty (worth below zero); no plan buys one */
-    if (!set || value <= ks->worth + COLGEN_EPS)
+    if (set_empty(&set) || value <= ks->worth + COLGEN_EPS)
         return;
     size_t at = ks->nkept;
     if (at == COLGEN_PER_PRICING) {
@@ -177,8 +223,8 @@ static double fill_bound(const struct knapsack *ks, size_t k, uint64_t mem, uint
     return b < by_places ? b : by_places;
 }
 
-static void knapsack_from(struct knapsack *ks, size_t k, uint64_t set, double value, uint64_t mem,
-                          uint32_t comp, uint32_t places)
+static void knapsack_from(struct knapsack *ks, size_t k, struct cg_set set, double value,
+                          uint64_t mem, uint32_t comp, uint32_t places)
 {
     if (value > ks->best) {
         ks->best = value;
@@ -202,7 +248,7 @@ static void knapsack_from(struct knapsack *ks, size_t k, uint64_t set, double va
     }
     size_t i = ks->by_mem[k];
     if (ks->item[i].mem <= mem && ks->item[i].comp <= comp)
-        knapsack_from(ks, k + 1, set | 1ull << i, value + ks->y[i], mem - ks->item[i].mem,
+        knapsack_from(ks, k + 1, set_with(set, i), value + ks->y[i], mem - ks->item[i].mem,
                       comp - ks->item[i].comp, places - 1);
     knapsack_from(ks, k + 1, set, value, mem, comp, places);
 }
@@ -233,7 +279,7 @@ static double knapsack(struct knapsack *out, const struct cg_item *item, size_t 
         ks.rank[i] = COLGEN_MAX;
     for (size_t o = 0; o < ks.n; o++)
         ks.rank[ks.by_mem[o]] = o;
-    knapsack_from(&ks, 0, 0, 0, mem_cap, r->compute_cap, r->slots);
+    knapsack_from(&ks, 0, (struct cg_set){{0}}, 0, mem_cap, r->compute_cap, r->slots);
     *out = ks;
     return ks.open > ks.best ? ks.open : ks.best;
 }
@@ -249,7 +295,7 @@ struct colgen {
     unsigned long nodes, node_budget; /* knapsack nodes so far, and at most */
     double work;                      /* the simplex's so far */
     double big;                       /* the artificial columns' cost (fleet_simplex.c) */
-    uint64_t uncovered;               /* the workloads the program must cover */
+    struct cg_set uncovered;          /* the workloads the program must cover */
     uint64_t left[FLEET_MAX_POOLS];   /* GPUs each counted pool has left */
 };
 
@@ -292,17 +338,17 @@ static bool holds(const struct colgen *cg, size_t q, size_t i)
 /* The sums column c counts in: its pool's, and its pool's for its kind. */
 static void sums_of(const struct colgen *cg, const struct cg_column *c, size_t sums[2])
 {
-    int grp = cg->item[__builtin_ctzll(c->set)].group;
+    int grp = cg->item[set_first(&c->set)].group;
     sums[0] = c->pool;
     sums[1] = kind_sum(c->pool, grp == GROUP_ALONE ? FLEET_GROUPS : (size_t)grp);
 }
 
-static void add_column(struct colgen *cg, uint64_t set, size_t pool)
+static void add_column(struct colgen *cg, struct cg_set set, size_t pool)
 {
-    if (!set)
+    if (set_empty(&set))
         return;
     for (size_t j = 0; j < cg->ncols; j++)
-        if (cg->col[j].set == set && cg->col[j].pool == pool)
+        if (!memcmp(&cg->col[j].set, &set, sizeof(set)) && cg->col[j].pool == pool)
             return;
     if (cg->ncols < COLGEN_COLUMNS)
         cg->col[cg->ncols++] = (struct cg_column){set, pool};
@@ -315,7 +361,7 @@ static bool master_sync(struct colgen *cg, struct cg_master *ms)
         const struct cg_column *c = &cg->col[ms->ncols];
         size_t rows[COLGEN_MAX + 4], k = 0, sums[2];
         for (size_t i = 0; i < cg->n; i++)
-            if (c->set >> i & 1 && ms->row_of[i] != SIZE_MAX)
+            if (set_has(&c->set, i) && ms->row_of[i] != SIZE_MAX)
                 rows[k++] = ms->row_of[i];
         sums_of(cg, c, sums);
         for (size_t b = 0; b < 2; b++) {
@@ -330,15 +376,16 @@ static bool master_sync(struct colgen *cg, struct cg_master *ms)
     return true;
 }
 
-/* The program of range rg over the workloads in cg->uncovered, with cg's columns. 0, or
- * -ENOMEM. */
-static int master_new(struct colgen *cg, const struct cg_range *rg, struct cg_master *ms)
+/* The program of range rg over the workloads in cg->uncovered, with cg's columns and room for
+ * `rounds' rounds' more. 0, or -ENOMEM. */
+static int master_new(struct colgen *cg, const struct cg_range *rg, int rounds,
+                      struct cg_master *ms)
 {
     bool at_least[COLGEN_MAX + 2 * CG_SUMS];
     double rhs[COLGEN_MAX + 2 * CG_SUMS];
     size_t m = 0;
     for (size_t i = 0; i < cg->n; i++) {
-        ms->row_of[i] = cg->uncovered >> i & 1 ? m : SIZE_MAX;
+        ms->row_of[i] = set_has(&cg->uncovered, i) ? m : SIZE_MAX;
         if (ms->row_of[i] != SIZE_MAX) {
             at_least[m] = true;
             rhs[m++] = 1;
@@ -358,7 +405,9 @@ static int master_new(struct colgen *cg, const struct cg_range *rg, struct cg_ma
         }
     }
     ms->ncols = 0;
-    ms->s = fleet_simplex_new(m, at_least, rhs, COLGEN_COLUMNS, cg->big);
+    size_t room = cg->ncols + (size_t)rounds * COLGEN_ADD;
+    ms->s = fleet_simplex_new(m, at_least, rhs, room < COLGEN_COLUMNS ? room : COLGEN_COLUMNS,
+                              cg->big);
     return ms->s && master_sync(cg, ms) ? 0 : -ENOMEM;
 }
 
@@ -454,7 +503,7 @@ static int solve_range(struct colgen *cg, const struct cg_range *rg, int rounds,
     struct cg_master ms;
     out->bound = -INFINITY;
     out->solved = false;
-    int ret = master_new(cg, rg, &ms);
+    int ret = master_new(cg, rg, rounds, &ms);
     for (int round = 0; !ret; round++) {
         out->solved = fleet_simplex_solve(ms.s, &cg->work, stop) == FLEET_SIMPLEX_OPTIMAL;
         if (!out->solved || round == rounds)
@@ -599,12 +648,12 @@ static int whole_pools(struct colgen *cg, const struct cg_node *root, double pla
 static bool take(struct colgen *cg, size_t j, struct cg_column *chosen, size_t *nchosen)
 {
     struct cg_column c = cg->col[j];
-    c.set &= cg->uncovered;
+    set_cut(&c.set, &cg->uncovered, true);
     bool counted = cg->f->pools[c.pool].count != FLEET_UNLIMITED;
-    if (!c.set || (counted && !cg->left[c.pool]))
+    if (set_empty(&c.set) || (counted && !cg->left[c.pool]))
         return false;
     chosen[(*nchosen)++] = c;
-    cg->uncovered &= ~c.set;
+    set_cut(&cg->uncovered, &c.set, false);
     if (counted)
         cg->left[c.pool]--;
     return true;
@@ -624,11 +673,12 @@ static int dive(struct colgen *cg, int rounds, const struct cg_range *range, dou
     for (size_t i = 0; i < cg->n; i++) /* room to move what the sets taken leave */
         for (size_t o = 0, added = 0; o < cg->f->npools && added < COLGEN_DIVE_POOLS; o++)
             if (holds(cg, order[o], i)) {
-                add_column(cg, 1ull << i, order[o]);
+                add_column(cg, set_of(i), order[o]);
                 added++;
             }
     double stop = cg->work + COLGEN_WORK;
-    for (size_t step = 0; step < COLGEN_MAX && cg->uncovered && cg->work < stop; step++) {
+    for (size_t step = 0; step < COLGEN_MAX && !set_empty(&cg->uncovered) && cg->work < stop;
+         step++) {
         struct cg_range rg;
         for (size_t b = 0; b < CG_SUMS; b++) {
             rg.lo[b] = dmax(0, range->lo[b] - taken[b]);
@@ -658,13 +708,13 @@ static int dive(struct colgen *cg, int rounds, const struct cg_range *range, dou
         }
         size_t kept = 0;
         for (size_t j = 0; j < cg->ncols; j++) {
-            cg->col[j].set &= cg->uncovered;
-            if (cg->col[j].set)
+            set_cut(&cg->col[j].set, &cg->uncovered, true);
+            if (!set_empty(&cg->col[j].set))
                 cg->col[kept++] = cg->col[j];
         }
         cg->ncols = kept;
     }
-    if (cg->uncovered)
+    if (!set_empty(&cg->uncovered))
         *nchosen = 0;
     return 0;
 }
@@ -681,7 +731,7 @@ static int adopt(const struct fleet *f, const struct fleet_workloads *ws, const 
         if (gi < 0)
             return -ENOMEM;
         for (size_t i = 0; i < ws->n; i++) {
-            if (index[i] == SIZE_MAX || !(chosen[k].set >> index[i] & 1))
+            if (index[i] == SIZE_MAX || !set_has(&chosen[k].set, index[i]))
                 continue;
             fleet_gpu_add(&g->use[gi], &ws->w[i], ws->w[i].memory_mib);
             p->gpu_of[i] = (uint32_t)gi;
@@ -702,7 +752,8 @@ static int plan_by_dive(struct colgen *cg, int rounds, const struct cg_range *ra
         return -ENOMEM;
     memcpy(saved, cg->col, cg->ncols * sizeof(*saved));
     size_t nsaved = cg->ncols;
-    uint64_t uncovered = cg->uncovered, left[FLEET_MAX_POOLS];
+    struct cg_set uncovered = cg->uncovered;
+    uint64_t left[FLEET_MAX_POOLS];
     memcpy(left, cg->left, sizeof(left));
     struct cg_column chosen[COLGEN_MAX];
     size_t nchosen = 0;
@@ -751,7 +802,8 @@ int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const 
         int grp = fleet_group_of(mech, &ws->w[i], r);
         cg->item[cg->n++] = (struct cg_item){ws->w[i].memory_mib, ws->w[i].compute_bp, grp};
     }
-    cg->uncovered = cg->n == 64 ? ~0ull : (1ull << cg->n) - 1;
+    for (size_t i = 0; i < cg->n; i++)
+        cg->uncovered = set_with(cg->uncovered, i);
     struct cg_node root;
     for (size_t b = 0; b < CG_SUMS; b++) {
         root.rg.lo[b] = 0;
@@ -769,17 +821,16 @@ int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const 
     }
     /* the plan's GPUs, and each workload alone on each pool that holds it */
     for (size_t k = 0; k < g->n && p->gpu_of; k++) {
-        uint64_t set = 0;
+        struct cg_set set = {{0}};
         for (size_t i = 0; i < ws->n; i++)
             if (index[i] != SIZE_MAX && p->gpu_of[i] == k)
-                set |= 1ull << index[i];
-        if (set)
-            add_column(cg, set, g->use[k].pool);
+                set = set_with(set, index[i]);
+        add_column(cg, set, g->use[k].pool);
     }
     for (size_t i = 0; i < cg->n; i++) /* the sets a lone workload has: the rounds add none */
         for (size_t q = 0; q < f->npools; q++)
             if (cg->item[i].group == GROUP_ALONE && holds(cg, q, i))
-                add_column(cg, 1ull << i, q);
+                add_column(cg, set_of(i), q);
     ret = solve_range(cg, &root.rg, COLGEN_ROUNDS, COLGEN_WORK, x, &root.at);
     *value = dmax(0, root.at.bound);
     /* a plan from the program's solution, when it is cheaper */
@@ -792,8 +843,9 @@ int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const 
         struct cg_range least = root.rg;
         ret = whole_pools(cg, &root, p->cost_per_hour, x, &whole, &least);
         *value = dmax(*value, whole);
-        /* a plan within the range every cheaper plan may still be in */
-        if (!ret && p->gpu_of && memcmp(&least, &root.rg, sizeof(least)) && whole < p->cost_per_hour)
+        /* a plan within the range of the least open bound, where one cheaper is likeliest */
+        if (!ret && p->gpu_of && memcmp(&least, &root.rg, sizeof(least)) &&
+            whole < p->cost_per_hour)
             ret = plan_by_dive(cg, COLGEN_DIVE_ROUNDS, &least, ws, index, x, p, g);
     }
 out:

@@ -848,7 +848,7 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         if (!ret && exact.exhaustive)
             fleet_plan_proved(f, p);
     }
-    /* on a list of a few dozen, by the sets of them each GPU holds */
+    /* on a list of up to 256, by the sets of them each GPU holds */
     double by_sets = 0;
     if (!ret && !p->shortage && fleet_gap_in_cost(f) && !p->proved_cheapest &&
         fleet_plan_gap(f, p) > 0)

@@ -172,7 +172,7 @@ void fleet_most_held(const struct fleet *f, const struct fleet_workloads *ws,
 int fleet_pattern_bound(const struct fleet *held, const struct fleet_workloads *ws,
                         const uint8_t *possible, int mech, const struct mech_rules *r,
                         const struct fleet_demand *d, bool limited, double *value);
-/* The cost bound by the sets of workloads each GPU holds, for lists of at most 64 workloads
+/* The cost bound by the sets of workloads each GPU holds, for lists of at most 256 workloads
  * whose plan p (on GPUs g, p->gpu_of kept) is within the fleet (fleet_colgen.c): *value, or 0
  * where it does not apply; and a plan from that program's solution takes p's place (p and g
  * made again) when it is cheaper. 0, or -ENOMEM. */
