@@ -52,7 +52,7 @@
 /* The simplex's work (tableau entries its pivots update and its columns write), for the rounds
  * and again for each of the three dives: about 0.2 s on this project's 2-core VM. 64 workloads
  * on ten counted pools took 31 s without it. With the search over whole GPUs
- * (COLGEN_BB_WORK), at most 1.2e9 a mechanism; 1.5 s for the five plans of the slowest list of
+ * (COLGEN_BB_WORK), at most 1.2e9 a mechanism; 1.3 s for the five plans of the slowest list of
  * 68 measured (docs/plan.md). */
 #define COLGEN_WORK 2.0e8
 #define COLGEN_DIVE_POOLS 3   /* pools each workload may go alone to in the dive: the cheapest */
