@@ -49,6 +49,9 @@ pids=()
 cleanup() {
     local pid
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    # carved saves its state as it stops: removed under it, the state directory could come
+    # back non-empty and rm fail (a fresh clone's demo, 2026-11-28)
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
     rm -rf "$logs" "${statedir:-}"
 }
 trap cleanup EXIT
