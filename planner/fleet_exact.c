@@ -366,7 +366,6 @@ static double size_of(const struct fleet_workload *w, uint64_t largest_mib)
 /* Whether workload a goes before b (largest_mib > 0: the larger size_of first; then most
  * memory, then most compute, then by group and profile: workloads alike end up side by
  * side). */
-
 static bool goes_before(const struct fleet_workloads *ws, const struct fleet_exact_item *a,
                         const struct fleet_exact_item *b, uint64_t largest_mib)
 {
