@@ -237,7 +237,7 @@ API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t
     NEED_DEV(d);
     if (!u)
         return NVML_ERROR_INVALID_ARGUMENT;
-    u->gpu = sim_busy_percent(d->index, 0, UTIL_WINDOW_NS);
+    u->gpu = sim_busy_percent(d->index, -1, UTIL_WINDOW_NS);
     u->memory = 0;
     return NVML_SUCCESS;
 }
@@ -254,9 +254,11 @@ static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count, void 
         return NVML_ERROR_INVALID_ARGUMENT;
     struct sim_shared *s = sim_shared();
     sim_reap();
+    struct sim_seen seen[SIM_MAX_PROCS];
+    sim_see_entries(s, seen);
     unsigned int n = 0, cap = infos ? *count : 0;
     for (int i = 0; i < SIM_MAX_PROCS; i++) {
-        int32_t pid = atomic_load(&s->proc[i].pid);
+        pid_t pid = seen[i].here;
         if (pid <= 0 || atomic_load(&s->proc[i].contexts[d->index]) == 0 ||
             !(atomic_load(&s->proc[i].lists) & list))
             continue;
@@ -353,16 +355,18 @@ API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
     if (last_seen_us && last_seen_us < now_us && (now_us - last_seen_us) * 1000ULL < window)
         window = (now_us - last_seen_us) * 1000ULL;
     struct sim_shared *s = sim_shared();
+    struct sim_seen seen[SIM_MAX_PROCS];
+    sim_see_entries(s, seen);
     unsigned int n = 0, cap = samples ? *count : 0;
     for (int i = 0; i < SIM_MAX_PROCS; i++) {
-        int32_t pid = atomic_load(&s->proc[i].pid);
+        pid_t pid = seen[i].here;
         if (pid <= 0 || atomic_load(&s->proc[i].contexts[d->index]) == 0)
             continue;
         if (n < cap)
             samples[n] = (nvmlProcessUtilizationSample_t){
                 (unsigned)(pid + sim_config()->nvml_pid_offset + sim_config()->nvml_util_pid_offset),
                 now_us,
-                sim_busy_percent(d->index, pid, window), 0, 0, 0};
+                sim_busy_percent(d->index, i, window), 0, 0, 0};
         n++;
     }
     *count = n;

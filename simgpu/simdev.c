@@ -220,13 +220,67 @@ struct sim_shared *sim_shared(void)
     return shared;
 }
 
-static bool proc_dead(struct sim_proc *p, int32_t pid)
+/* The PID namespace this process reads the table from, and whether its /proc is that
+ * namespace's (else /proc/PID names another namespace's process). Read again in a fork child
+ * (it may be of a namespace its parent made). */
+struct viewer {
+    pid_t pid;
+    uint32_t ns;
+    bool proc_own;
+};
+
+static struct viewer viewer(void)
 {
-    if (pid <= 0)
+    static _Thread_local struct viewer v;
+    pid_t me = getpid();
+    if (v.pid != me)
+        v = (struct viewer){me, carve_proc_ns(0, "pid"), carve_proc_is_own() == 1};
+    return v;
+}
+
+static bool of_viewer_ns(uint32_t ns, const struct viewer *v)
+{
+    return !ns || !v->ns || ns == v->ns;
+}
+
+int sim_see_entries(struct sim_shared *s, struct sim_seen *out)
+{
+    struct carve_proc_nspid want[SIM_MAX_PROCS];
+    int index[SIM_MAX_PROCS];
+    struct viewer v = viewer();
+    int n = 0;
+    for (int i = 0; i < SIM_MAX_PROCS; i++) {
+        int32_t pid = atomic_load(&s->proc[i].pid);
+        uint32_t ns = atomic_load(&s->proc[i].pidns);
+        out[i] = (struct sim_seen){pid, pid > 0 && of_viewer_ns(ns, &v) ? pid : 0};
+        if (pid > 0 && !out[i].here && v.proc_own) {
+            want[n] = (struct carve_proc_nspid){ns, pid, 0};
+            index[n++] = i;
+        }
+    }
+    if (!n)
+        return 1;
+    int complete = carve_proc_find_nspids(want, n);
+    for (int k = 0; k < n; k++)
+        out[index[k]].here = want[k].found;
+    return complete;
+}
+
+/* Whether the process of entry p, as this process saw it (e), is gone. One of another
+ * namespace that this process cannot find is judged only from the host's namespace, with its
+ * /proc, and a full look through it: there every process is seen. */
+static bool proc_dead(struct sim_proc *p, const struct sim_seen *e, int complete)
+{
+    struct viewer v = viewer();
+    if (e->pid <= 0)
         return false;
-    if (kill(pid, 0) < 0 && errno == ESRCH)
+    if (!e->here)
+        return v.ns == CARVE_HOST_PID_NS && v.proc_own && complete == 1;
+    if (kill(e->here, 0) < 0 && errno == ESRCH)
         return true;
-    uint64_t st = atomic_load(&p->start_time), now = carve_proc_start_time(pid);
+    if (!v.proc_own)
+        return false; /* /proc/PID is another namespace's process */
+    uint64_t st = atomic_load(&p->start_time), now = carve_proc_start_time(e->here);
     return st && now && st != now;
 }
 
@@ -238,23 +292,28 @@ static bool proc_dead(struct sim_proc *p, int32_t pid)
 bool sim_device_held_by_other(int dev)
 {
     struct sim_shared *sh = sim_shared();
-    int32_t me = (int32_t)getpid();
-    for (int i = 0; sh && i < SIM_MAX_PROCS; i++) {
+    if (!sh)
+        return false;
+    struct sim_seen seen[SIM_MAX_PROCS];
+    int complete = sim_see_entries(sh, seen);
+    pid_t me = getpid();
+    for (int i = 0; i < SIM_MAX_PROCS; i++) {
         struct sim_proc *p = &sh->proc[i];
-        int32_t pid = atomic_load(&p->pid);
         struct carve_proc_stat st;
-        if (pid > 0 && pid != me && atomic_load(&p->contexts[dev]) > 0 && !proc_dead(p, pid) &&
-            !(carve_proc_stat(pid, &st) == 0 && st.state == 'Z'))
+        if (seen[i].pid > 0 && seen[i].here != me && atomic_load(&p->contexts[dev]) > 0 &&
+            !proc_dead(p, &seen[i], complete) &&
+            !(seen[i].here && carve_proc_stat(seen[i].here, &st) == 0 && st.state == 'Z'))
             return true;
     }
     return false;
 }
 
-/* Also forgets the start time: a claimed entry whose new owner has not stored its own yet
- * must not look like a reused pid to a reaper in another process. */
+/* Also forgets the start time and namespace: a claimed entry whose new owner has not stored
+ * its own yet must not look like a reused pid to a reaper in another process. */
 static void proc_clear(struct sim_proc *p)
 {
     atomic_store(&p->start_time, 0);
+    atomic_store(&p->pidns, 0);
     for (int d = 0; d < SIM_MAX_DEVICES; d++) {
         atomic_store(&p->used[d], 0);
         atomic_store(&p->contexts[d], 0);
@@ -268,9 +327,11 @@ void sim_reap(void)
     struct sim_shared *s = sim_shared();
     if (!s)
         return;
+    struct sim_seen seen[SIM_MAX_PROCS];
+    int complete = sim_see_entries(s, seen);
     for (int i = 0; i < SIM_MAX_PROCS; i++) {
-        int32_t pid = atomic_load(&s->proc[i].pid);
-        if (pid > 0 && proc_dead(&s->proc[i], pid) &&
+        int32_t pid = seen[i].pid; /* the entry still of the process seen, or left alone */
+        if (proc_dead(&s->proc[i], &seen[i], complete) &&
             atomic_compare_exchange_strong(&s->proc[i].pid, &pid, -1)) {
             proc_clear(&s->proc[i]);
             atomic_store(&s->proc[i].pid, 0);
@@ -295,9 +356,11 @@ static pthread_once_t exec_once = PTHREAD_ONCE_INIT;
 static void forget_image_before_exec(void)
 {
     struct sim_shared *s = sim_shared();
+    struct viewer v = viewer();
     for (int i = 0; s && i < SIM_MAX_PROCS; i++) {
         int32_t mine = (int32_t)getpid();
-        if (atomic_compare_exchange_strong(&s->proc[i].pid, &mine, -1)) {
+        if (of_viewer_ns(atomic_load(&s->proc[i].pidns), &v) && /* not a container's pid */
+            atomic_compare_exchange_strong(&s->proc[i].pid, &mine, -1)) {
             proc_clear(&s->proc[i]);
             atomic_store(&s->proc[i].pid, 0);
         }
@@ -312,7 +375,10 @@ static struct sim_proc *claim_self(struct sim_shared *s, pid_t pid)
             int32_t expect = 0;
             if (atomic_compare_exchange_strong(&s->proc[i].pid, &expect, (int32_t)pid)) {
                 proc_clear(&s->proc[i]);
-                atomic_store(&s->proc[i].start_time, carve_proc_start_time(pid));
+                struct carve_proc_stat st; /* /proc/self: right wherever /proc is from */
+                atomic_store(&s->proc[i].pidns, viewer().ns);
+                atomic_store(&s->proc[i].start_time,
+                             carve_proc_stat_self(&st) == 0 ? st.start : 0);
                 atomic_store(&s->proc[i].lists, sim_config()->proc_lists);
                 return &s->proc[i];
             }
@@ -444,15 +510,15 @@ uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns)
         uint64_t slot = atomic_fetch_add(&d->ring_head, 1) % SIM_RING;
         atomic_store(&d->ring[slot].start_ns, begin);
         atomic_store(&d->ring[slot].end_ns, end);
-        atomic_store(&d->ring[slot].pid, (int32_t)getpid());
         struct sim_proc *p = sim_self();
+        atomic_store(&d->ring[slot].entry, p ? (int32_t)(p - s->proc) + 1 : 0);
         if (p)
             atomic_fetch_add(&p->busy_ns[dev], ns);
     }
     return end;
 }
 
-unsigned sim_busy_percent(int dev, int32_t pid, uint64_t window_ns)
+unsigned sim_busy_percent(int dev, int entry, uint64_t window_ns)
 {
     struct sim_shared *s = sim_shared();
     if (!s || dev < 0 || dev >= SIM_MAX_DEVICES || window_ns == 0)
@@ -461,7 +527,7 @@ unsigned sim_busy_percent(int dev, int32_t pid, uint64_t window_ns)
     struct sim_device_state *d = &s->dev[dev];
     for (int i = 0; i < SIM_RING; i++) {
         uint64_t a = atomic_load(&d->ring[i].start_ns), b = atomic_load(&d->ring[i].end_ns);
-        if (pid > 0 && atomic_load(&d->ring[i].pid) != pid)
+        if (entry >= 0 && atomic_load(&d->ring[i].entry) != entry + 1)
             continue;
         a = a < from ? from : a;
         b = b > now ? now : b;

@@ -66,13 +66,14 @@ struct sim_config {
 
 struct sim_interval {
     _Atomic uint64_t start_ns, end_ns;
-    _Atomic int32_t pid;
+    _Atomic int32_t entry; /* the index of the running process's entry in proc[], plus 1 */
 };
 
 enum { SIM_LIST_COMPUTE = 1, SIM_LIST_GRAPHICS = 2, SIM_LIST_MPS = 4 };
 
 struct sim_proc {
-    _Atomic int32_t pid;
+    _Atomic int32_t pid;    /* in its own PID namespace */
+    _Atomic uint32_t pidns; /* that namespace: the inode of /proc/self/ns/pid; 0 unknown */
     _Atomic uint32_t lists; /* SIM_LIST_*: the NVML process lists that name it */
     _Atomic uint64_t start_time;
     _Atomic uint64_t used[SIM_MAX_DEVICES];
@@ -119,9 +120,23 @@ void sim_set_mig(unsigned gi, uint64_t limit);
 uint64_t sim_instance_used(int dev, unsigned gi);
 /* Runs a kernel of duration ns on the device timeline after `after_ns`; returns its end. */
 uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns);
-/* Percent of [now - window, now] the device (or pid, if > 0) was busy. */
-unsigned sim_busy_percent(int dev, int32_t pid, uint64_t window_ns);
+/* Percent of [now - window, now] the device (or the process of proc[entry], if >= 0) was
+ * busy. */
+unsigned sim_busy_percent(int dev, int entry, uint64_t window_ns);
 /* Clears entries of processes that are gone. */
 void sim_reap(void);
+/* An entry of proc[] as this process saw it, and the pid by which it names its process, as a
+ * driver that translates pids into its caller's PID namespace does: one of this process's
+ * namespace by its pid there, one of another by the pid this process's /proc gives it (a
+ * container's process, seen from the host). A pid means another process, or none, in
+ * another PID namespace: two containers' first processes are both 1. */
+struct sim_seen {
+    int32_t pid; /* the entry's, in its own namespace; 0 or less: free */
+    pid_t here;  /* 0: free, or of another namespace and not found here (a sibling
+                  * container's) */
+};
+/* Sees all SIM_MAX_PROCS entries. Returns what carve_proc_find_nspids did (1 when there was
+ * nothing to look for). */
+int sim_see_entries(struct sim_shared *s, struct sim_seen *out);
 
 #endif

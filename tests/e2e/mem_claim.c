@@ -1,7 +1,9 @@
 /* mem_claim.c - the two sides of an idle slice's reclaim (tests/e2e/carved_reclaim.sh):
  *
- *   carve run --slice S -- mem_claim hold MIB SECONDS
- *       a tenant: allocates MIB MiB, runs no kernel, and sleeps (an idle slice)
+ *   carve run --slice S -- mem_claim hold MIB SECONDS [GO]
+ *       a tenant: allocates MIB MiB, runs no kernel, and sleeps (an idle slice). With GO:
+ *       makes its context, says "context", waits (10 s at most) for the file GO, and says
+ *       what cuMemGetInfo gives free before it allocates (tests/e2e/pid_namespaces.sh)
  *   CARVE_SLICE=SHM mem_claim PID
  *       anyone: writes PID (of mem_claim's PID namespace) into a free slot of the slice's
  *       table (mode 0666), holding 1 GiB,
@@ -19,7 +21,15 @@
 #include "mem_common.h"
 #include "slice_layout.h"
 
-static int hold(unsigned long mib, unsigned long seconds)
+/* Waits for the file go to exist: 10 s at most. */
+static void wait_for(const char *go)
+{
+    struct stat st;
+    for (int i = 0; i < 200 && stat(go, &st) != 0; i++)
+        usleep(50000);
+}
+
+static int hold(unsigned long mib, unsigned long seconds, const char *go)
 {
     struct mem_api a;
     CUdevice dev;
@@ -28,8 +38,20 @@ static int hold(unsigned long mib, unsigned long seconds)
     if (mem_api_dlsym(&a) != 0 || a.cuInit(0) != CUDA_SUCCESS ||
         a.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
         a.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
-        a.cuCtxSetCurrent(ctx) != CUDA_SUCCESS || a.cuMemAlloc(&p, mib << 20) != CUDA_SUCCESS) {
-        fprintf(stderr, "mem_claim: no GPU context or no %lu MiB\n", mib);
+        a.cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+        fprintf(stderr, "mem_claim: no GPU context\n");
+        return 1;
+    }
+    if (go) {
+        size_t free_bytes = 0, total = 0;
+        printf("context\n");
+        fflush(stdout);
+        wait_for(go);
+        if (a.cuMemGetInfo(&free_bytes, &total) == CUDA_SUCCESS)
+            printf("free %zu MiB of %zu MiB\n", free_bytes >> 20, total >> 20);
+    }
+    if (a.cuMemAlloc(&p, mib << 20) != CUDA_SUCCESS) {
+        fprintf(stderr, "mem_claim: no %lu MiB\n", mib);
         return 1;
     }
     printf("holding %lu MiB\n", mib);
@@ -71,10 +93,11 @@ static int claim(long pid)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[1], "hold") == 0)
-        return hold(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "hold") == 0)
+        return hold(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10),
+                    argc == 5 ? argv[4] : NULL);
     if (argc == 2 && atol(argv[1]) > 0)
         return claim(atol(argv[1]));
-    fprintf(stderr, "usage: mem_claim hold MIB SECONDS | mem_claim PID\n");
+    fprintf(stderr, "usage: mem_claim hold MIB SECONDS [GO] | mem_claim PID\n");
     return 2;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# slow: yes (16 s: containers with and without carved, sweeps waited for; the gcc build runs it)
+# slow: yes (22 s: containers with and without carved, sweeps waited for; the gcc build runs it)
 # pid_namespaces.sh - one slice's tenants in PID namespaces of their own (containers), where a
 # pid names different processes: every container's first process is 1, and the host's pid 1
 # is init. A slot names its process by its pid there and by its namespace.
@@ -8,9 +8,10 @@
 # image's before an exec, nor reap it by what its pid means in its own namespace (two
 # containers in a 4 GiB slice held 3 GiB each, 6 GiB); a tenant of its namespace still gives
 # a SIGKILLed one's memory back; and a namespace whose /proc is the host's (unshare -p
-# without --mount-proc) does not take a live sibling for a reused pid. With carved in the
-# host's namespace: carve ps lists a container's tenant by its host pid (and its pid there),
-# carved gives its slot back when it is SIGKILLed, and idle_policy = reclaim ends it by its
+# without --mount-proc) does not take a live sibling for a reused pid; nor is a tenant
+# charged, as its context's memory, what another container's process of its pid holds in the
+# simulated GPU. With carved in the host's namespace: carve ps lists a container's tenant by
+# its host pid (and its pid there), NVML names it so too, carved gives its slot back when it is SIGKILLed, and idle_policy = reclaim ends it by its
 # host pid. With carved in a namespace of its own, which cannot see the host's processes:
 # their tenant is listed without a pid, the log says why, and its slot is kept.
 #
@@ -79,6 +80,43 @@ sed 's/^/    /' "$work/a2.log" "$work/b2.log"
 check "a tenant of another container does not reap the first's slot by what pid 1 means there" \
     'grep -q "holding 3072 MiB" "$work/a2.log" && grep -q "out of memory on GPU 0: cap 4 GiB, in use 3 GiB" "$work/b2.log" && grep -q "status 1" "$work/b2.log"'
 
+# 2b. Two containers whose first processes start in one clock tick (10 ms; a process is
+# named by its pid and its start time): a tenant of a 3.5 GiB slice makes its context, the
+# other, outside carve, then takes 1 GiB, and the tenant asks what is free and takes 3 GiB.
+# The second took the tenant's entry in the simulated GPU for its own image's before an exec
+# (pid 1, and the same start) and made it its own, and the tenant counted the 1 GiB NVML
+# then gave pid 1 as its context's memory: 2.5 GiB free, 3 GiB refused. carved's tenants,
+# started at once in step 5, did so now and then: one's slot held the other's memory.
+# (Tried until the two start in one tick twice, at most ten times.)
+cat >"$work/shared_pid.sh" <<EOF
+waitfor() { for _ in \$(seq 100); do [ -e "\$1" ] && grep -q "\$2" "\$1" && return; sleep 0.05; done; }
+unshare -p -f -m --mount-proc --kill-child sh -c 'cat /proc/1/stat >"$work/b5.stat"; while [ ! -e "$work/b5.go" ]; do sleep 0.05; done
+exec "$CLAIM" hold 3072 1 "$work/go"' >"$work/b5.log" 2>&1 &
+b=\$!
+unshare -p -f -m --mount-proc --kill-child sh -c 'cat /proc/1/stat >"$work/a5.stat"; while [ ! -e "$work/a5.go" ]; do sleep 0.05; done
+exec env -u LD_PRELOAD "$CLAIM" hold 1024 2' >"$work/a5.log" 2>&1 &
+touch "$work/b5.go"
+waitfor "$work/b5.log" context
+touch "$work/a5.go"
+waitfor "$work/a5.log" holding
+touch "$work/go"
+wait \$b
+echo "status \$?" >>"$work/b5.log"
+wait
+EOF
+same=0 tries=0 took=1
+while [ "$same" -lt 2 ] && [ "$tries" -lt 10 ] && [ "$took" -eq 1 ]; do
+    tries=$((tries + 1))
+    rm -f "$work"/*5.go "$work/go" "$work"/*5.stat
+    "$CARVE" run --simulate --memory 3584MiB -- bash "$work/shared_pid.sh" >/dev/null 2>&1
+    [ "$(awk '{print $22}' "$work/a5.stat" "$work/b5.stat" | sort -u | wc -l)" = 1 ] && same=$((same + 1))
+    grep -q "holding 1024 MiB" "$work/a5.log" && grep -q "free 3584 MiB of 3584 MiB" "$work/b5.log" &&
+        grep -q "holding 3072 MiB" "$work/b5.log" && grep -q "status 0" "$work/b5.log" || took=0
+done
+sed 's/^/    /' "$work/a5.log" "$work/b5.log"
+check "two containers' pid 1s, started in one tick $same times in $tries: the tenant is not charged the other's 1 GiB (3.5 GiB free, 3 GiB taken)" \
+    '[ "$same" -ge 1 ] && [ "$took" -eq 1 ]'
+
 # 3. One namespace whose /proc is the host's (no --mount-proc): there /proc/2 is not the
 # namespace's pid 2. A live sibling is not taken for a reused pid.
 cat >"$work/outer_proc.sh" <<EOF
@@ -136,6 +174,12 @@ echo "    $procs"
 check "carve ps lists the container's tenant by its host pid ($host), and as pid 1 of its namespace" \
     '[ "$procs" = "[($host, 1, $ns, '\''mem_claim'\'', $((3 * GIB)))]" ]'
 check "carve ps says so" '"$CARVE" ps | grep -Eq "^shared +$host root +mem_claim +3 GiB +\(pid 1 in PID namespace $ns\)$"'
+nvml=$("$CARVE" ps --json | python3 -c 'import json, sys
+snap = json.load(sys.stdin)
+s = [s for s in snap["slices"] if s["name"] == "shared"][0]
+print(s["devices"][0]["memory_used_nvml"], [e["pid"] for e in snap["escapes"]])')
+check "NVML names the container's tenant to carved by its host pid: its 3 GiB count in the slice, and it is no escape ($nvml)" \
+    '[ "$nvml" = "$((3 * GIB)) []" ]'
 out=$("${box[@]}" "$CARVE" run --slice shared -- "$CLAIM" hold 3072 1 2>&1)
 echo "$out" | sed 's/^/    /'
 check "a second container's tenant (pid 1 too) is refused what the first holds" \
