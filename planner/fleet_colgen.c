@@ -53,8 +53,12 @@
  * and again for each of the three dives: about 0.2 s on this project's 2-core VM. 64 workloads
  * on ten counted pools took 31 s without it. With the search over whole GPUs
  * (COLGEN_BB_WORK), at most 1.2e9 a mechanism; 1.3 s for the five plans of the slowest list of
- * 68 measured (docs/plan.md). */
+ * 68 measured (docs/plan.md). Past COLGEN_WORK_PER workloads it grows with the list: a pivot
+ * updates a row per workload, and more pivots are needed. At 2.0e8 the program of a list of 256
+ * was not solved (MPS: no bound from it, and a plan 3.3% above the other bounds), nor a dive
+ * of a list of 200 finished (MPS and carve: no plan from the solution). */
 #define COLGEN_WORK 2.0e8
+#define COLGEN_WORK_PER 64.0
 #define COLGEN_DIVE_POOLS 3   /* pools each workload may go alone to in the dive: the cheapest */
 #define COLGEN_EPS 1e-9
 #define COLGEN_SLACK 1e-6     /* dollars taken off the bound */
@@ -294,6 +298,7 @@ struct colgen {
     struct knapsack ks; /* the last pricing's */
     unsigned long nodes, node_budget; /* knapsack nodes so far, and at most */
     double work;                      /* the simplex's so far */
+    double work_step;                 /* its budget for the rounds, and for each dive */
     double big;                       /* the artificial columns' cost (fleet_simplex.c) */
     struct cg_set uncovered;          /* the workloads the program must cover */
     uint64_t left[FLEET_MAX_POOLS];   /* GPUs each counted pool has left */
@@ -676,7 +681,7 @@ static int dive(struct colgen *cg, int rounds, const struct cg_range *range, dou
                 add_column(cg, set_of(i), order[o]);
                 added++;
             }
-    double stop = cg->work + COLGEN_WORK;
+    double stop = cg->work + cg->work_step;
     for (size_t step = 0; step < COLGEN_MAX && !set_empty(&cg->uncovered) && cg->work < stop;
          step++) {
         struct cg_range rg;
@@ -831,7 +836,8 @@ int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const 
         for (size_t q = 0; q < f->npools; q++)
             if (cg->item[i].group == GROUP_ALONE && holds(cg, q, i))
                 add_column(cg, set_of(i), q);
-    ret = solve_range(cg, &root.rg, COLGEN_ROUNDS, COLGEN_WORK, x, &root.at);
+    cg->work_step = COLGEN_WORK * dmax(1, (double)cg->n / COLGEN_WORK_PER);
+    ret = solve_range(cg, &root.rg, COLGEN_ROUNDS, cg->work_step, x, &root.at);
     *value = dmax(0, root.at.bound);
     /* a plan from the program's solution, when it is cheaper */
     if (!ret && root.at.solved && p->gpu_of)
