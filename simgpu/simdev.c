@@ -243,17 +243,38 @@ static bool of_viewer_ns(uint32_t ns, const struct viewer *v)
     return !ns || !v->ns || ns == v->ns;
 }
 
-int sim_see_entries(struct sim_shared *s, struct sim_seen *out)
+/* What this process found another namespace's entry to be, by its generation: a walk through
+ * /proc costs a millisecond or more, and the table is read at every allocation and NVML call.
+ * A process found keeps its pid here while it lives; one not found is looked for again after
+ * SEE_AGAIN_NS. Per process (a fork child may be of another namespace), one word per entry. */
+#define SEE_AGAIN_NS 1000000000ull
+static _Atomic uint64_t found_as[SIM_MAX_PROCS]; /* generation << 32 | pid here (0: none) */
+static _Atomic uint64_t look_again_ns[SIM_MAX_PROCS];
+static _Atomic pid_t found_by;
+
+static int see(struct sim_shared *s, struct sim_seen *out, const struct viewer *v)
 {
     struct carve_proc_nspid want[SIM_MAX_PROCS];
     int index[SIM_MAX_PROCS];
-    struct viewer v = viewer();
     int n = 0;
+    if (atomic_exchange(&found_by, v->pid) != v->pid)
+        for (int i = 0; i < SIM_MAX_PROCS; i++)
+            atomic_store(&found_as[i], 0);
+    uint64_t now = sim_now_ns();
     for (int i = 0; i < SIM_MAX_PROCS; i++) {
-        int32_t pid = atomic_load(&s->proc[i].pid);
-        uint32_t ns = atomic_load(&s->proc[i].pidns);
-        out[i] = (struct sim_seen){pid, pid > 0 && of_viewer_ns(ns, &v) ? pid : 0};
-        if (pid > 0 && !out[i].here && v.proc_own) {
+        struct sim_proc *p = &s->proc[i];
+        /* the pid is published last by a claim, and read again: gen and ns are its owner's */
+        int32_t pid = atomic_load(&p->pid);
+        uint32_t gen = atomic_load(&p->gen), ns = atomic_load(&p->pidns);
+        if (atomic_load(&p->pid) != pid)
+            pid = 0; /* changing hands: left for the next look */
+        out[i] = (struct sim_seen){pid, gen, pid > 0 && of_viewer_ns(ns, v) ? pid : 0};
+        if (pid <= 0 || out[i].here || !v->proc_own)
+            continue;
+        uint64_t known = atomic_load(&found_as[i]);
+        if (known >> 32 == gen && (uint32_t)known) {
+            out[i].here = (pid_t)(uint32_t)known;
+        } else if (known >> 32 != gen || now >= atomic_load(&look_again_ns[i])) {
             want[n] = (struct carve_proc_nspid){ns, pid, 0};
             index[n++] = i;
         }
@@ -261,24 +282,34 @@ int sim_see_entries(struct sim_shared *s, struct sim_seen *out)
     if (!n)
         return 1;
     int complete = carve_proc_find_nspids(want, n);
-    for (int k = 0; k < n; k++)
-        out[index[k]].here = want[k].found;
+    for (int k = 0; k < n; k++) {
+        int i = index[k];
+        out[i].here = want[k].found;
+        atomic_store(&found_as[i], (uint64_t)out[i].gen << 32 | (uint32_t)want[k].found);
+        atomic_store(&look_again_ns[i], now + SEE_AGAIN_NS);
+    }
     return complete;
+}
+
+int sim_see_entries(struct sim_shared *s, struct sim_seen *out)
+{
+    struct viewer v = viewer();
+    return see(s, out, &v);
 }
 
 /* Whether the process of entry p, as this process saw it (e), is gone. One of another
  * namespace that this process cannot find is judged only from the host's namespace, with its
  * /proc, and a full look through it: there every process is seen. */
-static bool proc_dead(struct sim_proc *p, const struct sim_seen *e, int complete)
+static bool proc_dead(struct sim_proc *p, const struct sim_seen *e, int complete,
+                      const struct viewer *v)
 {
-    struct viewer v = viewer();
     if (e->pid <= 0)
         return false;
     if (!e->here)
-        return v.ns == CARVE_HOST_PID_NS && v.proc_own && complete == 1;
+        return v->ns == CARVE_HOST_PID_NS && v->proc_own && complete == 1;
     if (kill(e->here, 0) < 0 && errno == ESRCH)
         return true;
-    if (!v.proc_own)
+    if (!v->proc_own)
         return false; /* /proc/PID is another namespace's process */
     uint64_t st = atomic_load(&p->start_time), now = carve_proc_start_time(e->here);
     return st && now && st != now;
@@ -295,14 +326,15 @@ bool sim_device_held_by_other(int dev)
     if (!sh)
         return false;
     struct sim_seen seen[SIM_MAX_PROCS];
-    int complete = sim_see_entries(sh, seen);
-    pid_t me = getpid();
+    struct viewer v = viewer();
+    int complete = see(sh, seen, &v);
     for (int i = 0; i < SIM_MAX_PROCS; i++) {
         struct sim_proc *p = &sh->proc[i];
         struct carve_proc_stat st;
-        if (seen[i].pid > 0 && seen[i].here != me && atomic_load(&p->contexts[dev]) > 0 &&
-            !proc_dead(p, &seen[i], complete) &&
-            !(seen[i].here && carve_proc_stat(seen[i].here, &st) == 0 && st.state == 'Z'))
+        if (seen[i].pid > 0 && seen[i].here != v.pid && atomic_load(&p->contexts[dev]) > 0 &&
+            !proc_dead(p, &seen[i], complete, &v) &&
+            !(seen[i].here && v.proc_own && carve_proc_stat(seen[i].here, &st) == 0 &&
+              st.state == 'Z'))
             return true;
     }
     return false;
@@ -322,21 +354,34 @@ static void proc_clear(struct sim_proc *p)
     }
 }
 
+/* Frees entry i if it still holds the process seen: its pid and generation. Containers' first
+ * processes are all pid 1, so between the look and the take the entry may have gone to
+ * another of pid 1: its generation tells, and its pid is put back. */
+static void take_entry(struct sim_proc *p, const struct sim_seen *e)
+{
+    int32_t pid = e->pid;
+    if (!atomic_compare_exchange_strong(&p->pid, &pid, -1))
+        return;
+    if (atomic_load(&p->gen) != e->gen) {
+        int32_t held = -1; /* its owner may have let it go meanwhile (0): leave that */
+        atomic_compare_exchange_strong(&p->pid, &held, e->pid);
+        return;
+    }
+    proc_clear(p);
+    atomic_store(&p->pid, 0);
+}
+
 void sim_reap(void)
 {
     struct sim_shared *s = sim_shared();
     if (!s)
         return;
     struct sim_seen seen[SIM_MAX_PROCS];
-    int complete = sim_see_entries(s, seen);
-    for (int i = 0; i < SIM_MAX_PROCS; i++) {
-        int32_t pid = seen[i].pid; /* the entry still of the process seen, or left alone */
-        if (proc_dead(&s->proc[i], &seen[i], complete) &&
-            atomic_compare_exchange_strong(&s->proc[i].pid, &pid, -1)) {
-            proc_clear(&s->proc[i]);
-            atomic_store(&s->proc[i].pid, 0);
-        }
-    }
+    struct viewer v = viewer();
+    int complete = see(s, seen, &v);
+    for (int i = 0; i < SIM_MAX_PROCS; i++)
+        if (proc_dead(&s->proc[i], &seen[i], complete, &v))
+            take_entry(&s->proc[i], &seen[i]);
 }
 
 static void release_self(void)
@@ -358,29 +403,31 @@ static void forget_image_before_exec(void)
     struct sim_shared *s = sim_shared();
     struct viewer v = viewer();
     for (int i = 0; s && i < SIM_MAX_PROCS; i++) {
-        int32_t mine = (int32_t)getpid();
-        if (of_viewer_ns(atomic_load(&s->proc[i].pidns), &v) && /* not a container's pid */
-            atomic_compare_exchange_strong(&s->proc[i].pid, &mine, -1)) {
-            proc_clear(&s->proc[i]);
-            atomic_store(&s->proc[i].pid, 0);
-        }
+        struct sim_proc *p = &s->proc[i];
+        struct sim_seen e = {atomic_load(&p->pid), atomic_load(&p->gen), 0};
+        if (e.pid == v.pid && of_viewer_ns(atomic_load(&p->pidns), &v)) /* not a container's */
+            take_entry(p, &e);
     }
 }
 
+/* Takes a free entry as -1, fills it, and publishes the pid last: a reader that sees the pid
+ * sees the namespace, start time and generation that go with it. */
 static struct sim_proc *claim_self(struct sim_shared *s, pid_t pid)
 {
     pthread_once(&exec_once, forget_image_before_exec);
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < SIM_MAX_PROCS; i++) {
             int32_t expect = 0;
-            if (atomic_compare_exchange_strong(&s->proc[i].pid, &expect, (int32_t)pid)) {
-                proc_clear(&s->proc[i]);
+            struct sim_proc *p = &s->proc[i];
+            if (atomic_compare_exchange_strong(&p->pid, &expect, -1)) {
                 struct carve_proc_stat st; /* /proc/self: right wherever /proc is from */
-                atomic_store(&s->proc[i].pidns, viewer().ns);
-                atomic_store(&s->proc[i].start_time,
-                             carve_proc_stat_self(&st) == 0 ? st.start : 0);
-                atomic_store(&s->proc[i].lists, sim_config()->proc_lists);
-                return &s->proc[i];
+                proc_clear(p);
+                atomic_fetch_add(&p->gen, 1);
+                atomic_store(&p->pidns, viewer().ns);
+                atomic_store(&p->start_time, carve_proc_stat_self(&st) == 0 ? st.start : 0);
+                atomic_store(&p->lists, sim_config()->proc_lists);
+                atomic_store(&p->pid, (int32_t)pid);
+                return p;
             }
         }
         sim_reap();
@@ -511,7 +558,8 @@ uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns)
         atomic_store(&d->ring[slot].start_ns, begin);
         atomic_store(&d->ring[slot].end_ns, end);
         struct sim_proc *p = sim_self();
-        atomic_store(&d->ring[slot].entry, p ? (int32_t)(p - s->proc) + 1 : 0);
+        atomic_store(&d->ring[slot].entry,
+                     p ? SIM_RING_KEY(p - s->proc, atomic_load(&p->gen)) : 0);
         if (p)
             atomic_fetch_add(&p->busy_ns[dev], ns);
     }
@@ -525,9 +573,10 @@ unsigned sim_busy_percent(int dev, int entry, uint64_t window_ns)
         return 0;
     uint64_t now = sim_now_ns(), from = now > window_ns ? now - window_ns : 0, busy = 0;
     struct sim_device_state *d = &s->dev[dev];
+    uint32_t key = entry >= 0 ? SIM_RING_KEY(entry, atomic_load(&s->proc[entry].gen)) : 0;
     for (int i = 0; i < SIM_RING; i++) {
         uint64_t a = atomic_load(&d->ring[i].start_ns), b = atomic_load(&d->ring[i].end_ns);
-        if (entry >= 0 && atomic_load(&d->ring[i].entry) != entry + 1)
+        if (entry >= 0 && atomic_load(&d->ring[i].entry) != key)
             continue;
         a = a < from ? from : a;
         b = b > now ? now : b;

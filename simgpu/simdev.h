@@ -64,9 +64,13 @@ struct sim_config {
     char state_path[256];
 };
 
+/* An interval's process: its entry's index and that entry's generation (a later owner of
+ * the entry is not charged its predecessor's intervals). */
+#define SIM_RING_KEY(index, gen) ((uint32_t)(gen) << 10 | ((uint32_t)(index) + 1))
+
 struct sim_interval {
     _Atomic uint64_t start_ns, end_ns;
-    _Atomic int32_t entry; /* the index of the running process's entry in proc[], plus 1 */
+    _Atomic uint32_t entry; /* the running process's entry: SIM_RING_KEY */
 };
 
 enum { SIM_LIST_COMPUTE = 1, SIM_LIST_GRAPHICS = 2, SIM_LIST_MPS = 4 };
@@ -74,6 +78,7 @@ enum { SIM_LIST_COMPUTE = 1, SIM_LIST_GRAPHICS = 2, SIM_LIST_MPS = 4 };
 struct sim_proc {
     _Atomic int32_t pid;    /* in its own PID namespace */
     _Atomic uint32_t pidns; /* that namespace: the inode of /proc/self/ns/pid; 0 unknown */
+    _Atomic uint32_t gen;   /* counts the entry's claims: which of one pid's processes */
     _Atomic uint32_t lists; /* SIM_LIST_*: the NVML process lists that name it */
     _Atomic uint64_t start_time;
     _Atomic uint64_t used[SIM_MAX_DEVICES];
@@ -132,6 +137,7 @@ void sim_reap(void);
  * another PID namespace: two containers' first processes are both 1. */
 struct sim_seen {
     int32_t pid; /* the entry's, in its own namespace; 0 or less: free */
+    uint32_t gen;
     pid_t here;  /* 0: free, or of another namespace and not found here (a sibling
                   * container's) */
 };
