@@ -220,6 +220,59 @@ struct sim_shared *sim_shared(void)
     return shared;
 }
 
+/* The lock that says an entry's process lives, wherever it runs: an open file description's
+ * lock (F_OFD_SETLK) on a byte of the state file past its end, one per entry, taken at the
+ * claim. The kernel drops it when the process exits or execs (the fd is close-on-exec), so a
+ * process that cannot see another's (a sibling container's) asks its lock. A fork child closes
+ * the fd it inherited: the description would hold its parent's lock for as long as it lives. */
+#define LOCK_BASE (1ll << 40)
+static _Atomic int lock_fd = -1;
+
+static int lock_file(void)
+{
+    int fd = atomic_load(&lock_fd);
+    if (fd >= 0)
+        return fd;
+    fd = open(sim_config()->state_path, O_RDWR | O_CLOEXEC);
+    int none = -1;
+    if (fd >= 0 && !atomic_compare_exchange_strong(&lock_fd, &none, fd)) {
+        close(fd); /* another thread's is there */
+        fd = none;
+    }
+    return fd;
+}
+
+static bool lock_entry(size_t i)
+{
+    int fd = lock_file();
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_BASE + (off_t)i,
+                      .l_len = 1};
+    return fd >= 0 && fcntl(fd, F_OFD_SETLK, &l) == 0;
+}
+
+/* 1 when entry i's lock is held, 0 when nobody holds it, -1 when that cannot be asked. */
+static int entry_locked(size_t i)
+{
+    int fd = lock_file();
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_BASE + (off_t)i,
+                      .l_len = 1};
+    if (fd < 0 || fcntl(fd, F_OFD_GETLK, &l) < 0)
+        return -1;
+    return l.l_type != F_UNLCK;
+}
+
+static void lock_forget_in_child(void)
+{
+    int fd = atomic_exchange(&lock_fd, -1);
+    if (fd >= 0)
+        close(fd);
+}
+
+__attribute__((constructor)) static void lock_atfork(void)
+{
+    pthread_atfork(NULL, NULL, lock_forget_in_child);
+}
+
 /* The PID namespace this process reads the table from, and whether its /proc is that
  * namespace's (else /proc/PID names another namespace's process). Read again in a fork child
  * (it may be of a namespace its parent made). */
@@ -297,16 +350,18 @@ int sim_see_entries(struct sim_shared *s, struct sim_seen *out)
     return see(s, out, &v);
 }
 
-/* Whether the process of entry p, as this process saw it (e), is gone. One of another
- * namespace that this process cannot find is judged only from the host's namespace, with its
- * /proc, and a full look through it: there every process is seen. */
-static bool proc_dead(struct sim_proc *p, const struct sim_seen *e, int complete,
+/* Whether the process of entry i, as this process saw it (e), is gone. One of another
+ * namespace that this process cannot find is gone when its lock is free, or when the host's
+ * namespace, with its /proc, cannot find it in a full look: there every process is seen. */
+static bool proc_dead(struct sim_shared *s, size_t i, const struct sim_seen *e, int complete,
                       const struct viewer *v)
 {
+    struct sim_proc *p = &s->proc[i];
     if (e->pid <= 0)
         return false;
     if (!e->here)
-        return v->ns == CARVE_HOST_PID_NS && v->proc_own && complete == 1;
+        return (v->ns == CARVE_HOST_PID_NS && v->proc_own && complete == 1) ||
+               (atomic_load(&p->locked) && entry_locked(i) == 0);
     if (kill(e->here, 0) < 0 && errno == ESRCH)
         return true;
     if (!v->proc_own)
@@ -332,7 +387,7 @@ bool sim_device_held_by_other(int dev)
         struct sim_proc *p = &sh->proc[i];
         struct carve_proc_stat st;
         if (seen[i].pid > 0 && seen[i].here != v.pid && atomic_load(&p->contexts[dev]) > 0 &&
-            !proc_dead(p, &seen[i], complete, &v) &&
+            !proc_dead(sh, (size_t)i, &seen[i], complete, &v) &&
             !(seen[i].here && v.proc_own && carve_proc_stat(seen[i].here, &st) == 0 &&
               st.state == 'Z'))
             return true;
@@ -346,6 +401,7 @@ static void proc_clear(struct sim_proc *p)
 {
     atomic_store(&p->start_time, 0);
     atomic_store(&p->pidns, 0);
+    atomic_store(&p->locked, 0);
     for (int d = 0; d < SIM_MAX_DEVICES; d++) {
         atomic_store(&p->used[d], 0);
         atomic_store(&p->contexts[d], 0);
@@ -380,7 +436,7 @@ void sim_reap(void)
     struct viewer v = viewer();
     int complete = see(s, seen, &v);
     for (int i = 0; i < SIM_MAX_PROCS; i++)
-        if (proc_dead(&s->proc[i], &seen[i], complete, &v))
+        if (proc_dead(s, (size_t)i, &seen[i], complete, &v))
             take_entry(&s->proc[i], &seen[i]);
 }
 
@@ -426,6 +482,7 @@ static struct sim_proc *claim_self(struct sim_shared *s, pid_t pid)
                 atomic_store(&p->pidns, viewer().ns);
                 atomic_store(&p->start_time, carve_proc_stat_self(&st) == 0 ? st.start : 0);
                 atomic_store(&p->lists, sim_config()->proc_lists);
+                atomic_store(&p->locked, lock_entry((size_t)i));
                 atomic_store(&p->pid, (int32_t)pid);
                 return p;
             }

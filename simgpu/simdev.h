@@ -76,10 +76,11 @@ struct sim_interval {
 enum { SIM_LIST_COMPUTE = 1, SIM_LIST_GRAPHICS = 2, SIM_LIST_MPS = 4 };
 
 struct sim_proc {
-    _Atomic int32_t pid;    /* in its own PID namespace */
-    _Atomic uint32_t pidns; /* that namespace: the inode of /proc/self/ns/pid; 0 unknown */
-    _Atomic uint32_t gen;   /* counts the entry's claims: which of one pid's processes */
-    _Atomic uint32_t lists; /* SIM_LIST_*: the NVML process lists that name it */
+    _Atomic int32_t pid;     /* in its own PID namespace */
+    _Atomic uint32_t pidns;  /* that namespace: the inode of /proc/self/ns/pid; 0 unknown */
+    _Atomic uint32_t gen;    /* counts the entry's claims: which of one pid's processes */
+    _Atomic uint32_t locked; /* its process holds the entry's lock (simdev.c, lock_entry) */
+    _Atomic uint32_t lists;  /* SIM_LIST_*: the NVML process lists that name it */
     _Atomic uint64_t start_time;
     _Atomic uint64_t used[SIM_MAX_DEVICES];
     _Atomic uint32_t contexts[SIM_MAX_DEVICES];

@@ -6,14 +6,15 @@
 #
 # Without carved: a tenant does not take another container's slot of its own pid for its
 # image's before an exec, nor reap it by what its pid means in its own namespace (two
-# containers in a 4 GiB slice held 3 GiB each, 6 GiB); a tenant of its namespace still gives
-# a SIGKILLed one's memory back; and a namespace whose /proc is the host's (unshare -p
-# without --mount-proc) does not take a live sibling for a reused pid; nor is a tenant
-# charged, as its context's memory, what another container's process of its pid holds in the
-# simulated GPU. With carved in the host's namespace: carve ps lists a container's tenant by
-# its host pid (and its pid there), NVML names it so too, carved gives its slot back when it is SIGKILLed, and idle_policy = reclaim ends it by its
-# host pid. With carved in a namespace of its own, which cannot see the host's processes:
-# their tenant is listed without a pid, the log says why, and its slot is kept.
+# containers in a 4 GiB slice held 3 GiB each, 6 GiB); a tenant of its namespace still gives a
+# SIGKILLed one's memory back; and a namespace whose /proc is the host's (unshare -p without
+# --mount-proc) does not take a live sibling for a reused pid; nor is a tenant charged, as its
+# context's memory, what another container's process of its pid holds in the simulated GPU, nor
+# is a sibling container's dead process's memory kept from it. With carved in the host's
+# namespace: carve ps lists a container's tenant by its host pid (and its pid there), NVML
+# names it so too, carved gives its slot back when it is SIGKILLed, and idle_policy = reclaim
+# ends it by its host pid. With carved in a namespace of its own, which cannot see the host's
+# processes: their tenant is listed without a pid, the log says why, and its slot is kept.
 #
 #   BUILD=build bash tests/e2e/pid_namespaces.sh   (as root, with unshare; skipped otherwise)
 # shellcheck disable=SC2034  # the checks read their variables inside eval strings
@@ -116,6 +117,24 @@ done
 sed 's/^/    /' "$work/a5.log" "$work/b5.log"
 check "two containers' pid 1s, started in one tick $same times in $tries: the tenant is not charged the other's 1 GiB (3.5 GiB free, 3 GiB taken)" \
     '[ "$same" -ge 1 ] && [ "$took" -eq 1 ]'
+
+# 2c. A process of a container that dies (SIGKILL) holding 3 GiB of a 4 GiB simulated GPU:
+# a process of a sibling container, which cannot see it, finds that memory free (the kernel
+# dropped the lock on its entry). It stayed held until a process of the host's namespace looked.
+sim=(env CARVE_SIM_STATE="$work/sim-4g" CARVE_SIM_MEMORY=4GiB LD_LIBRARY_PATH="$PWD/$BUILD/lib/carve/sim")
+"${sim[@]}" unshare -p -f -m --mount-proc --kill-child sh -c 'while [ ! -e "$0.go" ]; do sleep 0.05; done
+exec "$1" hold 3072 1' "$work/b6" "$CLAIM" >"$work/b6.log" 2>&1 &
+sibling=$!
+"${sim[@]}" unshare -p -f -m --mount-proc --kill-child "$CLAIM" hold 3072 30 >"$work/a6.log" 2>&1 &
+dying=$!
+holding "$work/a6.log"
+kill -KILL "$(pgrep -P "$dying")"
+wait "$dying" 2>/dev/null
+touch "$work/b6.go"
+wait "$sibling"
+sed 's/^/    /' "$work/a6.log" "$work/b6.log"
+check "a container's process SIGKILLed holding 3 GiB of 4: a sibling container's process gets 3 GiB" \
+    'grep -q "holding 3072 MiB" "$work/a6.log" && grep -q "holding 3072 MiB" "$work/b6.log"'
 
 # 3. One namespace whose /proc is the host's (no --mount-proc): there /proc/2 is not the
 # namespace's pid 2. A live sibling is not taken for a reused pid.
