@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,9 @@ static struct sim_shared *shared;
 static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
 static _Atomic(struct sim_proc *) self;
 static _Atomic pid_t self_pid;
+static _Atomic uint32_t self_gen;  /* the generation of our claim of self */
+static dev_t mapped_dev;           /* the state file mapped, for lock_file */
+static ino_t mapped_ino;
 
 static uint64_t env_size(const char *name, uint64_t dflt)
 {
@@ -210,6 +214,10 @@ static void map_shared(void)
         s->magic = SIM_MAGIC;
     }
     flock(fd, LOCK_UN);
+    if (fstat(fd, &st) == 0) {
+        mapped_dev = st.st_dev;
+        mapped_ino = st.st_ino;
+    }
     close(fd);
     shared = s;
 }
@@ -228,11 +236,18 @@ struct sim_shared *sim_shared(void)
 #define LOCK_BASE (1ll << 40)
 static _Atomic int lock_fd = -1;
 
+/* The fd the locks are taken and asked through: opened once, and again if the program closed
+ * it and its number now names another file (closefrom, dup2), which is then left alone. A
+ * lock taken through the lost one is lost with it: such a process's entry is judged as before
+ * the locks, by its pid. */
 static int lock_file(void)
 {
     int fd = atomic_load(&lock_fd);
-    if (fd >= 0)
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == mapped_dev && st.st_ino == mapped_ino)
         return fd;
+    if (fd >= 0)
+        atomic_compare_exchange_strong(&lock_fd, &fd, -1);
     fd = open(sim_config()->state_path, O_RDWR | O_CLOEXEC);
     int none = -1;
     if (fd >= 0 && !atomic_compare_exchange_strong(&lock_fd, &none, fd)) {
@@ -242,10 +257,10 @@ static int lock_file(void)
     return fd;
 }
 
-static bool lock_entry(size_t i)
+static bool lock_entry(size_t i, short type)
 {
     int fd = lock_file();
-    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_BASE + (off_t)i,
+    struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = LOCK_BASE + (off_t)i,
                       .l_len = 1};
     return fd >= 0 && fcntl(fd, F_OFD_SETLK, &l) == 0;
 }
@@ -316,10 +331,12 @@ static int see(struct sim_shared *s, struct sim_seen *out, const struct viewer *
     uint64_t now = sim_now_ns();
     for (int i = 0; i < SIM_MAX_PROCS; i++) {
         struct sim_proc *p = &s->proc[i];
-        /* the pid is published last by a claim, and read again: gen and ns are its owner's */
+        /* a claim bumps gen before it publishes the pid, last: the same gen and pid before and
+         * after the namespace is read, and the namespace is that pid's */
+        uint32_t gen = atomic_load(&p->gen);
         int32_t pid = atomic_load(&p->pid);
-        uint32_t gen = atomic_load(&p->gen), ns = atomic_load(&p->pidns);
-        if (atomic_load(&p->pid) != pid)
+        uint32_t ns = atomic_load(&p->pidns);
+        if (atomic_load(&p->pid) != pid || atomic_load(&p->gen) != gen)
             pid = 0; /* changing hands: left for the next look */
         out[i] = (struct sim_seen){pid, gen, pid > 0 && of_viewer_ns(ns, v) ? pid : 0};
         if (pid <= 0 || out[i].here || !v->proc_own)
@@ -352,7 +369,9 @@ int sim_see_entries(struct sim_shared *s, struct sim_seen *out)
 
 /* Whether the process of entry i, as this process saw it (e), is gone. One of another
  * namespace that this process cannot find is gone when its lock is free, or when the host's
- * namespace, with its /proc, cannot find it in a full look: there every process is seen. */
+ * namespace, with its /proc, cannot find it in a full look: there every process is seen. A
+ * zombie (exited, not yet reaped) has let go of its lock: such a reader frees its entry at
+ * once, where one that sees it keeps the entry until it is reaped (sim_device_held_by_other). */
 static bool proc_dead(struct sim_shared *s, size_t i, const struct sim_seen *e, int complete,
                       const struct viewer *v)
 {
@@ -413,18 +432,18 @@ static void proc_clear(struct sim_proc *p)
 /* Frees entry i if it still holds the process seen: its pid and generation. Containers' first
  * processes are all pid 1, so between the look and the take the entry may have gone to
  * another of pid 1: its generation tells, and its pid is put back. */
-static void take_entry(struct sim_proc *p, const struct sim_seen *e)
+static bool take_entry(struct sim_proc *p, const struct sim_seen *e)
 {
     int32_t pid = e->pid;
     if (!atomic_compare_exchange_strong(&p->pid, &pid, -1))
-        return;
+        return false;
     if (atomic_load(&p->gen) != e->gen) {
-        int32_t held = -1; /* its owner may have let it go meanwhile (0): leave that */
-        atomic_compare_exchange_strong(&p->pid, &held, e->pid);
-        return;
+        atomic_store(&p->pid, e->pid); /* held as -1 here: nobody else wrote it meanwhile */
+        return false;
     }
     proc_clear(p);
     atomic_store(&p->pid, 0);
+    return true;
 }
 
 void sim_reap(void)
@@ -440,12 +459,21 @@ void sim_reap(void)
             take_entry(&s->proc[i], &seen[i]);
 }
 
+/* At exit: our entry, if it is still ours (its generation ours), and its lock, which the
+ * kernel would drop only once the process is gone: the next claim of the entry takes it. A
+ * reaper holds an entry as -1 for a moment: asked again then. */
 static void release_self(void)
 {
     struct sim_proc *p = atomic_load(&self);
-    if (p && atomic_load(&self_pid) == getpid()) {
-        proc_clear(p);
-        atomic_store(&p->pid, 0);
+    pid_t me = getpid();
+    if (!p || atomic_load(&self_pid) != me)
+        return;
+    struct sim_seen e = {me, atomic_load(&self_gen), me};
+    lock_entry((size_t)(p - shared->proc), F_UNLCK);
+    for (int tries = 0; tries < 1000 && atomic_load(&p->gen) == e.gen; tries++) {
+        if (take_entry(p, &e) || atomic_load(&p->pid) != -1)
+            return; /* let go, or not ours any more */
+        sched_yield();
     }
 }
 
@@ -460,7 +488,8 @@ static void forget_image_before_exec(void)
     struct viewer v = viewer();
     for (int i = 0; s && i < SIM_MAX_PROCS; i++) {
         struct sim_proc *p = &s->proc[i];
-        struct sim_seen e = {atomic_load(&p->pid), atomic_load(&p->gen), 0};
+        uint32_t gen = atomic_load(&p->gen); /* before the pid: see() */
+        struct sim_seen e = {atomic_load(&p->pid), gen, 0};
         if (e.pid == v.pid && of_viewer_ns(atomic_load(&p->pidns), &v)) /* not a container's */
             take_entry(p, &e);
     }
@@ -482,7 +511,7 @@ static struct sim_proc *claim_self(struct sim_shared *s, pid_t pid)
                 atomic_store(&p->pidns, viewer().ns);
                 atomic_store(&p->start_time, carve_proc_stat_self(&st) == 0 ? st.start : 0);
                 atomic_store(&p->lists, sim_config()->proc_lists);
-                atomic_store(&p->locked, lock_entry((size_t)i));
+                atomic_store(&p->locked, lock_entry((size_t)i, F_WRLCK));
                 atomic_store(&p->pid, (int32_t)pid);
                 return p;
             }
@@ -508,6 +537,7 @@ struct sim_proc *sim_self(void)
     static _Atomic bool registered;
     if (!atomic_exchange(&registered, true))
         atexit(release_self);
+    atomic_store(&self_gen, atomic_load(&p->gen));
     atomic_store(&self_pid, pid);
     atomic_store(&self, p);
     return p;
