@@ -52,9 +52,10 @@
 /* The simplex's work (tableau entries its pivots update and its columns write), for the rounds
  * and again for each of the three dives: about 0.2 s on this project's 2-core VM. 64 workloads
  * on ten counted pools took 31 s without it. With the search over whole GPUs
- * (COLGEN_BB_WORK), at most 1.2e9 a mechanism; 1.3 s for the five plans of the slowest list of
- * 68 measured (docs/plan.md). Past COLGEN_WORK_PER workloads it grows with the list: a pivot
- * updates a row per workload, and more pivots are needed. At 2.0e8 the program of a list of 256
+ * (COLGEN_BB_WORK, which stays), at most 1.2e9 a mechanism on up to 64 workloads; 1.3 s for the
+ * five plans of the slowest list of 68 measured (docs/plan.md). Past COLGEN_WORK_PER workloads
+ * (of those that fit some GPU) it grows with them, to 3.6e9 in all on 256: a pivot updates a
+ * row per workload, and more pivots are needed. At 2.0e8 the program of a list of 256
  * was not solved (MPS: no bound from it, and a plan 3.3% above the other bounds), nor a dive
  * of a list of 200 finished (MPS and carve: no plan from the solution). */
 #define COLGEN_WORK 2.0e8
