@@ -355,6 +355,8 @@ static int see(struct sim_shared *s, struct sim_seen *out, const struct viewer *
     for (int k = 0; k < n; k++) {
         int i = index[k];
         out[i].here = want[k].found;
+        if (!want[k].found && complete != 1)
+            continue; /* maybe among those it could not look into: not kept as not there */
         atomic_store(&found_as[i], (uint64_t)out[i].gen << 32 | (uint32_t)want[k].found);
         atomic_store(&look_again_ns[i], now + SEE_AGAIN_NS);
     }
