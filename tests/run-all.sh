@@ -4,16 +4,24 @@
 #   bash tests/run-all.sh BUILDDIR
 #
 # A suite is one process: each executable in BUILDDIR/tests/unit/ (cmocka, timeout 120 s),
-# then each tests/e2e/*.sh run with BUILD=BUILDDIR (timeout 300 s). Pass or fail is the exit
+# and each tests/e2e/*.sh run with BUILD=BUILDDIR (timeout 300 s). Pass or fail is the exit
 # status; a suite that leaves carve's objects in /dev/shm fails too. Where it can (as root,
-# with unshare), each suite runs with a /dev/shm of its own (tests/shm-private.sh), so that
-# carve at work elsewhere on the machine (a carved, another build's tests, a benchmark) and
-# the suites cannot see or blame each other's objects. For a sanitizer build (ASan in its
-# binaries) the e2e scripts are skipped unless their first lines carry `# san: yes`: an ASan
-# libcarve cannot be LD_PRELOADed into arbitrary programs. With CARVE_TEST_SKIP_SLOW set, the
-# scripts whose first lines carry `# slow: yes` are skipped too (scripts/test.sh sets it for
-# its second build, to keep CI under 15 minutes). Logs go to BUILDDIR/test-logs/, and failed.txt there lists the
-# logs of the suites that failed. The last line is `N passed, N failed`.
+# with unshare), each suite runs in a mount namespace of its own with its own /dev/shm and
+# /run/carve (tests/shm-private.sh), so that carve at work elsewhere on the machine (a carved,
+# another build's tests, a benchmark) and the suites cannot see or blame each other's
+# objects. Then up to CARVE_TEST_JOBS suites (default 4) run at once: most suites wait on
+# daemons, ticks and timeouts far more than they compute (on a 2-CPU machine the gcc build's
+# e2e suites took 430 s one after another for 130 s of CPU). A script whose first lines carry
+# `# alone: yes` (its checks time what shares of the GPU tenants got: a busy CPU beside it
+# makes them miss) runs with no other suite beside it. Without a namespace of each suite's
+# own, the suites run one at a time.
+#
+# For a sanitizer build (ASan in its binaries) the e2e scripts are skipped unless their first
+# lines carry `# san: yes`: an ASan libcarve cannot be LD_PRELOADed into arbitrary programs.
+# With CARVE_TEST_SKIP_SLOW set, the scripts whose first lines carry `# slow: yes` are skipped
+# too (scripts/test.sh sets it for its second build, to keep CI under 15 minutes). Logs go to
+# BUILDDIR/test-logs/, and failed.txt there lists the logs of the suites that failed. A line
+# is printed as each suite ends; the last line is `N passed, N failed`.
 set -uo pipefail
 
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-120}
@@ -29,6 +37,11 @@ fi
 build=${1%/}
 if [ ! -d "$build" ]; then
     echo "run-all: build directory '$build' does not exist; run make first" >&2
+    exit 2
+fi
+jobs=${CARVE_TEST_JOBS:-4}
+if ! [[ $jobs =~ ^[1-9][0-9]*$ ]]; then
+    echo "run-all: CARVE_TEST_JOBS must be a whole number of at least 1, not '$jobs'" >&2
     exit 2
 fi
 logdir="$build/test-logs"
@@ -58,52 +71,63 @@ is_san_build() {
 # compute boards; not the simulated GPU's own state (carve-sim.*), which lasts like a device.
 carve_shm() { find /dev/shm -maxdepth 1 -name 'carve*' ! -name 'carve-sim.*' -printf '%f\n' 2>/dev/null | sort; }
 
-# A /dev/shm of each suite's own, where a mount namespace can be made: else the suites share
-# the machine's, and what a suite left is told by comparing it before and after.
+# A mount namespace of each suite's own, where one can be made: else the suites share the
+# machine's /dev/shm, and what a suite left is told by comparing it before and after.
 private_shm=0
 if [ "$(id -u)" -eq 0 ] && [ -z "${CARVE_TEST_SHARED_SHM:-}" ] &&
-    unshare -m --propagation private mount -t tmpfs none /dev/shm 2>/dev/null; then
+    unshare -m --propagation private bash tests/shm-private.sh /dev/null true 2>/dev/null; then
     private_shm=1
 fi
+[ "$private_shm" -eq 1 ] || jobs=1
 # beside the logs, not in TMPDIR: a TMPDIR in /dev/shm is not the suite's /dev/shm, and what the
 # suite left, written there, was lost (every suite passed the leak check)
-shm_left=$(mktemp "$logdir/shm-left.XXXXXX")
-trap 'rm -f "$shm_left"' EXIT
+scratch=$(mktemp -d "$logdir/run.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
 
-# run_suite NAME LOG TIMEOUT CMD...: run one suite, print its result line, count it. A suite
-# that passes but leaves objects of carve's in /dev/shm fails: they outlive every process
-# (carved_numbers.sh left six slices a run until 2026-11-25).
-run_suite() {
-    local name=$1 log=$2 limit=$3 rc start secs before left
-    shift 3
+# The queue: suite I is names[I], run with limits[I] seconds as cmds[I] (words quoted for
+# eval), logged in logs[I]; alone[I] is 1 for a suite that runs with no other.
+names=() logs=() limits=() cmds=() alone=()
+queue() { # queue NAME LOG LIMIT ALONE CMD...
+    local i=${#names[@]}
+    names[i]=$1 logs[i]=$2 limits[i]=$3 alone[i]=$4
+    shift 4
+    cmds[i]=$(printf '%q ' "$@")
+}
+
+# run_one I: run suite I (in the background) and write "RC SECONDS" to $scratch/rc.I and the
+# objects of carve's it left in /dev/shm, one a line, to $scratch/left.I. A suite that passes
+# but leaves objects in /dev/shm fails: they outlive every process (carved_numbers.sh left six
+# slices a run until 2026-11-25).
+run_one() {
+    local i=$1 rc start before
     start=$(date +%s)
     if [ "$private_shm" -eq 1 ]; then
-        : >"$shm_left"
-        timeout --kill-after=10 "$limit" unshare -m --propagation private \
-            bash tests/shm-private.sh "$shm_left" "$@" >"$log" 2>&1 </dev/null
+        eval "timeout --kill-after=10 ${limits[i]} unshare -m --propagation private \
+            bash tests/shm-private.sh $(printf '%q' "$scratch/left.$i") ${cmds[i]}" \
+            >"${logs[i]}" 2>&1 </dev/null
         rc=$?
-        left=$(tr '\n' ' ' <"$shm_left")
     else
         before=$(carve_shm)
-        timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1 </dev/null
+        eval "timeout --kill-after=10 ${limits[i]} ${cmds[i]}" >"${logs[i]}" 2>&1 </dev/null
         rc=$?
-        left=$(comm -13 <(echo "$before") <(carve_shm) | tr '\n' ' ')
+        comm -13 <(echo "$before") <(carve_shm) >"$scratch/left.$i"
     fi
-    secs=$(( $(date +%s) - start ))
+    echo "$rc $(( $(date +%s) - start ))" >"$scratch/rc.$i"
+}
+
+# ended I: print suite I's result line and count it.
+ended() {
+    local i=$1 name=${names[$1]} log=${logs[$1]} limit=${limits[$1]} rc=1 secs=0 left=""
+    read -r rc secs <"$scratch/rc.$i"
+    [ -f "$scratch/left.$i" ] && left=$(tr '\n' ' ' <"$scratch/left.$i")
     if [ "$rc" -eq 0 ] && [ -n "$left" ]; then
         echo "left in /dev/shm: $left" >>"$log"
         printf '  %-40s FAIL  (passed, but left in /dev/shm: %s)\n' "$name" "$left"
-        failed=$((failed + 1))
-        failures+=("$name")
-        echo "$log" >>"$failed_list"
-        return
-    fi
-    if [ "$rc" -eq 0 ]; then
+    elif [ "$rc" -eq 0 ]; then
         printf '  %-40s PASS  (%ds)\n' "$name" "$secs"
         passed=$((passed + 1))
         return
-    fi
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
         printf '  %-40s FAIL  (timed out after %ds)\n' "$name" "$limit"
     else
         printf '  %-40s FAIL  (exit %d, %ds)\n' "$name" "$rc" "$secs"
@@ -111,30 +135,28 @@ run_suite() {
     failed=$((failed + 1))
     failures+=("$name")
     echo "$log" >>"$failed_list"
-    echo "  ---- last $TAIL_LINES lines of $log ----"
-    tail -n "$TAIL_LINES" "$log" | sed 's/^/  | /'
-    echo "  ----"
+    if [ "$rc" -ne 0 ]; then
+        echo "  ---- last $TAIL_LINES lines of $log ----"
+        tail -n "$TAIL_LINES" "$log" | sed 's/^/  | /'
+        echo "  ----"
+    fi
 }
 
-echo "== unit tests ($build/tests/unit)"
-found=0
-for t in "$build"/tests/unit/*; do
-    if [ ! -f "$t" ] || [ ! -x "$t" ]; then continue; fi
-    found=1
-    name="unit/$(basename "$t")"
-    run_suite "$name" "$logdir/unit-$(basename "$t").log" "$UNIT_TIMEOUT" "$t"
-done
-[ "$found" -eq 1 ] || echo "  (none built)"
-
-echo "== end-to-end tests (tests/e2e, BUILD=$build)"
 # marked SCRIPT WORD: whether SCRIPT's first lines carry `# WORD: yes`
 marked() { head -n 5 "$1" | grep -q "^# $2: yes"; }
 san=0
 is_san_build && san=1
-found=0
+
+units=0
+for t in "$build"/tests/unit/*; do
+    if [ ! -f "$t" ] || [ ! -x "$t" ]; then continue; fi
+    queue "unit/$(basename "$t")" "$logdir/unit-$(basename "$t").log" "$UNIT_TIMEOUT" 0 "$t"
+    units=$((units + 1))
+done
+scripts=0
 for s in tests/e2e/*.sh; do
     [ -f "$s" ] || continue
-    found=1
+    scripts=$((scripts + 1))
     name="e2e/$(basename "$s" .sh)"
     if [ "$san" -eq 1 ] && ! marked "$s" san; then
         printf '  %-40s skip  (sanitizer build; not marked "# san: yes")\n' "$name"
@@ -146,10 +168,50 @@ for s in tests/e2e/*.sh; do
         skipped=$((skipped + 1))
         continue
     fi
-    run_suite "$name" "$logdir/e2e-$(basename "$s" .sh).log" "$E2E_TIMEOUT" \
+    lone=0
+    marked "$s" alone && lone=1
+    queue "$name" "$logdir/e2e-$(basename "$s" .sh).log" "$E2E_TIMEOUT" "$lone" \
         env BUILD="$build" bash "$s"
 done
-[ "$found" -eq 1 ] || echo "  (none)"
+[ "$units" -gt 0 ] || echo "  (no unit tests built in $build/tests/unit)"
+[ "$scripts" -gt 0 ] || echo "  (no end-to-end scripts in tests/e2e)"
+
+# The order of starting: the suites that run alone, then the slow ones (so that the longest
+# do not start last and run on by themselves), then the rest as listed.
+order=()
+for i in "${!names[@]}"; do [ "${alone[i]}" -eq 1 ] && order+=("$i"); done
+for i in "${!names[@]}"; do
+    [ "${alone[i]}" -eq 0 ] && [[ ${names[i]} == e2e/* ]] && marked "tests/${names[i]}.sh" slow && order+=("$i")
+done
+for i in "${!names[@]}"; do
+    [ "${alone[i]}" -eq 0 ] && ! { [[ ${names[i]} == e2e/* ]] && marked "tests/${names[i]}.sh" slow; } && order+=("$i")
+done
+
+echo "== ${#names[@]} suites of $build (tests/unit, tests/e2e), up to $jobs at once"
+declare -A running=() # pid -> suite
+lone_running=0
+next=0
+while [ "$next" -lt "${#order[@]}" ] || [ "${#running[@]}" -gt 0 ]; do
+    while [ "$next" -lt "${#order[@]}" ] && [ "$lone_running" -eq 0 ]; do
+        i=${order[next]}
+        if [ "${alone[i]}" -eq 1 ]; then
+            [ "${#running[@]}" -eq 0 ] || break
+            lone_running=1
+        elif [ "${#running[@]}" -ge "$jobs" ]; then
+            break
+        fi
+        run_one "$i" &
+        running[$!]=$i
+        next=$((next + 1))
+    done
+    done_pid=
+    wait -n -p done_pid "${!running[@]}"
+    [ -n "$done_pid" ] || continue # a signal woke us
+    i=${running[$done_pid]}
+    unset "running[$done_pid]"
+    [ "${alone[i]}" -eq 1 ] && lone_running=0
+    ended "$i"
+done
 
 if [ "$failed" -gt 0 ]; then
     echo "failed in $build: ${failures[*]}"

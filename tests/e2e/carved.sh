@@ -15,6 +15,8 @@ BUILD=${BUILD:-build}
 CARVE=$BUILD/bin/carve
 CARVED=$BUILD/bin/carved
 MEMHOG=$BUILD/bench/memhog
+# shellcheck source=tests/e2e/free_port.bash
+. tests/e2e/free_port.bash
 passed=0
 failed=0
 work=$(mktemp -d)
@@ -42,7 +44,7 @@ else
 fi
 trust=0
 [ "$(id -u)" -ne 0 ] || trust=1
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 
 stop_daemon() {
     if [ -n "$daemon" ]; then

@@ -16,6 +16,8 @@ cd "$(dirname "$0")/../.." || exit 2
 
 # shellcheck source=tests/e2e/private_carved.bash
 . tests/e2e/private_carved.bash
+# shellcheck source=tests/e2e/free_port.bash
+. tests/e2e/free_port.bash
 export CARVE_SIM_CTX_MEMORY=0 CARVE_SIM_MODULE_MEMORY=0 CARVE_SIM_MEMORY=8GiB
 U0=${CARVE_SIM_UUIDS%,*}
 U1=${CARVE_SIM_UUIDS#*,}
@@ -69,10 +71,6 @@ kept() {
 for s in json.load(open(sys.argv[1]))["slices"]:
     if s["name"] == sys.argv[2]: print("/dev/shm%s /dev/shm%s.terms " % (s["shm"], s["shm"]), end="")' \
         "$work/state/slices.json" "$1"
-}
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # 1. two GPUs, U0 and U1

@@ -21,6 +21,8 @@ cd "$(dirname "$0")/../.." || exit 2
 
 # shellcheck source=tests/e2e/private_carved.bash
 . tests/e2e/private_carved.bash
+# shellcheck source=tests/e2e/free_port.bash
+. tests/e2e/free_port.bash
 
 victim=
 tenant=
@@ -125,7 +127,7 @@ step() { echo "$1" >"$work/step"; }
 state_time() { python3 -c 'import json, sys, urllib.request
 print(json.load(urllib.request.urlopen(sys.argv[1]))["time"])' "http://127.0.0.1:$http_port/api/state"; }
 step 0
-http_port=$((20000 + RANDOM % 20000))
+http_port=$(free_port)
 CLOCK_STEP_FILE=$work/step LD_PRELOAD=$PWD/$BUILD/tests/e2e/clock_step.so \
     start_carved 200ms "127.0.0.1:$http_port" $'idle_after = 10s\nidle_policy = reclaim\n'
 "$CARVE" slice create stepped --memory 1GiB >/dev/null

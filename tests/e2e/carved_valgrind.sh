@@ -17,6 +17,8 @@ cd "$(dirname "$0")/../.." || exit 2
 
 # shellcheck source=tests/e2e/private_carved.bash
 . tests/e2e/private_carved.bash
+# shellcheck source=tests/e2e/free_port.bash
+. tests/e2e/free_port.bash
 MEMHOG=$BUILD/bench/memhog
 chmod 755 "$work"
 export CARVE_SIM_MEMORY=8GiB CARVE_SIM_CTX_MEMORY=0 CARVE_SIM_MODULE_MEMORY=0
@@ -33,7 +35,7 @@ for tool in valgrind curl python3; do
     fi
 done
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 cat >"$work/carved.conf" <<CONF
 poll_interval = 200ms
 idle_after = 10s

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# alone: yes (its checks time the shares tenants get: a busy CPU beside it makes them miss)
 # slow: yes (105 s: timed runs of every share group; the gcc build runs it)
 # compute_share.sh - compute shares on the simulated GPU: caps and guarantees hold their
 # targets for big kernels, small kernels and graph replays; a guarantee uses idle time; a

@@ -40,6 +40,8 @@ finish() {
 }
 # shellcheck source=tests/e2e/promtool.bash
 . tests/e2e/promtool.bash
+# shellcheck source=tests/e2e/free_port.bash
+. tests/e2e/free_port.bash
 
 if [ ! -x "$SERVE" ]; then
     bad "$SERVE is not built (make $SERVE)"
@@ -110,10 +112,6 @@ cat >"$dir/snap.json" <<EOF
   "totals": {"escapes": 3, "escapes_killed": 1, "idle_reclaims": 0, "oom_denials": 2}
 }
 EOF
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # start_server ARGS...: http_serve ARGS in the background; waits for its "ready".
 start_server() {

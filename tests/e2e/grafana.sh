@@ -11,6 +11,8 @@ cd "$(dirname "$0")/../.." || exit 2
 
 # shellcheck source=tests/e2e/private_carved.bash
 . tests/e2e/private_carved.bash
+# shellcheck source=tests/e2e/free_port.bash
+. tests/e2e/free_port.bash
 DASHBOARD=${DASHBOARD:-carved/grafana-dashboard.json}
 
 # the names the dashboard uses: every DCGM_FI_* or carve_* word in an expr or a variable query
@@ -53,7 +55,7 @@ else
     bad "its queries name only $count metrics: $(tr '\n' ' ' <"$work/names")"
 fi
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 start_carved 200ms "127.0.0.1:$port"
 # one slice with a cap and a share: every per-slice family then has a sample
 "$CARVE" slice create graf --memory 1GiB --compute 25% >/dev/null || bad "carve slice create graf"

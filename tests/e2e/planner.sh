@@ -15,6 +15,8 @@ BUILD=${BUILD:-build}
 CARVE=$BUILD/bin/carve
 # shellcheck source=tests/e2e/tap.bash
 . tests/e2e/tap.bash
+# shellcheck source=tests/e2e/free_port.bash
+. tests/e2e/free_port.bash
 tmp=$(mktemp -d)
 daemon=
 cleanup() {
@@ -259,7 +261,7 @@ export CARVE_SOCKET="$tmp/carved.sock"
 # other test runs on this machine (other builds of carve) use the default one
 CARVE_SIM_UUIDS=$(printf 'GPU-91a7e2e2-%04x-4e3d-9a7b-%04x%04x%04x' $RANDOM $RANDOM $RANDOM $(($$ % 65536)))
 export CARVE_SIM_UUIDS
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 CARVE_SIM_STATE="$tmp/sim" "$BUILD/bin/carved" --simulate --config /dev/null --socket "$CARVE_SOCKET" \
     --state-dir "$tmp/state" --listen "127.0.0.1:$port" >"$tmp/carved.log" 2>&1 &
 daemon=$!

@@ -22,9 +22,11 @@ cd "$(dirname "$0")/../.." || exit 2
 . tests/e2e/private_carved.bash
 # shellcheck source=tests/e2e/promtool.bash
 . tests/e2e/promtool.bash
+# shellcheck source=tests/e2e/free_port.bash
+. tests/e2e/free_port.bash
 RULES=${RULES:-carved/prometheus-alerts.yml}
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 start_carved 200ms "127.0.0.1:$port"
 # one slice with a cap and a share: every per-slice family then has a sample
 "$CARVE" slice create rules --memory 1GiB --compute 25% >/dev/null || bad "carve slice create rules"

@@ -3,7 +3,10 @@
 # run_all.sh - tests/run-all.sh's leak check, on a tree of stand-in suites: a suite that
 # leaves an object of carve's in /dev/shm fails, naming it, wherever TMPDIR is (with a
 # private /dev/shm per suite, a TMPDIR in /dev/shm hid the list of what was left); an e2e
-# script marked `# slow: yes` is skipped with CARVE_TEST_SKIP_SLOW set, and run without.
+# script marked `# slow: yes` is skipped with CARVE_TEST_SKIP_SLOW set, and run without;
+# with CARVE_TEST_JOBS=3 (as root, where each suite gets a mount namespace) suites run at once,
+# each with a /run/carve of its own, and one marked `# alone: yes` runs with none beside it;
+# with CARVE_TEST_JOBS=1 one at a time; CARVE_TEST_JOBS=0 is refused.
 #
 #   BUILD=build bash tests/e2e/run_all.sh
 #
@@ -44,5 +47,61 @@ check "CARVE_TEST_SKIP_SLOW=1: the marked script is skipped, the other runs: $(e
 out=$(cd "$dir/tree" && env -u CARVE_TEST_SKIP_SLOW bash tests/run-all.sh build 2>&1) # test.sh sets it for clang
 check "without it both run: $(echo "$out" | tail -n 1)" \
     '[[ $out == *"e2e/marked"*"PASS"* ]] && [[ $out == *"2 passed, 0 failed"* ]]'
+
+# Suites at once. Two stand-ins meet: each marks its start and waits up to 3 s for the
+# other's mark, so both pass only when they run at the same time. Each also writes a file
+# into /run/carve and passes only when the other's is not there (a /run/carve of its own),
+# and marks itself busy while it runs. A third, marked `# alone: yes`, fails when it sees a
+# busy mark or the other two see it running.
+rm -f "$dir/tree/tests/e2e/"*
+mkdir -p "$dir/marks"
+export RUN_ALL_MARKS=$dir/marks
+for pair in "a b" "b a"; do
+    read -r me other <<<"$pair"
+    cat >"$dir/tree/tests/e2e/meet_$me.sh" <<SH
+#!/usr/bin/env bash
+m=\$RUN_ALL_MARKS
+touch "\$m/busy.$me" "\$m/started.$me"
+echo $me >"/run/carve/stand-in.$me.$$" || exit 3
+for _ in \$(seq 30); do [ -e "\$m/started.$other" ] && break; sleep 0.1; done
+[ -e "\$m/started.$other" ] || { echo "$other never started beside me"; rm -f "\$m/busy.$me"; exit 1; }
+sleep 0.3
+rc=0
+[ -e "/run/carve/stand-in.$other.$$" ] && { echo "$other's file is in my /run/carve"; rc=4; }
+[ -e "\$m/alone" ] && { echo "the lone suite ran beside me"; rc=5; }
+rm -f "\$m/busy.$me"
+exit \$rc
+SH
+done
+cat >"$dir/tree/tests/e2e/lone.sh" <<'SH'
+#!/usr/bin/env bash
+# alone: yes (a stand-in)
+m=$RUN_ALL_MARKS
+touch "$m/alone"
+sleep 0.5
+busy=$(cd "$m" && ls busy.* 2>/dev/null)
+rm -f "$m/alone"
+[ -z "$busy" ] || { echo "ran beside $busy"; exit 1; }
+SH
+if [ "$(id -u)" -eq 0 ] && unshare -m --propagation private true 2>/dev/null; then
+    out=$(cd "$dir/tree" && CARVE_TEST_JOBS=3 bash tests/run-all.sh build 2>&1)
+    check "CARVE_TEST_JOBS=3: the two stand-ins meet, the lone one runs by itself, each /run/carve is its own: $(echo "$out" | tail -n 1)" \
+        '[[ $out == *"up to 3 at once"* ]] && [[ $out == *"3 passed, 0 failed"* ]]'
+    [[ $out == *"3 passed, 0 failed"* ]] || echo "$out" | sed 's/^/    /'
+    check "nothing the stand-ins wrote is left in the machine's /run/carve" \
+        '! compgen -G "/run/carve/stand-in.*.$$" >/dev/null'
+    rm -f "$dir/marks/"*
+    # one at a time: whichever starts first waits for the other in vain
+    out=$(cd "$dir/tree" && CARVE_TEST_JOBS=1 bash tests/run-all.sh build 2>&1)
+    check "CARVE_TEST_JOBS=1: one suite at a time (one stand-in waits in vain): $(echo "$out" | tail -n 1)" \
+        '[[ $out == *"up to 1 at once"* ]] && [[ $out == *"never started beside me"* ]] && [[ $out == *"2 passed, 1 failed"* ]]'
+    rm -f "$dir/marks/"* "/run/carve/stand-in."*".$$"
+else
+    echo "skip - suites at once: not root, or no unshare (run-all.sh then runs them one at a time)"
+fi
+out=$(cd "$dir/tree" && CARVE_TEST_JOBS=0 bash tests/run-all.sh build 2>&1)
+rc=$?
+check "CARVE_TEST_JOBS=0 is refused (exit $rc), naming it: $out" \
+    '[ "$rc" -eq 2 ] && [[ $out == *"CARVE_TEST_JOBS must be a whole number of at least 1, not '"'0'"'"* ]]'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -79,6 +79,8 @@ chmod 755 "$T"
 # jobs run as their users (nobody among them), who must reach the build by absolute paths
 # shellcheck source=tests/e2e/reachable.bash
 . tests/e2e/reachable.bash
+# shellcheck source=tests/e2e/free_port.bash
+. tests/e2e/free_port.bash
 JOB_BUILD=$(reachable_build "$BUILD" "$T/build")
 LIB=$JOB_BUILD/lib/carve
 PLUGIN=$LIB/spank_carve.so
@@ -118,9 +120,8 @@ munged --force --foreground --socket="$T/munge/munge.sock" --key-file="$T/munge/
 pids+=($!)
 
 HOST=$(hostname -s)
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-CTLD_PORT=$(port)
-SLURMD_PORT=$(port)
+CTLD_PORT=$(free_port)
+SLURMD_PORT=$(free_port)
 export SLURM_CONF=$T/etc/slurm.conf
 # The simulated GPU (one H100-like device, 8 GiB) as slurmstepd and the jobs see it; carved
 # is pointed nowhere so the plugin makes its slices itself.
@@ -630,8 +631,8 @@ export CARVE_SOCKET=$T/no-carved.sock CARVE_SIM_STATE=$T/sim-state2
 two_uuids=$(python3 -c 'import uuid; print("GPU-%s,GPU-%s" % (uuid.uuid4(), uuid.uuid4()))')
 mknod "$T/nvidia1" c 1 3 2>/dev/null || touch "$T/nvidia1"
 mkdir -p "$T/state2" "$T/spool2"
-CTLD_PORT=$(port)
-SLURMD_PORT=$(port)
+CTLD_PORT=$(free_port)
+SLURMD_PORT=$(free_port)
 sed -i -e "s|^SlurmctldPort=.*|SlurmctldPort=$CTLD_PORT|" -e "s|^SlurmdPort=.*|SlurmdPort=$SLURMD_PORT|" \
     -e "s|^StateSaveLocation=.*|StateSaveLocation=$T/state2|" \
     -e "s|^SlurmdSpoolDir=.*|SlurmdSpoolDir=$T/spool2|" \
