@@ -21,7 +21,8 @@
 # With CARVE_TEST_SKIP_SLOW set, the scripts whose first lines carry `# slow: yes` are skipped
 # too (scripts/test.sh sets it for its second build, to keep CI under 15 minutes). Logs go to
 # BUILDDIR/test-logs/, and failed.txt there lists the logs of the suites that failed. A line
-# is printed as each suite ends; the last line is `N passed, N failed`.
+# is printed as each suite ends; the last line is `N passed, N failed`. Stopped by INT (Ctrl-C)
+# or TERM, it stops the suites still running and exits 130 or 143.
 set -uo pipefail
 
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-120}
@@ -189,6 +190,16 @@ done
 
 echo "== ${#names[@]} suites of $build (tests/unit, tests/e2e), up to $jobs at once"
 declare -A running=() # pid -> suite
+# Stopped (Ctrl-C, a CI job's end): stop the suites running too. Each runs under `timeout`,
+# which leads a process group of its own, so the signal of a terminal does not reach it; a
+# TERM to timeout is passed on to its group (the suite and its daemons).
+stop_suites() {
+    local pid
+    for pid in "${!running[@]}"; do pkill -TERM -P "$pid" timeout 2>/dev/null; done
+    wait
+}
+trap 'stop_suites; exit 130' INT
+trap 'stop_suites; exit 143' TERM
 lone_running=0
 next=0
 while [ "$next" -lt "${#order[@]}" ] || [ "${#running[@]}" -gt 0 ]; do

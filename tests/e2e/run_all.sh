@@ -6,7 +6,8 @@
 # script marked `# slow: yes` is skipped with CARVE_TEST_SKIP_SLOW set, and run without;
 # with CARVE_TEST_JOBS=3 (as root, where each suite gets a mount namespace) suites run at once,
 # each with a /run/carve of its own, and one marked `# alone: yes` runs with none beside it;
-# with CARVE_TEST_JOBS=1 one at a time; CARVE_TEST_JOBS=0 is refused.
+# with CARVE_TEST_JOBS=1 one at a time; CARVE_TEST_JOBS=0 is refused; stopped by TERM, it
+# stops the suites it runs.
 #
 #   BUILD=build bash tests/e2e/run_all.sh
 #
@@ -103,5 +104,25 @@ out=$(cd "$dir/tree" && CARVE_TEST_JOBS=0 bash tests/run-all.sh build 2>&1)
 rc=$?
 check "CARVE_TEST_JOBS=0 is refused (exit $rc), naming it: $out" \
     '[ "$rc" -eq 2 ] && [[ $out == *"CARVE_TEST_JOBS must be a whole number of at least 1, not '"'0'"'"* ]]'
+
+# Stopped, it stops its suites: one that sleeps, and whose sleep would outlive run-all.sh
+rm -f "$dir/tree/tests/e2e/"* "$dir/marks/"*
+cat >"$dir/tree/tests/e2e/sleeper.sh" <<'SH'
+#!/usr/bin/env bash
+sleep 60 &
+echo $! >"$RUN_ALL_MARKS/sleep.pid"
+wait
+SH
+(cd "$dir/tree" && exec bash tests/run-all.sh build >"$dir/stopped.out" 2>&1) &
+runner=$!
+for _ in $(seq 50); do [ -s "$dir/marks/sleep.pid" ] && break; sleep 0.1; done
+kill -TERM "$runner"
+wait "$runner"
+rc=$?
+sleeper=$(cat "$dir/marks/sleep.pid" 2>/dev/null)
+for _ in $(seq 30); do [ -n "$sleeper" ] && kill -0 "$sleeper" 2>/dev/null || break; sleep 0.1; done
+check "TERM: run-all.sh exits 143 (got $rc) and its suite's sleep (pid ${sleeper:-none}) is gone" \
+    '[ "$rc" -eq 143 ] && [ -n "$sleeper" ] && ! kill -0 "$sleeper" 2>/dev/null'
+[ -z "$sleeper" ] || kill "$sleeper" 2>/dev/null
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
