@@ -79,7 +79,16 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${CARVE_TEST_SHARED_SHM:-}" ] &&
     unshare -m --propagation private bash tests/shm-private.sh /dev/null true 2>/dev/null; then
     private_shm=1
 fi
-[ "$private_shm" -eq 1 ] || jobs=1
+if [ "$private_shm" -eq 0 ] && [ "$jobs" -gt 1 ]; then
+    echo "run-all: one suite at a time: no mount namespace of each suite's own here (it needs" \
+        "root, unshare and a writable /run; CARVE_TEST_SHARED_SHM unset)"
+    jobs=1
+fi
+if [ "$jobs" -gt 1 ] && { [ "${BASH_VERSINFO[0]}" -lt 5 ] ||
+    { [ "${BASH_VERSINFO[0]}" -eq 5 ] && [ "${BASH_VERSINFO[1]}" -lt 1 ]; }; }; then
+    echo "run-all: one suite at a time: bash $BASH_VERSION has no 'wait -n -p' (5.1 has)"
+    jobs=1
+fi
 # beside the logs, not in TMPDIR: a TMPDIR in /dev/shm is not the suite's /dev/shm, and what the
 # suite left, written there, was lost (every suite passed the leak check)
 scratch=$(mktemp -d "$logdir/run.XXXXXX")
@@ -98,21 +107,31 @@ queue() { # queue NAME LOG LIMIT ALONE CMD...
 # run_one I: run suite I (in the background) and write "RC SECONDS" to $scratch/rc.I and the
 # objects of carve's it left in /dev/shm, one a line, to $scratch/left.I. A suite that passes
 # but leaves objects in /dev/shm fails: they outlive every process (carved_numbers.sh left six
-# slices a run until 2026-11-25).
+# slices a run until 2026-11-25). A TERM (stop_suites) goes on to the suite's timeout, which
+# passes it on to the suite's process group; one that comes before the suite starts keeps it
+# from starting.
 run_one() {
-    local i=$1 rc start before
+    local i=$1 rc start before="" tpid="" stopped=0
+    local -a cmd
+    trap 'stopped=1; [ -z "$tpid" ] || kill -TERM "$tpid" 2>/dev/null' TERM
+    eval "cmd=(${cmds[i]})"
     start=$(date +%s)
     if [ "$private_shm" -eq 1 ]; then
-        eval "timeout --kill-after=10 ${limits[i]} unshare -m --propagation private \
-            bash tests/shm-private.sh $(printf '%q' "$scratch/left.$i") ${cmds[i]}" \
-            >"${logs[i]}" 2>&1 </dev/null
-        rc=$?
+        cmd=(unshare -m --propagation private bash tests/shm-private.sh "$scratch/left.$i" "${cmd[@]}")
     else
         before=$(carve_shm)
-        eval "timeout --kill-after=10 ${limits[i]} ${cmds[i]}" >"${logs[i]}" 2>&1 </dev/null
-        rc=$?
-        comm -13 <(echo "$before") <(carve_shm) >"$scratch/left.$i"
     fi
+    [ "$stopped" -eq 0 ] || exit 143
+    timeout --kill-after=10 "${limits[i]}" "${cmd[@]}" >"${logs[i]}" 2>&1 </dev/null &
+    tpid=$!
+    [ "$stopped" -eq 0 ] || kill -TERM "$tpid" 2>/dev/null
+    wait "$tpid"
+    rc=$?
+    while kill -0 "$tpid" 2>/dev/null; do # the TERM's trap ended the wait, not the suite
+        wait "$tpid"
+        rc=$?
+    done
+    [ "$private_shm" -eq 1 ] || comm -13 <(echo "$before") <(carve_shm) >"$scratch/left.$i"
     echo "$rc $(( $(date +%s) - start ))" >"$scratch/rc.$i"
 }
 
@@ -190,16 +209,14 @@ done
 
 echo "== ${#names[@]} suites of $build (tests/unit, tests/e2e), up to $jobs at once"
 declare -A running=() # pid -> suite
-# Stopped (Ctrl-C, a CI job's end): stop the suites running too. Each runs under `timeout`,
-# which leads a process group of its own, so the signal of a terminal does not reach it; a
-# TERM to timeout is passed on to its group (the suite and its daemons).
+# Stopped (Ctrl-C, a CI job's end): stop the suites running too, then die by the same signal,
+# so that a caller (scripts/test.sh) stops as well rather than go on to its next step.
 stop_suites() {
-    local pid
-    for pid in "${!running[@]}"; do pkill -TERM -P "$pid" timeout 2>/dev/null; done
+    kill -TERM "${!running[@]}" 2>/dev/null
     wait
 }
-trap 'stop_suites; exit 130' INT
-trap 'stop_suites; exit 143' TERM
+trap 'stop_suites; trap - INT; kill -INT $$' INT
+trap 'stop_suites; trap - TERM; kill -TERM $$' TERM
 lone_running=0
 next=0
 while [ "$next" -lt "${#order[@]}" ] || [ "${#running[@]}" -gt 0 ]; do
@@ -216,8 +233,16 @@ while [ "$next" -lt "${#order[@]}" ] || [ "${#running[@]}" -gt 0 ]; do
         next=$((next + 1))
     done
     done_pid=
-    wait -n -p done_pid "${!running[@]}"
-    [ -n "$done_pid" ] || continue # a signal woke us
+    if [ "$jobs" -eq 1 ]; then
+        done_pid=${!running[*]}
+        wait "$done_pid"
+    else
+        wait -n -p done_pid "${!running[@]}"
+    fi
+    if [ -z "$done_pid" ] || [ -z "${running[$done_pid]:-}" ]; then
+        echo "run-all: lost track of the suites running (wait said '$done_pid')" >&2
+        exit 2
+    fi
     i=${running[$done_pid]}
     unset "running[$done_pid]"
     [ "${alone[i]}" -eq 1 ] && lone_running=0

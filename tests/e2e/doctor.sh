@@ -10,6 +10,11 @@
 # shellcheck disable=SC2034  # the checks read their variables inside eval strings
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
+# carve doctor looks through /proc for MPS control daemons: in a PID namespace of its own (as
+# root) this test sees its own, not those of the suites running beside it (tests/run-all.sh)
+if [ "$(id -u)" -eq 0 ] && [ -z "${DOCTOR_OWN_PIDS:-}" ] && unshare -pf --mount-proc true 2>/dev/null; then
+    DOCTOR_OWN_PIDS=1 exec unshare -pf --mount-proc bash tests/e2e/doctor.sh "$@"
+fi
 # shellcheck source=tests/e2e/private_carved.bash
 source tests/e2e/private_carved.bash
 unset CARVE_LIBDIR CARVE_SIM_COMPUTE_MODE CARVE_MPS_CONTROL SLURM_CONF

@@ -20,7 +20,7 @@ passed=0
 failed=0
 dir=$(mktemp -d)
 leak=carve.0.$$.leaktest
-trap 'rm -rf "$dir"; rm -f "/dev/shm/$leak"' EXIT
+trap 'rm -rf "$dir" "${marks:-}"; rm -f "/dev/shm/$leak"' EXIT
 
 check() { if eval "$2"; then echo "ok - $1"; passed=$((passed + 1)); else echo "FAIL - $1"; failed=$((failed + 1)); fi; }
 
@@ -55,14 +55,15 @@ check "without it both run: $(echo "$out" | tail -n 1)" \
 # and marks itself busy while it runs. A third, marked `# alone: yes`, fails when it sees a
 # busy mark or the other two see it running.
 rm -f "$dir/tree/tests/e2e/"*
-mkdir -p "$dir/marks"
-export RUN_ALL_MARKS=$dir/marks
+# not under TMPDIR: a TMPDIR in /dev/shm is not the stand-ins' /dev/shm
+marks=$(mktemp -d -p /tmp run_all-marks.XXXXXX)
+export RUN_ALL_MARKS=$marks
 for pair in "a b" "b a"; do
     read -r me other <<<"$pair"
     cat >"$dir/tree/tests/e2e/meet_$me.sh" <<SH
 #!/usr/bin/env bash
 m=\$RUN_ALL_MARKS
-touch "\$m/busy.$me" "\$m/started.$me"
+touch "\$m/busy.$me" "\$m/started.$me" || exit 3
 echo $me >"/run/carve/stand-in.$me.$$" || exit 3
 for _ in \$(seq 30); do [ -e "\$m/started.$other" ] && break; sleep 0.1; done
 [ -e "\$m/started.$other" ] || { echo "$other never started beside me"; rm -f "\$m/busy.$me"; exit 1; }
@@ -78,7 +79,7 @@ cat >"$dir/tree/tests/e2e/lone.sh" <<'SH'
 #!/usr/bin/env bash
 # alone: yes (a stand-in)
 m=$RUN_ALL_MARKS
-touch "$m/alone"
+touch "$m/alone" || exit 3
 sleep 0.5
 busy=$(cd "$m" && ls busy.* 2>/dev/null)
 rm -f "$m/alone"
@@ -91,12 +92,12 @@ if [ "$(id -u)" -eq 0 ] && unshare -m --propagation private true 2>/dev/null; th
     [[ $out == *"3 passed, 0 failed"* ]] || echo "$out" | sed 's/^/    /'
     check "nothing the stand-ins wrote is left in the machine's /run/carve" \
         '! compgen -G "/run/carve/stand-in.*.$$" >/dev/null'
-    rm -f "$dir/marks/"*
+    rm -f "$marks/"*
     # one at a time: whichever starts first waits for the other in vain
     out=$(cd "$dir/tree" && CARVE_TEST_JOBS=1 bash tests/run-all.sh build 2>&1)
     check "CARVE_TEST_JOBS=1: one suite at a time (one stand-in waits in vain): $(echo "$out" | tail -n 1)" \
         '[[ $out == *"up to 1 at once"* ]] && [[ $out == *"never started beside me"* ]] && [[ $out == *"2 passed, 1 failed"* ]]'
-    rm -f "$dir/marks/"* "/run/carve/stand-in."*".$$"
+    rm -f "$marks/"* "/run/carve/stand-in."*".$$"
 else
     echo "skip - suites at once: not root, or no unshare (run-all.sh then runs them one at a time)"
 fi
@@ -106,7 +107,7 @@ check "CARVE_TEST_JOBS=0 is refused (exit $rc), naming it: $out" \
     '[ "$rc" -eq 2 ] && [[ $out == *"CARVE_TEST_JOBS must be a whole number of at least 1, not '"'0'"'"* ]]'
 
 # Stopped, it stops its suites: one that sleeps, and whose sleep would outlive run-all.sh
-rm -f "$dir/tree/tests/e2e/"* "$dir/marks/"*
+rm -f "$dir/tree/tests/e2e/"* "$marks/"*
 cat >"$dir/tree/tests/e2e/sleeper.sh" <<'SH'
 #!/usr/bin/env bash
 sleep 60 &
@@ -115,14 +116,16 @@ wait
 SH
 (cd "$dir/tree" && exec bash tests/run-all.sh build >"$dir/stopped.out" 2>&1) &
 runner=$!
-for _ in $(seq 50); do [ -s "$dir/marks/sleep.pid" ] && break; sleep 0.1; done
+for _ in $(seq 50); do [ -s "$marks/sleep.pid" ] && break; sleep 0.1; done
 kill -TERM "$runner"
 wait "$runner"
 rc=$?
-sleeper=$(cat "$dir/marks/sleep.pid" 2>/dev/null)
-for _ in $(seq 30); do [ -n "$sleeper" ] && kill -0 "$sleeper" 2>/dev/null || break; sleep 0.1; done
-check "TERM: run-all.sh exits 143 (got $rc) and its suite's sleep (pid ${sleeper:-none}) is gone" \
-    '[ "$rc" -eq 143 ] && [ -n "$sleeper" ] && ! kill -0 "$sleeper" 2>/dev/null'
+sleeper=$(cat "$marks/sleep.pid" 2>/dev/null)
+# gone, or a zombie that init has yet to reap
+alive() { local st; st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "${st%% *}" != Z ]; }
+for _ in $(seq 30); do [ -n "$sleeper" ] && alive "$sleeper" || break; sleep 0.1; done
+check "TERM: run-all.sh ends by it (status $rc) and its suite's sleep (pid ${sleeper:-none}) is gone" \
+    '[ "$rc" -eq 143 ] && [ -n "$sleeper" ] && ! alive "$sleeper"'
 [ -z "$sleeper" ] || kill "$sleeper" 2>/dev/null
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

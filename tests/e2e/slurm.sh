@@ -100,6 +100,15 @@ cleanup() {
     # slices the test's jobs may have left (a failed check), the boards of the two GPUs of
     # the second part, then the temp dir
     find /dev/shm -maxdepth 1 -name "carve.slurm.*" -newer "$T/stamp" -delete 2>/dev/null
+    # and the slices of nobody's carve runs in 5c.'s steps, which Slurm kills by SIGKILL
+    # after KillWait (by design): one killed before it removed its slice leaves it, as
+    # carved's docs say (carved.md, "Slices of killed carve runs"; no carved runs here)
+    local shm pid
+    while read -r shm; do
+        pid=${shm#carve.65534.}
+        pid=${pid%%.*}
+        [ -e "/proc/$pid" ] || rm -f "/dev/shm/$shm"
+    done < <(find /dev/shm -maxdepth 1 -name "carve.65534.*" -newer "$T/stamp" -printf '%f\n' 2>/dev/null)
     for p in ${two_uuids//,/ }; do
         p=${p#GPU-}
         rm -f "/dev/shm/carve-board-${p//-/}" "/dev/shm/carve-board-${p//-/}.activity"
