@@ -1001,20 +1001,26 @@ static int sweep_orphans(void)
     while ((e = readdir(dir))) {
         unsigned uid, rnd;
         int pid, end = 0;
-        /* the table's name only (carve_slice_unlink takes its terms with it) */
-        if (sscanf(e->d_name, "carve.%u.%d.%8x%n", &uid, &pid, &rnd, &end) != 3 ||
-            e->d_name[end] != '\0' || end != (int)strlen(e->d_name) || pid <= 0)
+        /* the table's name (carve_slice_unlink takes its terms with it), or terms whose table
+         * is gone: a run killed between its two unlinks */
+        if (sscanf(e->d_name, "carve.%u.%d.%8x%n", &uid, &pid, &rnd, &end) != 3 || pid <= 0)
+            continue;
+        bool terms_only = strcmp(e->d_name + end, ".terms") == 0;
+        if (e->d_name[end] != '\0' && !terms_only)
             continue;
         char shm[NAME_MAX + 2];
         int maker;
         uint32_t maker_ns;
-        snprintf(shm, sizeof(shm), "/%s", e->d_name);
+        snprintf(shm, sizeof(shm), "/%.*s", end, e->d_name);
+        if (terms_only && faccessat(dirfd(dir), shm + 1, F_OK, 0) == 0)
+            continue; /* the table is there: judged by its own name */
         if (carve_slice_creator(shm, &maker, &maker_ns) < 0 || maker != pid ||
             maker_ns != own_ns || carve_proc_running(pid))
             continue;
         carve_slice_unlink(shm);
-        carved_log("removed slice %s of a carve run that ended without removing it (pid %d, "
-                   "uid %u, runs no more)", shm, pid, uid);
+        carved_log("removed slice %s%s of a carve run that ended without removing it (pid %d, "
+                   "uid %u, runs no more)", shm, terms_only ? " (its terms: the table was gone)" : "",
+                   pid, uid);
         n++;
     }
     closedir(dir);

@@ -276,12 +276,16 @@ void carve_slice_close(struct carve_slice *s)
     free(s);
 }
 
+/* The table first: a carve run killed between the two leaves its terms, which say who made
+ * them and in which PID namespace, so that carved can judge and sweep them (a table alone
+ * names no namespace, and was left for good). */
 int carve_slice_unlink(const char *shm_name)
 {
+    int r = shm_unlink(shm_name) < 0 ? -errno : 0;
     char kname[256];
     if (terms_name(shm_name, kname, sizeof(kname)) == 0)
         shm_unlink(kname);
-    return shm_unlink(shm_name) < 0 ? -errno : 0;
+    return r;
 }
 
 void carve_slice_terms_owner(const struct carve_slice *s, uid_t *uid, mode_t *mode)
