@@ -981,57 +981,20 @@ static void poll_once(struct carved *d, double now)
     save_node_counters(d);
 }
 
-/* The slice objects of `carve run`s that ended without removing them (SIGKILL: a job step
- * killed, an OOM kill), /dev/shm/carve.UID.PID.RAND and its .terms, whose maker runs no
- * more: nothing else removes them, and each killed run left 85 KB in /dev/shm until a
- * reboot. Only a maker of carved's own PID namespace, as its terms record it, is judged: a
- * container that shares the host's /dev/shm but not its PIDs (--ipc=host) has pids that name
- * other processes here, or none. A process the command left running keeps its mapping; a
- * new one gets no context, as after any carve run's end. How many it removed. */
-static int sweep_orphans(void)
+/* carve_slice_sweep_killed's report: one line in carved's log a slice removed. */
+static void log_swept(const char *shm, bool terms_only, int pid, unsigned uid, void *arg)
 {
-    uint32_t own_ns = carve_proc_ns(0, "pid");
-    if (!own_ns)
-        return 0;
-    DIR *dir = opendir("/dev/shm");
-    int n = 0;
-    if (!dir)
-        return 0;
-    struct dirent *e;
-    while ((e = readdir(dir))) {
-        unsigned uid, rnd;
-        int pid, end = 0;
-        /* the table's name (carve_slice_unlink takes its terms with it), or terms whose table
-         * is gone: a run killed between its two unlinks */
-        if (sscanf(e->d_name, "carve.%u.%d.%8x%n", &uid, &pid, &rnd, &end) != 3 || pid <= 0)
-            continue;
-        bool terms_only = strcmp(e->d_name + end, ".terms") == 0;
-        if (e->d_name[end] != '\0' && !terms_only)
-            continue;
-        char shm[NAME_MAX + 2];
-        int maker;
-        uint32_t maker_ns;
-        snprintf(shm, sizeof(shm), "/%.*s", end, e->d_name);
-        if (terms_only && faccessat(dirfd(dir), shm + 1, F_OK, 0) == 0)
-            continue; /* the table is there: judged by its own name */
-        if (carve_slice_creator(shm, &maker, &maker_ns) < 0 || maker != pid ||
-            maker_ns != own_ns || carve_proc_running(pid))
-            continue;
-        carve_slice_unlink(shm);
-        carved_log("removed slice %s%s of a carve run that ended without removing it (pid %d, "
-                   "uid %u, runs no more)", shm, terms_only ? " (its terms: the table was gone)" : "",
-                   pid, uid);
-        n++;
-    }
-    closedir(dir);
-    return n;
+    (void)arg;
+    carved_log("removed slice %s%s of a carve run that ended without removing it (pid %d, "
+               "uid %u, runs no more)", shm, terms_only ? " (its terms: the table was gone)" : "",
+               pid, uid);
 }
 
 void monitor_poll(struct carved *d, double now)
 {
     static unsigned polls;
     if (polls++ % ORPHAN_SWEEP_POLLS == 0)
-        sweep_orphans();
+        carve_slice_sweep_killed(-1, log_swept, NULL);
     if (sigsetjmp(poll_escape, 1)) { /* a table was cut short: what was built is dropped */
         in_poll = 0;
         remake_broken(d);

@@ -486,6 +486,8 @@ static int run_in_slice(struct run_opts o, const char *libdir)
     struct carve_board *boards[CARVE_SLICE_MAX_DEVICES] = {0};
     if ((ret = join_boards(&spec, boards)) != 0)
         return ret;
+    /* what this user's killed runs left, where no carved sweeps it (carved.md) */
+    carve_slice_sweep_killed((long)getuid(), NULL, NULL);
     make_shm_name(shm_name, sizeof(shm_name));
     if (carve_slice_create(shm_name, &spec, &slice, err, sizeof(err)) < 0) {
         fprintf(stderr, "carve run: %s\n", err);

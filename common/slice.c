@@ -4,8 +4,10 @@
 #include "proc.h"
 #include "slice_layout.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -286,6 +288,44 @@ int carve_slice_unlink(const char *shm_name)
     if (terms_name(shm_name, kname, sizeof(kname)) == 0)
         shm_unlink(kname);
     return r;
+}
+
+int carve_slice_sweep_killed(long only_uid, carve_slice_swept_fn removed, void *arg)
+{
+    uint32_t own_ns = carve_proc_ns(0, "pid");
+    if (!own_ns)
+        return 0;
+    DIR *dir = opendir("/dev/shm");
+    int n = 0;
+    if (!dir)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        unsigned uid, rnd;
+        int pid, end = 0;
+        /* the table's name (carve_slice_unlink takes its terms with it), or terms whose table
+         * is gone: a run killed between its two unlinks */
+        if (sscanf(e->d_name, "carve.%u.%d.%8x%n", &uid, &pid, &rnd, &end) != 3 || pid <= 0)
+            continue;
+        bool terms_only = strcmp(e->d_name + end, ".terms") == 0;
+        if ((e->d_name[end] != '\0' && !terms_only) || (only_uid >= 0 && uid != only_uid))
+            continue;
+        char shm[NAME_MAX + 2];
+        int maker;
+        uint32_t maker_ns;
+        snprintf(shm, sizeof(shm), "/%.*s", end, e->d_name);
+        if (terms_only && faccessat(dirfd(dir), shm + 1, F_OK, 0) == 0)
+            continue; /* the table is there: judged by its own name */
+        if (carve_slice_creator(shm, &maker, &maker_ns) < 0 || maker != pid ||
+            maker_ns != own_ns || carve_proc_running(pid))
+            continue;
+        carve_slice_unlink(shm);
+        if (removed)
+            removed(shm, terms_only, pid, uid, arg);
+        n++;
+    }
+    closedir(dir);
+    return n;
 }
 
 void carve_slice_terms_owner(const struct carve_slice *s, uid_t *uid, mode_t *mode)

@@ -72,6 +72,18 @@ int carve_slice_label(const char *shm_name, char *out, size_t len, uid_t *uid, m
 int carve_slice_table_fd(const char *shm_name);
 void carve_slice_close(struct carve_slice *s);
 int carve_slice_unlink(const char *shm_name);
+/* The slice objects of `carve run`s that ended without removing them (SIGKILL: a job step
+ * killed, an OOM kill), /dev/shm/carve.UID.PID.RAND and its .terms (or the terms alone, of a
+ * run killed between its two removals), whose maker runs no more: each such run left 85 KB in
+ * /dev/shm until a reboot. Only a maker of the caller's own PID namespace, as its terms record
+ * it, is judged: a container that shares the host's /dev/shm but not its PIDs (--ipc=host)
+ * has pids that name other processes here, or none. A process the command left running keeps
+ * its mapping; a new one gets no context, as after any carve run's end. only_uid: those of
+ * this user (carve run), or -1 for all (carved). removed, when not NULL, is told of each.
+ * How many it removed. */
+typedef void (*carve_slice_swept_fn)(const char *shm, bool terms_only, int pid, unsigned uid,
+                                     void *arg);
+int carve_slice_sweep_killed(long only_uid, carve_slice_swept_fn removed, void *arg);
 /* Who owns the slice's terms, and their mode: a tenant trusts caps only from a slice whose
  * terms it cannot write (libcarve checks them against carved's socket when carved runs). */
 void carve_slice_terms_owner(const struct carve_slice *s, uid_t *uid, mode_t *mode);

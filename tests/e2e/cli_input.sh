@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_input.sh - `carve run` refuses bad input with a clear message and exit status 2, passes
-# the command's own status through, and leaves no slice behind.
+# the command's own status through, and leaves no slice behind; the slice a killed carve run
+# left is removed by the user's next carve run.
 #
 #   BUILD=build bash tests/e2e/cli_input.sh
 #
@@ -157,6 +158,28 @@ expect 0 "" run --simulate --compute bogus --compute 30% -- true
 expect 0 "" run --simulate --priority urgent --priority latency -- true
 expect 2 "--priority: unknown priority \`urgent'; use latency, batch or normal" \
     run --simulate --priority latency --priority urgent -- true
+
+# a carve run killed by SIGKILL cannot remove its slice: with no carved to sweep it, the
+# user's next carve run does (its maker runs no more), and leaves a live run's alone
+slice_of() { (cd /dev/shm && ls carve."$(id -u)"."$1".* 2>/dev/null | tr '\n' ' '); }
+CARVE_SOCKET=$state_dir/none.sock "$CARVE" run --simulate --memory 1GiB -- sleep 60 >/dev/null 2>&1 &
+killed=$!
+CARVE_SOCKET=$state_dir/none.sock "$CARVE" run --simulate --memory 1GiB -- sleep 60 >/dev/null 2>&1 &
+alive=$!
+for _ in $(seq 50); do [ -n "$(slice_of "$killed")" ] && [ -n "$(slice_of "$alive")" ] && break; sleep 0.1; done
+command_pid=$(pgrep -P "$killed")
+kill -KILL "$killed" # first: with its command gone first, carve run removes its slice itself
+wait "$killed" 2>/dev/null
+[ -z "$command_pid" ] || kill -KILL "$command_pid"
+orphan=$(slice_of "$killed")
+CARVE_SOCKET=$state_dir/none.sock "$CARVE" run --simulate -- true
+if [ -n "$orphan" ] && [ -z "$(slice_of "$killed")" ] && [ -n "$(slice_of "$alive")" ]; then
+    ok "the next carve run removed the killed run's slice ($orphan) and left the live one's"
+else
+    bad "the killed run's slice was '$orphan', is '$(slice_of "$killed")'; the live one's is '$(slice_of "$alive")'"
+fi
+kill -TERM "$alive" # carve run passes it on, and removes its slice
+wait "$alive" 2>/dev/null
 
 # objects that appeared during the run and whose creator (/carve.UID.PID.RAND) is gone are
 # ours, left behind; a live creator's belongs to a test running beside this one
