@@ -22,7 +22,7 @@
 # too (scripts/test.sh sets it for its second build, to keep CI under 15 minutes). Logs go to
 # BUILDDIR/test-logs/, and failed.txt there lists the logs of the suites that failed. A line
 # is printed as each suite ends; the last line is `N passed, N failed`. Stopped by INT (Ctrl-C)
-# or TERM, it stops the suites still running and exits 130 or 143.
+# or TERM, it stops the suites still running, then dies by that signal (status 130 or 143).
 set -uo pipefail
 
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-120}

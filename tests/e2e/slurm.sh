@@ -101,8 +101,9 @@ cleanup() {
     # the second part, then the temp dir
     find /dev/shm -maxdepth 1 -name "carve.slurm.*" -newer "$T/stamp" -delete 2>/dev/null
     # and the slices of nobody's carve runs in 5c.'s steps, which Slurm kills by SIGKILL
-    # after KillWait (by design): one killed before it removed its slice leaves it, as
-    # carved's docs say (carved.md, "Slices of killed carve runs"; no carved runs here)
+    # after KillWait (by design): one killed before it removed its slice leaves it until
+    # nobody's next carve run or a carved sweeps it (carved.md, "Slices of killed carve
+    # runs"), and the last ones here have no next run
     local shm pid
     while read -r shm; do
         pid=${shm#carve.65534.}
