@@ -994,7 +994,7 @@ void monitor_poll(struct carved *d, double now)
 {
     static unsigned polls;
     if (polls++ % ORPHAN_SWEEP_POLLS == 0)
-        carve_slice_sweep_killed(-1, log_swept, NULL);
+        carve_slice_sweep_killed(true, 0, log_swept, NULL);
     if (sigsetjmp(poll_escape, 1)) { /* a table was cut short: what was built is dropped */
         in_poll = 0;
         remake_broken(d);

@@ -487,7 +487,7 @@ static int run_in_slice(struct run_opts o, const char *libdir)
     if ((ret = join_boards(&spec, boards)) != 0)
         return ret;
     /* what this user's killed runs left, where no carved sweeps it (carved.md) */
-    carve_slice_sweep_killed((long)getuid(), NULL, NULL);
+    carve_slice_sweep_killed(false, getuid(), NULL, NULL);
     make_shm_name(shm_name, sizeof(shm_name));
     if (carve_slice_create(shm_name, &spec, &slice, err, sizeof(err)) < 0) {
         fprintf(stderr, "carve run: %s\n", err);

@@ -290,11 +290,22 @@ int carve_slice_unlink(const char *shm_name)
     return r;
 }
 
-int carve_slice_sweep_killed(long only_uid, carve_slice_swept_fn removed, void *arg)
+/* Whether a dead-looking maker is dead: in a PID namespace whose /proc is an outer one's, a
+ * pid's /proc entry is another process's, and only kill(2)'s word counts. */
+static bool maker_runs(pid_t pid, bool proc_is_own)
+{
+    if (proc_is_own)
+        return carve_proc_running(pid);
+    return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+int carve_slice_sweep_killed(bool every_user, uid_t only_uid, carve_slice_swept_fn removed,
+                             void *arg)
 {
     uint32_t own_ns = carve_proc_ns(0, "pid");
     if (!own_ns)
         return 0;
+    bool proc_is_own = carve_proc_is_own() == 1;
     DIR *dir = opendir("/dev/shm");
     int n = 0;
     if (!dir)
@@ -308,7 +319,7 @@ int carve_slice_sweep_killed(long only_uid, carve_slice_swept_fn removed, void *
         if (sscanf(e->d_name, "carve.%u.%d.%8x%n", &uid, &pid, &rnd, &end) != 3 || pid <= 0)
             continue;
         bool terms_only = strcmp(e->d_name + end, ".terms") == 0;
-        if ((e->d_name[end] != '\0' && !terms_only) || (only_uid >= 0 && uid != only_uid))
+        if ((e->d_name[end] != '\0' && !terms_only) || (!every_user && uid != only_uid))
             continue;
         char shm[NAME_MAX + 2];
         int maker;
@@ -317,9 +328,19 @@ int carve_slice_sweep_killed(long only_uid, carve_slice_swept_fn removed, void *
         if (terms_only && faccessat(dirfd(dir), shm + 1, F_OK, 0) == 0)
             continue; /* the table is there: judged by its own name */
         if (carve_slice_creator(shm, &maker, &maker_ns) < 0 || maker != pid ||
-            maker_ns != own_ns || carve_proc_running(pid))
+            maker_ns != own_ns || maker_runs(pid, proc_is_own))
             continue;
-        carve_slice_unlink(shm);
+        /* told only of what this call removed: carved and a carve run may sweep at once */
+        bool gone;
+        if (terms_only) {
+            char kname[NAME_MAX + 2];
+            snprintf(kname, sizeof(kname), "/%s", e->d_name);
+            gone = shm_unlink(kname) == 0;
+        } else {
+            gone = carve_slice_unlink(shm) == 0;
+        }
+        if (!gone)
+            continue;
         if (removed)
             removed(shm, terms_only, pid, uid, arg);
         n++;

@@ -78,12 +78,13 @@ int carve_slice_unlink(const char *shm_name);
  * /dev/shm until a reboot. Only a maker of the caller's own PID namespace, as its terms record
  * it, is judged: a container that shares the host's /dev/shm but not its PIDs (--ipc=host)
  * has pids that name other processes here, or none. A process the command left running keeps
- * its mapping; a new one gets no context, as after any carve run's end. only_uid: those of
- * this user (carve run), or -1 for all (carved). removed, when not NULL, is told of each.
- * How many it removed. */
+ * its mapping; a new one gets no context, as after any carve run's end. Every user's
+ * (carved), or only_uid's (carve run). removed, when not NULL, is told of each this call
+ * removed. How many it removed. */
 typedef void (*carve_slice_swept_fn)(const char *shm, bool terms_only, int pid, unsigned uid,
                                      void *arg);
-int carve_slice_sweep_killed(long only_uid, carve_slice_swept_fn removed, void *arg);
+int carve_slice_sweep_killed(bool every_user, uid_t only_uid, carve_slice_swept_fn removed,
+                             void *arg);
 /* Who owns the slice's terms, and their mode: a tenant trusts caps only from a slice whose
  * terms it cannot write (libcarve checks them against carved's socket when carved runs). */
 void carve_slice_terms_owner(const struct carve_slice *s, uid_t *uid, mode_t *mode);

@@ -157,7 +157,8 @@ CARVE_SOCKET=$work/none.sock "$CARVE" run --simulate --memory 1GiB -- sleep 60 >
 killed=$!
 CARVE_SOCKET=$work/none.sock "$CARVE" run --simulate --memory 1GiB -- sleep 60 >/dev/null 2>&1 &
 alive=$!
-for _ in $(seq 50); do ls /dev/shm/carve."$(id -u)"."$killed".* >/dev/null 2>&1 && ls /dev/shm/carve."$(id -u)"."$alive".* >/dev/null 2>&1 && break; sleep 0.1; done
+# each has made its slice whole once it has started its command
+for _ in $(seq 50); do pgrep -P "$killed" >/dev/null && pgrep -P "$alive" >/dev/null && break; sleep 0.1; done
 orphan=$(cd /dev/shm && ls carve."$(id -u)"."$killed".* 2>/dev/null | tr '\n' ' ')
 command_pid=$(pgrep -P "$killed")
 kill -KILL "$killed" # first: with its command gone first, carve run removes its slice itself
@@ -175,7 +176,7 @@ check "a killed carve run's slice ($orphan) is removed by carved (this one logge
 # the other order left it, could not be judged and stayed for good)
 CARVE_SOCKET=$work/none.sock "$CARVE" run --simulate --memory 1GiB -- sleep 60 >/dev/null 2>&1 &
 halved=$!
-for _ in $(seq 50); do ls /dev/shm/carve."$(id -u)"."$halved".*.terms >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 50); do pgrep -P "$halved" >/dev/null && break; sleep 0.1; done
 command_pid=$(pgrep -P "$halved")
 kill -KILL "$halved"
 wait "$halved" 2>/dev/null

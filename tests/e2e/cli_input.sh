@@ -166,7 +166,8 @@ CARVE_SOCKET=$state_dir/none.sock "$CARVE" run --simulate --memory 1GiB -- sleep
 killed=$!
 CARVE_SOCKET=$state_dir/none.sock "$CARVE" run --simulate --memory 1GiB -- sleep 60 >/dev/null 2>&1 &
 alive=$!
-for _ in $(seq 50); do [ -n "$(slice_of "$killed")" ] && [ -n "$(slice_of "$alive")" ] && break; sleep 0.1; done
+# each has made its slice whole once it has started its command
+for _ in $(seq 50); do pgrep -P "$killed" >/dev/null && pgrep -P "$alive" >/dev/null && break; sleep 0.1; done
 command_pid=$(pgrep -P "$killed")
 kill -KILL "$killed" # first: with its command gone first, carve run removes its slice itself
 wait "$killed" 2>/dev/null
