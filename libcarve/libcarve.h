@@ -154,6 +154,11 @@ uint64_t carve__cap(int sdev);
 uint64_t carve__slice_used(int sdev);
 /* Bytes this process counted for allocations on sdev (overhead excluded). */
 uint64_t carve__counted(int sdev);
+/* How many times carve__counted(sdev) has changed: the same before and after a read of it
+ * and of NVML's usage, the two are of one moment as far as this process's allocations go
+ * (an allocation is counted before the driver has it, and given back after the driver freed
+ * it). */
+uint64_t carve__counted_moves(int sdev);
 /* Pids of the slice's live processes of this process's PID namespace (a pid of another is
  * none here, or another process); returns how many (at most max). */
 int carve__pids(unsigned int *pids, int max);

@@ -48,6 +48,8 @@ static struct {
     char name[128];
     _Atomic int sdev_of[MAX_CU_DEVICES];
     _Atomic uint64_t counted[CARVE_SLICE_MAX_DEVICES];
+    _Atomic uint64_t counted_moves[CARVE_SLICE_MAX_DEVICES]; /* changes of counted, for a
+                                                                 consistent read (overhead.c) */
     struct carve_allocmap records[CARVE_KIND_COUNT];
 } st;
 
@@ -57,6 +59,8 @@ static void reset_process_state(void)
         atomic_store(&st.sdev_of[i], SDEV_UNKNOWN);
     for (int i = 0; i < CARVE_SLICE_MAX_DEVICES; i++)
         atomic_store(&st.counted[i], 0);
+    for (int i = 0; i < CARVE_SLICE_MAX_DEVICES; i++)
+        atomic_store(&st.counted_moves[i], 0);
     carve__records_reset();
     carve__vmm_reset();
     carve__pools_reset();
@@ -598,6 +602,7 @@ bool carve__try_admit(int sdev, uint64_t bytes)
 {
     if (carve_slice_admit(st.slice, st.slot, sdev, bytes) != 0)
         return false;
+    atomic_fetch_add(&st.counted_moves[sdev], 1); /* before the count: see carve__counted_moves */
     atomic_fetch_add_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
     return true;
 }
@@ -620,6 +625,7 @@ void carve__release(int sdev, uint64_t bytes)
 {
     if (!bytes)
         return;
+    atomic_fetch_add(&st.counted_moves[sdev], 1);
     atomic_fetch_sub_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
     carve_slice_release(st.slice, st.slot, sdev, bytes);
 }
@@ -639,6 +645,7 @@ void carve__uncharge(int sdev, uint64_t bytes)
 void carve__charge_counted(int sdev, uint64_t bytes)
 {
     carve__charge(sdev, bytes);
+    atomic_fetch_add(&st.counted_moves[sdev], 1);
     atomic_fetch_add_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
 }
 
@@ -655,6 +662,11 @@ uint64_t carve__slice_used(int sdev)
 uint64_t carve__counted(int sdev)
 {
     return atomic_load_explicit(&st.counted[sdev], memory_order_relaxed);
+}
+
+uint64_t carve__counted_moves(int sdev)
+{
+    return atomic_load(&st.counted_moves[sdev]);
 }
 
 int carve__pids(unsigned int *pids, int max)

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# alone: yes (on a busy CPU, 1 run of mem_stress in 12 ended with one allocation still counted: an open bug, docs/memory.md)
 # mem_slice.sh - libcarve's memory caps end to end on the simulated GPU.
 #
 #   BUILD=build bash tests/e2e/mem_slice.sh
