@@ -57,10 +57,10 @@ static void reset_process_state(void)
 {
     for (int i = 0; i < MAX_CU_DEVICES; i++)
         atomic_store(&st.sdev_of[i], SDEV_UNKNOWN);
-    for (int i = 0; i < CARVE_SLICE_MAX_DEVICES; i++)
+    for (int i = 0; i < CARVE_SLICE_MAX_DEVICES; i++) {
         atomic_store(&st.counted[i], 0);
-    for (int i = 0; i < CARVE_SLICE_MAX_DEVICES; i++)
         atomic_store(&st.counted_moves[i], 0);
+    }
     carve__records_reset();
     carve__vmm_reset();
     carve__pools_reset();
@@ -598,12 +598,21 @@ bool carve__dev_current(struct carve_dev *d)
     return carve__dev_of(cu, d);
 }
 
+/* The count moves: its change counter first (carve__counted_moves), then the count. */
+static void count_move(int sdev, uint64_t bytes, bool up)
+{
+    atomic_fetch_add(&st.counted_moves[sdev], 1);
+    if (up)
+        atomic_fetch_add_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
+    else
+        atomic_fetch_sub_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
+}
+
 bool carve__try_admit(int sdev, uint64_t bytes)
 {
     if (carve_slice_admit(st.slice, st.slot, sdev, bytes) != 0)
         return false;
-    atomic_fetch_add(&st.counted_moves[sdev], 1); /* before the count: see carve__counted_moves */
-    atomic_fetch_add_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
+    count_move(sdev, bytes, true);
     return true;
 }
 
@@ -625,8 +634,7 @@ void carve__release(int sdev, uint64_t bytes)
 {
     if (!bytes)
         return;
-    atomic_fetch_add(&st.counted_moves[sdev], 1);
-    atomic_fetch_sub_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
+    count_move(sdev, bytes, false);
     carve_slice_release(st.slice, st.slot, sdev, bytes);
 }
 
@@ -645,8 +653,7 @@ void carve__uncharge(int sdev, uint64_t bytes)
 void carve__charge_counted(int sdev, uint64_t bytes)
 {
     carve__charge(sdev, bytes);
-    atomic_fetch_add(&st.counted_moves[sdev], 1);
-    atomic_fetch_add_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
+    count_move(sdev, bytes, true);
 }
 
 uint64_t carve__cap(int sdev)
