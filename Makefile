@@ -17,6 +17,12 @@ ifeq ($(SAN),1)
   CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   LDFLAGS += -fsanitize=address,undefined
 endif
+# ThreadSanitizer, for what runs on threads (the planner's mechanisms, carved): by hand, e.g.
+#   make SAN=thread BUILD=build-tsan build-tsan/tests/unit/test_fleet
+ifeq ($(SAN),thread)
+  CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=thread
+endif
 
 BIN     = $(BUILD)/bin
 LIBDIR  = $(BUILD)/lib/carve

@@ -15,16 +15,16 @@ CARVE_JANSSON := $(if $(call has_static,libjansson.a),$(JANSSON_STATIC),-ljansso
 # second on a paravirtualised node (docs/results/2026-11-23-carved-bench-simulated.md). The
 # commands that load NVML hand over to lib/carve/carve-dynamic, the same objects linked
 # dynamically (cli/dynamic_twin.c). Elsewhere bin/carve is the dynamic link itself.
-CARVE_STATIC := $(if $(filter 1,$(SAN)),,$(and $(call has_static,libc.a),$(call has_static,libjansson.a)))
+CARVE_STATIC := $(if $(filter 1 thread,$(SAN)),,$(and $(call has_static,libc.a),$(call has_static,libjansson.a)))
 
 ifneq ($(CARVE_STATIC),)
 $(BIN)/carve: $(CLI_OBJ) $(OBJ)/cli/dynamic_twin.o $(PLANNER_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -static -o $@ $^ $(LDFLAGS) -Wl,--wrap=dlopen -ljansson
+	$(CC) -static -o $@ $^ $(LDFLAGS) -Wl,--wrap=dlopen -ljansson -lpthread
 
 $(LIBDIR)/carve-dynamic: $(CLI_OBJ) $(PLANNER_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDFLAGS) $(CARVE_JANSSON) -ldl
+	$(CC) -o $@ $^ $(LDFLAGS) $(CARVE_JANSSON) -ldl -lpthread
 
 ALL_TARGETS += $(LIBDIR)/carve-dynamic
 else
@@ -33,7 +33,7 @@ else
 $(BIN)/carve: $(CLI_OBJ) $(PLANNER_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	rm -f $(LIBDIR)/carve-dynamic
-	$(CC) -o $@ $^ $(LDFLAGS) $(CARVE_JANSSON) -ldl
+	$(CC) -o $@ $^ $(LDFLAGS) $(CARVE_JANSSON) -ldl -lpthread
 endif
 
 ALL_TARGETS += $(BIN)/carve

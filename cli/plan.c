@@ -15,7 +15,7 @@
 static const char plan_help[] =
     "usage: carve plan WORKLOADS --fleet SPEC [--json [--assign]] [--svg FILE]\n"
     "                  [--picture|--no-picture] [--replicas N] [--mps-clients N]\n"
-    "                  [--slices N]\n"
+    "                  [--slices N] [--threads N]\n"
     "       carve plan --models [--json]\n"
     "\n"
     "Packs the workloads of WORKLOADS (a CSV or JSON file; - for stdin) onto the fleet SPEC\n"
@@ -36,6 +36,9 @@ static const char plan_help[] =
     "  -r, --replicas N     time-slicing: most workloads on one GPU (default 16)\n"
     "  -c, --mps-clients N  MPS: most clients on one GPU (default 48)\n"
     "  -S, --slices N       carve: most slices on one GPU (default 64)\n"
+    "  -t, --threads N      plan the mechanisms on N threads at once (default: as many as\n"
+    "                       the CPUs carve may run on; more than 5 is 5). The plans are the\n"
+    "                       same whatever N is.\n"
     "  -m, --models         list the GPU models carve knows, their memory and MIG support\n"
     "                       (with --json only: no file, no other option)\n"
     "  -h, --help           this text\n"
@@ -103,14 +106,15 @@ static int parse_opts(int argc, char **argv, struct plan_opts *o)
         {"assign", no_argument, NULL, 'a'},       {"svg", required_argument, NULL, 's'},
         {"picture", no_argument, NULL, 'p'},      {"no-picture", no_argument, NULL, 'P'},
         {"replicas", required_argument, NULL, 'r'}, {"mps-clients", required_argument, NULL, 'c'},
-        {"slices", required_argument, NULL, 'S'}, {"models", no_argument, NULL, 'm'},
+        {"slices", required_argument, NULL, 'S'}, {"threads", required_argument, NULL, 't'},
+        {"models", no_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
     int c, r;
     const char *planning_opt = NULL; /* an option that shapes a plan: not for --models */
-    while ((c = getopt_long(argc, argv, ":f:jas:pPr:c:S:mh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:jas:pPr:c:S:t:mh", longopts, NULL)) != -1) {
         for (const struct option *l = longopts; l->name && !planning_opt; l++)
             if (l->val == c && c != 'j' && c != 'm' && c != 'h')
                 planning_opt = l->name;
@@ -131,6 +135,10 @@ static int parse_opts(int argc, char **argv, struct plan_opts *o)
             break;
         case 'S':
             if ((r = parse_limit("--slices", optarg, 64, &o->fo.carve_slices)))
+                return r;
+            break;
+        case 't':
+            if ((r = parse_limit("--threads", optarg, 1024, &o->fo.threads)))
                 return r;
             break;
         case 'm': o->models = true; break;

@@ -105,6 +105,9 @@ struct fleet_options {
     uint32_t timeslice_compute_bp; /* compute a time-sliced GPU delivers (9200: 8% lost to
                                       context switches) */
     bool keep_assignment;        /* fill fleet_plan.gpu_of and the per-GPU table */
+    unsigned threads;            /* mechanisms planned at once: 0 (default) as many as the
+                                    CPUs the process may use, at most one a mechanism; 1 one
+                                    after another. The plans do not depend on it. */
 };
 void fleet_options_defaults(struct fleet_options *o);
 

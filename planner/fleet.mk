@@ -8,7 +8,7 @@ UNIT_FLEET_BIN := $(UNIT_FLEET:%=$(TESTDIR)/unit/%)
 
 $(UNIT_FLEET_BIN): $(TESTDIR)/unit/%: $(OBJ)/tests/unit/%.o $(PLANNER_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -ljansson
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -ljansson -lpthread
 
 $(OBJ)/tests/unit/test_cost.o: CFLAGS += -DCOST_FIXTURE='"$(CURDIR)/tests/unit/fixtures/carved-state.json"'
 
@@ -18,7 +18,7 @@ TEST_TARGETS += $(UNIT_FLEET_BIN)
 # bench: 100,000 workloads onto 10,000 GPUs (bench/plan_bench.c; docs/results/*-plan-bench.md)
 $(BUILD)/bench/plan_bench: $(OBJ)/bench/plan_bench.o $(PLANNER_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDFLAGS) -ljansson
+	$(CC) -o $@ $^ $(LDFLAGS) -ljansson -lpthread
 
 ALL_TARGETS += $(BUILD)/bench/plan_bench
 
@@ -34,7 +34,7 @@ FUZZ_NAMES += workloads
 $(FUZZ_DIR)/fuzz_workloads: $(FUZZ_WORKLOADS_SRC) planner/fleet.h planner/fleet_pack.h planner/mig.h \
 	common/size.h common/compute.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -Iplanner $(FUZZ_WORKLOADS_SRC) -o $@ -ljansson
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Iplanner $(FUZZ_WORKLOADS_SRC) -o $@ -ljansson -lpthread
 
 .PHONY: fuzz
 fuzz: $(FUZZ_DIR)/fuzz_workloads

@@ -26,21 +26,92 @@ static packer_fn pack_by_band, pack_by_band_exact;
 static packer_fn *const packers[] = {fleet_pack_group, fleet_fill_by_group, fleet_fill_by_rest,
                                      pack_by_band, pack_by_band_exact};
 
+/* A packing on a copy of pc into a plan of its own; kept whole in keep (NULL: not kept). */
 static int dry_run(packer_fn *pack, const struct fleet *f, const struct fleet_workloads *ws,
                    const struct sort_key *keys, size_t n, const struct mech_rules *r,
-                   const struct pool_choice *pc, struct trial *out)
+                   const struct pool_choice *pc, struct trial *out, struct fleet_kept_pack *keep)
 {
     struct fleet_plan scratch;
     struct fleet_gpu_list g = {0};
     struct pool_choice copy = *pc;
     memset(&scratch, 0, sizeof(scratch));
+    if (keep) {
+        g = keep->g;
+        g.n = 0;
+        scratch.gpu_of = keep->gpu_of;
+        for (size_t k = 0; k < n; k++)
+            keep->gpu_of[keys[k].index] = UINT32_MAX;
+    }
     int ret = pack(f, ws, keys, n, r, &copy, &scratch, &g);
-    free(g.use);
+    if (keep) {
+        keep->valid = pack != pack_by_band && pack != pack_by_band_exact;
+        keep->added = scratch;
+        keep->added.gpu_of = NULL;
+        keep->g = g;
+        keep->pc = copy;
+    } else {
+        free(g.use);
+    }
     out->gpus = scratch.gpus;
     out->shortage = scratch.shortage;
     out->deferred = n - scratch.placed;
     out->cost = scratch.cost_per_hour;
     return ret;
+}
+
+int fleet_kept_init(struct fleet_kept_pack *k, size_t nworkloads)
+{
+    memset(k, 0, sizeof(*k));
+    k->gpu_of = malloc((nworkloads ? nworkloads : 1) * sizeof(*k->gpu_of));
+    return k->gpu_of ? 0 : -ENOMEM;
+}
+
+void fleet_kept_free(struct fleet_kept_pack *k)
+{
+    free(k->g.use);
+    free(k->gpu_of);
+    memset(k, 0, sizeof(*k));
+}
+
+static void kept_swap(struct fleet_kept_pack *a, struct fleet_kept_pack *b)
+{
+    struct fleet_kept_pack t = *a;
+    *a = *b;
+    *b = t;
+}
+
+int fleet_kept_adopt(const struct fleet *f, const struct fleet_kept_pack *k,
+                     const struct sort_key *keys, size_t n, struct pool_choice *pc,
+                     struct fleet_plan *p, struct fleet_gpu_list *g)
+{
+    size_t base = g->n;
+    if (base + k->g.n > g->cap) {
+        size_t cap = g->cap ? g->cap : 1024;
+        while (cap < base + k->g.n)
+            cap *= 2;
+        struct fleet_gpu_use *bigger = realloc(g->use, cap * sizeof(*bigger));
+        if (!bigger)
+            return -ENOMEM;
+        g->use = bigger;
+        g->cap = cap;
+    }
+    if (k->g.n)
+        memcpy(&g->use[base], k->g.use, k->g.n * sizeof(*g->use));
+    g->n += k->g.n;
+    /* one GPU at a time, as fleet_gpu_open counts them: the same sum of prices to the bit */
+    for (size_t j = 0; j < k->g.n; j++) {
+        p->gpus_by_pool[k->g.use[j].pool]++;
+        p->gpus++;
+        p->cost_per_hour += f->pools[k->g.use[j].pool].price;
+    }
+    p->shortage += k->added.shortage;
+    p->placed += k->added.placed;
+    for (size_t i = 0; p->gpu_of && i < n; i++) {
+        uint32_t gi = k->gpu_of[keys[i].index];
+        p->gpu_of[keys[i].index] = gi == UINT32_MAX ? UINT32_MAX : (uint32_t)(gi + base);
+    }
+    *pc = k->pc;
+    return 0;
 }
 
 static bool better(const struct fleet *f, const struct trial *a, const struct trial *b)
@@ -62,7 +133,8 @@ int fleet_improve_order(const struct fleet *f, const struct fleet_workloads *ws,
         return 0;
     struct sort_key *best = malloc(n * sizeof(*best)), *trial = malloc(n * sizeof(*trial));
     struct trial best_t, t;
-    int ret = best && trial ? dry_run(fleet_pack_group, f, ws, keys, n, r, pc, &best_t) : -ENOMEM;
+    int ret =
+        best && trial ? dry_run(fleet_pack_group, f, ws, keys, n, r, pc, &best_t, NULL) : -ENOMEM;
     uint64_t seed = 0x9E3779B97F4A7C15ULL ^ n;
     if (!ret)
         memcpy(best, keys, n * sizeof(*best));
@@ -73,7 +145,7 @@ int fleet_improve_order(const struct fleet *f, const struct fleet_workloads *ws,
             trial[i].key = keys[i].key * (700 + (seed >> 33) % 301) / 1000; /* 70-100% */
         }
         fleet_sort_keys(trial, n);
-        if ((ret = dry_run(fleet_pack_group, f, ws, trial, n, r, pc, &t)))
+        if ((ret = dry_run(fleet_pack_group, f, ws, trial, n, r, pc, &t, NULL)))
             break;
         if (better(f, &t, &best_t)) {
             best_t = t;
@@ -89,18 +161,22 @@ int fleet_improve_order(const struct fleet *f, const struct fleet_workloads *ws,
 
 /* First-fit decreasing or filling one GPU at a time, whichever does better on this group in a
  * dry run: filling wins where memory and compute both bind on the GPUs, first-fit where one
- * dimension alone does (it then packs that one to within a fraction of a percent). */
+ * dimension alone does (it then packs that one to within a fraction of a percent). The
+ * winner's dry run in keep (NULL: not wanted), which holds a buffer for another in cand. */
 static int choose_packer(const struct fleet *f, const struct fleet_workloads *ws,
                          const struct sort_key *keys, size_t n, const struct mech_rules *r,
-                         const struct pool_choice *pc, packer_fn **pack, struct trial *out)
+                         const struct pool_choice *pc, packer_fn **pack, struct trial *out,
+                         struct fleet_kept_pack *keep, struct fleet_kept_pack *cand)
 {
     struct trial t, best_t;
     struct trial *best = out ? out : &best_t;
     *pack = fleet_pack_group;
     memset(best, 0, sizeof(*best));
+    if (keep)
+        keep->valid = false;
     if (n < 2)
         return 0;
-    int ret = dry_run(fleet_pack_group, f, ws, keys, n, r, pc, best);
+    int ret = dry_run(fleet_pack_group, f, ws, keys, n, r, pc, best, keep);
     size_t npackers = sizeof(packers) / sizeof(packers[0]) - 2 * !pc->band_count;
     for (size_t i = 1; i < npackers && !ret; i++) {
         if (packers[i] == pack_by_band && best->cost <= pc->band_cost * BAND_WORTH)
@@ -109,10 +185,12 @@ static int choose_packer(const struct fleet *f, const struct fleet_workloads *ws
             (!pc->band_memory_mib || !fleet_some_exact_worth(f)))
             break; /* the fleet cannot hold the group even in fractions, or no pool is one the
                       exact fill is for */
-        ret = dry_run(packers[i], f, ws, keys, n, r, pc, &t);
+        ret = dry_run(packers[i], f, ws, keys, n, r, pc, &t, keep ? cand : NULL);
         if (!ret && better(f, &t, best)) {
             *best = t;
             *pack = packers[i];
+            if (keep)
+                kept_swap(keep, cand);
         }
     }
     return ret;
@@ -122,7 +200,7 @@ int fleet_choose_packer(const struct fleet *f, const struct fleet_workloads *ws,
                         const struct sort_key *keys, size_t n, const struct mech_rules *r,
                         const struct pool_choice *pc, packer_fn **pack)
 {
-    return choose_packer(f, ws, keys, n, r, pc, pack, NULL);
+    return choose_packer(f, ws, keys, n, r, pc, pack, NULL, NULL, NULL);
 }
 
 /* The other orders are tried on groups of at most this many workloads: on the lists of 20,000
@@ -133,17 +211,26 @@ int fleet_choose_packer(const struct fleet *f, const struct fleet_workloads *ws,
 int fleet_choose_order(const struct fleet *f, const struct fleet_workloads *ws,
                        const struct sort_key *keys, struct sort_key *other, size_t n,
                        const struct mech_rules *r, struct pool_choice *pc, packer_fn **pack,
-                       int *won)
+                       int *won, struct fleet_kept_pack *kept)
 {
     struct trial best, t;
     packer_fn *t_pack;
     int8_t known[2][FLEET_MAX_POOLS + 1]; /* the splits' packers of the best so far */
+    /* spare buffers for the dry runs that may not win: a packer's, and an order's best */
+    struct fleet_kept_pack cand = {0}, order_best = {0};
     *won = ORDER_KEYS;
     pc->small_first = false;
-    int ret = choose_packer(f, ws, keys, n, r, pc, pack, &best);
-    if (ret || n < 2 || n > ORDER_MOST || best.cost <= pc->band_cost * BAND_WORTH)
+    if (kept && (fleet_kept_init(&cand, ws->n) || fleet_kept_init(&order_best, ws->n))) {
+        fleet_kept_free(&cand);
+        return -ENOMEM;
+    }
+    int ret = choose_packer(f, ws, keys, n, r, pc, pack, &best, kept, kept ? &cand : NULL);
+    if (ret || n < 2 || n > ORDER_MOST || best.cost <= pc->band_cost * BAND_WORTH) {
+        fleet_kept_free(&cand);
+        fleet_kept_free(&order_best);
         return ret; /* close enough to the solution, or too long: the others are not worth
                        their time */
+    }
     size_t budgets = 0; /* pools the solution buys for the group: smallest first needs two */
     for (size_t i = 0; i < f->npools; i++)
         budgets += pc->budget[i] >= 0.5;
@@ -156,16 +243,21 @@ int fleet_choose_order(const struct fleet *f, const struct fleet_workloads *ws,
         if (v == ORDER_OTHER)
             ret = fleet_improve_order(f, ws, other, n, r, pc);
         if (!ret)
-            ret = choose_packer(f, ws, v == ORDER_OTHER ? other : keys, n, r, pc, &t_pack, &t);
+            ret = choose_packer(f, ws, v == ORDER_OTHER ? other : keys, n, r, pc, &t_pack, &t,
+                                kept ? &order_best : NULL, kept ? &cand : NULL);
         if (!ret && better(f, &t, &best)) {
             best = t;
             *pack = t_pack;
             *won = v;
+            if (kept)
+                kept_swap(kept, &order_best);
         } else {
             memcpy(pc->share_packer, known, sizeof(known));
         }
     }
     pc->small_first = *won == ORDER_SMALL_FIRST;
+    fleet_kept_free(&cand);
+    fleet_kept_free(&order_best);
     return ret;
 }
 

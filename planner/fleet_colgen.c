@@ -163,23 +163,28 @@ static void keep(struct knapsack *ks, struct cg_set set, double value)
     ks->kept_value[at] = value;
 }
 
-static const struct knapsack *sort_ks;
-static const size_t *sort_key; /* 0: by value per MiB, 1: per compute, 2: by value */
+/* What the candidates of a knapsack are sorted by (qsort_r: the mechanisms are planned on
+ * threads of their own, fleet_pack.c). */
+struct ratio_order {
+    const struct knapsack *ks;
+    enum { PER_MIB, PER_COMPUTE, BY_VALUE } by;
+};
 
 static double per(double value, double size)
 {
     return size > 0 ? value / size : value * 1e18;
 }
 
-static int by_ratio(const void *a, const void *b)
+static int by_ratio(const void *a, const void *b, void *order)
 {
     size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    const struct knapsack *k = sort_ks;
+    const struct ratio_order *o = order;
+    const struct knapsack *k = o->ks;
     double x, z;
-    if (sort_key == k->by_mem) {
+    if (o->by == PER_MIB) {
         x = per(k->y[i], (double)k->item[i].mem);
         z = per(k->y[j], (double)k->item[j].mem);
-    } else if (sort_key == k->by_comp) {
+    } else if (o->by == PER_COMPUTE) {
         x = per(k->y[i], k->item[i].comp);
         z = per(k->y[j], k->item[j].comp);
     } else {
@@ -273,13 +278,12 @@ static double knapsack(struct knapsack *out, const struct cg_item *item, size_t 
             ks.by_mem[ks.n++] = i;
     memcpy(ks.by_comp, ks.by_mem, ks.n * sizeof(size_t));
     memcpy(ks.by_value, ks.by_mem, ks.n * sizeof(size_t));
-    sort_ks = &ks;
-    sort_key = ks.by_mem;
-    qsort(ks.by_mem, ks.n, sizeof(size_t), by_ratio);
-    sort_key = ks.by_comp;
-    qsort(ks.by_comp, ks.n, sizeof(size_t), by_ratio);
-    sort_key = ks.by_value;
-    qsort(ks.by_value, ks.n, sizeof(size_t), by_ratio);
+    struct ratio_order order = {&ks, PER_MIB};
+    qsort_r(ks.by_mem, ks.n, sizeof(size_t), by_ratio, &order);
+    order.by = PER_COMPUTE;
+    qsort_r(ks.by_comp, ks.n, sizeof(size_t), by_ratio, &order);
+    order.by = BY_VALUE;
+    qsort_r(ks.by_value, ks.n, sizeof(size_t), by_ratio, &order);
     for (size_t i = 0; i < n; i++)
         ks.rank[i] = COLGEN_MAX;
     for (size_t o = 0; o < ks.n; o++)

@@ -156,12 +156,12 @@ struct by_profile {
     size_t total; /* workloads of this profile before any spilled to other pools */
 };
 
-static const struct fleet_workloads *sort_ws;
-
-static int by_memory_desc(const void *a, const void *b)
+/* qsort_r's: fleet_plan_all plans the mechanisms on threads of their own */
+static int by_memory_desc(const void *a, const void *b, void *workloads)
 {
-    uint64_t x = sort_ws->w[*(const uint32_t *)a].memory_mib;
-    uint64_t y = sort_ws->w[*(const uint32_t *)b].memory_mib;
+    const struct fleet_workloads *ws = workloads;
+    uint64_t x = ws->w[*(const uint32_t *)a].memory_mib;
+    uint64_t y = ws->w[*(const uint32_t *)b].memory_mib;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
@@ -710,9 +710,8 @@ static int pack_mig_model(const struct fleet *f, const struct fleet_workloads *w
                 cheapest = dmin(cheapest, f->pools[k].price);
         p->cost_lower_bound += cheapest;
     }
-    sort_ws = ws;
     for (size_t q = 0; q < MIG_MAX_PROFILES && !ret; q++) {
-        qsort(lists[q].idx, lists[q].n, sizeof(uint32_t), by_memory_desc);
+        qsort_r(lists[q].idx, lists[q].n, sizeof(uint32_t), by_memory_desc, (void *)ws);
         lists[q].total = lists[q].n;
     }
     /* on several models, the cost program says which workloads take whole GPUs of the

@@ -145,10 +145,34 @@ int fleet_choose_packer(const struct fleet *f, const struct fleet_workloads *ws,
  * bound's solution buys for the group: *pack that packer, *won which (ORDER_*; pc->small_first
  * set for it). 0, or -ENOMEM. */
 enum { ORDER_KEYS, ORDER_OTHER, ORDER_SMALL_FIRST };
+
+/* The winner's dry run whole (fleet_choose_order), so that the group is not packed again the
+ * same way: what it added to the plan, the GPUs it opened (from index 0), the group's
+ * workloads' GPUs in that list, and the pool choice after it. A packer's dry run is its
+ * packing exactly where it reads nothing of the plan before it and no split's packers
+ * (fleet_pack_group, fleet_fill_*); a split that wins is packed again (valid false). */
+struct fleet_kept_pack {
+    bool valid;
+    struct fleet_plan added;     /* gpus, gpus_by_pool, shortage, cost_per_hour, placed */
+    struct fleet_gpu_list g;
+    uint32_t *gpu_of;            /* per workload of the list, the group's entries only */
+    struct pool_choice pc;
+};
+/* 0, or -ENOMEM. */
+int fleet_kept_init(struct fleet_kept_pack *k, size_t nworkloads);
+void fleet_kept_free(struct fleet_kept_pack *k);
+/* The kept packing of keys[0..n) appended to p and g, and pc set to the choice after it, as
+ * if it had been packed there. 0, or -ENOMEM. */
+int fleet_kept_adopt(const struct fleet *f, const struct fleet_kept_pack *k,
+                     const struct sort_key *keys, size_t n, struct pool_choice *pc,
+                     struct fleet_plan *p, struct fleet_gpu_list *g);
+
+/* kept (NULL: none wanted) is left with the winner's dry run where it can stand for the
+ * packing (fleet_kept_pack.valid). */
 int fleet_choose_order(const struct fleet *f, const struct fleet_workloads *ws,
                        const struct sort_key *keys, struct sort_key *other, size_t n,
                        const struct mech_rules *r, struct pool_choice *pc, packer_fn **pack,
-                       int *won);
+                       int *won, struct fleet_kept_pack *kept);
 
 /* ---- lower bounds, and what the cost bound needs (fleet_bound.c) ---- */
 

@@ -17,14 +17,14 @@ UNIT_PLANNER_BIN := $(UNIT_PLANNER:%=$(TESTDIR)/unit/%)
 
 $(UNIT_PLANNER_BIN): $(TESTDIR)/unit/%: $(OBJ)/tests/unit/%.o $(PLANNER_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lpthread
 
 # test_mig_nvml drives planner/mig_nvml.c against the simulated GPU's NVML
 TEST_MIG_NVML := $(TESTDIR)/unit/test_mig_nvml
 $(TEST_MIG_NVML): $(OBJ)/tests/unit/test_mig_nvml.o $(PLANNER_LIB) $(COMMON_LIB) | \
                   $(SIMDIR)/libnvidia-ml.so.1
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(filter-out $(SIMDIR)/%,$^) $(LDFLAGS) -lcmocka -ldl
+	$(CC) -o $@ $(filter-out $(SIMDIR)/%,$^) $(LDFLAGS) -lcmocka -ldl -lpthread
 $(OBJ)/tests/unit/test_mig_nvml.o: CFLAGS += -DSIM_NVML='"$(abspath $(SIMDIR))/libnvidia-ml.so.1"'
 
 ALL_TARGETS  += $(UNIT_PLANNER_BIN) $(TEST_MIG_NVML)

@@ -124,7 +124,10 @@ done
 for n in 0 -1 1e400 "" 18446744073709551616 4294967297 nan; do
     edge 2 "--replicas \`$n' is not a whole number" carve plan "$tmp/w.csv" --fleet H100-80GB --replicas "$n"
     edge 2 "--slices \`$n' is not a whole number" carve plan "$tmp/w.csv" --fleet H100-80GB --slices "$n"
+    edge 2 "--threads \`$n' is not a whole number from 1 to 1024" \
+        carve plan "$tmp/w.csv" --fleet H100-80GB --threads "$n"
 done
+edge 2 "\`--threads' is for a plan" carve plan --models --threads 2
 
 # --- carve doctor ---
 edge 2 "unknown option \`--bogus'" carve doctor --bogus

@@ -68,6 +68,14 @@ jq_check "JSON: MIG gives each workload a profile" \
     "$tmp/plan.json"
 jq_check "JSON: whole GPUs cost 41 x \$2.49" \
     '.plans[0].cost_per_hour > 102.08 and .plans[0].cost_per_hour < 102.10' "$tmp/plan.json"
+# the mechanisms planned on threads of their own or one after another: the same plans
+"$CARVE" plan "$tmp/w.csv" --fleet A100-80GB:4@3.5,L4@0.8 --json --assign --threads 1 >"$tmp/threads1.json"
+"$CARVE" plan "$tmp/w.csv" --fleet A100-80GB:4@3.5,L4@0.8 --json --assign --threads 5 >"$tmp/threads5.json"
+if [ -s "$tmp/threads1.json" ] && cmp -s "$tmp/threads1.json" "$tmp/threads5.json"; then
+    ok "plan --threads 1 and --threads 5 give the same JSON"
+else
+    bad "plan --threads 1 and 5 differ: $(diff "$tmp/threads1.json" "$tmp/threads5.json" | head -c 600)"
+fi
 if grep -q '<svg' "$tmp/plan.svg" && grep -q '</svg>' "$tmp/plan.svg" && grep -q 'chat#1' "$tmp/plan.svg"; then
     ok "plan --svg draws the packing"
 else

@@ -1502,6 +1502,74 @@ static int rng_give_back(void **state)
     return 0;
 }
 
+/* fleet_plan_all plans the mechanisms on threads of their own (fleet_options.threads): the
+ * plans are the same, to the workload and the bit, as one after another. Random lists of 40 to
+ * 3000 on fleets of one to three models, with and without counts, so that the bounds' programs,
+ * the splits, the sets' program and the searches all run beside each other. Two comparators
+ * that sorted through a file-scope pointer (fleet_colgen.c, fleet_mig.c) made this crash. */
+static void same_plan(const struct fleet_plan *a, const struct fleet_plan *b, size_t n,
+                      const char *what)
+{
+    if (a->available != b->available || a->gpus != b->gpus || a->shortage != b->shortage ||
+        a->lower_bound != b->lower_bound || a->placed != b->placed || a->alone != b->alone ||
+        a->stranded_mib != b->stranded_mib || a->proved_cheapest != b->proved_cheapest ||
+        memcmp(&a->cost_per_hour, &b->cost_per_hour, sizeof(double)) ||
+        memcmp(&a->cost_lower_bound, &b->cost_lower_bound, sizeof(double)) ||
+        memcmp(a->gpus_by_pool, b->gpus_by_pool, sizeof(a->gpus_by_pool)) ||
+        strcmp(a->note, b->note))
+        fail_msg("%s, %s: one thread %llu GPUs $%.6f/h (bound $%.6f), five %llu GPUs $%.6f/h "
+                 "(bound $%.6f)", what, fleet_mech_name(a->mech), (unsigned long long)a->gpus,
+                 a->cost_per_hour, a->cost_lower_bound, (unsigned long long)b->gpus,
+                 b->cost_per_hour, b->cost_lower_bound);
+    if (!a->available)
+        return;
+    if (memcmp(a->gpu_of, b->gpu_of, n * sizeof(*a->gpu_of)) ||
+        memcmp(a->use, b->use, a->gpus * sizeof(*a->use)))
+        fail_msg("%s, %s: the same counts, another assignment", what, fleet_mech_name(a->mech));
+    for (size_t i = 0; a->profile_of && i < n; i++)
+        if ((a->profile_of[i] == NULL) != (b->profile_of[i] == NULL) ||
+            (a->profile_of[i] && strcmp(a->profile_of[i], b->profile_of[i])))
+            fail_msg("%s: workload %zu's MIG profile differs", what, i);
+}
+
+static void test_threads_same_plans(void **state)
+{
+    static const char *const fleets[] = {
+        "H100-80GB@2.49", "A100-80GB@3.50,L4@0.80,T4@0.35", "H100-80GB:30@2.49,L4:60@0.80",
+        "L4@0.80,T4@0.35", "A100-40GB:8,H100-80GB:4",
+    };
+    static const size_t sizes[] = {40, 250, 3000};
+    rng_state = 0x9E3779B97F4A7C15ULL; /* rng_keep restores the generator after */
+    struct fleet_options one, five;
+    fleet_options_defaults(&one);
+    one.keep_assignment = true;
+    five = one;
+    one.threads = 1;
+    five.threads = FLEET_NMECH;
+    int compared = 0;
+    for (size_t fi = 0; fi < sizeof(fleets) / sizeof(fleets[0]); fi++)
+        for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+            struct fleet f = fleet_of(fleets[fi]);
+            struct fleet_workloads ws = {0};
+            for (size_t i = 0; i < sizes[si]; i++)
+                add(&ws, 1024 * (1 + rng() % (rng() % 3 ? 20 : 45)) + 256 * (rng() % 4),
+                    100 * (1 + rng() % 60), (int)(rng() % 3), rng() % 4 ? FLEET_TRUSTED
+                                                                         : FLEET_UNTRUSTED);
+            struct fleet_result a, b;
+            assert_int_equal(fleet_plan_all(&f, &ws, &one, &a), 0);
+            assert_int_equal(fleet_plan_all(&f, &ws, &five, &b), 0);
+            check_rules(&f, &ws, &b, &five);
+            char what[96];
+            snprintf(what, sizeof(what), "%zu workloads on %s", ws.n, fleets[fi]);
+            for (int m = 0; m < FLEET_NMECH; m++, compared++)
+                same_plan(&a.plans[m], &b.plans[m], ws.n, what);
+            fleet_result_free(&a);
+            fleet_result_free(&b);
+            fleet_workloads_free(&ws);
+        }
+    printf("threads: %d plans the same on one thread and on five\n", compared);
+}
+
 /* Whether an exhaustive search finds a plan of ws within the fleet under mech's rules. */
 static bool fits_within(const struct fleet *f, const struct fleet_workloads *ws, int mech,
                         const struct fleet_options *o)
@@ -2073,6 +2141,7 @@ int main(void)
         cmocka_unit_test(test_json_accepted),
         cmocka_unit_test(test_workloads_rejected),
         cmocka_unit_test(test_report_no_negative_zero),
+        cmocka_unit_test_setup_teardown(test_threads_same_plans, rng_keep, rng_give_back),
         cmocka_unit_test(test_exact_small),
         cmocka_unit_test(test_rules_and_impossible),
         cmocka_unit_test(test_lone_order),
