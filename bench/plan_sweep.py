@@ -69,8 +69,10 @@ def main():
             run = subprocess.run([a.carve, "plan", path, "--fleet", fleet, "--json"],
                                  capture_output=True, text=True)
             seconds.append(time.monotonic() - start)
-            if run.returncode not in (0, 1):  # 1: some workloads fit no GPU (listed)
-                sys.exit(f"plan_sweep: carve plan {path} --fleet {fleet}: {run.stderr.strip()}")
+            # 1 with the plans: some workloads fit no GPU (listed); without: a failure
+            if run.returncode not in (0, 1) or not run.stdout.strip():
+                sys.exit(f"plan_sweep: carve plan {path} --fleet {fleet} exited "
+                         f"{run.returncode}: {run.stderr.strip()}")
             for p in json.loads(run.stdout)["plans"]:
                 if p["mechanism"] in gaps and p["gap_pct"] is not None:
                     gaps[p["mechanism"]].append(p["gap_pct"])

@@ -108,6 +108,9 @@ struct fleet_options {
     unsigned threads;            /* mechanisms planned at once: 0 (default) as many as the
                                     CPUs the process may use, at most one a mechanism; 1 one
                                     after another. The plans do not depend on it. */
+    bool repack_groups;          /* tests only: each sharing group packed again by the packer
+                                    that won its dry runs, not taken from that dry run
+                                    (fleet_kept_pack); the plans are the same */
 };
 void fleet_options_defaults(struct fleet_options *o);
 

@@ -679,7 +679,7 @@ static int pack_workloads(const struct shared_pack *s, unsigned how, struct flee
                                      n, &s->r, &pc, &pack, &won, s->kept);
         if (won == ORDER_OTHER)
             memcpy(s->keys, s->other_keys, n * sizeof(*s->keys));
-        if (!ret && s->kept->valid)
+        if (!ret && s->kept && s->kept->valid)
             ret = fleet_kept_adopt(s->f, s->kept, s->keys, n, &pc, p, g);
         else if (!ret)
             ret = pack(s->f, s->ws, s->keys, n, &s->r, &pc, p, g);
@@ -782,9 +782,13 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
         free(s);
         free(keys);
         free(other_keys);
+        if (own_gpu_of) {
+            free(p->gpu_of);
+            p->gpu_of = NULL;
+        }
         return -ENOMEM;
     }
-    s->kept = &kept;
+    s->kept = o->repack_groups ? NULL : &kept;
     s->f = f;
     s->ws = ws;
     s->possible = possible;
@@ -989,8 +993,8 @@ static int plan_mechanism(const struct fleet *f, const struct fleet_workloads *w
  *
  * The five plans are apart, so they are planned on as many threads as the process may use
  * CPUs (fleet_options.threads), up to one a mechanism: on 100,000 workloads onto 10,000
- * H100s the shared mechanisms take 0.4-0.8 s each, and one after another they took 1.7-2.0 s
- * on a 2-CPU VM. Each thread takes the next mechanism not yet begun, the dearest first; the
+ * H100s the shared mechanisms take 0.4-0.8 s each, and one after another they took 1.2-2.0 s
+ * on a 2-CPU VM whose speed drifted. Each thread takes the next mechanism not yet begun, the dearest first; the
  * plans are the same whatever the number of threads (test_fleet checks it). */
 static const int by_planning_time[FLEET_NMECH] = {FLEET_MPS, FLEET_CARVE, FLEET_TIMESLICE,
                                                   FLEET_WHOLE, FLEET_MIG};
@@ -1002,15 +1006,22 @@ struct plan_all_job {
     const struct fleet_options *o;
     struct fleet_result *r;
     atomic_int next;          /* index into by_planning_time of the next mechanism to plan */
+    atomic_bool failed;       /* a mechanism ran out of memory: the others begun end, no more
+                                 begin */
     int ret[FLEET_NMECH];
 };
 
 static void *plan_some(void *arg)
 {
     struct plan_all_job *job = arg;
-    for (int k; (k = atomic_fetch_add(&job->next, 1)) < FLEET_NMECH;) {
+    while (!atomic_load(&job->failed)) {
+        int k = atomic_fetch_add(&job->next, 1);
+        if (k >= FLEET_NMECH)
+            break;
         int m = by_planning_time[k];
         job->ret[m] = plan_mechanism(job->f, job->ws, job->possible, m, job->o, &job->r->plans[m]);
+        if (job->ret[m])
+            atomic_store(&job->failed, true);
     }
     return NULL;
 }
@@ -1056,6 +1067,7 @@ int fleet_plan_all(const struct fleet *f, const struct fleet_workloads *ws,
     }
     struct plan_all_job job = {.f = f, .ws = ws, .possible = possible, .o = o, .r = r};
     atomic_init(&job.next, 0);
+    atomic_init(&job.failed, false);
     pthread_t helpers[FLEET_NMECH - 1];
     unsigned started = 0, want = planning_threads(o) - 1;
     /* a helper that cannot start leaves its mechanisms to the others and to this thread */

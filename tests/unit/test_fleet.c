@@ -1502,11 +1502,20 @@ static int rng_give_back(void **state)
     return 0;
 }
 
-/* fleet_plan_all plans the mechanisms on threads of their own (fleet_options.threads): the
- * plans are the same, to the workload and the bit, as one after another. Random lists of 40 to
- * 3000 on fleets of one to three models, with and without counts, so that the bounds' programs,
- * the splits, the sets' program and the searches all run beside each other. Two comparators
- * that sorted through a file-scope pointer (fleet_colgen.c, fleet_mig.c) made this crash. */
+/* fleet_plan_all plans the mechanisms on threads of their own (fleet_options.threads), and a
+ * group is not packed again by the packer that won its dry runs (fleet_kept_pack): the plans
+ * are the same, to the workload and the bit, as one after another and as with each group
+ * packed again (fleet_options.repack_groups). Random lists of 40 to 3000 on fleets of one to
+ * three models, with and without counts, so that the bounds' programs, the splits, the sets'
+ * program and the searches all run beside each other. Two comparators that sorted through a
+ * file-scope pointer (fleet_colgen.c, fleet_mig.c) made this crash. */
+static bool same_use(const struct fleet_gpu_use *a, const struct fleet_gpu_use *b)
+{
+    return a->pool == b->pool && a->tenants == b->tenants &&
+           a->memory_used_mib == b->memory_used_mib && a->memory_held_mib == b->memory_held_mib &&
+           a->compute_bp == b->compute_bp;
+}
+
 static void same_plan(const struct fleet_plan *a, const struct fleet_plan *b, size_t n,
                       const char *what)
 {
@@ -1517,14 +1526,16 @@ static void same_plan(const struct fleet_plan *a, const struct fleet_plan *b, si
         memcmp(&a->cost_lower_bound, &b->cost_lower_bound, sizeof(double)) ||
         memcmp(a->gpus_by_pool, b->gpus_by_pool, sizeof(a->gpus_by_pool)) ||
         strcmp(a->note, b->note))
-        fail_msg("%s, %s: one thread %llu GPUs $%.6f/h (bound $%.6f), five %llu GPUs $%.6f/h "
+        fail_msg("%s, %s: %llu GPUs $%.6f/h (bound $%.6f) against %llu GPUs $%.6f/h "
                  "(bound $%.6f)", what, fleet_mech_name(a->mech), (unsigned long long)a->gpus,
                  a->cost_per_hour, a->cost_lower_bound, (unsigned long long)b->gpus,
                  b->cost_per_hour, b->cost_lower_bound);
     if (!a->available)
         return;
-    if (memcmp(a->gpu_of, b->gpu_of, n * sizeof(*a->gpu_of)) ||
-        memcmp(a->use, b->use, a->gpus * sizeof(*a->use)))
+    bool same = !memcmp(a->gpu_of, b->gpu_of, n * sizeof(*a->gpu_of));
+    for (uint64_t g = 0; g < a->gpus && same; g++)
+        same = same_use(&a->use[g], &b->use[g]);
+    if (!same)
         fail_msg("%s, %s: the same counts, another assignment", what, fleet_mech_name(a->mech));
     for (size_t i = 0; a->profile_of && i < n; i++)
         if ((a->profile_of[i] == NULL) != (b->profile_of[i] == NULL) ||
@@ -1540,12 +1551,14 @@ static void test_threads_same_plans(void **state)
     };
     static const size_t sizes[] = {40, 250, 3000};
     rng_state = 0x9E3779B97F4A7C15ULL; /* rng_keep restores the generator after */
-    struct fleet_options one, five;
+    struct fleet_options one, five, repacked;
     fleet_options_defaults(&one);
     one.keep_assignment = true;
     five = one;
     one.threads = 1;
     five.threads = FLEET_NMECH;
+    repacked = one;
+    repacked.repack_groups = true;
     int compared = 0;
     for (size_t fi = 0; fi < sizeof(fleets) / sizeof(fleets[0]); fi++)
         for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
@@ -1555,19 +1568,27 @@ static void test_threads_same_plans(void **state)
                 add(&ws, 1024 * (1 + rng() % (rng() % 3 ? 20 : 45)) + 256 * (rng() % 4),
                     100 * (1 + rng() % 60), (int)(rng() % 3), rng() % 4 ? FLEET_TRUSTED
                                                                          : FLEET_UNTRUSTED);
-            struct fleet_result a, b;
+            struct fleet_result a, b, c;
             assert_int_equal(fleet_plan_all(&f, &ws, &one, &a), 0);
             assert_int_equal(fleet_plan_all(&f, &ws, &five, &b), 0);
+            assert_int_equal(fleet_plan_all(&f, &ws, &repacked, &c), 0);
             check_rules(&f, &ws, &b, &five);
-            char what[96];
-            snprintf(what, sizeof(what), "%zu workloads on %s", ws.n, fleets[fi]);
-            for (int m = 0; m < FLEET_NMECH; m++, compared++)
+            char what[128];
+            for (int m = 0; m < FLEET_NMECH; m++, compared++) {
+                snprintf(what, sizeof(what), "%zu workloads on %s, one thread and five", ws.n,
+                         fleets[fi]);
                 same_plan(&a.plans[m], &b.plans[m], ws.n, what);
+                snprintf(what, sizeof(what), "%zu workloads on %s, kept and packed again", ws.n,
+                         fleets[fi]);
+                same_plan(&a.plans[m], &c.plans[m], ws.n, what);
+            }
             fleet_result_free(&a);
             fleet_result_free(&b);
+            fleet_result_free(&c);
             fleet_workloads_free(&ws);
         }
-    printf("threads: %d plans the same on one thread and on five\n", compared);
+    printf("threads: %d plans the same on one thread, on five, and with each group packed "
+           "again\n", compared);
 }
 
 /* Whether an exhaustive search finds a plan of ws within the fleet under mech's rules. */
