@@ -427,6 +427,7 @@ static CUresult upload_admitted(CUgraphExec exec, CUstream stream, struct graph_
 CUresult carve__graph_launch(CUgraphExec exec, CUstream stream, carve_graph_call launch,
                              carve_graph_call upload)
 {
+    CARVE_MEM_CALL();
     carve__note_ran();
     /* launched into a capture, it becomes a node of another graph: nothing is mapped now */
     bool counted = need_of(exec) && !carve__capturing(stream);
@@ -480,6 +481,7 @@ static CUresult instantiated(CUresult r, CUgraphExec *exec, CUgraph graph)
 CARVE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
                                                   unsigned long long flags)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuGraphInstantiateWithFlags)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -500,6 +502,7 @@ static CUresult instantiate_logged(__typeof__(&cuGraphInstantiate_v2) real, CUgr
 CARVE_EXPORT CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *err_node,
                                          char *log, size_t log_size)
 {
+    CARVE_MEM_CALL();
     carve__init();
     return instantiate_logged(R.cuGraphInstantiate, exec, graph, err_node, log, log_size);
 }
@@ -507,6 +510,7 @@ CARVE_EXPORT CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgra
 CARVE_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph,
                                             CUgraphNode *err_node, char *log, size_t log_size)
 {
+    CARVE_MEM_CALL();
     carve__init();
     return instantiate_logged(R.cuGraphInstantiate_v2, exec, graph, err_node, log, log_size);
 }
@@ -544,6 +548,7 @@ static CUresult instantiate_with_params(CUgraphExec *exec, CUgraph graph,
 CARVE_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
                                                    CUDA_GRAPH_INSTANTIATE_PARAMS *params)
 {
+    CARVE_MEM_CALL();
     carve__init(); /* before the real pointers are read */
     return instantiate_with_params(exec, graph, params, R.cuGraphInstantiateWithParams,
                                    R.cuGraphUpload);
@@ -552,6 +557,7 @@ CARVE_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph gr
 CARVE_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgraph graph,
                                                         CUDA_GRAPH_INSTANTIATE_PARAMS *params)
 {
+    CARVE_MEM_CALL();
     carve__init();
     return instantiate_with_params(exec, graph, params, R.cuGraphInstantiateWithParams_ptsz,
                                    R.cuGraphUpload_ptsz);
@@ -559,6 +565,7 @@ CARVE_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgra
 
 CARVE_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream stream)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuGraphUpload)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -567,6 +574,7 @@ CARVE_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream stream)
 
 CARVE_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream stream)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuGraphUpload_ptsz)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -575,6 +583,7 @@ CARVE_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream stream)
 
 CARVE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuGraphExecDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -585,6 +594,7 @@ CARVE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
 
 CARVE_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuDeviceGraphMemTrim)
         return CUDA_ERROR_NOT_INITIALIZED;

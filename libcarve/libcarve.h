@@ -159,6 +159,19 @@ uint64_t carve__counted(int sdev);
  * (an allocation is counted before the driver has it, and given back after the driver freed
  * it). */
 uint64_t carve__counted_moves(int sdev);
+/* Calls that allocate or free device memory in progress. Such a call counts an allocation
+ * before the driver holds it and gives a free back after the driver freed it, so while one
+ * runs NVML's usage reads below the count plus the context's memory, by up to what it
+ * moves: the context memory (overhead.c) is lowered only when no other thread is in one
+ * (a thread's cuMemGetInfo during another's 1 GiB cuMemAlloc took 500 MiB of context memory
+ * off the slice, and 500 MiB more was admitted, until 2026-11-28). CARVE_MEM_CALL() at the
+ * top of each such export marks it until the export returns. */
+int carve__mem_call_begin(void);
+void carve__mem_call_end(int *unused);
+bool carve__mem_calls_elsewhere(void);
+#define CARVE_MEM_CALL()                                                                     \
+    int carve_mem_call_ __attribute__((cleanup(carve__mem_call_end), unused)) =              \
+        carve__mem_call_begin()
 /* Pids of the slice's live processes of this process's PID namespace (a pid of another is
  * none here, or another process); returns how many (at most max). */
 int carve__pids(unsigned int *pids, int max);

@@ -50,12 +50,14 @@ static CUresult ptr_alloc_counted(CUdeviceptr *dptr, size_t bytes, int managed_f
 
 CARVE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
+    CARVE_MEM_CALL();
     carve__init(); /* before the real pointer is read: this may be the first call we see */
     return ptr_alloc_counted(dptr, bytesize, -1);
 }
 
 CARVE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
+    CARVE_MEM_CALL();
     carve__init(); /* before the real pointer is read */
     if (flags > INT32_MAX) /* no valid flag is that large: let the driver refuse it */
         return R.cuMemAllocManaged ? R.cuMemAllocManaged(dptr, bytesize, flags)
@@ -66,6 +68,7 @@ CARVE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsi
 CARVE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
                                          size_t Height, unsigned int ElementSizeBytes)
 {
+    CARVE_MEM_CALL();
     struct carve_dev d;
     uint64_t bound = ((uint64_t)WidthInBytes + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
     if (!carve__dev_current(&d) || !dptr || !pPitch || WidthInBytes == 0 || Height == 0)
@@ -151,6 +154,7 @@ static CUresult real_mipmap_destroy(uint64_t key)
 
 CARVE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuMemFree_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -170,6 +174,7 @@ bool carve__location_is_host(CUmemLocationType type)
 CARVE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                   const CUmemAllocationProp *prop, unsigned long long flags)
 {
+    CARVE_MEM_CALL();
     struct carve_dev d;
     carve__init();
     if (!R.cuMemCreate)
@@ -336,6 +341,7 @@ static void released_settle(uint64_t handle)
 
 CARVE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
+    CARVE_MEM_CALL();
     int sdev;
     uint64_t bytes;
     carve__init();
@@ -368,6 +374,7 @@ CARVE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 CARVE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                                CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuMemMap)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -399,6 +406,7 @@ CARVE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 CARVE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
                                                   void *addr)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuMemRetainAllocationHandle)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -431,6 +439,7 @@ static unsigned notes_move(CUdeviceptr ptr, size_t size, uint64_t from_bit, uint
 
 CARVE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuMemUnmap)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -557,6 +566,7 @@ static CUresult array_create_counted(const struct array_call *c, uint64_t est)
 
 CARVE_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *desc)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuArrayCreate_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -569,6 +579,7 @@ CARVE_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRI
 
 CARVE_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuArray3DCreate_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -583,6 +594,7 @@ CARVE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
                                              const CUDA_ARRAY3D_DESCRIPTOR *desc,
                                              unsigned int numMipmapLevels)
 {
+    CARVE_MEM_CALL();
     struct carve_dev d;
     bool counted;
     carve__init();
@@ -613,6 +625,7 @@ CARVE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
 
 CARVE_EXPORT CUresult cuArrayDestroy(CUarray hArray)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuArrayDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -622,6 +635,7 @@ CARVE_EXPORT CUresult cuArrayDestroy(CUarray hArray)
 
 CARVE_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuMipmappedArrayDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;

@@ -31,7 +31,7 @@ endif
 MEM_E2E_DIR  := $(TESTDIR)/e2e
 MEM_E2E_LIB  := $(OBJ)/tests/e2e/mem_common.o
 MEM_E2E_PROG := mem_direct mem_dlsym mem_gpa mem_stress mem_kill mem_forge mem_claim mem_pooldev \
-                mem_graph mem_edge mem_overhead mem_first mem_remap mem_retain \
+                mem_graph mem_edge mem_overhead mem_first mem_remap mem_retain mem_inflight \
                 mem_slots nvml_list launch_multi pace_ctx fork_init fd_starved
 MEM_E2E_BIN  := $(MEM_E2E_PROG:%=$(MEM_E2E_DIR)/%)
 
@@ -52,7 +52,8 @@ $(MEM_E2E_DIR)/nvml_list $(MEM_E2E_DIR)/launch_multi $(MEM_E2E_DIR)/pace_ctx: $(
 		$(OBJ)/tests/e2e/%.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl
-$(MEM_E2E_DIR)/mem_edge $(MEM_E2E_DIR)/mem_remap $(MEM_E2E_DIR)/mem_retain: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
+$(MEM_E2E_DIR)/mem_edge $(MEM_E2E_DIR)/mem_remap $(MEM_E2E_DIR)/mem_retain \
+$(MEM_E2E_DIR)/mem_inflight: $(MEM_E2E_DIR)/%: $(OBJ)/tests/e2e/%.o $(MEM_E2E_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDFLAGS) -ldl -lpthread
 $(MEM_E2E_DIR)/mem_graph: $(OBJ)/tests/e2e/mem_graph.o $(MEM_E2E_LIB) $(COMMON_LIB)

@@ -112,13 +112,19 @@ static bool overhead_from_nvml(int sdev)
      * (mem_stress, 1 run in 12 on a busy CPU). Counts that keep moving: the overhead stays
      * as it is until the next refresh. */
     for (int tries = 0; tries < 4; tries++) {
+        bool quiet = !carve__mem_calls_elsewhere();
         uint64_t moves = carve__counted_moves(sdev), usage;
         uint64_t counted = carve__counted(sdev);
         atomic_thread_fence(memory_order_acquire); /* the count is read before the last look */
         if (!nvml_usage(sdev, &usage))
             return false;
         if (carve__counted_moves(sdev) == moves) {
-            overhead_set(sdev, (int64_t)usage - (int64_t)counted);
+            /* a reading with another thread's allocation or free under way is low by up to
+               what it moves (carve__mem_call_begin): it may raise the overhead, not lower it */
+            int64_t estimate = (int64_t)usage - (int64_t)counted;
+            if (estimate >= atomic_load(&overhead[sdev]) ||
+                (quiet && !carve__mem_calls_elsewhere()))
+                overhead_set(sdev, estimate);
             return true;
         }
     }

@@ -330,6 +330,7 @@ static CUresult call_alloc_from_pool(CUdeviceptr *p, size_t n, CUmemoryPool pool
 
 CARVE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
+    CARVE_MEM_CALL();
     carve__init();
     return alloc_in_pool(dptr, bytesize, NULL, hStream, call_alloc_async,
                          (void *)R.cuMemAllocAsync, R.cuMemFreeAsync);
@@ -338,6 +339,7 @@ CARVE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstre
 CARVE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                            CUstream hStream)
 {
+    CARVE_MEM_CALL();
     carve__init();
     return alloc_in_pool(dptr, bytesize, NULL, hStream, call_alloc_async,
                          (void *)R.cuMemAllocAsync_ptsz, R.cuMemFreeAsync_ptsz);
@@ -346,6 +348,7 @@ CARVE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 CARVE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
                                               CUmemoryPool pool, CUstream hStream)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!pool)
         return R.cuMemAllocFromPoolAsync ? R.cuMemAllocFromPoolAsync(dptr, bytesize, pool,
@@ -358,6 +361,7 @@ CARVE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize
 CARVE_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                    CUmemoryPool pool, CUstream hStream)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!pool)
         return R.cuMemAllocFromPoolAsync_ptsz
@@ -405,12 +409,14 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAs
 
 CARVE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
+    CARVE_MEM_CALL();
     carve__init();
     return free_async(dptr, hStream, R.cuMemFreeAsync);
 }
 
 CARVE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
+    CARVE_MEM_CALL();
     carve__init();
     return free_async(dptr, hStream, R.cuMemFreeAsync_ptsz);
 }
@@ -423,6 +429,7 @@ CARVE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
  * memory, which moves to the GPU that touches it, went uncounted). */
 CARVE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuMemPoolCreate)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -445,6 +452,7 @@ CARVE_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *
 
 CARVE_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuMemPoolTrimTo)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -457,6 +465,7 @@ CARVE_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 
 CARVE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
+    CARVE_MEM_CALL();
     carve__init();
     if (!R.cuMemPoolDestroy)
         return CUDA_ERROR_NOT_INITIALIZED;

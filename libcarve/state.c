@@ -598,6 +598,29 @@ bool carve__dev_current(struct carve_dev *d)
     return carve__dev_of(cu, d);
 }
 
+/* Memory calls in progress, and this thread's depth of them (an export may call another). */
+static _Atomic uint64_t mem_calls;
+static _Thread_local unsigned mem_calls_here;
+
+int carve__mem_call_begin(void)
+{
+    if (mem_calls_here++ == 0)
+        atomic_fetch_add(&mem_calls, 1);
+    return 0;
+}
+
+void carve__mem_call_end(int *unused)
+{
+    (void)unused;
+    if (--mem_calls_here == 0)
+        atomic_fetch_sub(&mem_calls, 1);
+}
+
+bool carve__mem_calls_elsewhere(void)
+{
+    return atomic_load(&mem_calls) > (mem_calls_here > 0);
+}
+
 /* The count moves: its change counter first (carve__counted_moves), then the count. */
 static void count_move(int sdev, uint64_t bytes, bool up)
 {

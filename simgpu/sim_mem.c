@@ -125,6 +125,8 @@ void sim_cuda__rec_free(struct rec *r)
 API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     NEED_CTX(c);
+    if (sim_config()->alloc_delay_us)
+        usleep(sim_config()->alloc_delay_us);
     return sim_cuda__alloc_device(dptr, bytesize, bytesize, c->phys, REC_MEM, NULL);
 }
 

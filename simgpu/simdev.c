@@ -141,6 +141,8 @@ static void read_config(void)
     config.proc_lists = read_proc_lists(getenv("CARVE_SIM_PROC_LISTS"));
     v = getenv("CARVE_SIM_COMPUTE_MODE");
     config.compute_mode = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : 0;
+    v = getenv("CARVE_SIM_ALLOC_DELAY_US");
+    config.alloc_delay_us = v && atoi(v) > 0 ? (unsigned)atoi(v) : 0;
     v = getenv("CARVE_SIM_FREE_DELAY_US");
     config.free_delay_us = v && atoi(v) > 0 ? (unsigned)atoi(v) : 0;
     v = getenv("CARVE_SIM_MAP_DELAY_US");

@@ -38,6 +38,7 @@ struct sim_config {
     uint32_t proc_lists;
     /* microseconds cuMemFree_v2 waits before it frees (CARVE_SIM_FREE_DELAY_US; 0): widens
      * the window in which two threads' frees of one pointer race, for the tests of it */
+    unsigned alloc_delay_us; /* CARVE_SIM_ALLOC_DELAY_US: each cuMemAlloc_v2 waits first */
     unsigned free_delay_us;
     /* microseconds cuMemMap waits before it maps (CARVE_SIM_MAP_DELAY_US; 0): widens the
      * window in which a release of its handle races with it, for the tests of it */

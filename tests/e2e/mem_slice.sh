@@ -194,6 +194,15 @@ rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
 check "mem_retain: a retain racing with a release or the last unmap keeps its handle counted until its own release" "$rc"
 
+# a reconciliation of the context's memory while another thread's allocation was under way
+# (counted, not yet the driver's) read NVML's usage low and took the context's 500 MiB off
+# the slice, and 500 MiB more was admitted (until 2026-11-28); each simulated cuMemAlloc_v2
+# waits 3 ms so that the other thread's cuMemGetInfo lands inside one most rounds
+out=$(CARVE_SIM_ALLOC_DELAY_US=3000 CARVE_SIM_CTX_MEMORY=500MiB in_slice 4GiB "$E2E/mem_inflight" 3 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "mem_inflight: context memory stays counted while another thread's allocation is under way" "$rc"
+
 # cuMemAlloc_v2 as the first call libcarve wraps read the real entry point before init had
 # resolved it: CUDA_ERROR_NOT_INITIALIZED, context or not (until 2026-11-27)
 for arg in ctx noctx; do

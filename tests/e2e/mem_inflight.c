@@ -1,0 +1,115 @@
+/* mem_inflight.c - context memory is not taken off the slice while another thread's
+ * allocation is under way: run in a slice on the simulated GPU with CARVE_SIM_ALLOC_DELAY_US
+ * (each cuMemAlloc_v2 waits before the driver allocates, while libcarve already counted it)
+ * and a context of CARVE_SIM_CTX_MEMORY. One thread allocates and frees 1 GiB in a loop;
+ * another asks cuMemGetInfo every millisecond, which reconciles the context's memory with
+ * NVML's usage (libcarve/overhead.c). After each allocation returns, the slice's usage
+ * (nvmlDeviceGetMemoryInfo, which reconciles nothing) must not be below what NVML says the
+ * process holds, and an allocation of what the slice says is left must leave the process
+ * within the cap. Until 2026-11-28 a reconciliation during an allocation read NVML's usage
+ * below the count and took the context's memory off the slice: 500 MiB more was admitted.
+ *
+ *   carve run --simulate --memory 4GiB -- mem_inflight [SECONDS]   exit 0, or 1 with the
+ *                                                                   misses named */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "carve/nvml_abi.h"
+#include "mem_common.h"
+
+static struct mem_api a;
+static CUcontext ctx;
+static atomic_bool done;
+static nvmlDevice_t nvml_dev;
+static __typeof__(&nvmlDeviceGetMemoryInfo) slice_memory;          /* libcarve's view */
+static __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) procs; /* the driver's own */
+
+/* What NVML says this process holds on GPU 0 (the real list, not libcarve's). */
+static unsigned long long process_usage(void)
+{
+    nvmlProcessInfo_t list[64];
+    unsigned int n = 64;
+    if (procs(nvml_dev, &n, list) != NVML_SUCCESS)
+        return 0;
+    for (unsigned int i = 0; i < n; i++)
+        if (list[i].pid == (unsigned int)getpid())
+            return list[i].usedGpuMemory;
+    return 0;
+}
+
+static unsigned long long slice_used(void)
+{
+    nvmlMemory_t m;
+    return slice_memory(nvml_dev, &m) == NVML_SUCCESS ? m.used : 0;
+}
+
+static void *ask_free(void *unused)
+{
+    (void)unused;
+    a.cuCtxSetCurrent(ctx);
+    while (!atomic_load(&done)) {
+        size_t f, t;
+        a.cuMemGetInfo(&f, &t);
+        usleep(1000);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int seconds = argc > 1 ? atoi(argv[1]) : 3;
+    size_t cap;
+    if (mem_start(&a, &ctx, &cap) != 0) {
+        printf("FAIL - no context in a slice\n");
+        return 1;
+    }
+    void *nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    __typeof__(&nvmlInit_v2) init = nvml ? (__typeof__(init))dlsym(nvml, "nvmlInit_v2") : NULL;
+    __typeof__(&nvmlDeviceGetHandleByIndex_v2) handle =
+        nvml ? (__typeof__(handle))dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2") : NULL;
+    void *(*real)(const char *) = (void *(*)(const char *))dlsym(RTLD_DEFAULT, "carve_real_symbol");
+    slice_memory = nvml ? (__typeof__(slice_memory))dlsym(nvml, "nvmlDeviceGetMemoryInfo") : NULL;
+    procs = real ? (__typeof__(procs))real("nvmlDeviceGetComputeRunningProcesses_v3") : NULL;
+    if (!init || !handle || !slice_memory || !procs || init() != NVML_SUCCESS ||
+        handle(0, &nvml_dev) != NVML_SUCCESS) {
+        printf("FAIL - NVML, or libcarve's carve_real_symbol, is not there\n");
+        return 1;
+    }
+    pthread_t asker;
+    pthread_create(&asker, NULL, ask_free, NULL);
+    int rounds = 0, low = 0, over = 0;
+    unsigned long long worst = 0;
+    time_t end = time(NULL) + seconds;
+    while (time(NULL) < end) {
+        CUdeviceptr p, q;
+        if (a.cuMemAlloc(&p, GiB) != CUDA_SUCCESS)
+            continue;
+        rounds++;
+        unsigned long long used = slice_used(), held = process_usage();
+        if (held > used) {
+            low++;
+            worst = held - used > worst ? held - used : worst;
+            /* what the slice says is left: taken, the process would pass the cap */
+            if (a.cuMemAlloc(&q, cap - used) == CUDA_SUCCESS) {
+                if (process_usage() > cap)
+                    over++;
+                a.cuMemFree(q);
+            }
+        }
+        a.cuMemFree(p);
+    }
+    atomic_store(&done, true);
+    pthread_join(asker, NULL);
+    int failed = mem_check(low == 0, "%d of %d allocations found the slice below NVML's usage of "
+                                     "the process (by up to %llu MiB)", low, rounds, worst / MiB);
+    failed += mem_check(over == 0, "%d times an allocation took the process past the %llu MiB cap",
+                        over, (unsigned long long)cap / MiB);
+    failed += mem_check(rounds > 10, "%d allocations of 1 GiB in %d s", rounds, seconds);
+    return failed ? 1 : 0;
+}
