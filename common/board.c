@@ -68,9 +68,9 @@ void carve_board_name(const uint8_t uuid[16], char *buf, size_t len)
 static int activity_map(struct carve_board *b, bool create)
 {
     snprintf(b->act_name, sizeof(b->act_name), "%s.activity", b->name);
-    int fd = shm_open(b->act_name, O_RDWR | (create ? O_CREAT : 0), 0666);
+    int fd = carve_shm_open(b->act_name, O_RDWR | (create ? O_CREAT : 0), 0666);
     if (fd < 0)
-        return -errno;
+        return fd;
     struct stat st;
     int r = 0;
     if (fstat(fd, &st) < 0) {
@@ -126,12 +126,11 @@ static int board_map(const uint8_t uuid[16], bool create, bool writable, mode_t 
     b->writable = writable;
     int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
     for (int tries = 0; tries < JOIN_TRIES; tries++) {
-        int fd = shm_open(b->name, create ? O_RDWR | O_CREAT : writable ? O_RDWR : O_RDONLY,
-                          mode);
+        int fd = carve_shm_open(b->name, create ? O_RDWR | O_CREAT : writable ? O_RDWR : O_RDONLY,
+                                mode);
         if (fd < 0) {
-            int r = -errno;
             free(b);
-            return r;
+            return fd;
         }
         if (create && flock(fd, LOCK_EX) < 0) {
             close(fd);

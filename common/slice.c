@@ -48,6 +48,20 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, const char 
     return code;
 }
 
+int carve_shm_open(const char *name, int flags, mode_t mode)
+{
+    int fd = shm_open(name, flags | O_NONBLOCK | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        int r = S_ISREG(st.st_mode) ? -errno : -EPROTO;
+        close(fd);
+        return r;
+    }
+    return fd;
+}
+
 static int terms_name(const char *shm_name, char *out, size_t len)
 {
     int n = snprintf(out, len, "%s%s", shm_name, SLICE_TERMS_SUFFIX);
@@ -171,9 +185,9 @@ static int check_head(const char *shm_name, int fd, off_t size, size_t want, cha
 static int open_object(const char *name, int given_fd, bool writable, size_t want, void **out,
                        struct stat *st, char *err, size_t errlen)
 {
-    int fd = given_fd >= 0 ? given_fd : shm_open(name, writable ? O_RDWR : O_RDONLY, 0);
+    int fd = given_fd >= 0 ? given_fd : carve_shm_open(name, writable ? O_RDWR : O_RDONLY, 0);
     if (fd < 0)
-        return fail(err, errlen, -errno, "cannot open slice %s: %s", name);
+        return fail(err, errlen, fd, "cannot open slice %s: %s", name);
     int r = fstat(fd, st) < 0 ? -errno : 0;
     if (r < 0) {
         fail(err, errlen, r, "cannot open slice %s: %s", name);
@@ -265,8 +279,7 @@ int carve_slice_creator(const char *shm_name, int *pid, uint32_t *ns)
 
 int carve_slice_table_fd(const char *shm_name)
 {
-    int fd = shm_open(shm_name, O_RDWR | O_CLOEXEC, 0);
-    return fd < 0 ? -errno : fd;
+    return carve_shm_open(shm_name, O_RDWR, 0);
 }
 
 void carve_slice_close(struct carve_slice *s)
@@ -363,7 +376,7 @@ uid_t carve_slice_table_owner(const struct carve_slice *s)
 static bool object_size_at_least(const char *name, size_t want)
 {
     struct stat st;
-    int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+    int fd = carve_shm_open(name, O_RDONLY, 0);
     if (fd < 0)
         return false;
     bool ok = fstat(fd, &st) == 0 && st.st_size >= (off_t)want;

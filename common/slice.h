@@ -53,6 +53,10 @@ int carve_slice_create(const char *shm_name, const struct carve_slice_spec *spec
                        struct carve_slice **out, char *err, size_t errlen);
 /* What one slice takes in /dev/shm: its table and its terms. */
 size_t carve_slice_shm_bytes(void);
+/* shm_open of carve's objects (slices, boards) that cannot hang on what a user planted under
+ * the name: O_NONBLOCK and close-on-exec, and what is not a regular file (a FIFO, whose open
+ * waited for a writer on carved's only thread) refused with -EPROTO. An fd, or -errno. */
+int carve_shm_open(const char *name, int flags, mode_t mode);
 /* Tenant side: maps an existing slice (its terms read-only), checking magic, version and
  * size of both objects. */
 int carve_slice_open(const char *shm_name, struct carve_slice **out, char *err,

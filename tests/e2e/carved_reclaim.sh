@@ -187,6 +187,16 @@ for _ in $(seq 150); do ls /dev/shm/carve."$(id -u)"."$halved".* >/dev/null 2>&1
 logged=$(grep -c "removed slice /${terms%.terms} (its terms: the table was gone)" "$work/carved.log")
 check "a killed carve run's terms whose table is gone ($terms) are removed by carved (logged: $logged)" \
     '[ -n "$terms" ] && ! ls /dev/shm/carve."$(id -u)"."$halved".* 2>/dev/null'
+# a FIFO under a killed run's name (anyone may make one in /dev/shm): opened to read its
+# maker, it held carved's only thread until a writer came, and every join waited (until
+# 2026-11-28); it is no slice now
+fifo=/dev/shm/carve.$(id -u).$halved.0badf1f0.terms
+mkfifo "$fifo"
+sleep 2.5 # a sweep: every 10th poll of 200 ms
+listed=$(timeout 5 "$CARVE" slice list >/dev/null 2>&1; echo $?)
+rm -f "$fifo"
+check "a FIFO planted under a killed carve run's name does not hold carved (slice list: exit $listed)" \
+    '[ "$listed" = 0 ]'
 kill -TERM "$alive" # carve run passes it on, and removes its slice
 wait "$alive" 2>/dev/null
 echo "$passed passed, $failed failed"
