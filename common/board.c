@@ -69,9 +69,17 @@ static int activity_map(struct carve_board *b, bool create)
 {
     snprintf(b->act_name, sizeof(b->act_name), "%s.activity", b->name);
     int fd = carve_shm_open(b->act_name, O_RDWR | (create ? O_CREAT : 0), 0666);
+    struct stat st;
+    if (create && geteuid() == 0 && (fd == -EACCES || (fd >= 0 && fstat(fd, &st) == 0 &&
+                                                       st.st_uid != 0))) {
+        /* a user's, made before root's board (as board_map): made again, root's */
+        if (fd >= 0)
+            close(fd);
+        shm_unlink(b->act_name);
+        fd = carve_shm_open(b->act_name, O_RDWR | O_CREAT | O_EXCL, 0666);
+    }
     if (fd < 0)
         return fd;
-    struct stat st;
     int r = 0;
     if (fstat(fd, &st) < 0) {
         r = -errno;
@@ -125,12 +133,27 @@ static int board_map(const uint8_t uuid[16], bool create, bool writable, mode_t 
     writable = writable || create;
     b->writable = writable;
     int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+    /* root (carved) joins only a board of root's: one a user made first (anyone may make a
+       file in /dev/shm, and the board is gone after a reboot or its last slice) was that
+       user's to rewrite, shares included: it is removed, and made again */
+    bool own_only = create && geteuid() == 0;
     for (int tries = 0; tries < JOIN_TRIES; tries++) {
         int fd = carve_shm_open(b->name, create ? O_RDWR | O_CREAT : writable ? O_RDWR : O_RDONLY,
                                 mode);
+        if (fd == -EACCES && own_only) /* a user's, where protected_regular refuses O_CREAT */
+            fd = carve_shm_open(b->name, O_RDONLY, 0);
         if (fd < 0) {
             free(b);
             return fd;
+        }
+        struct stat owner;
+        if (own_only && fstat(fd, &owner) == 0 && owner.st_uid != 0) {
+            close(fd);
+            shm_unlink(b->name);
+            char act[sizeof(b->act_name)];
+            snprintf(act, sizeof(act), "%s.activity", b->name);
+            shm_unlink(act);
+            continue;
         }
         if (create && flock(fd, LOCK_EX) < 0) {
             close(fd);
