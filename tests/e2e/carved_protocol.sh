@@ -5,7 +5,7 @@
 # request over 64 KiB, a request cut off without its newline, several requests in one write
 # and one request in many writes, and a client that hangs up before reading: each gets one
 # error line that says what is wrong (or its answers), and carved keeps serving and is still
-# alive at the end; clients that never read their replies do not hold up another; 256 clients that never finish a request lose their slots after 5 s, also when they trickle a byte at a time; one user (not an admin) holds 16 connections at most, and users who are not admins 240 together; the CLI gives up on a stopped carved after CARVE_DAEMON_TIMEOUT. In the sanitizer build carved runs with ASan, so a memory error fails it.
+# alive at the end; clients that never read their replies do not hold up another, nor one that sends 1200 requests at once; 256 clients that never finish a request lose their slots after 5 s, also when they trickle a byte at a time; one user (not an admin) holds 16 connections at most, and users who are not admins 240 together; the CLI gives up on a stopped carved after CARVE_DAEMON_TIMEOUT. In the sanitizer build carved runs with ASan, so a memory error fails it.
 #
 #   BUILD=build bash tests/e2e/carved_protocol.sh
 set -uo pipefail
@@ -183,6 +183,36 @@ def exchange(case):
       for q in quiet:
           q.close()
       return "%s in %s s; slow reader: %d of 300" % (got, "under 1" if took < 1 else "%.1f" % took, good)
+  elif case == "flood":
+      # one client's 46 KB of slice creates and deletes in one write, each rewriting
+      # slices.json, with 150 slices on the node: another client's list waited until every
+      # one was answered (5.6 s), until 2026-11-28; now each client gets a few in turn
+      import threading
+      s.settimeout(60)
+      s.sendall(b"".join(b'{"op":"create","name":"pad%d","memory":"64MiB"}\n' % i
+                         for i in range(150)))
+      lines(150)
+      flood = socket.socket(socket.AF_UNIX); flood.settimeout(60); flood.connect(path)
+      answered = [0]
+      def read_flood():
+          while answered[0] < 1200:
+              chunk = flood.recv(65536)
+              if not chunk:
+                  break
+              answered[0] += chunk.count(b"\n")
+      reader = threading.Thread(target=read_flood); reader.start()
+      flood.sendall(b"".join(b'{"op":"create","name":"f%d","memory":"64MiB"}\n'
+                             b'{"op":"delete","name":"f%d"}\n' % (i, i) for i in range(600)))
+      time.sleep(0.05)
+      other = socket.socket(socket.AF_UNIX); other.settimeout(60); other.connect(path)
+      other.sendall(b'{"op":"list"}\n')
+      other.recv(65536)
+      before = answered[0]
+      reader.join(60)
+      s = socket.socket(socket.AF_UNIX); s.settimeout(60); s.connect(path)  # idle 5 s: dropped
+      s.sendall(b"".join(b'{"op":"delete","name":"pad%d"}\n' % i for i in range(150)))
+      lines(150)
+      return "list answered after %d of the flood's 1200 answers; %d came in all" % (before, answered[0])
   elif case == "wrong-types":
       s.sendall(b'{"op":"create","name":7,"memory":[1]}\n{"op":5}\n{"op":"create","name":"y","users":"root"}\n'
                 b'{"op":"create","name":"' + b"n" * 64 + b'"}\n')
@@ -222,6 +252,13 @@ if grep -q '{"ok":true.* in under 1 s; slow reader: 300 of 300' "$work/noread"; 
     ok "8 clients that never read their replies do not hold up others: $(cut -f2 "$work/noread")"
 else
     bad "clients that never read: $(cat "$work/noread")"
+fi
+send flood >"$work/flood"
+if grep -q 'came in all' "$work/flood" && [ "$(sed -n 's/.*answered after \([0-9]*\) of.*/\1/p' "$work/flood")" -lt 1200 ] &&
+    grep -q '; 1200 came in all' "$work/flood"; then
+    ok "one client's 1200 requests in one write do not hold up another's: $(cut -f2 "$work/flood")"
+else
+    bad "a flood of requests held up another client: $(cat "$work/flood")"
 fi
 # shellcheck disable=SC2046  # twenty words
 send $(printf 'hang-up %.0s' $(seq 20)) >/dev/null
