@@ -280,6 +280,17 @@ static bool count_up(uint64_t handle, uint64_t one)
     return false;
 }
 
+/* Whether handle's count has FIELD_MAX mappings or retains (one) already: one more cannot be
+ * counted, and must not happen uncounted (65,535 retains and releases gave a mapped handle
+ * back while the driver held it, until 2026-11-28). */
+static bool count_full(uint64_t handle, uint64_t one)
+{
+    _Atomic uint64_t *c = carve_allocmap_value_of(&map_counts, handle);
+    uint64_t v = c ? atomic_load(c) : 0;
+    return c && (v & ~COUNT_MASK) == count_tag(handle) && (v & COUNT_MASK) != COUNT_DEAD &&
+           count_field(v, one) >= FIELD_MAX;
+}
+
 /* One mapping or retain (one) fewer, when the count is still handle's and has one: true when
  * it had. */
 static bool count_down(uint64_t handle, uint64_t one)
@@ -380,6 +391,8 @@ CARVE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
         return CUDA_ERROR_NOT_INITIALIZED;
     /* counted before the call: a release racing with it must see the mapping */
     bool counted = carve__active() && size && count_up(handle, ONE_MAPPING);
+    if (!counted && carve__active() && size && count_full(handle, ONE_MAPPING))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = R.cuMemMap(ptr, size, offset, handle, flags);
     if (!counted)
         return r;
@@ -414,8 +427,11 @@ CARVE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *
         return R.cuMemRetainAllocationHandle(handle, addr);
     atomic_fetch_add(&retains_in_flight, 1);
     CUresult r = R.cuMemRetainAllocationHandle(handle, addr);
-    if (r == CUDA_SUCCESS && handle)
-        count_up(*handle, ONE_RETAIN);
+    if (r == CUDA_SUCCESS && handle && !count_up(*handle, ONE_RETAIN) &&
+        count_full(*handle, ONE_RETAIN)) {
+        R.cuMemRelease(*handle); /* the driver's reference goes with the refusal */
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
     atomic_fetch_sub(&retains_in_flight, 1);
     return r;
 }

@@ -9,7 +9,11 @@
  * slice. Run with CARVE_SIM_RETAIN_DELAY_US=3000 (the retain returns that long after the
  * driver took its reference), CARVE_SIM_CTX_MEMORY=0, in a slice of MEM_CAP bytes. A round in
  * which the other thread did not land inside the retain (a loaded machine) proves nothing
- * and is said so; at least one must. */
+ * and is said so; at least one must.
+ *
+ * `mem_retain full' (no delay needed) retains one mapped handle until libcarve refuses: it
+ * counts 65,534 retains of a handle, and the 65,535th went on uncounted until 2026-11-28, so
+ * that 65,535 retains and releases gave the handle back while the driver still held it. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -73,7 +77,40 @@ static bool race(bool release)
     return false;
 }
 
-int main(void)
+/* Retains of one mapped handle until refused: the one past what libcarve counts is refused,
+ * and the handle stays counted while the driver holds it. */
+static void retain_until_full(const CUmemAllocationProp *prop)
+{
+    CUmemGenericAllocationHandle kept, other;
+    va = 0;
+    if (a.cuMemCreate(&h, big, prop, 0) != CUDA_SUCCESS ||
+        a.cuMemAddressReserve(&va, big, 0, 0, 0) != CUDA_SUCCESS ||
+        a.cuMemMap(va, big, 0, h, 0) != CUDA_SUCCESS) {
+        failed += mem_check(0, "full: create, reserve and map");
+        return;
+    }
+    int n = 0;
+    CUresult r = CUDA_SUCCESS;
+    while (n < 70000 && (r = a.cuMemRetainAllocationHandle(&kept, (void *)(uintptr_t)va)) ==
+                            CUDA_SUCCESS)
+        n++;
+    failed += mem_check(r == CUDA_ERROR_OUT_OF_MEMORY && n == 65534,
+                        "full: retains counted %d, the next refused (%d)", n, r);
+    for (int i = 0; i < n; i++)
+        a.cuMemRelease(h);
+    a.cuMemUnmap(va, big);
+    unsigned long long u = used();
+    failed += mem_check(u >= big, "full: %d retains released and the mapping gone, the "
+                        "create's reference still counts: used %llu MiB", n, u / MiB);
+    failed += mem_check(a.cuMemCreate(&other, big, prop, 0) == CUDA_ERROR_OUT_OF_MEMORY,
+                        "full: a second handle as big is refused");
+    a.cuMemRelease(h);
+    a.cuMemAddressFree(va, big);
+    u = used();
+    failed += mem_check(u == 0, "full: used %llu MiB once it is released", u / MiB);
+}
+
+int main(int argc, char **argv)
 {
     size_t total;
     if (mem_start(&a, &ctx, &total) != 0)
@@ -84,6 +121,11 @@ int main(void)
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     size_t gran = 2 * MiB;
     big = total / 2 / gran * gran + gran; /* two do not fit */
+    if (argc > 1 && strcmp(argv[1], "full") == 0) {
+        retain_until_full(&prop);
+        printf("mem_retain full: %d failed\n", failed);
+        return failed ? 1 : 0;
+    }
     int landed = 0;
     for (int mode = 0; mode < 2; mode++) {
         const char *what = mode == 0 ? "a release" : "the last unmap";

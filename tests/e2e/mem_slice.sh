@@ -193,6 +193,10 @@ out=$(CARVE_SIM_RETAIN_DELAY_US=3000 CARVE_SIM_CTX_MEMORY=0 in_slice 1GiB "$E2E/
 rc=$?
 echo "$out" | grep -v '^ok' | sed 's/^/    /'
 check "mem_retain: a retain racing with a release or the last unmap keeps its handle counted until its own release" "$rc"
+out=$(CARVE_SIM_CTX_MEMORY=0 in_slice 1GiB "$E2E/mem_retain" full 2>&1)
+rc=$?
+echo "$out" | grep -v '^ok' | sed 's/^/    /'
+check "mem_retain full: the retain past the 65,534 libcarve counts is refused, and the handle stays counted while the driver holds it" "$rc"
 
 # a reconciliation of the context's memory while another thread's allocation was under way
 # (counted, not yet the driver's) read NVML's usage low and took the context's 500 MiB off
