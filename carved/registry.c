@@ -847,6 +847,17 @@ int registry_load(struct carved *d, char *err, size_t errlen)
         struct carved_slice_conf *c = &d->conf.slices[i];
         struct dslice *kept = registry_find(d, c->name);
         char why[768] = "";
+        if (kept && kept->origin != ORIGIN_CONFIG) {
+            /* the name is the config's: a slice a user made under it (while the operator
+               deleted the config's to apply a change, or before a new section) kept it, and
+               the config's say over who may join with it (until 2026-11-28) */
+            carved_log("slice %s: the config's [slice %s] (line %d) takes the name from the "
+                       "slice uid %u made (%s); that slice is removed, its tenants lose it",
+                       c->name, c->name, c->line, (unsigned)kept->owner,
+                       registry_origin_name(kept->origin));
+            unmake(d, kept);
+            kept = NULL;
+        }
         if (c->ngpu_refs &&
             registry_gpus_named(d, c->gpu_refs, c->ngpu_refs, c, why, sizeof(why)) < 0 &&
             !kept) {

@@ -223,6 +223,7 @@ place_before=$(place)
 "$CARVE" slice create seized --memory 256MiB >/dev/null
 saved_shm() { python3 -c 'import json,sys; print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"]==sys.argv[2]][0])' "$work/state/slices.json" "$1"; }
 seized_shm=$(saved_shm seized)
+"$CARVE" slice create squat --memory 640MiB >/dev/null # a config section takes it below
 stop_daemon
 # while carved is down, another user owns the objects under seized's saved name (after a
 # reboot anyone could make them first, with a bigger cap in them): they must not be adopted
@@ -230,10 +231,17 @@ root=0
 [ "$(id -u)" -eq 0 ] && root=1 && chown 65534 "/dev/shm$seized_shm" "/dev/shm$seized_shm.terms"
 # the config edited while carved was down: closed's cap and idle policy (its mtime kept, which
 # the clean-up's -newer test reads)
+# and a new section, [slice squat], whose name a slice made through the API holds already
 cp -p "$work/carved.conf" "$work/carved.conf.before"
-sed 's/^memory = 512MiB$/memory = 384MiB\nidle_policy = reclaim/' "$work/carved.conf.before" >"$work/carved.conf"
+{
+    sed 's/^memory = 512MiB$/memory = 384MiB\nidle_policy = reclaim/' "$work/carved.conf.before"
+    printf '[slice squat]\nmemory = 128MiB\nusers = root\n'
+} >"$work/carved.conf"
 touch -r "$work/carved.conf.before" "$work/carved.conf"
 start_daemon || exit 1
+squat=$(python3 -c 'import json,sys; print(" ".join("%s %s" % (s["origin"], s["memory"]) for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == "squat"))' "$work/state/slices.json")
+check "a new config section takes its name from a slice made through the API, and says so ($squat)" \
+    '[ "$squat" = "config 128MiB" ] && grep -q "the config'"'"'s \[slice squat\] (line [0-9]*) takes the name from the slice uid [0-9]* made (api)" "$work/carved.log"'
 list=$("$CARVE" slice list 2>&1)
 check "after a restart the slices are still there" '[[ $list == *shared* ]] && [[ $list == *mine* ]]'
 new_shm=$(saved_shm seized)
