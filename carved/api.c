@@ -210,9 +210,13 @@ static json_t *joined(struct carved *d, json_t *req, struct dslice *s, int *pass
 {
     if (json_is_true(json_object_get(req, "table"))) {
         int fd = carve_slice_table_fd(s->shm);
-        if (fd < 0)
+        if (fd < 0) {
+            /* said here and in the log, which the message sends the operator to */
+            carved_log("slice %s: cannot open its table %s to hand it to a tenant: %s", s->name,
+                       s->shm, strerror(-fd));
             return fail("cannot open the table of slice `%s' to hand it over; carved's log "
-                        "may say why", s->name);
+                        "says why", s->name);
+        }
         *pass_fd = fd;
     }
     return json_pack("{s:b,s:s,s:b}", "ok", 1, "shm", s->shm, "simulated", d->simulate);
