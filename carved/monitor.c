@@ -67,6 +67,23 @@ static void on_sigbus(int sig, siginfo_t *info, void *ctx)
     raise(sig);
 }
 
+/* Slices whose table's head a tenant overwrote (it holds the table's fd): every later join
+ * was refused, and carved kept the slice as it was (until 2026-11-28, a reviewer's finding). */
+static void remake_overwritten(struct carved *d)
+{
+    char err[512];
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
+        struct dslice *s = &d->slices[i];
+        if (!s->used || !s->handle || carve_slice_head_ok(s->handle))
+            continue;
+        carved_log("slice %s: the head of its table %s was overwritten (whoever may write its "
+                   "table can: a tenant); its running tenants have lost it; made anew",
+                   s->name, s->shm);
+        if (registry_remake(d, s, err, sizeof(err)) < 0)
+            carved_log("slice %s: cannot make it anew: %s", s->name, err);
+    }
+}
+
 static void remake_broken(struct carved *d)
 {
     char err[512];
@@ -1001,6 +1018,7 @@ void monitor_poll(struct carved *d, double now)
         return;
     }
     in_poll = 1;
+    remake_overwritten(d);
     poll_once(d, now);
     in_poll = 0;
 }

@@ -384,6 +384,12 @@ static bool object_size_at_least(const char *name, size_t want)
     return ok;
 }
 
+bool carve_slice_head_ok(const struct carve_slice *s)
+{
+    return s->t->magic == SLICE_MAGIC && s->t->version == SLICE_VERSION &&
+           s->t->size == sizeof(*s->t);
+}
+
 bool carve_slice_intact(const char *shm_name)
 {
     char kname[256];

@@ -97,6 +97,10 @@ uid_t carve_slice_table_owner(const struct carve_slice *s);
 /* Whether the slice's objects exist at their full size. Its tenants can write the table, and
  * so truncate it; reading a mapping past a truncated end raises SIGBUS. */
 bool carve_slice_intact(const char *shm_name);
+/* Whether the mapped table's head (magic, version, size) is still a slice's: a tenant holds
+ * the table's fd and may overwrite it, and libcarve then refuses every later join. A table
+ * cut short raises SIGBUS here, as any read of it. */
+bool carve_slice_head_ok(const struct carve_slice *s);
 
 /* A slot's process is named by its pid in its own PID namespace and by that namespace (the
  * inode of /proc/PID/ns/pid): tenants of one slice may run in several (containers), where
