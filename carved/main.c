@@ -258,8 +258,15 @@ static int listen_socket(const char *path)
      * joins, past 128 made a client's connect fail with EAGAIN instead of waiting its turn.
      * Linux cuts a larger backlog to net.core.somaxconn; SOMAXCONN itself is 128 in glibc
      * before 2.35 (RHEL 8 and 9, Ubuntu 20.04), so it is not asked for by name */
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(path, 0666) < 0 ||
-        listen(fd, INT_MAX) < 0) {
+    /* made 0666 by bind itself under a umask that allows it: a chmod of the path after the
+       bind follows a symlink put there in between, where the socket's directory is one
+       users may write (a reviewer's finding, 2026-11-28) */
+    mode_t umask_before = umask(0111);
+    int bound = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&a, sizeof(a));
+    int bind_errno = errno;
+    umask(umask_before);
+    errno = bind_errno;
+    if (fd < 0 || bound < 0 || listen(fd, INT_MAX) < 0) {
         carved_log("cannot listen on %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);

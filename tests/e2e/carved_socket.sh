@@ -31,6 +31,10 @@ NB=$(reachable_build "$BUILD" "$work/nobody-build")
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 
 start_carved 200ms
+# made 0666 by bind under carved's umask, not by a chmod of the path after it (which follows a
+# symlink put there in between)
+check "carved's socket is a socket anyone may connect to: $(stat -c '%F %a' "$CARVE_SOCKET")" \
+    '[ "$(stat -c %F "$CARVE_SOCKET")" = socket ] && [ "$(stat -c %a "$CARVE_SOCKET")" = 666 ]'
 "$CARVE" slice create "$OPEN" --memory 256MiB --users nobody >/dev/null || bad "carve slice create $OPEN"
 shm=$(python3 -c 'import json, sys
 print([s["shm"] for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == sys.argv[2]][0])' \
