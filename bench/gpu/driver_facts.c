@@ -42,7 +42,8 @@
     X(cuMemCreate) X(cuMemRelease) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap)     \
     X(cuMemUnmap) X(cuMemSetAccess) X(cuMemRetainAllocationHandle)                            \
     X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle) X(cuCtxSetLimit)        \
-    X(cuCtxGetLimit) X(cuMemPoolCreate) X(cuMemPoolDestroy)
+    X(cuCtxGetLimit) X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemAllocManaged)              \
+    X(cuMemsetD8_v2)
 #define DF_NVML(X)                                                                            \
     X(nvmlInit_v2) X(nvmlShutdown) X(nvmlSystemGetDriverVersion) X(nvmlDeviceGetHandleByUUID)  \
     X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetMemoryInfo)                               \
@@ -716,6 +717,44 @@ static void probe_managed_pool(struct df *d)
         d->cuMemPoolDestroy(pool);
 }
 
+/* i2. managed memory and NVML: libcarve counts cuMemAllocManaged's size at the call and
+ * takes context memory as NVML's usage of the process less what it counted; whether NVML's
+ * usedGpuMemory includes managed memory, before and after a kernel touches it on the GPU,
+ * decides whether that difference is right (users report that it does not include it). */
+static void probe_managed_nvml(struct df *d)
+{
+    const char *const names[] = {"managed.nvml.after_alloc", "managed.held.after_touch",
+                                 "managed.nvml.after_touch", NULL};
+    const size_t bytes = 256 * MIB;
+    NEED(d, cuMemAllocManaged, names);
+    NEED(d, cuMemsetD8_v2, names);
+    long long base = free_now(d, names[0]);
+    if (base < 0)
+        return;
+    struct nv_used nv0 = nvml_self_used(d);
+    CUdeviceptr p = 0;
+    CUresult rc = d->cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL);
+    if (rc != CUDA_SUCCESS) {
+        for (int i = 0; names[i]; i++)
+            fact_error(d, names[i], "cuMemAllocManaged of 256 MiB", rc);
+        return;
+    }
+    fact_nvml(d, names[0], nvml_self_used(d), &nv0,
+              "NVML's usedGpuMemory of this process after cuMemAllocManaged of 256 MiB, "
+              "untouched, less before it");
+    rc = d->cuMemsetD8_v2(p, 1, bytes);
+    if (rc != CUDA_SUCCESS) {
+        fact_error(d, names[1], "cuMemsetD8_v2 over the managed 256 MiB", rc);
+        fact_error(d, names[2], "cuMemsetD8_v2 over the managed 256 MiB", rc);
+    } else if (fact_held(d, base, names[1], "cuMemGetInfo's free memory down by, once a "
+                         "memset on the GPU touched all 256 MiB") == 0) {
+        fact_nvml(d, names[2], nvml_self_used(d), &nv0,
+                  "NVML's usedGpuMemory of this process once the memset touched it, less before "
+                  "the allocation");
+    }
+    d->cuMemFree_v2(p);
+}
+
 /* j. the API before CUDA 3.2: are cuMemAlloc and cuArrayCreate (no _v2) exported, and what
  * does cuMemAlloc of 1 MiB answer? */
 static void probe_v1(struct df *d)
@@ -762,6 +801,7 @@ int main(void)
     probe_share(&d);
     probe_limits(&d);
     probe_managed_pool(&d);
+    probe_managed_nvml(&d);
     probe_v1(&d);
     ret = d.errors ? 1 : 0;
     printf("# driver_facts: %d error%s\n", d.errors, d.errors == 1 ? "" : "s");

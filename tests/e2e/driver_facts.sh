@@ -49,6 +49,7 @@ names=(context.nvml_device_delta context.nvml_process_used context.cuMemGetInfo_
     share.nvml.after_release_original share.held.after_release_import
     cuCtxSetLimit.taken.stack_4096 cuCtxSetLimit.taken.heap_256MiB
     cuCtxSetLimit.given_back.defaults cuMemPoolCreate.result.managed_nowhere
+    managed.nvml.after_alloc managed.held.after_touch managed.nvml.after_touch
     cuMemAlloc_v1.exported cuArrayCreate_v1.exported cuMemAlloc_v1.result.1MiB)
 
 # probe LABEL ENV...: the probe on a fresh simulated GPU; its output in $dir/LABEL, status in rc
@@ -117,6 +118,8 @@ expect full "$stack" cuCtxSetLimit.taken.stack_4096
 expect full "$heap" cuCtxSetLimit.taken.heap_256MiB
 expect full $((stack + heap)) cuCtxSetLimit.given_back.defaults
 expect full CUDA_SUCCESS cuMemPoolCreate.result.managed_nowhere
+# the simulated driver places managed memory on the GPU at once, and its NVML counts it
+expect full $((256 * MIB)) managed.nvml.after_alloc managed.held.after_touch managed.nvml.after_touch
 expect full no cuMemAlloc_v1.exported cuArrayCreate_v1.exported
 expect full unsupported cuMemAlloc_v1.result.1MiB
 
