@@ -161,14 +161,15 @@ uint64_t carve__counted(int sdev);
 uint64_t carve__counted_moves(int sdev);
 /* Calls that allocate or free device memory in progress. Such a call counts an allocation
  * before the driver holds it and gives a free back after the driver freed it, so while one
- * runs NVML's usage reads below the count plus the context's memory, by up to what it
- * moves: the context memory (overhead.c) is lowered only when no other thread is in one
+ * runs NVML's usage reads below the count plus the context's memory by up to what it moves:
+ * the context memory (overhead.c) is lowered by no more than NVML's reading less those bytes
  * (a thread's cuMemGetInfo during another's 1 GiB cuMemAlloc took 500 MiB of context memory
  * off the slice, and 500 MiB more was admitted, until 2026-11-28). CARVE_MEM_CALL() at the
- * top of each such export marks it until the export returns. */
+ * top of each such export marks it until the export returns; carve__mem_in_flight is the
+ * bytes the calls in progress counted, or took off their records, so far. */
 int carve__mem_call_begin(void);
 void carve__mem_call_end(int *unused);
-bool carve__mem_calls_elsewhere(void);
+uint64_t carve__mem_in_flight(void);
 #define CARVE_MEM_CALL()                                                                     \
     int carve_mem_call_ __attribute__((cleanup(carve__mem_call_end), unused)) =              \
         carve__mem_call_begin()

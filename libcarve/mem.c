@@ -267,28 +267,23 @@ static void count_start(uint64_t handle)
     carve_allocmap_insert(&map_counts, handle, count_tag(handle));
 }
 
-/* One more mapping or retain (one) of handle; false when it has no count (not counted, or
- * given back), or that many already. */
-static bool count_up(uint64_t handle, uint64_t one)
+/* One more mapping or retain (one) of handle: COUNTED, or NO_COUNT when it has none (not
+ * counted, or given back), or FULL when it has FIELD_MAX of them already: one more cannot be
+ * counted, and must not happen uncounted (65,535 retains and releases gave a mapped handle
+ * back while the driver held it, until 2026-11-28). One reading decides: a full count read
+ * apart from the increment's could be released in between, and the call go on uncounted. */
+enum count_result { COUNTED, NO_COUNT, FULL };
+static enum count_result count_up(uint64_t handle, uint64_t one)
 {
     _Atomic uint64_t *c = carve_allocmap_value_of(&map_counts, handle);
     uint64_t tag = count_tag(handle), v = c ? atomic_load(c) : 0;
-    while (c && (v & ~COUNT_MASK) == tag && (v & COUNT_MASK) != COUNT_DEAD &&
-           count_field(v, one) < FIELD_MAX)
+    while (c && (v & ~COUNT_MASK) == tag && (v & COUNT_MASK) != COUNT_DEAD) {
+        if (count_field(v, one) >= FIELD_MAX)
+            return FULL;
         if (atomic_compare_exchange_weak(c, &v, v + one))
-            return true;
-    return false;
-}
-
-/* Whether handle's count has FIELD_MAX mappings or retains (one) already: one more cannot be
- * counted, and must not happen uncounted (65,535 retains and releases gave a mapped handle
- * back while the driver held it, until 2026-11-28). */
-static bool count_full(uint64_t handle, uint64_t one)
-{
-    _Atomic uint64_t *c = carve_allocmap_value_of(&map_counts, handle);
-    uint64_t v = c ? atomic_load(c) : 0;
-    return c && (v & ~COUNT_MASK) == count_tag(handle) && (v & COUNT_MASK) != COUNT_DEAD &&
-           count_field(v, one) >= FIELD_MAX;
+            return COUNTED;
+    }
+    return NO_COUNT;
 }
 
 /* One mapping or retain (one) fewer, when the count is still handle's and has one: true when
@@ -390,9 +385,10 @@ CARVE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     if (!R.cuMemMap)
         return CUDA_ERROR_NOT_INITIALIZED;
     /* counted before the call: a release racing with it must see the mapping */
-    bool counted = carve__active() && size && count_up(handle, ONE_MAPPING);
-    if (!counted && carve__active() && size && count_full(handle, ONE_MAPPING))
+    enum count_result up = carve__active() && size ? count_up(handle, ONE_MAPPING) : NO_COUNT;
+    if (up == FULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    bool counted = up == COUNTED;
     CUresult r = R.cuMemMap(ptr, size, offset, handle, flags);
     if (!counted)
         return r;
@@ -427,8 +423,7 @@ CARVE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *
         return R.cuMemRetainAllocationHandle(handle, addr);
     atomic_fetch_add(&retains_in_flight, 1);
     CUresult r = R.cuMemRetainAllocationHandle(handle, addr);
-    if (r == CUDA_SUCCESS && handle && !count_up(*handle, ONE_RETAIN) &&
-        count_full(*handle, ONE_RETAIN)) {
+    if (r == CUDA_SUCCESS && handle && count_up(*handle, ONE_RETAIN) == FULL) {
         R.cuMemRelease(*handle); /* the driver's reference goes with the refusal */
         r = CUDA_ERROR_OUT_OF_MEMORY;
     }

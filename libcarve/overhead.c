@@ -112,19 +112,27 @@ static bool overhead_from_nvml(int sdev)
      * (mem_stress, 1 run in 12 on a busy CPU). Counts that keep moving: the overhead stays
      * as it is until the next refresh. */
     for (int tries = 0; tries < 4; tries++) {
-        bool quiet = !carve__mem_calls_elsewhere();
+        uint64_t in_flight = carve__mem_in_flight();
         uint64_t moves = carve__counted_moves(sdev), usage;
         uint64_t counted = carve__counted(sdev);
         atomic_thread_fence(memory_order_acquire); /* the count is read before the last look */
         if (!nvml_usage(sdev, &usage))
             return false;
+        /* pool memory the driver released at a sync since the pools were last looked at
+           (carve__overhead_refresh) left NVML's usage low against the count: its release
+           from the books moves the count, and the reading is not used */
+        carve__pools_refresh();
         if (carve__counted_moves(sdev) == moves) {
-            /* a reading with another thread's allocation or free under way is low by up to
-               what it moves (carve__mem_call_begin): it may raise the overhead, not lower it */
-            int64_t estimate = (int64_t)usage - (int64_t)counted;
-            if (estimate >= atomic_load(&overhead[sdev]) ||
-                (quiet && !carve__mem_calls_elsewhere()))
-                overhead_set(sdev, estimate);
+            /* with allocations or frees under way NVML's usage is low by up to the bytes
+               they move (carve__mem_in_flight): the overhead is lowered no further than
+               that allows */
+            uint64_t after = carve__mem_in_flight();
+            int64_t estimate = (int64_t)usage - (int64_t)counted, now = atomic_load(&overhead[sdev]);
+            if (estimate < now) {
+                int64_t within = estimate + (int64_t)(in_flight > after ? in_flight : after);
+                estimate = within < now ? within : now;
+            }
+            overhead_set(sdev, estimate);
             return true;
         }
     }

@@ -70,12 +70,20 @@ static void reset_process_state(void)
 
 static bool init_done; /* the process's first init ran (a fork child's is init_child) */
 
+/* Bytes that memory calls in progress counted or gave up (all threads), this thread's depth
+ * of such calls (an export may call another), and its part of those bytes. */
+static _Atomic uint64_t mem_in_flight;
+static _Thread_local unsigned mem_calls_here;
+static _Thread_local uint64_t mem_in_flight_here;
+
 /* A fork child: its first hooked call takes a slot of its own (st.forked). One forked while
  * another thread was in init has the state busy, and that thread is not in the child: it
  * would wait for it forever (a process forking while a thread waits up to 10 s for carved).
  * It does its init again: init_child's with a slice already mapped, else the whole of it. */
 static void atfork_child(void)
 {
+    /* the other threads' calls in progress are not in the child */
+    atomic_store(&mem_in_flight, mem_in_flight_here);
     int s = atomic_load(&carve__state);
     if (s == CARVE_ST_BUSY && !init_owner) {
         if (st.slice)
@@ -598,32 +606,42 @@ bool carve__dev_current(struct carve_dev *d)
     return carve__dev_of(cu, d);
 }
 
-/* Memory calls in progress, and this thread's depth of them (an export may call another). */
-static _Atomic uint64_t mem_calls;
-static _Thread_local unsigned mem_calls_here;
 
 int carve__mem_call_begin(void)
 {
-    if (mem_calls_here++ == 0)
-        atomic_fetch_add(&mem_calls, 1);
+    mem_calls_here++;
     return 0;
 }
 
 void carve__mem_call_end(int *unused)
 {
     (void)unused;
-    if (--mem_calls_here == 0)
-        atomic_fetch_sub(&mem_calls, 1);
+    if (--mem_calls_here == 0 && mem_in_flight_here) {
+        atomic_fetch_sub(&mem_in_flight, mem_in_flight_here);
+        mem_in_flight_here = 0;
+    }
 }
 
-bool carve__mem_calls_elsewhere(void)
+/* bytes moved by the memory call this thread is in: in flight until it returns */
+static void in_flight(uint64_t bytes)
 {
-    return atomic_load(&mem_calls) > (mem_calls_here > 0);
+    if (mem_calls_here && bytes) {
+        mem_in_flight_here += bytes;
+        atomic_fetch_add(&mem_in_flight, bytes);
+    }
 }
 
-/* The count moves: its change counter first (carve__counted_moves), then the count. */
+uint64_t carve__mem_in_flight(void)
+{
+    return atomic_load(&mem_in_flight);
+}
+
+/* The count moves: its change counter first (carve__counted_moves), then the count. An
+ * allocation counted by a call in progress may not be the driver's yet (in_flight). */
 static void count_move(int sdev, uint64_t bytes, bool up)
 {
+    if (up)
+        in_flight(bytes);
     atomic_fetch_add(&st.counted_moves[sdev], 1);
     if (up)
         atomic_fetch_add_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
@@ -738,6 +756,7 @@ bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *by
         return false;
     *sdev = (int)(v >> CARVE_ALLOCMAP_DEV_SHIFT);
     *bytes = v & CARVE_ALLOCMAP_BYTES_MAX;
+    in_flight(*bytes); /* the driver may free it before the count gives it back */
     return true;
 }
 

@@ -9,14 +9,29 @@
  * within the cap. Until 2026-11-28 a reconciliation during an allocation read NVML's usage
  * below the count and took the context's memory off the slice: 500 MiB more was admitted.
  *
- *   carve run --simulate --memory 4GiB -- mem_inflight [SECONDS]   exit 0, or 1 with the
- *                                                                   misses named */
+ * `mem_inflight unload' (CARVE_SIM_MODULE_MEMORY=512MiB): a module's memory comes back at its
+ * unload while another thread allocates and frees 64 MiB without a pause. The first fix
+ * lowered the context's memory only when no other thread was in such a call, and so never
+ * under that churn: a 3400 MiB allocation that fits a 4 GiB slice after the unload was
+ * refused (a reviewer's finding).
+ *
+ * `mem_inflight pools': one thread allocates 256 MiB from the default pool, frees it and
+ * synchronizes (the driver then gives the pool's memory back, its release threshold 0) beside
+ * one calling cuMemGetInfo every millisecond; the slice must never read below NVML's usage of
+ * the process. A release at a sync between libcarve's look at the pools and its reading of
+ * NVML took the pool's 256 MiB off the context's memory (7-9 samples in 8,000, a reviewer's
+ * finding).
+ *
+ *   carve run --simulate --memory 4GiB -- mem_inflight [SECONDS|unload|pools]   exit 0, or 1
+ *                                                                               with the
+ *                                                                               misses named */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,6 +64,81 @@ static unsigned long long slice_used(void)
     return slice_memory(nvml_dev, &m) == NVML_SUCCESS ? m.used : 0;
 }
 
+static int seconds_of(int argc, char **argv, int otherwise)
+{
+    return argc > 2 && atoi(argv[2]) > 0 ? atoi(argv[2]) : otherwise;
+}
+
+static void *churn(void *unused)
+{
+    (void)unused;
+    a.cuCtxSetCurrent(ctx);
+    while (!atomic_load(&done)) {
+        CUdeviceptr p;
+        if (a.cuMemAlloc(&p, 64 * MiB) == CUDA_SUCCESS)
+            a.cuMemFree(p);
+    }
+    return NULL;
+}
+
+static unsigned long long used_now(void)
+{
+    size_t f = 0, t = 0;
+    a.cuMemGetInfo(&f, &t);
+    return t - f;
+}
+
+/* A module loaded and unloaded while another thread churns: its memory comes back. */
+static int unload_under_churn(size_t cap)
+{
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    CUmodule m;
+    pthread_t churner;
+    pthread_create(&churner, NULL, churn, NULL);
+    nanosleep(&tick, NULL); /* the churn under way before the load and the unload */
+    int failed = mem_check(a.cuModuleLoadData(&m, CARVE_SIM_KERNEL_IMAGE) == CUDA_SUCCESS,
+                           "cuModuleLoadData");
+    unsigned long long loaded = used_now();
+    a.cuModuleUnload(m);
+    unsigned long long after = 0;
+    for (int i = 0; i < 100; i++) { /* a second of refreshes */
+        after = used_now();
+        nanosleep(&tick, NULL);
+    }
+    CUdeviceptr big;
+    unsigned long long want = cap - 600 * MiB; /* the context's 500 MiB and the churn's 64 */
+    CUresult r = a.cuMemAlloc(&big, want);
+    atomic_store(&done, true);
+    pthread_join(churner, NULL);
+    if (r == CUDA_SUCCESS)
+        a.cuMemFree(big);
+    failed += mem_check(after + 400 * MiB < loaded, "the module's memory came back under the "
+                        "churn: %llu MiB used loaded, %llu MiB after its unload", loaded / MiB,
+                        after / MiB);
+    failed += mem_check(r == CUDA_SUCCESS, "then %llu MiB of the %llu MiB cap are admitted (%d)",
+                        want / MiB, (unsigned long long)cap / MiB, r);
+    return failed;
+}
+
+static void *pool_churn(void *unused)
+{
+    (void)unused;
+    CUstream s;
+    a.cuCtxSetCurrent(ctx);
+    if (a.cuStreamCreate(&s, 0) != CUDA_SUCCESS)
+        return NULL;
+    while (!atomic_load(&done)) {
+        CUdeviceptr p;
+        if (a.cuMemAllocAsync(&p, 256 * MiB, s) == CUDA_SUCCESS)
+            a.cuMemFreeAsync(p, s);
+        usleep(300); /* the syncs at random points of the other thread's refreshes */
+        a.cuStreamSynchronize(s);
+        usleep(300);
+    }
+    a.cuStreamDestroy(s);
+    return NULL;
+}
+
 static void *ask_free(void *unused)
 {
     (void)unused;
@@ -69,6 +159,8 @@ int main(int argc, char **argv)
         printf("FAIL - no context in a slice\n");
         return 1;
     }
+    if (argc > 1 && strcmp(argv[1], "unload") == 0)
+        return unload_under_churn(cap) ? 1 : 0;
     void *nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
     __typeof__(&nvmlInit_v2) init = nvml ? (__typeof__(init))dlsym(nvml, "nvmlInit_v2") : NULL;
     __typeof__(&nvmlDeviceGetHandleByIndex_v2) handle =
@@ -83,6 +175,28 @@ int main(int argc, char **argv)
     }
     pthread_t asker;
     pthread_create(&asker, NULL, ask_free, NULL);
+    if (argc > 1 && strcmp(argv[1], "pools") == 0) {
+        pthread_t pooler;
+        pthread_create(&pooler, NULL, pool_churn, NULL);
+        int samples = 0, below = 0;
+        unsigned long long deepest = 0;
+        for (time_t end = time(NULL) + seconds_of(argc, argv, 4); time(NULL) < end; samples++) {
+            /* what the process counted is never below 0: a slice below its context's 500 MiB
+               had that memory taken off */
+            unsigned long long used = slice_used();
+            if (used < 500 * MiB) {
+                below++;
+                deepest = 500 * MiB - used > deepest ? 500 * MiB - used : deepest;
+            }
+            usleep(200);
+        }
+        atomic_store(&done, true);
+        pthread_join(pooler, NULL);
+        pthread_join(asker, NULL);
+        return mem_check(below == 0, "%d of %d samples found the slice below the context's "
+                                     "500 MiB (by up to %llu MiB) while a pool grew and shrank",
+                         below, samples, deepest / MiB);
+    }
     int rounds = 0, low = 0, over = 0;
     unsigned long long worst = 0;
     time_t end = time(NULL) + seconds;

@@ -206,6 +206,16 @@ out=$(CARVE_SIM_ALLOC_DELAY_US=3000 CARVE_SIM_CTX_MEMORY=500MiB in_slice 4GiB "$
 rc=$?
 echo "$out" | sed 's/^/    /'
 check "mem_inflight: context memory stays counted while another thread's allocation is under way" "$rc"
+out=$(CARVE_SIM_ALLOC_DELAY_US=1000 CARVE_SIM_CTX_MEMORY=500MiB CARVE_SIM_MODULE_MEMORY=512MiB in_slice 4GiB "$E2E/mem_inflight" unload 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "mem_inflight unload: a module's memory comes back at its unload while another thread allocates and frees" "$rc"
+# a pool's memory the driver gave back at a sync between libcarve's look at the pools and its
+# reading of NVML was taken off the context's memory (until 2026-11-28)
+out=$(CARVE_SIM_CTX_MEMORY=500MiB in_slice 4GiB "$E2E/mem_inflight" pools 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "mem_inflight pools: a pool given back at a sync leaves the context's memory counted" "$rc"
 
 # cuMemAlloc_v2 as the first call libcarve wraps read the real entry point before init had
 # resolved it: CUDA_ERROR_NOT_INITIALIZED, context or not (until 2026-11-27)
