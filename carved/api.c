@@ -177,6 +177,16 @@ static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pi
         (e = read_ids(json_object_get(req, "groups"), true, c.groups, &c.ngroups)) ||
         (e = read_gpus(d, json_object_get(req, "gpus"), &c)))
         return e;
+    /* a name the config gives a slice is the config's, also while that slice is deleted (to
+       apply the section's changes at the next start, where carved makes it again) */
+    for (int i = 0; i < d->conf.nslices; i++)
+        if (strcmp(d->conf.slices[i].name, c.name) == 0) {
+            char why[320];
+            snprintf(why, sizeof(why), "`%s' is the config's [slice %s] (line %d): carved makes "
+                     "it at its start; choose another name", c.name, c.name,
+                     d->conf.slices[i].line);
+            return fail("%s", why);
+        }
     char err[768];
     int r = registry_create(d, &c, run ? ORIGIN_RUN : ORIGIN_API, uid, run ? pid : 0, err,
                             sizeof(err));

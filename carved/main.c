@@ -540,8 +540,9 @@ static void loop(struct carved *d, int lfd)
             if (has_request(&clients[i]))
                 answer(d, &clients[i]);
         now = monitor_now();
+        /* a client whose requests wait for their turn waits for carved, not carved for it */
         for (int i = 0; i < MAX_CLIENTS; i++)
-            if (clients[i].fd >= 0 &&
+            if (clients[i].fd >= 0 && !has_request(&clients[i]) &&
                 now - (clients[i].out ? clients[i].last : clients[i].since) > CLIENT_IDLE_S) {
                 if (clients[i].len > 0 && !clients[i].out)
                     reply(&clients[i], refusal("the request was not finished within 5 s (send "

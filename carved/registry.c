@@ -896,7 +896,9 @@ refused:
                    made[nmade - 1]->name);
         unmake(d, made[--nmade]);
     }
-    char ignored[256]; /* carved says why it does not start; slices.json as it was */
+    /* carved says why it does not start; slices.json as it was, less a user's slice that
+       held a config section's name (removed above: the name is the config's in any case) */
+    char ignored[256];
     registry_save(d, ignored, sizeof(ignored));
     return -EINVAL;
 }

@@ -148,11 +148,19 @@ static int board_map(const uint8_t uuid[16], bool create, bool writable, mode_t 
         }
         struct stat owner;
         if (own_only && fstat(fd, &owner) == 0 && owner.st_uid != 0) {
+            /* by name, so only while the name is still that board: another root joiner may
+               have made root's in its place since (it would lose it) */
+            char path[sizeof(b->name) + 16];
+            struct stat named;
+            snprintf(path, sizeof(path), "/dev/shm%s", b->name);
             close(fd);
-            shm_unlink(b->name);
-            char act[sizeof(b->act_name)];
-            snprintf(act, sizeof(act), "%s.activity", b->name);
-            shm_unlink(act);
+            if (stat(path, &named) == 0 && named.st_ino == owner.st_ino &&
+                named.st_dev == owner.st_dev) {
+                shm_unlink(b->name);
+                char act[sizeof(b->act_name)];
+                snprintf(act, sizeof(act), "%s.activity", b->name);
+                shm_unlink(act);
+            }
             continue;
         }
         if (create && flock(fd, LOCK_EX) < 0) {

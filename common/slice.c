@@ -54,8 +54,8 @@ int carve_shm_open(const char *name, int flags, mode_t mode)
     if (fd < 0)
         return -errno;
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        int r = S_ISREG(st.st_mode) ? -errno : -EPROTO;
+    int r = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EPROTO : 0;
+    if (r < 0) {
         close(fd);
         return r;
     }

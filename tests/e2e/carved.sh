@@ -242,6 +242,11 @@ start_daemon || exit 1
 squat=$(python3 -c 'import json,sys; print(" ".join("%s %s" % (s["origin"], s["memory"]) for s in json.load(open(sys.argv[1]))["slices"] if s["name"] == "squat"))' "$work/state/slices.json")
 check "a new config section takes its name from a slice made through the API, and says so ($squat)" \
     '[ "$squat" = "config 128MiB" ] && grep -q "the config'"'"'s \[slice squat\] (line [0-9]*) takes the name from the slice uid [0-9]* made (api)" "$work/carved.log"'
+# and its name stays the config's while the slice is deleted (to apply an edit at a restart)
+"$CARVE" slice delete squat >/dev/null 2>&1
+err=$("$CARVE" slice create squat --memory 640MiB 2>&1)
+check "a config section's name is refused to carve slice create: $err" \
+    '[[ $err == *"\`squat'"'"' is the config'"'"'s [slice squat] (line "*"): carved makes it at its start; choose another name"* ]]'
 list=$("$CARVE" slice list 2>&1)
 check "after a restart the slices are still there" '[[ $list == *shared* ]] && [[ $list == *mine* ]]'
 new_shm=$(saved_shm seized)
