@@ -1505,9 +1505,9 @@ static int rng_give_back(void **state)
 /* fleet_plan_all plans the mechanisms on threads of their own (fleet_options.threads), and a
  * group is not packed again by the packer that won its dry runs (fleet_kept_pack): the plans
  * are the same, to the workload and the bit, as one after another and as with each group
- * packed again (fleet_options.repack_groups). Random lists of 40 to 3000 on fleets of one to
- * three models, with and without counts, so that the bounds' programs, the splits, the sets'
- * program and the searches all run beside each other. Two comparators that sorted through a
+ * packed again (fleet_options.repack_groups). Random lists of 40, 300 and 1000 on fleets of
+ * one to three models, with and without counts, so that the bounds' programs, the splits, the
+ * sets' program and the searches all run beside each other. Two comparators that sorted through a
  * file-scope pointer (fleet_colgen.c, fleet_mig.c) made this crash. */
 static bool same_use(const struct fleet_gpu_use *a, const struct fleet_gpu_use *b)
 {
@@ -1549,7 +1549,7 @@ static void test_threads_same_plans(void **state)
         "H100-80GB@2.49", "A100-80GB@3.50,L4@0.80,T4@0.35", "H100-80GB:30@2.49,L4:60@0.80",
         "L4@0.80,T4@0.35", "A100-40GB:8,H100-80GB:4",
     };
-    static const size_t sizes[] = {40, 250, 3000};
+    static const size_t sizes[] = {40, 300, 1000};
     rng_state = 0x9E3779B97F4A7C15ULL; /* rng_keep restores the generator after */
     struct fleet_options one, five, repacked;
     fleet_options_defaults(&one);
