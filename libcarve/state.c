@@ -606,7 +606,6 @@ bool carve__dev_current(struct carve_dev *d)
     return carve__dev_of(cu, d);
 }
 
-
 int carve__mem_call_begin(void)
 {
     mem_calls_here++;
