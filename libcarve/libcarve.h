@@ -170,6 +170,10 @@ uint64_t carve__counted_moves(int sdev);
 int carve__mem_call_begin(void);
 void carve__mem_call_end(int *unused);
 uint64_t carve__mem_in_flight(void);
+/* Bytes the driver may free in the call this thread is in, before the count gives them back
+ * (a handle released while mapped, at its unmap; a destroyed pool's memory, at its last
+ * free): in flight until the call returns. Nothing outside a CARVE_MEM_CALL. */
+void carve__mem_in_flight_add(uint64_t bytes);
 #define CARVE_MEM_CALL()                                                                     \
     int carve_mem_call_ __attribute__((cleanup(carve__mem_call_end), unused)) =              \
         carve__mem_call_begin()

@@ -354,6 +354,9 @@ CARVE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     if (!R.cuMemRelease)
         return CUDA_ERROR_NOT_INITIALIZED;
     bool had = carve__unrecord(CARVE_KIND_HANDLE, handle, &sdev, &bytes);
+    uint64_t rec;
+    if (!had && carve_allocmap_find(&released, handle, &rec)) /* a retain's, maybe its last */
+        carve__mem_in_flight_add(rec & CARVE_ALLOCMAP_BYTES_MAX);
     CUresult r = real_mem_release(handle);
     if (!had) {
         /* a handle's references are alike: once its record has gone with the first
@@ -464,6 +467,15 @@ CARVE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
      * 2026-11-27). */
     if (!notes_move(ptr, size, 0, 1))
         return R.cuMemUnmap(ptr, size);
+    /* a handle released while mapped goes with its last unmap, in the driver first */
+    for (uint64_t va = ptr, handle, len, rec; va - ptr < size; va += len) {
+        if (!carve_allocmap_find(&mappings, va | 1, &handle))
+            break;
+        if (!carve_allocmap_find(&map_sizes, va | 1, &len) || len == 0)
+            len = size;
+        if (carve_allocmap_find(&released, handle, &rec))
+            carve__mem_in_flight_add(rec & CARVE_ALLOCMAP_BYTES_MAX);
+    }
     CUresult r = R.cuMemUnmap(ptr, size);
     if (r != CUDA_SUCCESS) {
         notes_move(ptr, size, 1, 0); /* mapped still: the notes go back */

@@ -112,12 +112,15 @@ static bool overhead_from_nvml(int sdev)
      * (mem_stress, 1 run in 12 on a busy CPU). Counts that keep moving: the overhead stays
      * as it is until the next refresh. */
     for (int tries = 0; tries < 4; tries++) {
-        uint64_t in_flight = carve__mem_in_flight();
         uint64_t moves = carve__counted_moves(sdev), usage;
         uint64_t counted = carve__counted(sdev);
         atomic_thread_fence(memory_order_acquire); /* the count is read before the last look */
+        /* the bytes in flight around NVML's answer: a call that counted its bytes before the
+           count was read, and is under way at the answer, is in one of them */
+        uint64_t in_flight = carve__mem_in_flight();
         if (!nvml_usage(sdev, &usage))
             return false;
+        uint64_t after = carve__mem_in_flight();
         /* pool memory the driver released at a sync since the pools were last looked at
            (carve__overhead_refresh) left NVML's usage low against the count: its release
            from the books moves the count, and the reading is not used */
@@ -126,7 +129,6 @@ static bool overhead_from_nvml(int sdev)
             /* with allocations or frees under way NVML's usage is low by up to the bytes
                they move (carve__mem_in_flight): the overhead is lowered no further than
                that allows */
-            uint64_t after = carve__mem_in_flight();
             int64_t estimate = (int64_t)usage - (int64_t)counted, now = atomic_load(&overhead[sdev]);
             if (estimate < now) {
                 int64_t within = estimate + (int64_t)(in_flight > after ? in_flight : after);

@@ -373,7 +373,13 @@ CARVE_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t byt
 
 bool carve__pool_take(CUdeviceptr dptr, uint64_t *note)
 {
-    return carve__active() && carve_allocmap_remove(&pool_ptrs, dptr, note);
+    if (!carve__active() || !carve_allocmap_remove(&pool_ptrs, dptr, note))
+        return false;
+    /* the last allocation of a destroyed pool: the driver releases the pool with its free */
+    struct pool *e = &pools[*note >> CARVE_ALLOCMAP_DEV_SHIFT];
+    if (!atomic_load(&e->live) && atomic_load(&e->outstanding) <= (*note & CARVE_ALLOCMAP_BYTES_MAX))
+        carve__mem_in_flight_add(atomic_load(&e->charged));
+    return true;
 }
 
 void carve__pool_freed(uint64_t note, CUresult r, CUdeviceptr dptr)
@@ -478,6 +484,8 @@ CARVE_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
         if (!pool_reserved(pool, &reserved))
             reserved = atomic_load(&e->charged);
     }
+    if (e) /* what the driver releases with the pool, before the count gives it back */
+        carve__mem_in_flight_add(atomic_load(&e->charged));
     CUresult r = R.cuMemPoolDestroy(pool);
     uint64_t note;
     if (r == CUDA_SUCCESS && !e && carve__active())

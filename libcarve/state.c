@@ -622,7 +622,7 @@ void carve__mem_call_end(int *unused)
 }
 
 /* bytes moved by the memory call this thread is in: in flight until it returns */
-static void in_flight(uint64_t bytes)
+void carve__mem_in_flight_add(uint64_t bytes)
 {
     if (mem_calls_here && bytes) {
         mem_in_flight_here += bytes;
@@ -640,7 +640,7 @@ uint64_t carve__mem_in_flight(void)
 static void count_move(int sdev, uint64_t bytes, bool up)
 {
     if (up)
-        in_flight(bytes);
+        carve__mem_in_flight_add(bytes);
     atomic_fetch_add(&st.counted_moves[sdev], 1);
     if (up)
         atomic_fetch_add_explicit(&st.counted[sdev], bytes, memory_order_relaxed);
@@ -755,7 +755,7 @@ bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *by
         return false;
     *sdev = (int)(v >> CARVE_ALLOCMAP_DEV_SHIFT);
     *bytes = v & CARVE_ALLOCMAP_BYTES_MAX;
-    in_flight(*bytes); /* the driver may free it before the count gives it back */
+    carve__mem_in_flight_add(*bytes); /* the driver may free it before the count gives it back */
     return true;
 }
 

@@ -216,6 +216,10 @@ out=$(CARVE_SIM_CTX_MEMORY=500MiB in_slice 4GiB "$E2E/mem_inflight" pools 2>&1)
 rc=$?
 echo "$out" | sed 's/^/    /'
 check "mem_inflight pools: a pool given back at a sync leaves the context's memory counted" "$rc"
+out=$(CARVE_SIM_UNMAP_DELAY_US=4000 CARVE_SIM_CTX_MEMORY=500MiB in_slice 4GiB "$E2E/mem_inflight" unmap 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "mem_inflight unmap: a handle freed at its last unmap leaves the context's memory counted" "$rc"
 
 # cuMemAlloc_v2 as the first call libcarve wraps read the real entry point before init had
 # resolved it: CUDA_ERROR_NOT_INITIALIZED, context or not (until 2026-11-27)
