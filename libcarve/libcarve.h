@@ -166,10 +166,11 @@ uint64_t carve__counted_moves(int sdev);
  * (a thread's cuMemGetInfo during another's 1 GiB cuMemAlloc took 500 MiB of context memory
  * off the slice, and 500 MiB more was admitted, until 2026-11-28). CARVE_MEM_CALL() at the
  * top of each such export marks it until the export returns; carve__mem_in_flight is the
- * bytes the calls in progress counted, or took off their records, so far. */
+ * bytes the calls in progress counted, or took off their records, so far (and in *put_ever
+ * all bytes ever put in flight, which only grows). */
 int carve__mem_call_begin(void);
 void carve__mem_call_end(int *unused);
-uint64_t carve__mem_in_flight(void);
+uint64_t carve__mem_in_flight(uint64_t *put_ever);
 /* Bytes the driver may free in the call this thread is in, before the count gives them back
  * (a handle released while mapped, at its unmap; a destroyed pool's memory, at its last
  * free): in flight until the call returns. Nothing outside a CARVE_MEM_CALL. */

@@ -115,12 +115,15 @@ static bool overhead_from_nvml(int sdev)
         uint64_t moves = carve__counted_moves(sdev), usage;
         uint64_t counted = carve__counted(sdev);
         atomic_thread_fence(memory_order_acquire); /* the count is read before the last look */
-        /* the bytes in flight around NVML's answer: a call that counted its bytes before the
-           count was read, and is under way at the answer, is in one of them */
-        uint64_t in_flight = carve__mem_in_flight();
+        /* the bytes in flight at NVML's answer: those in flight before it, and those put in
+           flight since (two calls, one ending and one starting around the answer, are both
+           counted; the larger of two readings missed the smaller call) */
+        uint64_t put_before, put_after;
+        uint64_t in_flight = carve__mem_in_flight(&put_before);
         if (!nvml_usage(sdev, &usage))
             return false;
-        uint64_t after = carve__mem_in_flight();
+        carve__mem_in_flight(&put_after);
+        in_flight += put_after - put_before;
         /* pool memory the driver released at a sync since the pools were last looked at
            (carve__overhead_refresh) left NVML's usage low against the count: its release
            from the books moves the count, and the reading is not used */
@@ -131,7 +134,7 @@ static bool overhead_from_nvml(int sdev)
                that allows */
             int64_t estimate = (int64_t)usage - (int64_t)counted, now = atomic_load(&overhead[sdev]);
             if (estimate < now) {
-                int64_t within = estimate + (int64_t)(in_flight > after ? in_flight : after);
+                int64_t within = estimate + (int64_t)in_flight;
                 estimate = within < now ? within : now;
             }
             overhead_set(sdev, estimate);

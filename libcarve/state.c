@@ -73,6 +73,7 @@ static bool init_done; /* the process's first init ran (a fork child's is init_c
 /* Bytes that memory calls in progress counted or gave up (all threads), this thread's depth
  * of such calls (an export may call another), and its part of those bytes. */
 static _Atomic uint64_t mem_in_flight;
+static _Atomic uint64_t mem_put_in_flight; /* all bytes ever put in flight: never lowered */
 static _Thread_local unsigned mem_calls_here;
 static _Thread_local uint64_t mem_in_flight_here;
 
@@ -626,12 +627,14 @@ void carve__mem_in_flight_add(uint64_t bytes)
 {
     if (mem_calls_here && bytes) {
         mem_in_flight_here += bytes;
+        atomic_fetch_add(&mem_put_in_flight, bytes);
         atomic_fetch_add(&mem_in_flight, bytes);
     }
 }
 
-uint64_t carve__mem_in_flight(void)
+uint64_t carve__mem_in_flight(uint64_t *put_ever)
 {
+    *put_ever = atomic_load(&mem_put_in_flight);
     return atomic_load(&mem_in_flight);
 }
 
