@@ -132,7 +132,8 @@ static bool overhead_from_nvml(int sdev)
             /* with allocations or frees under way NVML's usage is low by up to the bytes
                they move (carve__mem_in_flight): the overhead is lowered no further than
                that allows */
-            int64_t estimate = (int64_t)usage - (int64_t)counted, now = atomic_load(&overhead[sdev]);
+            int64_t estimate = (int64_t)usage - (int64_t)counted;
+            int64_t now = atomic_load(&overhead[sdev]);
             if (estimate < now) {
                 int64_t within = estimate + (int64_t)in_flight;
                 estimate = within < now ? within : now;

@@ -377,7 +377,8 @@ bool carve__pool_take(CUdeviceptr dptr, uint64_t *note)
         return false;
     /* the last allocation of a destroyed pool: the driver releases the pool with its free */
     struct pool *e = &pools[*note >> CARVE_ALLOCMAP_DEV_SHIFT];
-    if (!atomic_load(&e->live) && atomic_load(&e->outstanding) <= (*note & CARVE_ALLOCMAP_BYTES_MAX))
+    uint64_t bytes = *note & CARVE_ALLOCMAP_BYTES_MAX;
+    if (!atomic_load(&e->live) && atomic_load(&e->outstanding) <= bytes)
         carve__mem_in_flight_add(atomic_load(&e->charged));
     return true;
 }

@@ -994,8 +994,9 @@ static int plan_mechanism(const struct fleet *f, const struct fleet_workloads *w
  * The five plans are apart, so they are planned on as many threads as the process may use
  * CPUs (fleet_options.threads), up to one a mechanism: on 100,000 workloads onto 10,000
  * H100s the shared mechanisms take 0.4-0.8 s each, and one after another they took 1.2-2.0 s
- * on a 2-CPU VM whose speed drifted. Each thread takes the next mechanism not yet begun, the dearest first; the
- * plans are the same whatever the number of threads (test_fleet checks it). */
+ * on a 2-CPU VM whose speed drifted. Each thread takes the next mechanism not yet begun, the
+ * dearest first; the plans are the same whatever the number of threads (test_fleet checks
+ * it). */
 static const int by_planning_time[FLEET_NMECH] = {FLEET_MPS, FLEET_CARVE, FLEET_TIMESLICE,
                                                   FLEET_WHOLE, FLEET_MIG};
 
