@@ -67,33 +67,30 @@ static void on_sigbus(int sig, siginfo_t *info, void *ctx)
     raise(sig);
 }
 
-/* Slices whose table's head a tenant overwrote (it holds the table's fd): every later join
- * was refused, and carved kept the slice as it was (until 2026-11-28, a reviewer's finding). */
-static void remake_overwritten(struct carved *d)
+/* A table cut short or removed (SIGBUS in the poll), or whose head was overwritten: every
+ * later join was refused, and carved kept the slice as it was until 2026-11-28 (a reviewer's
+ * finding). Whoever may write a table can do either: a tenant, which holds its fd. */
+static bool cut_or_gone(const struct dslice *s)
 {
-    char err[512];
-    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
-        struct dslice *s = &d->slices[i];
-        if (!s->used || !s->handle || carve_slice_head_ok(s->handle))
-            continue;
-        carved_log("slice %s: the head of its table %s was overwritten (whoever may write its "
-                   "table can: a tenant); its running tenants have lost it; made anew",
-                   s->name, s->shm);
-        if (registry_remake(d, s, err, sizeof(err)) < 0)
-            carved_log("slice %s: cannot make it anew: %s", s->name, err);
-    }
+    return !carve_slice_intact(s->shm);
 }
 
-static void remake_broken(struct carved *d)
+static bool head_overwritten(const struct dslice *s)
+{
+    return s->handle && !carve_slice_head_ok(s->handle);
+}
+
+/* Makes anew each slice broken as `broken' says, logged as "slice NAME: OBJECTS SHM HAPPENED". */
+static void remake_broken(struct carved *d, bool (*broken)(const struct dslice *),
+                          const char *objects, const char *happened)
 {
     char err[512];
     for (int i = 0; i < CARVED_MAX_SLICES; i++) {
         struct dslice *s = &d->slices[i];
-        if (!s->used || carve_slice_intact(s->shm))
+        if (!s->used || !broken(s))
             continue;
-        carved_log("slice %s: its objects %s were truncated or removed (whoever may write its "
-                   "table can: a tenant); its running tenants have lost it; made anew",
-                   s->name, s->shm);
+        carved_log("slice %s: %s %s %s (whoever may write its table can: a tenant); its running "
+                   "tenants have lost it; made anew", s->name, objects, s->shm, happened);
         if (registry_remake(d, s, err, sizeof(err)) < 0)
             carved_log("slice %s: cannot make it anew: %s", s->name, err);
     }
@@ -1014,11 +1011,11 @@ void monitor_poll(struct carved *d, double now)
         carve_slice_sweep_killed(true, 0, log_swept, NULL);
     if (sigsetjmp(poll_escape, 1)) { /* a table was cut short: what was built is dropped */
         in_poll = 0;
-        remake_broken(d);
+        remake_broken(d, cut_or_gone, "its objects", "were truncated or removed");
         return;
     }
     in_poll = 1;
-    remake_overwritten(d);
+    remake_broken(d, head_overwritten, "the head of its table", "was overwritten");
     poll_once(d, now);
     in_poll = 0;
 }

@@ -480,23 +480,23 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
         '[ "$(stat -c %a "/dev/shm$cut_shm")" = 600 ]'
     # a tenant may still (it holds the table's fd): carved, which maps it, died of SIGBUS at
     # its next poll; now it makes the slice anew and goes on. root stands in for the tenant.
+    # remade LOGGED: until carved has logged LOGGED and saved cut under a new name, 3 s at most
+    remade() {
+        for _ in $(seq 30); do # carved's next poll
+            grep -q "$1" "$work/carved.log" && [ "$(saved_shm cut 2>/dev/null)" != "$cut_shm" ] &&
+                return
+            sleep 0.1
+        done
+    }
     truncate -s 0 "/dev/shm$cut_shm"
-    for _ in $(seq 30); do # carved's next poll, 3 s at most
-        grep -q "slice cut: its objects $cut_shm were truncated" "$work/carved.log" &&
-            [ "$(saved_shm cut 2>/dev/null)" != "$cut_shm" ] && break
-        sleep 0.1
-    done
+    remade "slice cut: its objects $cut_shm were truncated"
     check "a slice's table truncated by a tenant: carved goes on and makes the slice anew ($cut_shm, now $(saved_shm cut 2>/dev/null))" \
         'kill -0 "$daemon" && grep -q "slice cut: its objects $cut_shm were truncated" "$work/carved.log" && [ "$(saved_shm cut)" != "$cut_shm" ] && "$CARVE" slice list | grep -q "^cut "'
     # or overwrite its head (magic and version): libcarve refused every later join, and carved
     # kept the slice as it was (until 2026-11-28)
     cut_shm=$(saved_shm cut)
     printf '\0\0\0\0\0\0\0\0\0\0\0\0' | dd of="/dev/shm$cut_shm" bs=12 count=1 conv=notrunc 2>/dev/null
-    for _ in $(seq 30); do # carved's next poll, 3 s at most
-        grep -q "slice cut: the head of its table $cut_shm was overwritten" "$work/carved.log" &&
-            [ "$(saved_shm cut 2>/dev/null)" != "$cut_shm" ] && break
-        sleep 0.1
-    done
+    remade "slice cut: the head of its table $cut_shm was overwritten"
     check "a slice's table whose head a tenant overwrote: carved makes the slice anew ($cut_shm, now $(saved_shm cut 2>/dev/null))" \
         'kill -0 "$daemon" && grep -q "slice cut: the head of its table $cut_shm was overwritten" "$work/carved.log" && [ "$(saved_shm cut)" != "$cut_shm" ] && "$CARVE" slice list | grep -q "^cut "'
     "$CARVE" slice delete cut >/dev/null 2>&1
