@@ -3,7 +3,7 @@
  *
  *   compute_load [--kind big|small|graph] [--kernel-us N] [--seconds S] [--window-ms W]
  *                [--depth D] [--graph-nodes G] [--iters-per-us X] [--label L] [--launch API]
- *                [--long-every N --long-us L]
+ *                [--long-every N --long-us L] [--spin]
  *   compute_load --kind latency [--graph-nodes G] [--think-us T] ...
  *   compute_load --calibrate            (real GPU: prints the spin loop's iterations per us)
  *
@@ -28,8 +28,12 @@
  *
  * --long-every N makes every Nth kernel (big and small kinds) run --long-us L instead: one
  * kernel and grid whose work varies, as a kernel whose loop count is an argument does (a
- * mixture-of-experts layer, a varying sequence length). */
+ * mixture-of-experts layer, a varying sequence length).
+ *
+ * --spin waits for completions by polling (wait_done), as the CUDA driver does by default,
+ * instead of in the driver's synchronize call. */
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <time.h>
 #include <stdio.h>
@@ -95,7 +99,7 @@ struct opts {
     const char *kind, *label;
     double kernel_us, seconds, window_ms, iters_per_us, think_us, long_us;
     int depth, graph_nodes, long_every;
-    bool calibrate;
+    bool calibrate, spin;
 };
 
 struct load {
@@ -119,7 +123,7 @@ static int usage(const char *why)
     fprintf(stderr, "compute_load: %s\nusage: compute_load [--kind big|small|graph] "
             "[--kernel-us N] [--seconds S] [--window-ms W] [--depth D] [--graph-nodes G] "
             "[--iters-per-us X] [--label L] [--launch API] [--long-every N --long-us L] "
-            "| --calibrate\n"
+            "[--spin] | --calibrate\n"
             "API: kernel kernel-ptsz ex ex-ptsz coop coop-ptsz multi-device launch grid "
             "grid-async\n", why);
     return 2;
@@ -134,6 +138,10 @@ static int parse(int argc, char **argv, struct opts *o)
         bool num_ok = v && end && !*end && x > 0;
         if (!strcmp(a, "--calibrate")) {
             o->calibrate = true;
+            continue;
+        }
+        if (!strcmp(a, "--spin")) {
+            o->spin = true;
             continue;
         }
         if (!v)
@@ -284,6 +292,21 @@ static int setup(struct load *L, const struct opts *o)
     return 0;
 }
 
+/* --spin: polls, as the CUDA driver waits by default (CU_CTX_SCHED_AUTO spins while a
+ * process has fewer contexts than CPUs). The simulated GPU's synchronize sleeps instead, and
+ * on a VM a wake-up can come milliseconds late: a lone tenant of 20 us kernels left the
+ * simulated GPU idle 1.2% of the time, in gaps of up to 3.5 ms with the CPUs 90% idle, and
+ * a limiter's test would count that as the limiter's. */
+static void wait_done(struct load *L, CUevent e, bool spin)
+{
+    if (!spin) {
+        L->cu.cuEventSynchronize(e);
+        return;
+    }
+    while (L->cu.cuEventQuery(e) == CUDA_ERROR_NOT_READY)
+        sched_yield();
+}
+
 /* Real GPU: iterations of the spin loop per microsecond, alone (the fastest of 5 tries). */
 static double calibrate(struct load *L)
 {
@@ -409,7 +432,7 @@ int main(int argc, char **argv)
     for (uint64_t i = 0;; i++) {
         int slot = (int)(i % (uint64_t)o.depth);
         if (i >= (uint64_t)o.depth) { /* the unit launched depth ago has completed */
-            L.cu.cuEventSynchronize(done[slot]);
+            wait_done(&L, done[slot], o.spin);
             win_work += slot_ns[slot];
             total_work += slot_ns[slot];
         }

@@ -40,6 +40,7 @@
     X(cuEventCreate)                                                                          \
     X(cuEventRecord)                                                                          \
     X(cuEventSynchronize)                                                                     \
+    X(cuEventQuery)                                                                           \
     X(cuEventElapsedTime)                                                                     \
     X(cuEventDestroy_v2)
 

@@ -93,13 +93,22 @@ measure() {
     shift
     for s in "$@"; do
         [ "$i" -gt 0 ] && sleep "$START_GAP"
+        # Tenants of small kernels wait for them by polling (--spin), as CUDA does by default:
+        # the simulated GPU's synchronize sleeps, and a VM's late wake-up left a queue of 16 x
+        # 20 us empty, the GPU idle as if carve had held the tenant (a 30% slice got 28.5-29.0%
+        # beside a 70% one, 2026-11-28). Not those of longer kernels, whose queues outlast a
+        # wake-up: with four tenants of 10 ms kernels polling on 2 CPUs, a 25% slice got
+        # 11-21% in some window in 3 runs of 6 (0 of 8 without polling).
+        local spin=()
+        [ "${KINDS[$i]:-$kind}" = small ] && spin=(--spin)
         # a limiter that holds a launch for ever fails the check instead of hanging the suite
         local run_args=(--compute "${s%%:*}")
         [[ $s == none:* ]] && run_args=()
         [[ $s == *:* ]] && run_args+=(--priority "${s#*:}")
         timeout -k 5 $((SECONDS_EACH + 30)) "$CARVE" run --simulate --quiet "${run_args[@]}" -- \
             "$LOAD" --kind "${KINDS[$i]:-$kind}" --seconds "$SECONDS_EACH" --label "s$i" \
-            --launch "${LAUNCH_APIS[$i]:-kernel}" ${EXTRA[$i]:-} >"$work/$kind.$i" 2>&1 &
+            --launch "${LAUNCH_APIS[$i]:-kernel}" ${EXTRA[$i]:-} "${spin[@]}" \
+            >"$work/$kind.$i" 2>&1 &
         pids+=($!)
         i=$((i + 1))
     done
@@ -205,8 +214,8 @@ EXTRA=()
 # stream of it) launches (libcarve/pace.c, one_launcher).
 two_processes() { # 6 seconds: the marking took 1-3
     timeout -k 5 36 "$CARVE" run --simulate --quiet --compute 90% -- sh -c \
-        "'$LOAD' --kind small --kernel-us 200 --seconds 6 --label a >'$work/two.0' &
-         '$LOAD' --kind small --kernel-us 200 --seconds 6 --label b >'$work/two.1'; wait"
+        "'$LOAD' --spin --kind small --kernel-us 200 --seconds 6 --label a >'$work/two.0' &
+         '$LOAD' --spin --kind small --kernel-us 200 --seconds 6 --label b >'$work/two.1'; wait"
     python3 - "$work/two.0" "$work/two.1" <<'PY'
 import json, sys
 a, b = ([json.loads(l)["share"] for l in open(p) if '"window"' in l][1:] for p in sys.argv[1:])
@@ -292,7 +301,7 @@ else
 fi
 
 # a tenant that forges a far queue end for every slice on the board (the activity object is
-# every tenant's to write) holds no one: a hand-over past a window's end is not waited for
+# every tenant's to write)
 forge_queue_ends() { # for 5 s: every entry's queue end (the second word of its 64 bytes) 2^62
     python3 - "$board.activity" <<'PY'
 import mmap, os, struct, sys, time
@@ -312,11 +321,12 @@ with open(sys.argv[1], "r+b") as f:
 print(rounds)
 PY
 }
-# Small kernels: the shares hold, measured up to three times as the groups above. Big (10 ms)
-# kernels: no slice is held, but with the hand-over not waited for a sample can again include
-# the neighbour's overrunning kernel, and the 30% slice settles at 18-26% in about 1 run of
-# 10 (docs/compute.md, honest limits); so each slice must get at least half its share. A
-# limiter that holds a slice for ever fails both; one that never paces fails the first.
+# The shares hold, for small and big kernels, measured up to three times as the groups above:
+# a queue end forged far past its slice's last launch is passed over (common/board.c,
+# queue_end_plausible). Believed, it moved every window's end on by its whole width; the 70%
+# slice of big kernels ran into the 30% one's window, whose samples it lengthened until they
+# marked its key varying, and the 30% slice got 15-16% in 3 runs of 20 (2026-11-28). A
+# limiter that holds a slice for ever, or never paces, fails too.
 forged_once() { # forged_once KIND: measure KIND at 30% 70% beside the forger
     forge_queue_ends >"$work/forged" 2>&1 &
     local forger=$!
@@ -325,39 +335,24 @@ forged_once() { # forged_once KIND: measure KIND at 30% 70% beside the forger
     forged=$(cat "$work/forged")
     [[ $forged =~ ^[0-9]+$ ]] && [ "$forged" -gt 10 ]
 }
-forged_first=""
-forged_once small || forged="$forged (too few rounds)"
-result=$(verdicts small 30% 70%)
-for try in second third; do
-    [[ $result == *FAIL* ]] || break
-    forged_first="$forged_first (passed on the $try try; before: $(echo "$result" | tr '\n' ' '))"
-    forged_once small || forged="$forged (too few rounds)"
-    result=$(verdicts small 30% 70%)
+for kind in small big; do
+    forged_first=""
+    forged_once "$kind" || forged="$forged (too few rounds)"
+    result=$(verdicts "$kind" 30% 70%)
+    for try in second third; do
+        [[ $result == *FAIL* ]] || break
+        forged_first="$forged_first (passed on the $try try; before: $(echo "$result" | tr '\n' ' '))"
+        forged_once "$kind" || forged="$forged (too few rounds)"
+        result=$(verdicts "$kind" 30% 70%)
+    done
+    while read -r verdict rest; do
+        if [ "$verdict" = ok ] && [[ $forged =~ ^[0-9]+$ ]]; then
+            ok "$kind kernels at 30% 70% beside queue ends forged $forged times: $rest$forged_first"
+        else
+            bad "$kind kernels at 30% 70% beside forged queue ends (forger: $forged): $rest"
+        fi
+    done <<<"$result"
 done
-while read -r verdict rest; do
-    if [ "$verdict" = ok ] && [[ $forged =~ ^[0-9]+$ ]]; then
-        ok "small kernels at 30% 70% beside queue ends forged $forged times: $rest$forged_first"
-    else
-        bad "small kernels at 30% 70% beside forged queue ends (forger: $forged): $rest"
-    fi
-done <<<"$result"
-forged_once big || forged="$forged (too few rounds)"
-held=$(python3 - "$work/big.0" "$work/big.1" <<'PY'
-import json, sys
-out, ok = [], True
-for path, target in zip(sys.argv[1:], (30.0, 70.0)):
-    w = [json.loads(l)["share"] for l in open(path) if '"window"' in l][1:]
-    mean = sum(w) / len(w) if w else 0.0
-    ok = ok and mean >= target / 2
-    out.append(f"{target:.0f}%: mean {mean:.1f}")
-print(("ok " if ok else "FAIL ") + ", ".join(out))
-PY
-)
-if [[ $held == ok* ]] && [[ $forged =~ ^[0-9]+$ ]]; then
-    ok "big kernels at 30% 70% beside queue ends forged $forged times: no slice held below half its share (${held#ok })"
-else
-    bad "big kernels at 30% 70% beside forged queue ends (forger: $forged): ${held#* }"
-fi
 
 # a guarantee alone takes the idle GPU; next to a 50% cap it takes what the cap leaves
 total() { python3 -c 'import json,sys; print([json.loads(l)["total_share"] for l in open(sys.argv[1]) if "total_share" in l][-1])' "$1"; }
