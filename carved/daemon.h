@@ -68,6 +68,13 @@ struct carved {
     int ngpu;
     struct dslice slices[CARVED_MAX_SLICES];
     unsigned long long escapes_total, escapes_killed, idle_reclaims;
+    /* the config's slices carved could not make at its start for want of room (a guarantee
+       that does not fit beside the slices held, no free place): made at a later poll once
+       they fit (registry_make_waiting); why: the last refusal */
+    struct {
+        bool waiting;
+        char why[512];
+    } conf_state[CARVED_MAX_CONF_SLICES];
     json_t *snapshot; /* the latest, owned */
     bool stale;       /* slices made or deleted since it was built: list and ps rebuild it */
 };
@@ -79,6 +86,8 @@ int registry_save(const struct carved *d, char *err, size_t errlen);
  * objects were broken: truncated by a tenant); its old objects are removed. */
 int registry_remake(struct carved *d, struct dslice *s, char *err, size_t errlen);
 struct dslice *registry_find(struct carved *d, const char *name);
+/* Makes the config's slices that wait for room, where they fit now; at each poll. */
+void registry_make_waiting(struct carved *d);
 /* Makes a slice from its request (strings as the CLI takes them); 0 or -errno + message:
  * -EDQUOT for a guarantee that would take a GPU's guarantees past 100%, and only for it. */
 int registry_create(struct carved *d, const struct carved_slice_conf *req, int origin,

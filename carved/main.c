@@ -552,6 +552,7 @@ static void loop(struct carved *d, int lfd)
                     drop(&clients[i]);
             }
         if (now >= next) {
+            registry_make_waiting(d);
             monitor_poll(d, now);
             carved_http_publish(d->snapshot);
             next = now + (double)d->conf.poll_ms / 1000.0;

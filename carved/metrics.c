@@ -354,6 +354,10 @@ static const struct family families[] = {
      "GPUs the slice was made for that the node no longer has (by UUID; see carved's log).",
      SCOPE_SLICE, get_count, "gpus_gone"},
     {"carve_slices", "gauge", "Slices on the node.", SCOPE_NODE, get_count, "slices"},
+    {"carve_config_slices_waiting", "gauge",
+     "Slices of carved's config not made yet, for want of room: a guarantee that does not fit "
+     "beside the slices held, or no free place (carve slice list says why).",
+     SCOPE_NODE, get_count, "config_waiting"},
     {"carve_escapes_total", "counter",
      "Processes seen using a GPU outside any slice or past their slice's cap (kept across restarts of carved).",
      SCOPE_NODE, get_total, "escapes"},

@@ -981,11 +981,18 @@ static void poll_once(struct carved *d, double now)
         busy[i] |= carve_slice_take_ran(s->handle);
         json_array_append_new(slices, slice_json(d, s, busy[i], now, dt));
     }
+    json_t *waiting = json_array();
+    for (int i = 0; i < d->conf.nslices; i++)
+        if (d->conf_state[i].waiting)
+            json_array_append_new(waiting, json_pack("{s:s,s:i,s:s}", "name",
+                                                     d->conf.slices[i].name, "line",
+                                                     d->conf.slices[i].line, "why",
+                                                     d->conf_state[i].why));
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
-    json_t *snap = json_pack("{s:i,s:s,s:f,s:b,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I}}",
+    json_t *snap = json_pack("{s:i,s:s,s:f,s:b,s:o,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I}}",
         "version", CARVED_SNAPSHOT_VERSION, "node", host, "time", clock_seconds(CLOCK_REALTIME), "simulated", d->simulate,
-        "gpus", gpus, "slices", slices, "escapes", escapes, "totals",
+        "gpus", gpus, "slices", slices, "escapes", escapes, "config_waiting", waiting, "totals",
         "escapes", (json_int_t)d->escapes_total, "escapes_killed", (json_int_t)d->escapes_killed,
         "idle_reclaims", (json_int_t)d->idle_reclaims, "oom_denials", (json_int_t)denials);
     if (snap) {

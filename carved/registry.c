@@ -285,6 +285,43 @@ static int make_objects(struct carved *d, struct dslice *s, int origin, uid_t ow
     return quota_as_full(registry_save(d, err, errlen));
 }
 
+/* Whether the config's slice c, which waits for room, guarantees a share on the GPU uuid. */
+static bool waits_for_guarantee_on(const struct carved_slice_conf *c, const uint8_t uuid[16])
+{
+    struct carve_compute cc;
+    if (!c->compute[0] || carve_parse_compute(c->compute, &cc, NULL, 0) < 0 ||
+        cc.mode != CARVE_COMPUTE_GUARANTEE)
+        return false;
+    bool on = c->ngpus == 0;
+    for (int k = 0; k < c->ngpus && !on; k++)
+        on = memcmp(uuid, c->gpus[k], 16) == 0;
+    return on;
+}
+
+/* A slice that is not the config's guarantees no share on a GPU where a config slice waits
+ * for room for its guarantee: the room that slices going free leave is the config's first
+ * (-EDQUOT, as a guarantee past 100%). */
+static int reserved_for_config(const struct carved *d, const struct dslice *s, char *err,
+                               size_t errlen)
+{
+    for (int i = 0; i < s->spec.ndev; i++) {
+        if (s->spec.dev[i].compute.mode != CARVE_COMPUTE_GUARANTEE ||
+            !s->spec.dev[i].compute.share_bp)
+            continue;
+        for (int k = 0; k < d->conf.nslices; k++) {
+            const struct carved_slice_conf *c = &d->conf.slices[k];
+            if (!d->conf_state[k].waiting || !waits_for_guarantee_on(c, s->spec.dev[i].uuid))
+                continue;
+            snprintf(err, errlen, "GPU %d: the config's [slice %s] (line %d) waits for room for "
+                     "its guarantee of %s there, and carved makes no other guarantee on that "
+                     "GPU until it is made (an admin can delete slices to make room: carve "
+                     "slice list)", s->spec.dev[i].index, c->name, c->line, c->compute);
+            return -EDQUOT;
+        }
+    }
+    return 0;
+}
+
 int registry_create(struct carved *d, const struct carved_slice_conf *req, int origin,
                     uid_t owner, pid_t creator, char *err, size_t errlen)
 {
@@ -304,7 +341,33 @@ int registry_create(struct carved *d, const struct carved_slice_conf *req, int o
     memset(s, 0, sizeof(*s));
     if ((r = prepare(d, s, req, err, errlen)) < 0)
         return r;
+    if (origin != ORIGIN_CONFIG && (r = reserved_for_config(d, s, err, errlen)) < 0)
+        return r;
     return make_objects(d, s, origin, owner, creator, err, errlen);
+}
+
+void registry_make_waiting(struct carved *d)
+{
+    for (int i = 0; i < d->conf.nslices; i++) {
+        if (!d->conf_state[i].waiting)
+            continue;
+        const struct carved_slice_conf *c = &d->conf.slices[i];
+        char why[sizeof(d->conf_state[i].why)] = "";
+        int r = registry_create(d, c, ORIGIN_CONFIG, geteuid(), 0, why, sizeof(why));
+        if (r == 0 || r == -EEXIST) { /* EEXIST: made, its state not saved (logged) */
+            d->conf_state[i].waiting = false;
+            if (r == 0)
+                carved_log("slice %s: the config's [slice %s] (line %d) is made now", c->name,
+                           c->name, c->line);
+            else
+                carved_log("slice %s: the config's [slice %s] (line %d): %s", c->name, c->name,
+                           c->line, why);
+        } else if (strcmp(why, d->conf_state[i].why) != 0) { /* said once a reason */
+            carved_log("slice %s: the config's [slice %s] (line %d) still waits: %s", c->name,
+                       c->name, c->line, why);
+            snprintf(d->conf_state[i].why, sizeof(d->conf_state[i].why), "%s", why);
+        }
+    }
 }
 
 /* s's objects and board places gone, its entry free. */
@@ -882,7 +945,20 @@ int registry_load(struct carved *d, char *err, size_t errlen)
             follow_config(kept, c, !why[0]);
             continue;
         }
-        if (registry_create(d, c, ORIGIN_CONFIG, geteuid(), 0, why, sizeof(why)) < 0) {
+        int r = registry_create(d, c, ORIGIN_CONFIG, geteuid(), 0, why, sizeof(why));
+        if (r == -EDQUOT || r == -ENOSPC) {
+            /* no room now (users' guarantees, 1024 slices held, a full /dev/shm): carved
+               starts without it, rather than stay down over what users hold, and makes it
+               once it fits */
+            d->conf_state[i].waiting = true;
+            snprintf(d->conf_state[i].why, sizeof(d->conf_state[i].why), "%s", why);
+            carved_log("slice %s: the config's [slice %s] (line %d) cannot be made now: %s; "
+                       "carved starts without it and makes it as soon as it fits, and makes "
+                       "no other guarantee where it waits for one", c->name, c->name, c->line,
+                       why);
+            continue;
+        }
+        if (r < 0) {
             snprintf(err, errlen, "the config's [slice %s] (line %d): %s", c->name, c->line,
                      why);
             goto refused;

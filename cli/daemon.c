@@ -401,6 +401,11 @@ static void print_slices(json_t *snap)
         }
         print_joiners(s);
     }
+    json_array_foreach(json_object_get(snap, "config_waiting"), i, s)
+        printf("waiting: the config's [slice %s] (line %lld) is not made yet: %s\n",
+               json_string_value(json_object_get(s, "name")),
+               (long long)json_integer_value(json_object_get(s, "line")),
+               json_string_value(json_object_get(s, "why")));
 }
 
 static int slice_list(int argc, char **argv)

@@ -17,10 +17,10 @@ export CARVE_SIM_DEVICES=2 CARVE_SIM_MEMORY=8GiB
 U1=${CARVE_SIM_UUIDS#*,}
 # names of this run's own: a carved that drops a slice leaves its objects in /dev/shm
 A=gpus-a-$$ B=gpus-b-$$ C=gpus-c-$$ ALL=gpus-all-$$ CAP=gpus-cap-$$ CLI=gpus-cli-$$
-CFG=gpus-cfg-$$ CFG2=gpus-cfg2-$$
+CFG=gpus-cfg-$$ CFG2=gpus-cfg2-$$ UAPI=gpus-uapi-$$
 cleanup_extra() {
     local n
-    for n in "$A" "$B" "$C" "$ALL" "$CAP" "$CLI" "$CFG" "$CFG2"; do rm -f /dev/shm/carve.d."$n".*; done
+    for n in "$A" "$B" "$C" "$ALL" "$CAP" "$CLI" "$CFG" "$CFG2" "$UAPI"; do rm -f /dev/shm/carve.d."$n".*; done
 }
 
 # create JSON-FIELDS [code]: one create request to carved (root's: an admin's); prints "ok"
@@ -147,6 +147,35 @@ check "a restart whose config moves a kept slice to GPU 0 keeps it on GPU 1 ($a)
     '[ "$a" = "1:0:60%+" ] && grep -q "slice $CFG: the config (line 2) puts it on other GPUs than the slice kept from before is on" "$work/carved.log"'
 check "a kept slice whose config names the same GPUs is not logged as moved" \
     '! grep -q "slice $CFG2: the config (line 5) puts it" "$work/carved.log"'
+# a config slice whose guarantee does not fit beside the slices users hold: carved starts
+# without it (it stayed down until 2026-11-28), keeps other guarantees off that GPU, and
+# makes it at the first poll after room is made
+stop_carved
+forget_state
+start_carved 200ms
+out=$(create "\"name\":\"$UAPI\",\"compute\":\"70%+\",\"gpus\":[0]")
+check "a slice guaranteeing 70%+ on GPU 0 is made through the API: $out" '[ "$out" = ok ]'
+stop_carved
+start_carved 200ms off "$(printf '[slice %s]\ncompute = 50%%+\ngpus = 0\n' "$CFG")"
+list=$("$CARVE" slice list 2>&1)
+check "a new config slice of 50%+ on GPU 0 beside it: carved starts, and the log says why it waits" \
+    '[[ $list == *"$UAPI"* ]] && grep -q "slice $CFG: the config'"'"'s \[slice $CFG\] (line 2) cannot be made now: GPU 0: .*70.00%.*carved starts without it" "$work/carved.log"'
+check "carve slice list says it waits, and why ($(echo "$list" | grep waiting))" \
+    '[[ $list == *"waiting: the config'"'"'s [slice $CFG] (line 2) is not made yet: GPU 0: "*"70.00%"* ]]'
+waiting=$("$CARVE" ps --json | python3 -c 'import json, sys; print(",".join(w["name"] for w in json.load(sys.stdin)["config_waiting"]))')
+check "carve ps --json lists it under config_waiting ($waiting)" '[ "$waiting" = "$CFG" ]'
+code=$(create "\"name\":\"$C\",\"compute\":\"20%+\",\"gpus\":[0]" code)
+out=$(create "\"name\":\"$C\",\"compute\":\"20%+\",\"gpus\":[0]")
+check "a user's 20%+ on GPU 0, though it fits, is refused while the config's waits ($code: $out)" \
+    '[ "$code" = guarantees_full ] && [[ $out == "GPU 0: the config'"'"'s [slice $CFG] (line 2) waits for room for its guarantee of 50%+ there"* ]]'
+out=$(create "\"name\":\"$C\",\"compute\":\"20%+\",\"gpus\":[1]")
+out2=$(create "\"name\":\"$CAP\",\"compute\":\"20%\",\"gpus\":[0]")
+check "20%+ on GPU 1, and a 20% cap on GPU 0, are made ($out; $out2)" '[ "$out" = ok ] && [ "$out2" = ok ]'
+"$CARVE" slice delete "$UAPI" >/dev/null 2>&1
+polls 3
+a=$(devices "$CFG")
+check "once the 70%+ slice is deleted, the config's is made at a poll ($a), and said" \
+    '[ "$a" = "0:0:50%+" ] && grep -q "slice $CFG: the config'"'"'s \[slice $CFG\] (line 2) is made now" "$work/carved.log" && ! "$CARVE" slice list | grep -q waiting'
 stop_carved
 forget_state
 printf 'poll_interval = 200ms\n[slice %s]\nmemory = 1GiB\n[slice %s]\ngpus = 0, 7\n' "$CFG2" "$CFG" \
