@@ -70,9 +70,10 @@ struct carved {
     unsigned long long escapes_total, escapes_killed, idle_reclaims;
     /* the config's slices carved could not make at its start for want of room (a guarantee
        that does not fit beside the slices held, no free place): made at a later poll once
-       they fit (registry_make_waiting); why: the last refusal */
+       they fit (registry_make_waiting); code and why: the last refusal */
     struct {
         bool waiting;
+        int code; /* the refusal's: -EDQUOT, its guarantee does not fit; -ENOSPC, no place */
         char why[512];
     } conf_state[CARVED_MAX_CONF_SLICES];
     json_t *snapshot; /* the latest, owned */

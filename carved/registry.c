@@ -299,8 +299,8 @@ static bool waits_for_guarantee_on(const struct carved_slice_conf *c, const uint
 }
 
 /* A slice that is not the config's guarantees no share on a GPU where a config slice waits
- * for room for its guarantee: the room that slices going free leave is the config's first
- * (-EDQUOT, as a guarantee past 100%). */
+ * for room for its guarantee (refused as a guarantee past 100%): the room that slices going
+ * free leave is the config's first (-EDQUOT, as such a refusal). */
 static int reserved_for_config(const struct carved *d, const struct dslice *s, char *err,
                                size_t errlen)
 {
@@ -310,7 +310,8 @@ static int reserved_for_config(const struct carved *d, const struct dslice *s, c
             continue;
         for (int k = 0; k < d->conf.nslices; k++) {
             const struct carved_slice_conf *c = &d->conf.slices[k];
-            if (!d->conf_state[k].waiting || !waits_for_guarantee_on(c, s->spec.dev[i].uuid))
+            if (!d->conf_state[k].waiting || d->conf_state[k].code != -EDQUOT ||
+                !waits_for_guarantee_on(c, s->spec.dev[i].uuid))
                 continue;
             snprintf(err, errlen, "GPU %d: the config's [slice %s] (line %d) waits for room for "
                      "its guarantee of %s there, and carved makes no other guarantee on that "
@@ -354,17 +355,14 @@ void registry_make_waiting(struct carved *d)
         const struct carved_slice_conf *c = &d->conf.slices[i];
         char why[sizeof(d->conf_state[i].why)] = "";
         int r = registry_create(d, c, ORIGIN_CONFIG, geteuid(), 0, why, sizeof(why));
-        if (r == 0 || r == -EEXIST) { /* EEXIST: made, its state not saved (logged) */
+        if (r == 0 || registry_find(d, c->name)) { /* made, though slices.json may not say so */
             d->conf_state[i].waiting = false;
-            if (r == 0)
-                carved_log("slice %s: the config's [slice %s] (line %d) is made now", c->name,
-                           c->name, c->line);
-            else
-                carved_log("slice %s: the config's [slice %s] (line %d): %s", c->name, c->name,
-                           c->line, why);
-        } else if (strcmp(why, d->conf_state[i].why) != 0) { /* said once a reason */
+            carved_log("slice %s: the config's [slice %s] (line %d) is made now%s%s", c->name,
+                       c->name, c->line, r ? "; " : "", r ? why : "");
+        } else if (r != d->conf_state[i].code || strcmp(why, d->conf_state[i].why) != 0) {
             carved_log("slice %s: the config's [slice %s] (line %d) still waits: %s", c->name,
-                       c->name, c->line, why);
+                       c->name, c->line, why); /* said once a reason */
+            d->conf_state[i].code = r;
             snprintf(d->conf_state[i].why, sizeof(d->conf_state[i].why), "%s", why);
         }
     }
@@ -946,16 +944,24 @@ int registry_load(struct carved *d, char *err, size_t errlen)
             continue;
         }
         int r = registry_create(d, c, ORIGIN_CONFIG, geteuid(), 0, why, sizeof(why));
+        struct dslice *made_now = r < 0 ? registry_find(d, c->name) : NULL;
+        if (made_now) { /* made, and slices.json not written: carved does not start */
+            made[nmade++] = made_now;
+            snprintf(err, errlen, "the config's [slice %s] (line %d): %s", c->name, c->line,
+                     why);
+            goto refused;
+        }
         if (r == -EDQUOT || r == -ENOSPC) {
-            /* no room now (users' guarantees, 1024 slices held, a full /dev/shm): carved
-               starts without it, rather than stay down over what users hold, and makes it
-               once it fits */
+            /* no room now (users' guarantees, 1024 slices held, the GPU's board or /dev/shm
+               full): carved starts without it, rather than stay down over what users hold,
+               and makes it once it fits */
             d->conf_state[i].waiting = true;
+            d->conf_state[i].code = r;
             snprintf(d->conf_state[i].why, sizeof(d->conf_state[i].why), "%s", why);
             carved_log("slice %s: the config's [slice %s] (line %d) cannot be made now: %s; "
-                       "carved starts without it and makes it as soon as it fits, and makes "
-                       "no other guarantee where it waits for one", c->name, c->name, c->line,
-                       why);
+                       "carved starts without it and makes it as soon as it fits%s", c->name,
+                       c->name, c->line, why, r == -EDQUOT ? ", and makes no other guarantee "
+                       "where it waits for one" : "");
             continue;
         }
         if (r < 0) {

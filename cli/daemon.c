@@ -401,11 +401,13 @@ static void print_slices(json_t *snap)
         }
         print_joiners(s);
     }
-    json_array_foreach(json_object_get(snap, "config_waiting"), i, s)
+    json_array_foreach(json_object_get(snap, "config_waiting"), i, s) {
+        const char *name = json_string_value(json_object_get(s, "name"));
+        const char *why = json_string_value(json_object_get(s, "why"));
         printf("waiting: the config's [slice %s] (line %lld) is not made yet: %s\n",
-               json_string_value(json_object_get(s, "name")),
-               (long long)json_integer_value(json_object_get(s, "line")),
-               json_string_value(json_object_get(s, "why")));
+               name ? name : "?", (long long)json_integer_value(json_object_get(s, "line")),
+               why ? why : "?");
+    }
 }
 
 static int slice_list(int argc, char **argv)

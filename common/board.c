@@ -353,39 +353,45 @@ void carve_board_note_launch(struct carve_board *b, int entry, uint64_t now_ns)
 }
 
 /* Whether entry i's queue end q is one its slice could have noted: no further than horizon_ns
- * past its last noted launch. The activity is every tenant's to write, and a queue end forged
- * far ahead moved every slice's window by all of its width: the slice before a 30% slice of
- * 10 ms kernels then ran into its window, lengthening its samples, and in 3 runs of 20 the
- * 30% slice, charged as varying, got 15% (2026-11-28). */
-static bool queue_end_plausible(const struct carve_board *b, int i, uint64_t q, uint64_t horizon_ns)
+ * past its last noted launch, or past now_ns when that launch is noted later (forged too: a
+ * launch note never moves back, and one at 2^62 would make any end believable). The activity
+ * is every tenant's to write, and a queue end forged far ahead moved every slice's window by
+ * all of its width: the slice before a 30% slice of 10 ms kernels then ran into its window,
+ * lengthening its samples, and in 3 runs of 20 the 30% slice, charged as varying, got 15%
+ * (2026-11-28). */
+static bool queue_end_plausible(const struct carve_board *b, int i, uint64_t q, uint64_t now_ns,
+                                uint64_t horizon_ns)
 {
     uint64_t last = atomic_load_explicit(&b->act->entry[i].last_launch_ns, memory_order_relaxed);
+    if (last > now_ns)
+        last = now_ns;
     return q <= last || q - last <= horizon_ns;
 }
 
-void carve_board_note_queue(struct carve_board *b, int entry, uint64_t end_ns,
+void carve_board_note_queue(struct carve_board *b, int entry, uint64_t end_ns, uint64_t now_ns,
                             uint64_t horizon_ns)
 {
     if (!b || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
         return;
-    /* the slice's processes race here; the latest end wins, but not one past the horizon,
-       which none of them noted */
+    /* the slice's processes race here; the latest end wins, but not one the readers do not
+       believe, which none of them noted */
     _Atomic uint64_t *q = &b->act->entry[entry].queue_end_ns;
     uint64_t was = atomic_load_explicit(q, memory_order_relaxed);
-    while ((end_ns > was || was - end_ns > horizon_ns) &&
+    while ((end_ns > was || !queue_end_plausible(b, entry, was, now_ns, horizon_ns)) &&
            !atomic_compare_exchange_weak_explicit(q, &was, end_ns, memory_order_relaxed,
                                                   memory_order_relaxed))
         ;
 }
 
-uint64_t carve_board_busy_until(const struct carve_board *b, int entry, uint64_t horizon_ns)
+uint64_t carve_board_busy_until(const struct carve_board *b, int entry, uint64_t now_ns,
+                                uint64_t horizon_ns)
 {
     uint64_t busy = 0;
     for (int i = 0; b && i < CARVE_BOARD_ENTRIES; i++) {
         if (i == entry || atomic_load_explicit(&b->t->entry[i].pid, memory_order_relaxed) <= 0)
             continue;
         uint64_t q = atomic_load_explicit(&b->act->entry[i].queue_end_ns, memory_order_relaxed);
-        if (q > busy && queue_end_plausible(b, i, q, horizon_ns))
+        if (q > busy && queue_end_plausible(b, i, q, now_ns, horizon_ns))
             busy = q;
     }
     return busy;
@@ -398,14 +404,15 @@ void carve_board_note_given(struct carve_board *b, int entry, uint64_t until_ns)
                               memory_order_relaxed);
 }
 
-uint64_t carve_board_given(const struct carve_board *b, int entry, uint64_t horizon_ns,
-                          uint64_t *from_ns)
+uint64_t carve_board_given(const struct carve_board *b, int entry, uint64_t now_ns,
+                          uint64_t horizon_ns, uint64_t *from_ns)
 {
     *from_ns = 0;
     if (!b || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
         return 0;
-    uint64_t from = atomic_load_explicit(&b->act->entry[entry].queue_end_ns, memory_order_relaxed);
-    if (!queue_end_plausible(b, entry, from, horizon_ns))
+    uint64_t from =
+        atomic_load_explicit(&b->act->entry[entry].queue_end_ns, memory_order_relaxed);
+    if (!queue_end_plausible(b, entry, from, now_ns, horizon_ns))
         return 0; /* nothing given: from a forged end, it would be given from any time */
     *from_ns = from;
     return atomic_load_explicit(&b->act->entry[entry].given_until_ns, memory_order_relaxed);

@@ -62,18 +62,20 @@ void carve_board_note_launch(struct carve_board *b, int entry, uint64_t now_ns);
  * the latest end of what the other entries have so noted, or 0. A slice's turn begins when
  * the work before it has run out, so that its first kernel is not queued behind another
  * slice's (on the GPU the two would time-slice, and its cost sample would include theirs).
- * A queue end more than horizon_ns past its entry's last noted launch is not believed: the
- * reader passes it over, and the entry's next note replaces it. */
-void carve_board_note_queue(struct carve_board *b, int entry, uint64_t end_ns,
+ * A queue end more than horizon_ns past its entry's last noted launch (or past now_ns, when
+ * that launch is noted later than now_ns) is not believed: the reader passes it over, and the
+ * entry's next note replaces it. */
+void carve_board_note_queue(struct carve_board *b, int entry, uint64_t end_ns, uint64_t now_ns,
                             uint64_t horizon_ns);
-uint64_t carve_board_busy_until(const struct carve_board *b, int entry, uint64_t horizon_ns);
+uint64_t carve_board_busy_until(const struct carve_board *b, int entry, uint64_t now_ns,
+                                uint64_t horizon_ns);
 /* Taking turns: notes that entry, held in its window, leaves it unused from the end of its
  * queue until until_ns; and reads that of one entry (*from_ns: its queue end; nothing given,
- * 0, when that end is past horizon_ns as above). The slice whose window comes next may start
+ * 0, when that end is not believed, as above). The slice whose window comes next may start
  * early in that time (libcarve/pace.c, window_given). */
 void carve_board_note_given(struct carve_board *b, int entry, uint64_t until_ns);
-uint64_t carve_board_given(const struct carve_board *b, int entry, uint64_t horizon_ns,
-                          uint64_t *from_ns);
+uint64_t carve_board_given(const struct carve_board *b, int entry, uint64_t now_ns,
+                          uint64_t horizon_ns, uint64_t *from_ns);
 /* Fills peers (at most max) with the live entries, active meaning a launch within
  * active_ns before now_ns; *me is set to entry's place among them (-1 if absent).
  * Returns how many were filled. */

@@ -669,8 +669,8 @@ static void refresh_rate(int sdev, uint64_t now)
 
 /* How far past its last launch a slice's queue end on the board is believed (board.h): two
  * periods. A slice's queue reaches past its launch by the rest of its window and one kernel;
- * a kernel longer than that is taken for a forged end, and the slice after it starts its
- * window on time, queued behind it (docs/compute.md, honest limits). */
+ * one that reaches further (a 90% slice's kernel of about 55 ms) is taken for a forged end,
+ * and the slice after it starts its window on time, queued behind it (docs/compute.md). */
 static uint64_t queue_horizon(void)
 {
     return 2 * P.period_ns;
@@ -679,12 +679,12 @@ static uint64_t queue_horizon(void)
 /* How long the work the other slices queued before a window (its start) ran into it, up to
  * the window's width: their last kernel that ran over its own window, which their share
  * clocks charge them for. Looked up on the board once per window and process. */
-static uint64_t window_late(struct pace_dev *pd, uint64_t start, uint64_t width)
+static uint64_t window_late(struct pace_dev *pd, uint64_t now, uint64_t start, uint64_t width)
 {
     if (atomic_load_explicit(&pd->late_start, memory_order_relaxed) == start)
         return atomic_load_explicit(&pd->late_ns, memory_order_relaxed);
-    uint64_t busy = pd->board ? carve_board_busy_until(pd->board, pd->entry, queue_horizon())
-                              : 0;
+    uint64_t busy =
+        pd->board ? carve_board_busy_until(pd->board, pd->entry, now, queue_horizon()) : 0;
     uint64_t late = busy > start ? (busy - start < width ? busy - start : width) : 0;
     atomic_store_explicit(&pd->late_ns, late, memory_order_relaxed);
     atomic_store_explicit(&pd->late_start, start, memory_order_relaxed);
@@ -715,8 +715,8 @@ static bool window_given(struct pace_dev *pd, uint64_t now, uint64_t next, uint6
                          int64_t q, uint64_t cost, uint64_t *floor, uint64_t *wait)
 {
     uint64_t from, until = carve_board_given(
-        pd->board, atomic_load_explicit(&pd->win_before, memory_order_relaxed), queue_horizon(),
-        &from);
+        pd->board, atomic_load_explicit(&pd->win_before, memory_order_relaxed), now,
+        queue_horizon(), &from);
     *wait = 0;
     if (until <= now || from >= until)
         return false;
@@ -756,11 +756,12 @@ static bool stream_busy(CUstream stream)
     return busy;
 }
 
-static void turn_admit(struct pace_dev *pd, int sdev, uint64_t cost, uint64_t floor)
+static void turn_admit(struct pace_dev *pd, int sdev, uint64_t cost, uint64_t floor,
+                       uint64_t now)
 {
     int64_t queue_end = carve_slice_turn_admit(
         P.slice, sdev, cost, atomic_load_explicit(&pd->rate_bp, memory_order_relaxed), floor);
-    carve_board_note_queue(pd->board, pd->entry, (uint64_t)queue_end, queue_horizon());
+    carve_board_note_queue(pd->board, pd->entry, (uint64_t)queue_end, now, queue_horizon());
 }
 
 /* Time division: admits work of cost ns when it can finish inside this slice's window of the
@@ -805,7 +806,7 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
         if (now < start && start >= period && now < prev + width + prev_moved)
             start = prev;
         if (now >= start)
-            late = window_late(pd, start, width);
+            late = window_late(pd, now, start, width);
         uint64_t end = start + width + window_moved(pd, late, width, period), wait, early = 0;
         uint64_t given_floor;
         int64_t q = carve_slice_queue_clock(P.slice, sdev);
@@ -825,8 +826,9 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
          * since a wait leaves the GPU idle for a wake-up's time; so does one whose hand-over
          * would come after its window (a long kernel ahead, or a queue end a tenant forged). */
         bool behind_own = q > (int64_t)now;
-        uint64_t busy = !sampled || behind_own || !pd->board
-                            ? 0 : carve_board_busy_until(pd->board, pd->entry, queue_horizon());
+        uint64_t busy =
+            !sampled || behind_own || !pd->board
+                ? 0 : carve_board_busy_until(pd->board, pd->entry, now, queue_horizon());
         uint64_t handed_over = busy > P.handover_ns ? busy - P.handover_ns : 0;
         bool may = now >= start && now < end && queued_until < end && (fits || owed);
         if (may && (handed_over <= now || handed_over >= end)) {
@@ -837,7 +839,7 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
                key not yet known to vary would hardly ever count */
             clean = sampled && fits && queued_until + cost <= end &&
                     (behind_own || stream_busy(stream));
-            turn_admit(pd, sdev, cost, floor);
+            turn_admit(pd, sdev, cost, floor, now);
             break;
         }
         /* outside its window, behind its share: the time the slice before it left unused
@@ -845,7 +847,7 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
         if (!may && owed && (now < start || now >= end) && pd->board &&
             window_given(pd, now, now < start ? start : start + period, width, q, cost,
                          &given_floor, &early)) {
-            turn_admit(pd, sdev, cost, given_floor);
+            turn_admit(pd, sdev, cost, given_floor, now);
             break;
         }
         if (may) {

@@ -176,6 +176,8 @@ polls 3
 a=$(devices "$CFG")
 check "once the 70%+ slice is deleted, the config's is made at a poll ($a), and said" \
     '[ "$a" = "0:0:50%+" ] && grep -q "slice $CFG: the config'"'"'s \[slice $CFG\] (line 2) is made now" "$work/carved.log" && ! "$CARVE" slice list | grep -q waiting'
+out=$(create "\"name\":\"$ALL\",\"compute\":\"20%+\",\"gpus\":[0]")
+check "then a user's 20%+ on GPU 0 is made again, beside its 50%+: $out" '[ "$out" = ok ]'
 stop_carved
 forget_state
 printf 'poll_interval = 200ms\n[slice %s]\nmemory = 1GiB\n[slice %s]\ngpus = 0, 7\n' "$CFG2" "$CFG" \

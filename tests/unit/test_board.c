@@ -50,8 +50,10 @@ static const struct carve_compute CAP30 = {3000, CARVE_COMPUTE_CAP, CARVE_PRIO_N
 static const struct carve_compute G60 = {6000, CARVE_COMPUTE_GUARANTEE, CARVE_PRIO_NORMAL};
 static const struct carve_compute G50 = {5000, CARVE_COMPUTE_GUARANTEE, CARVE_PRIO_NORMAL};
 static const struct carve_compute G40 = {4000, CARVE_COMPUTE_GUARANTEE, CARVE_PRIO_NORMAL};
-/* how far past an entry's last launch its queue end is believed, in the tests below */
+/* how far past an entry's last launch its queue end is believed, and the readers' clock, in
+ * the tests below */
 #define HORIZON 100000ull
+#define NOW 1000000000ull
 
 static void test_guarantees_add_up_to_100(void **state)
 {
@@ -173,25 +175,25 @@ static void test_queue_hands_over(void **state)
     int ea, eb, ec;
     char err[512];
     join_cap_and_guarantee(uuid, &a, &ea, &b, &eb, &tenant);
-    assert_int_equal(carve_board_busy_until(tenant, ea, HORIZON), 0);
-    carve_board_note_queue(tenant, eb, 5000, HORIZON);
-    assert_int_equal(carve_board_busy_until(tenant, ea, HORIZON), 5000);
-    assert_int_equal(carve_board_busy_until(tenant, eb, HORIZON), 0); /* its own is no wait */
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 0);
+    carve_board_note_queue(tenant, eb, 5000, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 5000);
+    assert_int_equal(carve_board_busy_until(tenant, eb, NOW, HORIZON), 0); /* its own is no wait */
     /* two processes of b race: the later end stays */
-    carve_board_note_queue(tenant, eb, 9000, HORIZON);
-    carve_board_note_queue(tenant, eb, 7000, HORIZON);
-    assert_int_equal(carve_board_busy_until(tenant, ea, HORIZON), 9000);
+    carve_board_note_queue(tenant, eb, 9000, NOW, HORIZON);
+    carve_board_note_queue(tenant, eb, 7000, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 9000);
     /* the latest of all the others */
-    carve_board_note_queue(tenant, ea, 12000, HORIZON);
-    assert_int_equal(carve_board_busy_until(tenant, eb, HORIZON), 12000);
+    carve_board_note_queue(tenant, ea, 12000, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, eb, NOW, HORIZON), 12000);
     /* a slice that leaves stops counting, and its place is taken with an empty queue */
     carve_board_leave(b, eb);
-    assert_int_equal(carve_board_busy_until(tenant, ea, HORIZON), 0);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 0);
     ec = eb;
     assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "c", getpid(), &c,
                                       &ec, err, sizeof(err)), 0);
     assert_int_equal(ec, eb);
-    assert_int_equal(carve_board_busy_until(tenant, ea, HORIZON), 0);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 0);
     carve_board_close(tenant);
     carve_board_leave(c, ec);
     carve_board_leave(a, ea);
@@ -205,19 +207,19 @@ static void test_window_given(void **state)
     char err[512];
     uint64_t from = 1;
     join_cap_and_guarantee(uuid, &a, &ea, &b, &eb, &tenant);
-    assert_int_equal(carve_board_given(tenant, eb, HORIZON, &from), 0); /* nothing given yet */
+    assert_int_equal(carve_board_given(tenant, eb, NOW, HORIZON, &from), 0); /* nothing given yet */
     assert_int_equal(from, 0);
     /* b, held in its window, leaves it from its queue's end until 15000 */
-    carve_board_note_queue(tenant, eb, 10000, HORIZON);
+    carve_board_note_queue(tenant, eb, 10000, NOW, HORIZON);
     carve_board_note_given(tenant, eb, 15000);
-    assert_int_equal(carve_board_given(tenant, eb, HORIZON, &from), 15000);
+    assert_int_equal(carve_board_given(tenant, eb, NOW, HORIZON, &from), 15000);
     assert_int_equal(from, 10000);
-    assert_int_equal(carve_board_given(tenant, ea, HORIZON, &from), 0); /* a gave nothing */
+    assert_int_equal(carve_board_given(tenant, ea, NOW, HORIZON, &from), 0); /* a gave nothing */
     /* a later note replaces it, and no place past the board is read */
     carve_board_note_given(tenant, eb, 12000);
-    assert_int_equal(carve_board_given(tenant, eb, HORIZON, &from), 12000);
-    assert_int_equal(carve_board_given(tenant, -1, HORIZON, &from), 0);
-    assert_int_equal(carve_board_given(tenant, CARVE_BOARD_ENTRIES, HORIZON, &from), 0);
+    assert_int_equal(carve_board_given(tenant, eb, NOW, HORIZON, &from), 12000);
+    assert_int_equal(carve_board_given(tenant, -1, NOW, HORIZON, &from), 0);
+    assert_int_equal(carve_board_given(tenant, CARVE_BOARD_ENTRIES, NOW, HORIZON, &from), 0);
     assert_int_equal(from, 0);
     /* its place, taken again, starts with nothing given */
     carve_board_leave(b, eb);
@@ -225,7 +227,7 @@ static void test_window_given(void **state)
     assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "c", getpid(), &c,
                                       &ec, err, sizeof(err)), 0);
     assert_int_equal(ec, eb);
-    assert_int_equal(carve_board_given(tenant, ec, HORIZON, &from), 0);
+    assert_int_equal(carve_board_given(tenant, ec, NOW, HORIZON, &from), 0);
     carve_board_close(tenant);
     carve_board_leave(c, ec);
     carve_board_leave(a, ea);
@@ -233,7 +235,7 @@ static void test_window_given(void **state)
 
 /* A queue end forged far ahead (the activity is every tenant's to write) is passed over by
  * the readers, gives no time, and is replaced by the entry's next note; one within the horizon
- * of the entry's last launch counts. */
+ * of the entry's last launch counts; a launch noted after now (forged too) moves no horizon. */
 static void test_forged_queue_end(void **state)
 {
     uint8_t uuid[16];
@@ -242,24 +244,37 @@ static void test_forged_queue_end(void **state)
     uint64_t from = 1, launch = 5000000;
     join_cap_and_guarantee(uuid, &a, &ea, &b, &eb, &tenant);
     carve_board_note_launch(tenant, eb, launch);
-    carve_board_note_queue(tenant, eb, launch + HORIZON, HORIZON);
-    assert_int_equal(carve_board_busy_until(tenant, ea, HORIZON), launch + HORIZON);
+    carve_board_note_queue(tenant, eb, launch + HORIZON, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), launch + HORIZON);
     carve_board_note_given(tenant, eb, launch + 2 * HORIZON);
-    assert_int_equal(carve_board_given(tenant, eb, HORIZON, &from), launch + 2 * HORIZON);
+    assert_int_equal(carve_board_given(tenant, eb, NOW, HORIZON, &from), launch + 2 * HORIZON);
     assert_int_equal(from, launch + HORIZON);
-    /* forged: 2^62, and one past the horizon */
-    carve_board_note_queue(tenant, eb, 1ull << 62, HORIZON);
-    assert_int_equal(carve_board_busy_until(tenant, ea, HORIZON), 0);
-    assert_int_equal(carve_board_given(tenant, eb, HORIZON, &from), 0);
+    /* forged: 2^62 */
+    carve_board_note_queue(tenant, eb, 1ull << 62, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 0);
+    assert_int_equal(carve_board_given(tenant, eb, NOW, HORIZON, &from), 0);
     assert_int_equal(from, 0);
     /* the entry's next note takes its place, though earlier (the latest end wins otherwise) */
-    carve_board_note_queue(tenant, eb, launch + 300, HORIZON);
-    assert_int_equal(carve_board_busy_until(tenant, ea, HORIZON), launch + 300);
-    carve_board_note_queue(tenant, eb, launch + HORIZON + 1, HORIZON);
-    assert_int_equal(carve_board_busy_until(tenant, ea, HORIZON), 0);
-    /* believed again once the entry launches later */
+    carve_board_note_queue(tenant, eb, launch + 300, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), launch + 300);
+    carve_board_note_queue(tenant, eb, launch + 200, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), launch + 300);
+    /* forged just past the horizon: passed over, and replaced by an earlier note too */
+    carve_board_note_queue(tenant, eb, launch + HORIZON + 1, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 0);
+    carve_board_note_queue(tenant, eb, launch + 400, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), launch + 400);
+    /* believed once the entry launches later */
+    carve_board_note_queue(tenant, eb, launch + HORIZON + 1000, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 0);
     carve_board_note_launch(tenant, eb, launch + 2 * CARVE_BOARD_NOTE_NS);
-    assert_int_equal(carve_board_busy_until(tenant, ea, HORIZON), launch + HORIZON + 1);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), launch + HORIZON + 1000);
+    /* a launch forged at 2^62 with the end: the horizon runs from now, not from it */
+    carve_board_note_launch(tenant, eb, 1ull << 62);
+    carve_board_note_queue(tenant, eb, (1ull << 62) + 1, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 0);
+    assert_int_equal(carve_board_given(tenant, eb, NOW, HORIZON, &from), 0);
+    assert_int_equal(carve_board_busy_until(tenant, ea, 1ull << 62, HORIZON), (1ull << 62) + 1);
     carve_board_close(tenant);
     carve_board_leave(b, eb);
     carve_board_leave(a, ea);

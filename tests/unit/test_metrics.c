@@ -311,6 +311,26 @@ static void test_node_lines(void **state)
     free(t);
 }
 
+/* the config's sections that wait for room, counted; none when the snapshot has no list */
+static void test_config_waiting(void **state)
+{
+    json_t *snap = load(SNAPSHOT);
+    json_object_set_new(snap, "config_waiting",
+                        json_pack("[{s:s,s:i,s:s},{s:s,s:i,s:s}]", "name", "a", "line", 3, "why",
+                                  "GPU 0: full", "name", "b", "line", 9, "why", "no place"));
+    char *t = carved_metrics_render(snap);
+    assert_non_null(t);
+    check_format(t);
+    expect_line(t, "# TYPE carve_config_slices_waiting gauge");
+    expect_line(t, "carve_config_slices_waiting{Hostname=\"gpu-node-1\"} 2");
+    free(t);
+    json_object_set_new(snap, "config_waiting", json_array());
+    t = carved_metrics_render(snap);
+    expect_line(t, "carve_config_slices_waiting{Hostname=\"gpu-node-1\"} 0");
+    free(t);
+    json_decref(snap);
+}
+
 /* label values escaped; and a GPU whose used memory passes its total */
 static void test_escaping(void **state)
 {
@@ -454,6 +474,7 @@ int main(void)
         cmocka_unit_test(test_dcgm_gpu_lines),
         cmocka_unit_test(test_slice_lines),
         cmocka_unit_test(test_node_lines),
+        cmocka_unit_test(test_config_waiting),
         cmocka_unit_test(test_escaping),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_malformed),
