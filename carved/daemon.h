@@ -28,6 +28,9 @@ struct dslice {
     int origin;
     uid_t owner;
     pid_t creator; /* ORIGIN_RUN: the carve run that asked; the slice ends with it */
+    /* its start time (carve_proc_start_time), 0: not known (a slices.json of before
+       2026-11-28): a process of another start under its pid is not it */
+    uint64_t creator_start;
     uid_t users[CARVED_MAX_IDS];
     int nusers;
     gid_t groups[CARVED_MAX_IDS];

@@ -916,7 +916,9 @@ static void count_new_escapes(struct carved *d, const json_t *escapes)
 }
 
 /* A slice made for one `carve run` ends with it: when that carve run is gone and no process
- * is left in the slice (a SIGKILLed carve run cannot ask for it). */
+ * is left in the slice (a SIGKILLed carve run cannot ask for it). Gone: no process has its
+ * pid, or the one that has it started at another time (the pid was reused; such a slice
+ * stayed until that process ended, until 2026-11-28). */
 static void end_orphan_runs(struct carved *d)
 {
     struct carve_slice_owner owner[1];
@@ -926,7 +928,8 @@ static void end_orphan_runs(struct carved *d)
         struct dslice *s = &d->slices[i];
         if (!s->used || s->origin != ORIGIN_RUN || s->creator <= 0)
             continue;
-        if (kill(s->creator, 0) == 0 || errno != ESRCH)
+        bool reused = s->creator_start && carve_proc_start_time(s->creator) != s->creator_start;
+        if (!reused && (kill(s->creator, 0) == 0 || errno != ESRCH))
             continue;
         /* tenants of other namespaces too, until find_foreign finds them gone */
         if (carve_slice_pids(s->handle, pids, 1) == 0 &&

@@ -257,7 +257,7 @@ static int quota_as_full(int r)
 /* Makes the objects of s, whose fields and spec are filled, and takes it into the registry:
  * 0, or -errno with a message (s is then left unused). */
 static int make_objects(struct carved *d, struct dslice *s, int origin, uid_t owner,
-                        pid_t creator, char *err, size_t errlen)
+                        pid_t creator, uint64_t creator_start, char *err, size_t errlen)
 {
     int r = join_boards(s, err, errlen);
     if (r < 0)
@@ -276,6 +276,9 @@ static int make_objects(struct carved *d, struct dslice *s, int origin, uid_t ow
     s->origin = origin;
     s->owner = owner;
     s->creator = creator;
+    /* made again (slices.json, a broken table): the start saved, whoever has the pid now */
+    s->creator_start = creator_start || creator <= 0 ? creator_start
+                                                     : carve_proc_start_time(creator);
     s->created = (long long)time(NULL);
     s->used = true;
     d->stale = true;
@@ -344,7 +347,7 @@ int registry_create(struct carved *d, const struct carved_slice_conf *req, int o
         return r;
     if (origin != ORIGIN_CONFIG && (r = reserved_for_config(d, s, err, errlen)) < 0)
         return r;
-    return make_objects(d, s, origin, owner, creator, err, errlen);
+    return make_objects(d, s, origin, owner, creator, 0, err, errlen);
 }
 
 void registry_make_waiting(struct carved *d)
@@ -417,11 +420,12 @@ int registry_save(const struct carved *d, char *err, size_t errlen)
         const struct dslice *s = &d->slices[i];
         if (!s->used)
             continue;
-        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:b,s:s,s:I,s:I,s:I,s:o,s:o,s:i,s:f}",
+        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:b,s:s,s:I,s:I,s:I,s:I,s:o,s:o,s:i,s:f}",
             "name", s->name, "shm", s->shm, "memory", s->memory, "compute", s->compute,
             "priority", s->priority, "gpus", gpus_json(s), "chosen_gpus", s->chosen_gpus,
             "origin", registry_origin_name(s->origin),
             "owner", (json_int_t)s->owner, "creator", (json_int_t)s->creator,
+            "creator_start", (json_int_t)s->creator_start,
             "created", (json_int_t)s->created, "users", ids_json(s->users, s->nusers),
             "groups", ids_json(s->groups, s->ngroups), "idle_policy", s->idle_policy,
             "idle_gpu_hours", s->idle_gpu_hours));
@@ -653,7 +657,8 @@ static int saved_gpus(json_t *a, struct saved_gpu *out, char *why, size_t len)
  * another GPU, and a removed GPU's index dropped the slice. 0, or -errno with a message. */
 static int remake_on_gpus(struct carved *d, const struct carved_slice_conf *req,
                           const struct saved_gpu *sg, int n, bool chosen, int origin,
-                          uid_t owner, pid_t creator, char *err, size_t errlen)
+                          uid_t owner, pid_t creator, uint64_t creator_start, char *err,
+                          size_t errlen)
 {
     struct dslice *s = free_entry(d);
     if (!s) {
@@ -679,20 +684,22 @@ static int remake_on_gpus(struct carved *d, const struct carved_slice_conf *req,
         place_gpu(d, s, k, made_as[k]);
     }
     log_gpus(d, s, made_as);
-    return make_objects(d, s, origin, owner, creator, err, errlen);
+    return make_objects(d, s, origin, owner, creator, creator_start, err, errlen);
 }
 
 /* Makes a saved slice whose objects are gone again: on its recorded GPUs by UUID, or, when
  * slices.json records none (an older carved's file), from its memory text against the GPUs
  * as the node numbers them now, as carved did before. */
 static void remake_saved(struct carved *d, const struct carved_slice_conf *req, json_t *gpus,
-                         bool chosen, int origin, uid_t owner, pid_t creator)
+                         bool chosen, int origin, uid_t owner, pid_t creator,
+                         uint64_t creator_start)
 {
     struct saved_gpu sg[CARVE_SLICE_MAX_DEVICES];
     char err[512], why[256];
     int r, n = saved_gpus(gpus, sg, why, sizeof(why));
     if (n >= 0) {
-        r = remake_on_gpus(d, req, sg, n, chosen, origin, owner, creator, err, sizeof(err));
+        r = remake_on_gpus(d, req, sg, n, chosen, origin, owner, creator, creator_start, err,
+                           sizeof(err));
     } else if (chosen) { /* made on the node's every GPU, it would hold room where it asked none */
         r = -EINVAL;
         snprintf(err, sizeof(err), "%s, and it was made on GPUs its request chose, which only "
@@ -731,9 +738,11 @@ int registry_remake(struct carved *d, struct dslice *s, char *err, size_t errlen
     int origin = s->origin;
     uid_t owner = s->owner;
     pid_t creator = s->creator;
+    uint64_t creator_start = s->creator_start;
     bool chosen = s->chosen_gpus;
     registry_delete(d, s, err, errlen);
-    return remake_on_gpus(d, &req, sg, n, chosen, origin, owner, creator, err, errlen);
+    return remake_on_gpus(d, &req, sg, n, chosen, origin, owner, creator, creator_start, err,
+                          errlen);
 }
 
 /* An adopted slice's saved compute or priority text that does not parse (slices.json edited
@@ -772,15 +781,16 @@ static void adopt(struct carved *d, json_t *o)
 {
     struct carved_slice_conf req = {.idle_policy = -1};
     const char *name = "", *shm = "", *memory = "", *compute = "", *priority = "", *origin = "";
-    json_int_t owner = 0, creator = 0, created = 0;
+    json_int_t owner = 0, creator = 0, created = 0, creator_start = 0;
     int idle_policy = -1, chosen = 0;
     double idle_gpu_hours = 0;
     json_t *users = NULL, *groups = NULL;
-    if (json_unpack(o, "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s?i,s?F,s?b}", "name", &name,
-                    "shm", &shm, "memory", &memory, "compute", &compute, "priority", &priority,
-                    "origin", &origin, "owner", &owner, "creator", &creator, "created", &created,
-                    "users", &users, "groups", &groups, "idle_policy", &idle_policy,
-                    "idle_gpu_hours", &idle_gpu_hours, "chosen_gpus", &chosen) < 0) {
+    if (json_unpack(o, "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s?i,s?F,s?b,s?I}", "name",
+                    &name, "shm", &shm, "memory", &memory, "compute", &compute, "priority",
+                    &priority, "origin", &origin, "owner", &owner, "creator", &creator,
+                    "created", &created, "users", &users, "groups", &groups, "idle_policy",
+                    &idle_policy, "idle_gpu_hours", &idle_gpu_hours, "chosen_gpus", &chosen,
+                    "creator_start", &creator_start) < 0) {
         carved_log("state: a saved slice is malformed; skipped");
         return;
     }
@@ -820,6 +830,7 @@ static void adopt(struct carved *d, json_t *o)
         s->origin = origin_of(origin);
         s->owner = (uid_t)owner;
         s->creator = (pid_t)creator;
+        s->creator_start = creator_start > 0 ? (uint64_t)creator_start : 0;
         s->created = created;
         s->idle_gpu_hours = idle_gpu_hours > 0 ? idle_gpu_hours : 0; /* NaN too */
         s->used = true;
@@ -836,7 +847,7 @@ static void adopt(struct carved *d, json_t *o)
     }
     carve_slice_close(h);
     remake_saved(d, &req, json_object_get(o, "gpus"), chosen, origin_of(origin), (uid_t)owner,
-                 (pid_t)creator);
+                 (pid_t)creator, creator_start > 0 ? (uint64_t)creator_start : 0);
 }
 
 /* Whether kept is on the GPUs the config's section names (c->gpus, found among the node's

@@ -199,5 +199,42 @@ check "a FIFO planted under a killed carve run's name does not hold carved (slic
     '[ "$listed" = 0 ]'
 kill -TERM "$alive" # carve run passes it on, and removes its slice
 wait "$alive" 2>/dev/null
+
+# a run slice whose carve run's pid another process has now (reused) ends as the carve run's
+# would: it stayed until that process ended (until 2026-11-28). A client that asks for two
+# run slices and stays is the maker of both; carved is restarted with one slice's record of
+# its maker's start time changed, as a reused pid shows it
+python3 - "$CARVE_SOCKET" >"$work/maker.out" <<'PY' &
+import json, socket, sys, time
+for name in ("reused", "kept"):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(json.dumps({"op": "create", "name": name, "memory": "256MiB", "run": True}).encode()
+              + b"\n")
+    print(json.loads(s.recv(65536)).get("ok"), flush=True)
+    s.close()
+time.sleep(60)
+PY
+maker=$!
+alive=$maker # for cleanup_extra
+for _ in $(seq 50); do [ "$(grep -c True "$work/maker.out")" = 2 ] && break; sleep 0.1; done
+stop_carved
+python3 - "$work/state/slices.json" <<'PY'
+import json, sys
+state = json.load(open(sys.argv[1]))
+for s in state["slices"]:
+    if s["name"] == "reused":
+        s["creator_start"] += 1
+json.dump(state, open(sys.argv[1], "w"))
+PY
+CARVE_SIM_PROC_UTIL=off start_carved 200ms off $'idle_after = 10s\nidle_policy = reclaim\n'
+polls 3
+list=$("$CARVE" slice list)
+check "a run slice whose maker's pid a process of another start time has is ended; its twin, made by that process, stays" \
+    '[ "$(grep -c True "$work/maker.out")" = 2 ] && ! [[ $list == *reused* ]] && [[ $list == *kept* ]]'
+kill "$maker"
+wait "$maker" 2>/dev/null
+polls 3
+check "and the twin ends with its maker" '! "$CARVE" slice list | grep -q kept'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
