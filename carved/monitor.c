@@ -928,7 +928,11 @@ static void end_orphan_runs(struct carved *d)
         struct dslice *s = &d->slices[i];
         if (!s->used || s->origin != ORIGIN_RUN || s->creator <= 0)
             continue;
-        bool reused = s->creator_start && carve_proc_start_time(s->creator) != s->creator_start;
+        /* judged only where /proc is carved's own (the pid is in carved's namespace), and an
+           unreadable entry (hidepid, no fd left) proves nothing */
+        uint64_t started = s->creator_start && carve_proc_is_own() == 1
+                               ? carve_proc_start_time(s->creator) : 0;
+        bool reused = started && started != s->creator_start;
         if (!reused && (kill(s->creator, 0) == 0 || errno != ESRCH))
             continue;
         /* tenants of other namespaces too, until find_foreign finds them gone */

@@ -709,6 +709,9 @@ static void remake_saved(struct carved *d, const struct carved_slice_conf *req, 
                    "the GPUs as the node numbers them now", req->name, why,
                    req->memory[0] ? req->memory : "(none)");
         r = registry_create(d, req, origin, owner, creator, err, sizeof(err));
+        struct dslice *made = r == 0 && creator_start ? registry_find(d, req->name) : NULL;
+        if (made) /* the saved start, not that of whoever has the pid now (saved next) */
+            made->creator_start = creator_start;
     }
     if (r < 0)
         carved_log("state: cannot make slice %s again: %s", req->name, err);

@@ -131,7 +131,7 @@ pids+=($!)
 
 HOST=$(hostname -s)
 CTLD_PORT=$(free_port)
-SLURMD_PORT=$(free_port)
+SLURMD_PORT=$(free_port "$CTLD_PORT")
 export SLURM_CONF=$T/etc/slurm.conf
 # The simulated GPU (one H100-like device, 8 GiB) as slurmstepd and the jobs see it; carved
 # is pointed nowhere so the plugin makes its slices itself.
@@ -642,7 +642,7 @@ two_uuids=$(python3 -c 'import uuid; print("GPU-%s,GPU-%s" % (uuid.uuid4(), uuid
 mknod "$T/nvidia1" c 1 3 2>/dev/null || touch "$T/nvidia1"
 mkdir -p "$T/state2" "$T/spool2"
 CTLD_PORT=$(free_port)
-SLURMD_PORT=$(free_port)
+SLURMD_PORT=$(free_port "$CTLD_PORT")
 sed -i -e "s|^SlurmctldPort=.*|SlurmctldPort=$CTLD_PORT|" -e "s|^SlurmdPort=.*|SlurmdPort=$SLURMD_PORT|" \
     -e "s|^StateSaveLocation=.*|StateSaveLocation=$T/state2|" \
     -e "s|^SlurmdSpoolDir=.*|SlurmdSpoolDir=$T/spool2|" \
