@@ -295,7 +295,7 @@ static int setup(struct load *L, const struct opts *o)
 /* --spin: polls, as the CUDA driver waits by default (CU_CTX_SCHED_AUTO spins while a
  * process has fewer contexts than CPUs). The simulated GPU's synchronize sleeps instead, and
  * on a VM a wake-up can come milliseconds late: a lone tenant of 20 us kernels left the
- * simulated GPU idle 1.2% of the time, in gaps of up to 3.5 ms with the CPUs 90% idle, and
+ * simulated GPU idle 1.3% of the time, in gaps of up to 3.5 ms with the CPUs 90% idle, and
  * a limiter's test would count that as the limiter's. */
 static void wait_done(struct load *L, CUevent e, bool spin)
 {
