@@ -435,14 +435,18 @@ CARVE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *
 }
 
 /* Moves the notes of the mappings in [ptr, ptr + size) from key `from` to `to` (each address,
- * or it | 1), one mapping after the other; returns how many were moved. */
+ * or it | 1), one mapping after the other; returns how many were moved. Taken for an unmap
+ * (to | 1), a handle released while mapped goes with its last unmap, in the driver first:
+ * its bytes are in flight until the unmap returns. */
 static unsigned notes_move(CUdeviceptr ptr, size_t size, uint64_t from_bit, uint64_t to_bit)
 {
     unsigned n = 0;
-    for (uint64_t va = ptr, handle, len; va - ptr < size; va += len, n++) {
+    for (uint64_t va = ptr, handle, len, rec; va - ptr < size; va += len, n++) {
         if (!carve_allocmap_remove(&mappings, va | from_bit, &handle))
             break;
         carve_allocmap_insert(&mappings, va | to_bit, handle);
+        if (to_bit && carve_allocmap_find(&released, handle, &rec))
+            carve__mem_in_flight_add(rec & CARVE_ALLOCMAP_BYTES_MAX);
         if (!carve_allocmap_remove(&map_sizes, va | from_bit, &len) || len == 0)
             len = size; /* the rest of the range */
         else
@@ -467,15 +471,6 @@ CARVE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
      * 2026-11-27). */
     if (!notes_move(ptr, size, 0, 1))
         return R.cuMemUnmap(ptr, size);
-    /* a handle released while mapped goes with its last unmap, in the driver first */
-    for (uint64_t va = ptr, handle, len, rec; va - ptr < size; va += len) {
-        if (!carve_allocmap_find(&mappings, va | 1, &handle))
-            break;
-        if (!carve_allocmap_find(&map_sizes, va | 1, &len) || len == 0)
-            len = size;
-        if (carve_allocmap_find(&released, handle, &rec))
-            carve__mem_in_flight_add(rec & CARVE_ALLOCMAP_BYTES_MAX);
-    }
     CUresult r = R.cuMemUnmap(ptr, size);
     if (r != CUDA_SUCCESS) {
         notes_move(ptr, size, 1, 0); /* mapped still: the notes go back */
