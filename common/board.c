@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "sigbus_guard.h"
 #include "slice.h"
 
 #define BOARD_MAGIC 0x6361727665424f44ULL /* "carveBOD" */
@@ -48,9 +49,13 @@ struct board_activity {
 
 struct carve_board {
     struct board_table *t;
-    struct board_activity *act;
+    struct board_activity *act; /* a tenant's only: joiners write the activity with pwrite */
     int fd;
+    int act_fd;    /* a joiner's, until its join has cleared its entry's activity; else -1 */
     bool writable; /* a joiner's mapping; tenants' is read-only */
+    bool guarded;  /* a tenant's: both mappings are under the SIGBUS guard */
+    atomic_bool cut; /* a guarded mapping was cut short: zero pages in its place */
+    struct stat t_id, act_id; /* a tenant's: the objects mapped (st_dev and st_ino) */
     char name[64];
     char act_name[80];
 };
@@ -63,11 +68,12 @@ void carve_board_name(const uint8_t uuid[16], char *buf, size_t len)
     snprintf(buf, len, "/carve-board-%s", hex);
 }
 
-/* Maps the activity object beside the board (creating it, mode 0666, when asked); 0 or
- * -errno. Called with the board's lock held when create. */
-static int activity_map(struct carve_board *b, bool create)
+/* Opens the activity object beside the board (creating it, mode 0666, when create), its size
+ * made right when it is short: a tenant may have cut it (every tenant may write it), and a
+ * longer one only has room to spare. The fd, or -errno. Called with the board's lock held
+ * when create. */
+static int activity_open(struct carve_board *b, bool create)
 {
-    snprintf(b->act_name, sizeof(b->act_name), "%s.activity", b->name);
     int fd = carve_shm_open(b->act_name, O_RDWR | (create ? O_CREAT : 0), 0666);
     struct stat st;
     if (create && geteuid() == 0 && (fd == -EACCES || (fd >= 0 && fstat(fd, &st) == 0 &&
@@ -83,22 +89,52 @@ static int activity_map(struct carve_board *b, bool create)
     int r = 0;
     if (fstat(fd, &st) < 0) {
         r = -errno;
-    } else if (st.st_size == 0 && create) {
-        fchmod(fd, 0666); /* past the umask: every tenant on the GPU notes its launches */
+    } else if (st.st_size < (off_t)sizeof(struct board_activity)) {
+        if (st.st_size == 0 && create)
+            fchmod(fd, 0666); /* past the umask: every tenant on the GPU notes its launches */
         if (ftruncate(fd, sizeof(struct board_activity)) < 0)
             r = -errno;
-    } else if (st.st_size != (off_t)sizeof(struct board_activity)) {
-        r = -EPROTO;
     }
-    void *p = r ? MAP_FAILED
-                : mmap(NULL, sizeof(struct board_activity), PROT_READ | PROT_WRITE, MAP_SHARED,
-                       fd, 0);
-    if (!r && p == MAP_FAILED)
-        r = -errno;
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    return fd;
+}
+
+/* Maps a tenant's object read from fd at *addr (anywhere when NULL; over the same place, the
+ * guard's zero pages, when not), noting which object it is in *id. 0 or -errno. */
+static int tenant_map(int fd, void **addr, size_t len, int prot, struct stat *id)
+{
+    if (fstat(fd, id) < 0)
+        return -errno;
+    void *p = mmap(*addr, len, prot, MAP_SHARED | (*addr ? MAP_FIXED : 0), fd, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    *addr = p;
+    return 0;
+}
+
+/* A tenant's activity, mapped, and guarded as the board's table is: a cut of either object
+ * no longer kills the tenant (sigbus_guard.h). 0 or -errno. */
+static int tenant_activity(struct carve_board *b)
+{
+    int fd = activity_open(b, false);
+    if (fd < 0)
+        return fd;
+    void *p = NULL;
+    int r = tenant_map(fd, &p, sizeof(struct board_activity), PROT_READ | PROT_WRITE,
+                       &b->act_id);
     close(fd);
-    if (!r)
-        b->act = p;
-    return r;
+    if (r < 0)
+        return r;
+    b->act = p;
+    if (b->guarded && carve_sigbus_guard(b->act, sizeof(struct board_activity),
+                                         PROT_READ | PROT_WRITE, &b->cut) < 0) {
+        carve_sigbus_unguard(b->t); /* both or neither: reattaching maps both */
+        b->guarded = false;
+    }
+    return 0;
 }
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, const char *name)
@@ -129,7 +165,9 @@ static int board_map(const uint8_t uuid[16], bool create, bool writable, mode_t 
     struct carve_board *b = calloc(1, sizeof(*b));
     if (!b)
         return -ENOMEM;
+    b->act_fd = -1;
     carve_board_name(uuid, b->name, sizeof(b->name));
+    snprintf(b->act_name, sizeof(b->act_name), "%s.activity", b->name);
     writable = writable || create;
     b->writable = writable;
     int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
@@ -157,9 +195,7 @@ static int board_map(const uint8_t uuid[16], bool create, bool writable, mode_t 
             if (stat(path, &named) == 0 && named.st_ino == owner.st_ino &&
                 named.st_dev == owner.st_dev) {
                 shm_unlink(b->name);
-                char act[sizeof(b->act_name)];
-                snprintf(act, sizeof(act), "%s.activity", b->name);
-                shm_unlink(act);
+                shm_unlink(b->act_name);
             }
             continue;
         }
@@ -199,6 +235,13 @@ static int board_map(const uint8_t uuid[16], bool create, bool writable, mode_t 
         }
         b->t = p;
         b->fd = fd;
+        if (!writable || (create && mode == CARVE_BOARD_MODE_SHARED)) {
+            /* before its first read: a tenant's could be cut from now on, and a board of
+               `carve run` alone by anyone (carved's is root's: a cut there is root's doing) */
+            b->t_id = st;
+            b->guarded =
+                carve_sigbus_guard(b->t, sizeof(struct board_table), prot, &b->cut) == 0;
+        }
         if (b->t->magic == 0 && create) {
             b->t->version = BOARD_VERSION;
             b->t->size = sizeof(struct board_table);
@@ -211,7 +254,11 @@ static int board_map(const uint8_t uuid[16], bool create, bool writable, mode_t 
             carve_board_close(b);
             return -EPROTO;
         }
-        int r = activity_map(b, create);
+        int r = 0;
+        if (create)
+            r = b->act_fd = activity_open(b, true); /* written once, by the join */
+        else if (!writable)
+            r = tenant_activity(b);
         if (r < 0) {
             carve_board_close(b);
             return r;
@@ -227,10 +274,17 @@ void carve_board_close(struct carve_board *b)
 {
     if (!b)
         return;
+    if (b->guarded) {
+        carve_sigbus_unguard(b->t);
+        if (b->act)
+            carve_sigbus_unguard(b->act);
+    }
     if (b->t)
         munmap(b->t, sizeof(struct board_table));
     if (b->act)
         munmap(b->act, sizeof(struct board_activity));
+    if (b->act_fd >= 0)
+        close(b->act_fd);
     close(b->fd);
     free(b);
 }
@@ -238,6 +292,47 @@ void carve_board_close(struct carve_board *b)
 int carve_board_open(const uint8_t uuid[16], struct carve_board **out)
 {
     return board_map(uuid, false, false, 0, out);
+}
+
+bool carve_board_cut(const struct carve_board *b)
+{
+    return b && atomic_load_explicit(&b->cut, memory_order_relaxed);
+}
+
+/* Maps the object called name over the tenant's place at addr again, when it is still the one
+ * first mapped there (by id): one made anew is another board's, where the slice's entry
+ * means nothing. 0 or -errno. */
+static int remap_same(const char *name, int flags, void *addr, size_t len, int prot,
+                      const struct stat *id, struct carve_board *b)
+{
+    int fd = flags & O_RDWR ? activity_open(b, false) : carve_shm_open(name, flags, 0);
+    if (fd < 0)
+        return fd;
+    struct stat now;
+    int r = fstat(fd, &now) < 0 ? -errno : 0;
+    if (!r && (now.st_dev != id->st_dev || now.st_ino != id->st_ino))
+        r = -ESTALE;
+    else if (!r && now.st_size < (off_t)len)
+        r = -EPROTO; /* the table, cut: only a joiner makes it anew */
+    if (!r)
+        r = tenant_map(fd, &addr, len, prot, &now);
+    close(fd);
+    return r;
+}
+
+int carve_board_reattach(struct carve_board *b)
+{
+    if (!b || b->writable || !b->guarded)
+        return -EINVAL;
+    atomic_store(&b->cut, false); /* before: a cut while mapping sets it again */
+    int r = remap_same(b->name, O_RDONLY, b->t, sizeof(struct board_table), PROT_READ,
+                       &b->t_id, b);
+    if (!r)
+        r = remap_same(b->act_name, O_RDWR, b->act, sizeof(struct board_activity),
+                       PROT_READ | PROT_WRITE, &b->act_id, b);
+    if (r < 0)
+        atomic_store(&b->cut, true);
+    return r;
 }
 
 int carve_board_attach(const uint8_t uuid[16], struct carve_board **out)
@@ -310,9 +405,25 @@ int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_com
     e->start_time = carve_proc_start_time(pid);
     e->compute = *c;
     snprintf(e->name, sizeof(e->name), "%s", name ? name : "");
-    atomic_store(&b->act->entry[free_entry].last_launch_ns, 0);
-    atomic_store(&b->act->entry[free_entry].queue_end_ns, 0);
-    atomic_store(&b->act->entry[free_entry].given_until_ns, 0);
+    /* through the fd, not a mapping: a cut object is lengthened by the write, where a store
+       to a mapping of it would kill this joiner (carved, or slurmstepd's plugin); failing
+       (no room left in /dev/shm), the entry keeps the last slice's notes for a moment */
+    static const uint64_t cleared[3];
+    off_t at = (off_t)free_entry * (off_t)sizeof(((struct board_activity *)0)->entry[0]);
+    ssize_t written = pwrite(b->act_fd, cleared, sizeof(cleared), at);
+    (void)written;
+    close(b->act_fd);
+    b->act_fd = -1;
+    if (carve_board_cut(b)) {
+        /* the place was taken in zero pages: nobody else sees it */
+        carve_board_close(b);
+        char board[64];
+        carve_board_name(uuid, board, sizeof(board));
+        if (err && errlen)
+            snprintf(err, errlen, "the GPU's board /dev/shm%s was truncated by another "
+                     "process as this slice joined it; run the slice again", board);
+        return -EIO;
+    }
     atomic_store(&e->pid, (int32_t)pid);
     flock(b->fd, LOCK_UN);
     *out = b;
@@ -329,11 +440,18 @@ void carve_board_leave(struct carve_board *b, int entry)
         return;
     }
     flock(b->fd, LOCK_EX); /* held already after a refused join: flock converts, no harm */
-    if (entry >= 0 && entry < CARVE_BOARD_ENTRIES)
-        atomic_store(&b->t->entry[entry].pid, 0);
+    if (!carve_board_cut(b) && entry >= 0 && entry < CARVE_BOARD_ENTRIES)
+        atomic_store(&b->t->entry[entry].pid, 0); /* may fault: the board is cut then */
     bool empty = true;
-    for (int i = 0; i < CARVE_BOARD_ENTRIES && empty; i++)
+    for (int i = 0; i < CARVE_BOARD_ENTRIES && empty && !carve_board_cut(b); i++)
         empty = atomic_load(&b->t->entry[i].pid) == 0 || entry_dead(&b->t->entry[i]);
+    struct stat st;
+    if (carve_board_cut(b)) {
+        /* its entry went with the cut, and the zero pages say nothing of the others: a board
+           made anew since is left to the slices on it, one still cut is removed */
+        empty = fstat(b->fd, &st) == 0 && st.st_size < (off_t)sizeof(struct board_table) &&
+                st.st_nlink > 0;
+    }
     if (empty) {
         shm_unlink(b->act_name);
         shm_unlink(b->name); /* a joiner waiting on the lock sees nlink 0 and starts anew */
@@ -344,7 +462,7 @@ void carve_board_leave(struct carve_board *b, int entry)
 
 void carve_board_note_launch(struct carve_board *b, int entry, uint64_t now_ns)
 {
-    if (!b || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
+    if (!b || !b->act || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
         return;
     _Atomic uint64_t *last = &b->act->entry[entry].last_launch_ns;
     uint64_t was = atomic_load_explicit(last, memory_order_relaxed);
@@ -371,7 +489,7 @@ static bool queue_end_plausible(const struct carve_board *b, int i, uint64_t q, 
 void carve_board_note_queue(struct carve_board *b, int entry, uint64_t end_ns, uint64_t now_ns,
                             uint64_t horizon_ns)
 {
-    if (!b || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
+    if (!b || !b->act || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
         return;
     /* the slice's processes race here; the latest end wins, but not one the readers do not
        believe, which none of them noted */
@@ -387,7 +505,7 @@ uint64_t carve_board_busy_until(const struct carve_board *b, int entry, uint64_t
                                 uint64_t horizon_ns)
 {
     uint64_t busy = 0;
-    for (int i = 0; b && i < CARVE_BOARD_ENTRIES; i++) {
+    for (int i = 0; b && b->act && i < CARVE_BOARD_ENTRIES; i++) {
         if (i == entry || atomic_load_explicit(&b->t->entry[i].pid, memory_order_relaxed) <= 0)
             continue;
         uint64_t q = atomic_load_explicit(&b->act->entry[i].queue_end_ns, memory_order_relaxed);
@@ -399,7 +517,7 @@ uint64_t carve_board_busy_until(const struct carve_board *b, int entry, uint64_t
 
 void carve_board_note_given(struct carve_board *b, int entry, uint64_t until_ns)
 {
-    if (b && entry >= 0 && entry < CARVE_BOARD_ENTRIES)
+    if (b && b->act && entry >= 0 && entry < CARVE_BOARD_ENTRIES)
         atomic_store_explicit(&b->act->entry[entry].given_until_ns, until_ns,
                               memory_order_relaxed);
 }
@@ -408,7 +526,7 @@ uint64_t carve_board_given(const struct carve_board *b, int entry, uint64_t now_
                           uint64_t horizon_ns, uint64_t *from_ns)
 {
     *from_ns = 0;
-    if (!b || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
+    if (!b || !b->act || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
         return 0;
     uint64_t from =
         atomic_load_explicit(&b->act->entry[entry].queue_end_ns, memory_order_relaxed);
@@ -427,8 +545,9 @@ int carve_board_peers(const struct carve_board *b, int entry, uint64_t now_ns,
         const struct board_entry *e = &b->t->entry[i];
         if (atomic_load_explicit(&e->pid, memory_order_relaxed) <= 0)
             continue;
-        uint64_t last =
-            atomic_load_explicit(&b->act->entry[i].last_launch_ns, memory_order_relaxed);
+        uint64_t last = b->act ? atomic_load_explicit(&b->act->entry[i].last_launch_ns,
+                                                      memory_order_relaxed)
+                               : 0; /* a joiner's board: no activity seen */
         if (i == entry)
             *me = n;
         peers[n].compute = e->compute;

@@ -11,7 +11,8 @@
  *  - /carve-board-<uuid>.activity: when each entry last launched work, until when its
  *    queued work runs and until when it leaves its window to the next, written by tenants
  *    with lock-free stores (mode 0666). A tenant can lie about its activity, never about a
- *    share. */
+ *    share. Joiners write it only with pwrite, and tenants map it under a SIGBUS guard: any
+ *    user can truncate it, which killed every process that touched a mapping of it. */
 #ifndef CARVE_BOARD_H
 #define CARVE_BOARD_H
 
@@ -53,6 +54,13 @@ void carve_board_leave(struct carve_board *b, int entry);
  * is none. */
 int carve_board_open(const uint8_t uuid[16], struct carve_board **out);
 void carve_board_close(struct carve_board *b);
+/* A tenant's board whose objects were cut short by somebody (truncated: both are shared, the
+ * activity with every tenant of the GPU) goes on with zero pages in their place
+ * (sigbus_guard.h), its notes its own; carve_board_cut says so. carve_board_reattach maps
+ * the objects again over the same places, lengthening a cut activity: 0, or -errno when it
+ * could not (still cut; -ESTALE: an object is another now, the board made anew). */
+bool carve_board_cut(const struct carve_board *b);
+int carve_board_reattach(struct carve_board *b);
 
 /* Notes that entry launched work at now_ns (stores only when the last note is older than
  * CARVE_BOARD_NOTE_NS, so that a launch loop does not keep a shared line bouncing). */

@@ -61,6 +61,7 @@ enum { CLEAN_NOT, CLEAN_ALONE, CLEAN_TURN };
 #define VARY_IN_FLIGHT (PAIRS * 3 / 4)
 #define POLL_NS 200000ull      /* how often samples in flight are looked at */
 #define REFRESH_NS 2000000ull  /* how often the rate is recomputed from the board */
+#define REATTACH_NS 1000000000ull /* how often a board that was cut is mapped again */
 #define SLEEP_MAX_NS 2000000ull
 #define DEFAULT_TYPICAL_NS 20000u
 #define LEARN_WAIT_NS 100000000ull /* the longest a launch waits for its key's first sample */
@@ -125,6 +126,8 @@ struct pace_dev {
     _Atomic uint64_t streams_until; /* until then another stream of it launched here too */
     _Atomic int win_before;      /* the board entry whose window comes before it, -1: none */
     _Atomic uint64_t next_refresh;
+    _Atomic uint64_t next_reattach; /* after its board was cut: when to map it again */
+    _Atomic uint32_t reattached;    /* how many times it was mapped again so */
     _Atomic uint64_t late_start; /* the window late_ns is for (its start), 0: none yet */
     _Atomic uint64_t late_ns;    /* how long the others' work ran into that window */
 };
@@ -224,6 +227,11 @@ __attribute__((destructor)) static void pace_debug(void)
                     (unsigned long long)atomic_load(&P.est[i].key), atomic_load(&P.est[i].est_ns),
                     atomic_load(&P.est[i].samples), atomic_load(&P.est[i].mean_ns),
                     (const char *[]){"", ", suspect", ", varies"}[atomic_load(&P.est[i].varies)]);
+    for (int s = 0; s < carve_slice_ndev(P.slice); s++)
+        if (atomic_load(&P.dev[s].reattached) || carve_board_cut(P.dev[s].board))
+            fprintf(stderr, "carve pace: device %d: board cut, mapped again %u times%s\n", s,
+                    atomic_load(&P.dev[s].reattached),
+                    carve_board_cut(P.dev[s].board) ? ", cut now" : "");
 }
 
 /* The slice device a CUDA ordinal paces on, or -1. */
@@ -638,10 +646,26 @@ static void refresh_rate(int sdev, uint64_t now)
         return;
     if (!pd->board)
         return; /* alone: a cap is its share, a guarantee or a priority has no one to meet */
+    if (carve_board_cut(pd->board) &&
+        now >= atomic_load_explicit(&pd->next_reattach, memory_order_relaxed)) {
+        /* somebody truncated the board's objects: a few system calls, once a second at most
+           while they stay cut */
+        atomic_store_explicit(&pd->next_reattach, now + REATTACH_NS, memory_order_relaxed);
+        if (carve_board_reattach(pd->board) == 0)
+            atomic_fetch_add_explicit(&pd->reattached, 1, memory_order_relaxed);
+    }
     struct carve_peer peers[CARVE_BOARD_ENTRIES];
     int me;
     int n = carve_board_peers(pd->board, pd->entry, now, P.active_ns, peers,
                               CARVE_BOARD_ENTRIES, &me);
+    if (me < 0) {
+        /* its entry is not on the board (cut short, or cleared by another user of a board of
+           `carve run` alone): alone, with its own settings, and a cap is kept */
+        peers[0] = (struct carve_peer){.compute = pd->compute, .active = true,
+                                       .entry = pd->entry};
+        n = 1;
+        me = 0;
+    }
     struct carve_rate r = carve_compute_rate(peers, n, me, P.batch_yield_bp);
     uint32_t contended = 0;
     for (int i = 0; i < n; i++)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -147,7 +148,12 @@ static void test_activity_reaches_peers(void **state)
     const uint64_t now = 10000000000ull;
     carve_board_note_launch(tenant, eb, now); /* b's tenant launched; a's did not */
     struct carve_peer peers[CARVE_BOARD_ENTRIES];
+    /* a joiner's board maps no activity (board.c writes its entry's through the fd) */
     int n = carve_board_peers(a, ea, now + 1000, 100000000ull, peers, CARVE_BOARD_ENTRIES, &me);
+    assert_int_equal(n, 2);
+    assert_false(peers[0].active || peers[1].active);
+    carve_board_note_launch(a, ea, now); /* nothing, and no fault */
+    n = carve_board_peers(tenant, ea, now + 1000, 100000000ull, peers, CARVE_BOARD_ENTRIES, &me);
     assert_int_equal(n, 2);
     assert_in_range(me, 0, 1);
     assert_false(peers[me].active);
@@ -157,11 +163,12 @@ static void test_activity_reaches_peers(void **state)
     assert_int_equal(peers[me].entry, ea); /* each names its place, for its note on the board */
     assert_int_equal(peers[1 - me].entry, eb);
     /* a launch noted after the reader took its clock (another process, a moment later) */
-    n = carve_board_peers(a, ea, now - 1000, 100000000ull, peers, CARVE_BOARD_ENTRIES, &me);
+    n = carve_board_peers(tenant, ea, now - 1000, 100000000ull, peers, CARVE_BOARD_ENTRIES,
+                          &me);
     assert_true(peers[1 - me].active);
     /* past the active window, b is idle again */
-    n = carve_board_peers(a, ea, now + 200000000ull, 100000000ull, peers, CARVE_BOARD_ENTRIES,
-                          &me);
+    n = carve_board_peers(tenant, ea, now + 200000000ull, 100000000ull, peers,
+                          CARVE_BOARD_ENTRIES, &me);
     assert_false(peers[1 - me].active);
     carve_board_close(tenant);
     carve_board_leave(b, eb);
@@ -328,8 +335,11 @@ static void test_modes_and_cleanup(void **state)
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0);
         struct carve_peer peers[CARVE_BOARD_ENTRIES];
-        int me, n = carve_board_peers(a, ea, 5000001000ull, 1000000ull, peers,
+        struct carve_board *t;
+        assert_int_equal(carve_board_open(uuid, &t), 0);
+        int me, n = carve_board_peers(t, ea, 5000001000ull, 1000000ull, peers,
                                       CARVE_BOARD_ENTRIES, &me);
+        carve_board_close(t);
         assert_int_equal(n, 2);
         assert_true(peers[1 - me].active);
     }
@@ -410,6 +420,207 @@ static void test_other_layout_refused(void **state)
     shm_unlink(name);
 }
 
+static off_t size_of(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_size;
+}
+
+static void cut(const char *path)
+{
+    assert_int_equal(truncate(path, 0), 0);
+}
+
+/* The child's half of test_cut_objects: exits 0 when every check held; a failed check exits
+ * with its line, and a fault the guard did not catch kills it with SIGBUS. */
+static int cut_objects_child(void)
+{
+    signal(SIGBUS, SIG_DFL); /* not cmocka's: a fault the guard misses kills the child */
+#define CHECK(x)                                                                              \
+    do {                                                                                      \
+        if (!(x)) {                                                                           \
+            fprintf(stderr, "test_cut_objects: line %d: %s\n", __LINE__, #x);              \
+            return __LINE__ % 250 + 1;                                                        \
+        }                                                                                     \
+    } while (0)
+    uint8_t uuid[16];
+    char settings[128], activity[128], err[512];
+    fresh_uuid(uuid);
+    paths(uuid, settings, activity, sizeof(settings));
+    struct carve_board *a, *b, *tenant, *other;
+    int ea = -1, eb = -1, me;
+    struct carve_peer peers[CARVE_BOARD_ENTRIES];
+    const uint64_t now = 10000000000ull;
+    CHECK(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &a, &ea, err,
+                           sizeof(err)) == 0);
+    CHECK(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G40, "b", getpid(), &b, &eb, err,
+                           sizeof(err)) == 0);
+    CHECK(carve_board_open(uuid, &tenant) == 0);
+    CHECK(!carve_board_cut(tenant));
+
+    /* any tenant on the GPU may cut the activity: the next note would have faulted */
+    cut(activity);
+    carve_board_note_launch(tenant, eb, now);
+    CHECK(carve_board_cut(tenant));
+    CHECK(carve_board_peers(tenant, ea, now, 100000000ull, peers, CARVE_BOARD_ENTRIES, &me) == 2);
+    CHECK(peers[1 - me].active); /* its own note, in the zero pages in the object's place */
+    carve_board_note_queue(tenant, eb, now + 10, now, HORIZON);
+    CHECK(carve_board_busy_until(tenant, ea, now, HORIZON) == now + 10);
+
+    /* mapped again, the object lengthened: notes reach the others again */
+    CHECK(carve_board_reattach(tenant) == 0);
+    CHECK(!carve_board_cut(tenant));
+    CHECK(size_of(activity) >= 4096);
+    CHECK(carve_board_open(uuid, &other) == 0);
+    carve_board_note_launch(tenant, ea, now);
+    CHECK(carve_board_peers(other, eb, now, 100000000ull, peers, CARVE_BOARD_ENTRIES, &me) == 2);
+    CHECK(peers[1 - me].active);
+
+    /* cut again with nobody looking: a tenant opening the board lengthens it */
+    carve_board_close(other);
+    cut(activity);
+    CHECK(carve_board_open(uuid, &other) == 0);
+    CHECK(size_of(activity) >= 4096);
+    carve_board_close(other);
+
+    /* the table (a board of `carve run` alone is anyone's): read as empty, and not mapped
+       again while cut; a joiner makes it anew in the same object, which is then mapped */
+    cut(settings);
+    CHECK(carve_board_peers(tenant, ea, now, 100000000ull, peers, CARVE_BOARD_ENTRIES, &me) == 0);
+    CHECK(carve_board_cut(tenant));
+    CHECK(carve_board_reattach(tenant) == -EPROTO);
+    CHECK(carve_board_cut(tenant));
+    struct carve_board *c;
+    int ec = -1;
+    CHECK(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "c", getpid(), &c, &ec, err,
+                           sizeof(err)) == 0);
+    CHECK(carve_board_reattach(tenant) == 0);
+    CHECK(carve_board_peers(tenant, ec, now, 100000000ull, peers, CARVE_BOARD_ENTRIES, &me) == 1);
+    CHECK(me == 0);
+
+    /* a board made anew under the name is another: not mapped in this one's place */
+    cut(activity);
+    carve_board_leave(c, ec);
+    CHECK(access(settings, F_OK) == -1); /* the last leaver removed both */
+    int ed = -1;
+    struct carve_board *d;
+    CHECK(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "d", getpid(), &d, &ed, err,
+                           sizeof(err)) == 0);
+    carve_board_note_launch(tenant, ea, now + 1000000);
+    CHECK(carve_board_cut(tenant));
+    CHECK(carve_board_reattach(tenant) == -ESTALE);
+    carve_board_close(tenant);
+    carve_board_leave(d, ed);
+    carve_board_close(b); /* a and b were on the board that went */
+    carve_board_close(a);
+
+    /* a joiner of `carve run` alone leaving a board that stays cut: no fault, and the board
+       goes (its objects would have stayed, 0 bytes, until the next joiner) */
+    struct carve_board *e;
+    int ee = -1;
+    fresh_uuid(uuid);
+    paths(uuid, settings, activity, sizeof(settings));
+    CHECK(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "e", getpid(), &e, &ee, err,
+                           sizeof(err)) == 0);
+    cut(settings);
+    carve_board_leave(e, ee);
+    CHECK(access(settings, F_OK) == -1 && access(activity, F_OK) == -1);
+    return 0;
+#undef CHECK
+}
+
+/* Truncated board objects no longer kill the processes that map them (they did, with
+ * SIGBUS, every paced tenant of the GPU: 0666 activity). In a child: the guard's handler
+ * stays with it. */
+static void test_cut_objects(void **state)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(cut_objects_child());
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        fail_msg("the child died of signal %d", WTERMSIG(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static sigjmp_buf caught_jump;
+static volatile sig_atomic_t caught;
+
+static void catch_bus(int sig, siginfo_t *info, void *ctx)
+{
+    caught = 1;
+    siglongjmp(caught_jump, 1);
+}
+
+/* A mapping of the child's own, cut and then touched: what the guard does with a fault that
+ * is not in its ranges. how: "handler" (the program's handler, installed before the guard,
+ * gets it), "default" (the child dies of SIGBUS, as without the guard), "sent" (a SIGBUS
+ * sent by kill, not a fault: dies of it too). */
+static int foreign_fault_child(const char *how)
+{
+    /* cmocka's handler, around each test, is the program's otherwise */
+    struct sigaction sa = {.sa_handler = SIG_DFL};
+    if (strcmp(how, "handler") == 0)
+        sa = (struct sigaction){.sa_sigaction = catch_bus, .sa_flags = SA_SIGINFO};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+    uint8_t uuid[16];
+    char err[512];
+    fresh_uuid(uuid);
+    struct carve_board *j, *tenant;
+    int e = -1;
+    if (carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &j, &e, err,
+                         sizeof(err)) < 0 || carve_board_open(uuid, &tenant) < 0)
+        return 10; /* the guard is installed now */
+    carve_board_leave(j, e); /* the objects go: this child leaves nothing behind */
+    if (strcmp(how, "sent") == 0) {
+        kill(getpid(), SIGBUS);
+        return 11;
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "/carve-test-foreign-%d", (int)getpid());
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    shm_unlink(name);
+    if (fd < 0 || ftruncate(fd, 4096) < 0)
+        return 12;
+    volatile char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED || ftruncate(fd, 0) < 0)
+        return 13;
+    if (sigsetjmp(caught_jump, 1) == 0)
+        p[0] = 1;
+    return caught ? 0 : 14;
+}
+
+static void expect_foreign(const char *how, bool dies)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(foreign_fault_child(how));
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (dies) {
+        if (!WIFSIGNALED(status))
+            fail_msg("%s: the child exited %d, where SIGBUS should have killed it", how,
+                     WEXITSTATUS(status));
+        assert_int_equal(WTERMSIG(status), SIGBUS);
+    } else {
+        if (WIFSIGNALED(status))
+            fail_msg("%s: the child died of signal %d", how, WTERMSIG(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+}
+
+static void test_foreign_faults_pass(void **state)
+{
+    expect_foreign("handler", false);
+    expect_foreign("default", true);
+    expect_foreign("sent", true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +634,8 @@ int main(void)
         cmocka_unit_test(test_attach_and_leave_elsewhere),
         cmocka_unit_test(test_preferred_place),
         cmocka_unit_test(test_other_layout_refused),
+        cmocka_unit_test(test_cut_objects),
+        cmocka_unit_test(test_foreign_faults_pass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
