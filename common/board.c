@@ -109,8 +109,12 @@ static int tenant_map(int fd, void **addr, size_t len, int prot, struct stat *id
     if (fstat(fd, id) < 0)
         return -errno;
     void *p = mmap(*addr, len, prot, MAP_SHARED | (*addr ? MAP_FIXED : 0), fd, 0);
-    if (p == MAP_FAILED)
-        return -errno;
+    if (p == MAP_FAILED) {
+        int r = -errno;
+        if (*addr) /* a failed MAP_FIXED may leave nothing there: zero pages again */
+            mmap(*addr, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        return r;
+    }
     *addr = p;
     return 0;
 }

@@ -85,7 +85,8 @@ void carve_board_note_given(struct carve_board *b, int entry, uint64_t until_ns)
 uint64_t carve_board_given(const struct carve_board *b, int entry, uint64_t now_ns,
                           uint64_t horizon_ns, uint64_t *from_ns);
 /* Fills peers (at most max) with the live entries, active meaning a launch within
- * active_ns before now_ns; *me is set to entry's place among them (-1 if absent).
+ * active_ns before now_ns (never, on a joiner's board: joiners map no activity); *me is set
+ * to entry's place among them (-1 if absent).
  * Returns how many were filled. */
 int carve_board_peers(const struct carve_board *b, int entry, uint64_t now_ns,
                       uint64_t active_ns, struct carve_peer *peers, int max, int *me);

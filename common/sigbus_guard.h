@@ -7,9 +7,14 @@
  * carve_board_reattach). Any other SIGBUS goes to the handler that was there before, or kills
  * the process as it would have.
  *
- * The handler is installed by the first carve_sigbus_guard call. A program that installs its
- * own SIGBUS handler after it, without passing on the faults it does not own, replaces the
- * guard: such a cut then kills it as before. */
+ * The handler is put in place by the first carve_sigbus_guard call, over any handler there,
+ * to which it passes every other SIGBUS with that handler's flags (or dies of it, where the
+ * default was there); again by a later call only where the program put the default back.
+ * What it cannot keep alive: a program that installs its own handler after it, without
+ * passing on the faults it does not own (Python's faulthandler.enable() once CUDA is up: it
+ * raises the signal again with no address), and a thread that blocks SIGBUS (the kernel
+ * kills the process on a fault there, handler or not). A range is unguarded before it is
+ * unmapped, with no access to it going on. */
 #ifndef CARVE_SIGBUS_GUARD_H
 #define CARVE_SIGBUS_GUARD_H
 

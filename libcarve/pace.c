@@ -171,6 +171,10 @@ static uint64_t env_us(const char *name, uint64_t dflt_us)
 
 void carve__pace_setup(struct carve_slice *slice, int slot)
 {
+    /* a fork child's: the parent's boards, mapped again below (their guard places would be
+       taken for good, two a GPU at each generation of forks) */
+    for (int d = 0; d < CARVE_SLICE_MAX_DEVICES; d++)
+        carve_board_close(P.dev[d].board);
     memset(&P, 0, sizeof(P));
     for (int i = 0; i < MAX_CU; i++)
         atomic_store(&P.sdev_of[i], -2);
@@ -637,6 +641,11 @@ void carve__pace_made(CUcontext ctx, CUdevice dev, bool primary, bool fresh)
     carve__pace_closed(&c, true);
 }
 
+static bool same_compute(const struct carve_compute *a, const struct carve_compute *b)
+{
+    return a->share_bp == b->share_bp && a->mode == b->mode && a->priority == b->priority;
+}
+
 static void refresh_rate(int sdev, uint64_t now)
 {
     struct pace_dev *pd = &P.dev[sdev];
@@ -654,17 +663,18 @@ static void refresh_rate(int sdev, uint64_t now)
         if (carve_board_reattach(pd->board) == 0)
             atomic_fetch_add_explicit(&pd->reattached, 1, memory_order_relaxed);
     }
-    struct carve_peer peers[CARVE_BOARD_ENTRIES];
+    struct carve_peer peers[CARVE_BOARD_ENTRIES + 1]; /* + itself, when not on the board */
     int me;
     int n = carve_board_peers(pd->board, pd->entry, now, P.active_ns, peers,
                               CARVE_BOARD_ENTRIES, &me);
+    if (me >= 0 && !same_compute(&peers[me].compute, &pd->compute))
+        me = -1; /* another slice's settings in its place: the board was cut and made anew */
     if (me < 0) {
         /* its entry is not on the board (cut short, or cleared by another user of a board of
-           `carve run` alone): alone, with its own settings, and a cap is kept */
-        peers[0] = (struct carve_peer){.compute = pd->compute, .active = true,
-                                       .entry = pd->entry};
-        n = 1;
-        me = 0;
+           `carve run` alone): among the others with its own settings, and a cap is kept (it
+           ran at 100%) */
+        peers[n] = (struct carve_peer){.compute = pd->compute, .active = true, .entry = -1};
+        me = n++;
     }
     struct carve_rate r = carve_compute_rate(peers, n, me, P.batch_yield_bp);
     uint32_t contended = 0;

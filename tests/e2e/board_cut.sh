@@ -4,9 +4,10 @@
 # launches in it), and so is the settings table of a board of `carve run` alone: any local
 # user can truncate them, and each tenant that maps them then died of SIGBUS at its next
 # launch (and `carve run` at its leave). Now each goes on and keeps its cap: two slices, 30%
-# and 50%, for 6 s. Another user truncates the activity every 20 ms for 2 s; the tenants map
-# it again within a second (lengthening it). Then both objects, for 1 s: the slices run on
-# alone with their caps, and the last to leave removes the board.
+# and 50%, for 10 s. Another user truncates the activity every 20 ms for 2 s; the tenants map
+# it again within a second (lengthening it). Then both objects, for 1 s; then a third slice
+# (90%) makes the board anew, in the place the 30% slice had: they map it, and keep their
+# own settings. The first to leave a board that stays cut removes it.
 #
 #   BUILD=build bash tests/e2e/board_cut.sh
 #
@@ -40,35 +41,42 @@ bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
 as_other=()
 [ "$(id -u)" -eq 0 ] && as_other=(setpriv --reuid 65534 --regid 65534 --clear-groups)
 
+# the 30% slice first, so that it has the board's first place, which the third slice takes
 for share in 30 50; do
     CARVE_PACE_DEBUG=1 timeout -k 5 60 "$CARVE" run --simulate --quiet --compute "$share%" -- \
-        "$LOAD" --kind small --seconds 6 --label "s$share" >"$work/out$share" 2>&1 &
+        "$LOAD" --kind small --seconds 10 --label "s$share" >"$work/out$share" 2>&1 &
     eval "pid$share=\$!"
+    for _ in $(seq 100); do
+        [ -e "$activity" ] && break
+        sleep 0.05
+    done
 done
 
-for _ in $(seq 100); do
-    [ -e "$activity" ] && break
-    sleep 0.05
-done
-# cut OBJECT... for S seconds, every 20 ms, as the other user; prints how many times
+# cut_for N OBJECT...: cuts each object N times, every 20 ms, as the other user (not making
+# one that is gone); prints how many cuts were made
 cut_for() {
-    local seconds=$1
+    local times=$1
     shift
-    "${as_other[@]}" bash -c 'end=$((SECONDS + $1)); cuts=0; shift
-        while [ "$SECONDS" -lt "$end" ]; do
-            for f in "$@"; do : >"$f" && cuts=$((cuts + 1)); done
+    "${as_other[@]}" bash -c 'times=$1; shift; cuts=0
+        for _ in $(seq "$times"); do
+            for f in "$@"; do truncate -c -s 0 "$f" && cuts=$((cuts + 1)); done
             sleep 0.02
         done
-        echo "$cuts"' _ "$seconds" "$@" 2>&1 &
+        echo "$cuts"' _ "$times" "$@" 2>/dev/null &
     cutter=$!
     wait "$cutter"
     cutter=
 }
 sleep 0.5
-cuts=$(cut_for 2 "$activity")
+cuts=$(cut_for 100 "$activity")
 sleep 1.5 # a tenant maps the object again within a second of the last cut
 size=$(stat -c %s "$activity" 2>&1)
-table_cuts=$(cut_for 1 "$settings" "$activity")
+table_cuts=$(cut_for 50 "$settings" "$activity")
+# the table, 0 bytes, made anew where it is: this slice takes the first place, the 30%
+# slice's; reading its settings as its own, the 30% slice ran at 39-45% in a second of it
+timeout -k 5 30 "$CARVE" run --simulate --quiet --compute 90% -- \
+    "$LOAD" --kind small --seconds 3 --label third >"$work/third" 2>&1
+third=$?
 
 for share in 30 50; do
     eval "wait \$pid$share"
@@ -89,6 +97,12 @@ for share in 30 50; do
     fi
 done
 
+if [ "$third" -eq 0 ]; then
+    ok "a third slice made the cut board anew and ran"
+else
+    bad "the third slice: status $third: $(paste -sd ' ' - <"$work/third")"
+fi
+
 if [ "$size" = 4096 ]; then
     ok "the activity object is whole again after the cuts (4096 bytes)"
 else
@@ -97,7 +111,7 @@ fi
 
 left=$(ls "$settings" "$activity" 2>/dev/null)
 if [ -z "$left" ]; then
-    ok "the last slice to leave removed the board that stayed cut"
+    ok "no board is left after the slices"
 else
     bad "the board's objects are left: $left"
     rm -f "$settings" "$activity"

@@ -548,6 +548,7 @@ static void test_cut_objects(void **state)
 
 static sigjmp_buf caught_jump;
 static volatile sig_atomic_t caught;
+static struct sigaction guard_action; /* "after": what the program's handler passes on to */
 
 static void catch_bus(int sig, siginfo_t *info, void *ctx)
 {
@@ -555,30 +556,72 @@ static void catch_bus(int sig, siginfo_t *info, void *ctx)
     siglongjmp(caught_jump, 1);
 }
 
-/* A mapping of the child's own, cut and then touched: what the guard does with a fault that
- * is not in its ranges. how: "handler" (the program's handler, installed before the guard,
- * gets it), "default" (the child dies of SIGBUS, as without the guard), "sent" (a SIGBUS
- * sent by kill, not a fault: dies of it too). */
+static void catch_bus_plain(int sig)
+{
+    caught = 1;
+    siglongjmp(caught_jump, 1);
+}
+
+static void note_bus(int sig)
+{
+    caught = 1; /* and returns: the fault comes again, to SA_RESETHAND's default */
+}
+
+static void chain_bus(int sig, siginfo_t *info, void *ctx)
+{
+    guard_action.sa_sigaction(sig, info, ctx);
+}
+
+/* test_board --foreign-fault HOW, from test_foreign_faults_pass. A tenant's board opened
+ * (the guard is in place), then a mapping of the child's own cut
+ * and touched, or a SIGBUS sent: what becomes of a SIGBUS that is not the guard's, with the
+ * program's handler before it (how): "handler" (SA_SIGINFO) and "plain" catch the fault;
+ * "default", "ignored" (a fault is fatal even so) and "resethand" (a one-shot handler that
+ * returns) die of SIGBUS; "sent" dies of one sent by kill, "ignored-sent" ignores it;
+ * "after": a handler the program installs after the guard, passing signals on to it, is
+ * not taken over by the guard's next board (the two passed a signal back and forth until
+ * the stack ran out): dies of SIGBUS. */
 static int foreign_fault_child(const char *how)
 {
-    /* cmocka's handler, around each test, is the program's otherwise */
+    alarm(10); /* a fault handled round and round ends here */
     struct sigaction sa = {.sa_handler = SIG_DFL};
     if (strcmp(how, "handler") == 0)
         sa = (struct sigaction){.sa_sigaction = catch_bus, .sa_flags = SA_SIGINFO};
+    else if (strcmp(how, "plain") == 0)
+        sa.sa_handler = catch_bus_plain;
+    else if (strncmp(how, "ignored", 7) == 0)
+        sa.sa_handler = SIG_IGN;
+    else if (strcmp(how, "resethand") == 0)
+        sa = (struct sigaction){.sa_handler = note_bus, .sa_flags = SA_RESETHAND};
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL); /* cmocka's otherwise, around each test */
     uint8_t uuid[16];
     char err[512];
     fresh_uuid(uuid);
-    struct carve_board *j, *tenant;
+    struct carve_board *j, *tenant, *second;
     int e = -1;
     if (carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &CAP30, "a", getpid(), &j, &e, err,
                          sizeof(err)) < 0 || carve_board_open(uuid, &tenant) < 0)
-        return 10; /* the guard is installed now */
+        return 10;
+    struct sigaction now;
+    sigaction(SIGBUS, NULL, &now);
+    if (!(now.sa_flags & SA_SIGINFO) || now.sa_sigaction == catch_bus)
+        return 15; /* the guard's is not in place */
+    if (strcmp(how, "after") == 0) {
+        guard_action = now;
+        struct sigaction chain = {.sa_sigaction = chain_bus, .sa_flags = SA_SIGINFO};
+        sigemptyset(&chain.sa_mask);
+        sigaction(SIGBUS, &chain, NULL);
+        if (carve_board_open(uuid, &second) < 0)
+            return 16;
+        sigaction(SIGBUS, NULL, &now);
+        if (now.sa_sigaction != chain_bus)
+            return 17;
+    }
     carve_board_leave(j, e); /* the objects go: this child leaves nothing behind */
-    if (strcmp(how, "sent") == 0) {
+    if (strstr(how, "sent")) {
         kill(getpid(), SIGBUS);
-        return 11;
+        return 0;
     }
     char name[64];
     snprintf(name, sizeof(name), "/carve-test-foreign-%d", (int)getpid());
@@ -598,31 +641,43 @@ static void expect_foreign(const char *how, bool dies)
 {
     pid_t pid = fork();
     assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(foreign_fault_child(how));
+    if (pid == 0) { /* a program of its own: the guard never put in place before in it */
+        execl("/proc/self/exe", "test_board", "--foreign-fault", how, (char *)NULL);
+        _exit(127);
+    }
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (dies) {
         if (!WIFSIGNALED(status))
             fail_msg("%s: the child exited %d, where SIGBUS should have killed it", how,
                      WEXITSTATUS(status));
-        assert_int_equal(WTERMSIG(status), SIGBUS);
+        if (WTERMSIG(status) != SIGBUS)
+            fail_msg("%s: the child died of signal %d, not SIGBUS (%d)", how,
+                     WTERMSIG(status), SIGBUS);
     } else {
         if (WIFSIGNALED(status))
             fail_msg("%s: the child died of signal %d", how, WTERMSIG(status));
-        assert_int_equal(WEXITSTATUS(status), 0);
+        if (WEXITSTATUS(status) != 0)
+            fail_msg("%s: the child exited %d", how, WEXITSTATUS(status));
     }
 }
 
 static void test_foreign_faults_pass(void **state)
 {
     expect_foreign("handler", false);
+    expect_foreign("plain", false);
     expect_foreign("default", true);
     expect_foreign("sent", true);
+    expect_foreign("ignored", true);
+    expect_foreign("ignored-sent", false);
+    expect_foreign("resethand", true);
+    expect_foreign("after", true);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--foreign-fault") == 0)
+        return foreign_fault_child(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_guarantees_add_up_to_100),
         cmocka_unit_test(test_zombie_entry_is_free),
