@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "groups.h"
 #include "proc.h"
 
 #define MAX_CLIENTS 256
@@ -677,5 +678,6 @@ int main(int argc, char **argv)
             carve_slice_close(d->slices[i].handle);
     json_decref(d->snapshot);
     monitor_close();
+    carved_groups_forget();
     return 0;
 }

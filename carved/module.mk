@@ -1,7 +1,7 @@
 # carved: the node daemon (build/bin/carved); its config parser's and metrics' tests and
 # fuzz harness are in config.mk and http.mk.
 CARVED_CORE_OBJ := $(patsubst %.c,$(OBJ)/%.o,carved/main.c carved/api.c carved/registry.c \
-                     carved/monitor.c carved/config.c)
+                     carved/monitor.c carved/config.c carved/groups.c)
 
 include carved/config.mk
 include carved/http.mk
@@ -16,7 +16,18 @@ ALL_TARGETS += $(BIN)/carved
 # the request handler with the registry and the common code, as carved links them.
 FUZZ_DIR ?= $(BUILD)/fuzz
 FUZZ_API_SRC := tests/fuzz/fuzz_api.c carved/api.c carved/registry.c carved/monitor.c carved/config.c \
+	carved/groups.c \
 	$(wildcard common/*.c)
 $(FUZZ_DIR)/fuzz_api: $(FUZZ_API_SRC) carved/daemon.h carved/carved.h $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Icarved $(FUZZ_API_SRC) -o $@ -ljansson -ldl -lpthread
+
+# Unit test of groups.c, with NSS's getpwuid and getgrouplist replaced by the test's fakes.
+TEST_GROUPS := $(TESTDIR)/unit/test_groups
+$(TEST_GROUPS): $(OBJ)/tests/unit/test_groups.o $(OBJ)/carved/groups.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -Wl,--wrap=getpwuid,--wrap=getgrouplist
+$(OBJ)/tests/unit/test_groups.o: CFLAGS += -Icarved
+
+ALL_TARGETS  += $(TEST_GROUPS)
+TEST_TARGETS += $(TEST_GROUPS)

@@ -3,8 +3,6 @@
  * restarted carved adopts the slices its tenants are still running in. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +12,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "groups.h"
 #include "size.h"
 #include "uuid.h"
 
@@ -40,24 +39,6 @@ struct dslice *registry_find(struct carved *d, const char *name)
     return NULL;
 }
 
-static bool in_groups(uid_t uid, gid_t gid, const gid_t *groups, int n)
-{
-    if (n == 0)
-        return false;
-    struct passwd *pw = getpwuid(uid);
-    gid_t list[256];
-    int count = 256;
-    if (!pw || getgrouplist(pw->pw_name, gid, list, &count) < 0) {
-        list[0] = gid;
-        count = 1;
-    }
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < count; j++)
-            if (groups[i] == list[j])
-                return true;
-    return false;
-}
-
 bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid)
 {
     if (uid == 0 || uid == geteuid())
@@ -65,7 +46,7 @@ bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid)
     for (int i = 0; i < d->conf.nadmins; i++)
         if (d->conf.admins[i] == uid)
             return true;
-    return in_groups(uid, gid, d->conf.admin_groups, d->conf.nadmin_groups);
+    return carved_in_groups(uid, gid, d->conf.admin_groups, d->conf.nadmin_groups);
 }
 
 int registry_owned(const struct carved *d, uid_t uid)
@@ -91,7 +72,7 @@ bool registry_may_join(const struct carved *d, const struct dslice *s, uid_t uid
     for (int i = 0; i < s->nusers; i++)
         if (s->users[i] == uid)
             return true;
-    return in_groups(uid, gid, s->groups, s->ngroups);
+    return carved_in_groups(uid, gid, s->groups, s->ngroups);
 }
 
 static void leave_boards(struct dslice *s)
