@@ -269,6 +269,15 @@ static int make_objects(struct carved *d, struct dslice *s, int origin, uid_t ow
     return quota_as_full(registry_save(d, err, errlen));
 }
 
+/* Whether the config's slice c is on the GPU uuid (no gpus: on every GPU). */
+static bool config_on_gpu(const struct carved_slice_conf *c, const uint8_t uuid[16])
+{
+    bool on = c->ngpus == 0;
+    for (int k = 0; k < c->ngpus && !on; k++)
+        on = memcmp(uuid, c->gpus[k], 16) == 0;
+    return on;
+}
+
 /* Whether the config's slice c, which waits for room, guarantees a share on the GPU uuid. */
 static bool waits_for_guarantee_on(const struct carved_slice_conf *c, const uint8_t uuid[16])
 {
@@ -276,10 +285,7 @@ static bool waits_for_guarantee_on(const struct carved_slice_conf *c, const uint
     if (!c->compute[0] || carve_parse_compute(c->compute, &cc, NULL, 0) < 0 ||
         cc.mode != CARVE_COMPUTE_GUARANTEE)
         return false;
-    bool on = c->ngpus == 0;
-    for (int k = 0; k < c->ngpus && !on; k++)
-        on = memcmp(uuid, c->gpus[k], 16) == 0;
-    return on;
+    return config_on_gpu(c, uuid);
 }
 
 /* A slice that is not the config's guarantees no share on a GPU where a config slice waits
@@ -307,6 +313,63 @@ static int reserved_for_config(const struct carved *d, const struct dslice *s, c
     return 0;
 }
 
+/* Whether the config's slice c has compute settings on the GPU uuid: a place on its board. */
+static bool config_on_board(const struct carved_slice_conf *c, const uint8_t uuid[16])
+{
+    struct carve_compute cc = {0};
+    uint8_t prio = CARVE_PRIO_NORMAL;
+    if (c->compute[0] && carve_parse_compute(c->compute, &cc, NULL, 0) < 0)
+        cc.share_bp = 0;
+    if (c->priority[0] && carve_parse_priority(c->priority, &prio, NULL, 0) < 0)
+        prio = CARVE_PRIO_NORMAL;
+    return (cc.share_bp || prio != CARVE_PRIO_NORMAL) && config_on_gpu(c, uuid);
+}
+
+/* A slice that is not the config's takes no place that the config's slices waiting for room
+ * will need: one among carved's slices each, and one on the board of each GPU they have
+ * compute settings on; else a slice going leaves its place to whoever asks first, and a
+ * section waiting for the 1024 slices or a full board could wait for good (-ENOSPC). */
+static int reserved_places(const struct carved *d, const struct dslice *s, char *err,
+                           size_t errlen)
+{
+    int waiting = 0, used = 0;
+    for (int k = 0; k < d->conf.nslices; k++)
+        waiting += d->conf_state[k].waiting;
+    if (!waiting)
+        return 0;
+    for (int j = 0; j < CARVED_MAX_SLICES; j++)
+        used += d->slices[j].used;
+    if (used + 1 + waiting > CARVED_MAX_SLICES) {
+        snprintf(err, errlen, "carved holds %d slices of its %d, and keeps %d place%s for the "
+                 "config's slices that wait for room (carve slice list)", used,
+                 CARVED_MAX_SLICES, waiting, waiting == 1 ? "" : "s");
+        return -ENOSPC;
+    }
+    for (int i = 0; i < s->spec.ndev; i++) {
+        const struct carve_compute *c = &s->spec.dev[i].compute;
+        if (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL)
+            continue;
+        const uint8_t *uuid = s->spec.dev[i].uuid;
+        int kept = 0, on_board = 0;
+        for (int k = 0; k < d->conf.nslices; k++)
+            kept += d->conf_state[k].waiting && config_on_board(&d->conf.slices[k], uuid);
+        if (!kept)
+            continue;
+        for (int j = 0; j < CARVED_MAX_SLICES; j++)
+            for (int g = 0; d->slices[j].used && g < d->slices[j].spec.ndev; g++)
+                on_board += d->slices[j].boards[g] &&
+                            memcmp(d->slices[j].spec.dev[g].uuid, uuid, 16) == 0;
+        if (on_board + 1 + kept > CARVE_BOARD_ENTRIES) {
+            snprintf(err, errlen, "GPU %d: its board holds %d slices with compute settings of "
+                     "%d, and carved keeps %d place%s there for the config's slices that "
+                     "wait for room (carve slice list)", s->spec.dev[i].index, on_board,
+                     CARVE_BOARD_ENTRIES, kept, kept == 1 ? "" : "s");
+            return -ENOSPC;
+        }
+    }
+    return 0;
+}
+
 int registry_create(struct carved *d, const struct carved_slice_conf *req, int origin,
                     uid_t owner, pid_t creator, char *err, size_t errlen)
 {
@@ -326,7 +389,8 @@ int registry_create(struct carved *d, const struct carved_slice_conf *req, int o
     memset(s, 0, sizeof(*s));
     if ((r = prepare(d, s, req, err, errlen)) < 0)
         return r;
-    if (origin != ORIGIN_CONFIG && (r = reserved_for_config(d, s, err, errlen)) < 0)
+    if (origin != ORIGIN_CONFIG && ((r = reserved_for_config(d, s, err, errlen)) < 0 ||
+                                    (r = reserved_places(d, s, err, errlen)) < 0))
         return r;
     return make_objects(d, s, origin, owner, creator, 0, err, errlen);
 }

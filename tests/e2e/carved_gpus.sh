@@ -17,30 +17,39 @@ export CARVE_SIM_DEVICES=2 CARVE_SIM_MEMORY=8GiB
 U1=${CARVE_SIM_UUIDS#*,}
 # names of this run's own: a carved that drops a slice leaves its objects in /dev/shm
 A=gpus-a-$$ B=gpus-b-$$ C=gpus-c-$$ ALL=gpus-all-$$ CAP=gpus-cap-$$ CLI=gpus-cli-$$
-CFG=gpus-cfg-$$ CFG2=gpus-cfg2-$$ UAPI=gpus-uapi-$$
+CFG=gpus-cfg-$$ CFG2=gpus-cfg2-$$ UAPI=gpus-uapi-$$ MANY=gpus-many-$$
 cleanup_extra() {
     local n
     for n in "$A" "$B" "$C" "$ALL" "$CAP" "$CLI" "$CFG" "$CFG2" "$UAPI"; do rm -f /dev/shm/carve.d."$n".*; done
+    rm -f /dev/shm/carve.d."$MANY"-*
 }
 
-# create JSON-FIELDS [code]: one create request to carved (root's: an admin's); prints "ok"
-# or the error (with `code': the refusal's code, "-" when it has none)
-create() {
-    python3 - "$CARVE_SOCKET" "$1" "${2:-}" <<'EOF'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-s.sendall(('{"op":"create",%s}\n' % sys.argv[2]).encode())
-buf = b""
-while not buf.endswith(b"\n"):
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-r = json.loads(buf)
-print(r.get("code", "-") if sys.argv[3] else "ok" if r.get("ok") else r.get("error", "?"))
+# ask.py: ask(SOCKET, FIELDS) sends carved one create request with those JSON fields (root's:
+# an admin's) and returns the reply
+cat >"$work/ask.py" <<'EOF'
+import json, socket
+def ask(path, fields):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(path)
+    s.sendall(('{"op":"create",%s}\n' % fields).encode())
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    s.close()
+    return json.loads(buf)
 EOF
+
+# create JSON-FIELDS [code]: one create request; prints "ok" or the error (with `code': the
+# refusal's code, "-" when it has none)
+create() {
+    PYTHONPATH=$work python3 -c 'import sys; from ask import ask
+r = ask(sys.argv[1], sys.argv[2])
+print(r.get("code", "-") if sys.argv[3] else "ok" if r.get("ok") else r.get("error", "?"))' \
+        "$CARVE_SOCKET" "$1" "${2:-}"
 }
 
 # devices SLICE: its GPUs in carve slice list --json, "index:cap:compute" each
@@ -178,6 +187,42 @@ check "once the 70%+ slice is deleted, the config's is made at a poll ($a), and 
     '[ "$a" = "0:0:50%+" ] && grep -q "slice $CFG: the config'"'"'s \[slice $CFG\] (line 2) is made now" "$work/carved.log" && ! "$CARVE" slice list | grep -q waiting'
 out=$(create "\"name\":\"$ALL\",\"compute\":\"20%+\",\"gpus\":[0]")
 check "then a user's 20%+ on GPU 0 is made again, beside its 50%+: $out" '[ "$out" = ok ]'
+# places kept for the config's slices that wait for one: a slice going leaves its place to
+# them, not to the next user to ask (until 2026-11-28 a user's create right after a delete
+# took it, and a section could wait for good), on a full board and among carved's 1024
+stop_carved
+forget_state
+start_carved 200ms
+# make_many PREFIX COUNT JSON-FIELDS: COUNT creates named PREFIX-N, one connection each;
+# prints how many were made, then the first refusal
+make_many() {
+    PYTHONPATH=$work python3 -c 'import sys; from ask import ask
+made, why = 0, ""
+for i in range(int(sys.argv[3])):
+    r = ask(sys.argv[1], "\"name\":\"%s-%d\",%s" % (sys.argv[2], i, sys.argv[4]))
+    if not r.get("ok"):
+        why = r.get("error", "?")
+        break
+    made += 1
+print(made, why)' "$CARVE_SOCKET" "$1" "$2" "$3"
+}
+out=$(make_many "$MANY" 64 '"compute":"1%","gpus":[0]')
+check "64 slices capped at 1% fill GPU 0's board: $out" '[ "$out" = "64 " ]'
+stop_carved
+start_carved 200ms off "$(printf '[slice %s]\ncompute = 5%%\ngpus = 0\n[slice %s]\npriority = latency\ngpus = 0\n' "$CFG" "$CFG2")"
+check "two config slices with compute settings on GPU 0 wait for a place on its board" \
+    '[ "$("$CARVE" slice list | grep -c "waiting: ")" -eq 2 ]'
+"$CARVE" slice delete "$MANY-0" >/dev/null 2>&1
+out=$(create "\"name\":\"$C\",\"compute\":\"1%\",\"gpus\":[0]")
+check "a place freed on the board: a user's 1% on GPU 0 is refused, kept for the config ($out)" \
+    '[[ $out == "GPU 0: its board holds "*" slices with compute settings of 64, and carved keeps "*" for the config'"'"'s slices that wait for room"* ]]'
+polls 3
+a=$(devices "$CFG")
+check "the config's first is made there at a poll ($a), its second still waits" \
+    '[ "$a" = "0:0:5%" ] && "$CARVE" slice list | grep -q "waiting: the config'"'"'s \[slice $CFG2\]"'
+out=$(make_many "$MANY-mem" 1024 '"memory":"1MiB"')
+check "users make slices up to 1023 of carved's 1024, one kept for the config's waiting slice ($out)" \
+    '[[ $out == "959 carved holds 1023 slices of its 1024, and keeps 1 place for the config'"'"'s slices that wait for room"* ]]'
 stop_carved
 forget_state
 printf 'poll_interval = 200ms\n[slice %s]\nmemory = 1GiB\n[slice %s]\ngpus = 0, 7\n' "$CFG2" "$CFG" \
