@@ -1,7 +1,8 @@
 /* driver_facts.c - the CUDA driver's answers that carve's memory accounting rests on, learnt
  * on GPU 0 by a plain process (no carve): what an allocation, an array and a context really
  * take, what a VMM handle's retain, export and import hold, what a limit takes at once, and
- * which result codes and old entry points the driver has (docs/memory.md, Honest limits).
+ * which result codes and old entry points the driver has (docs/memory.md, Honest limits),
+ * and whether it leaves SIGBUS's handler alone (docs/compute.md).
  *
  *   build/bench/driver_facts      (on a GPU, or with the simulated GPU's libraries first in
  *                                  LD_LIBRARY_PATH)
@@ -17,6 +18,8 @@
  * bench/gpu/run-driver-facts.sh makes a report of it; tests/e2e/driver_facts.sh checks it
  * on the simulated GPU. */
 #include <dlfcn.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -784,9 +787,23 @@ static void probe_v1(struct df *d)
               "%lld B", p, now < 0 ? -1 : base - now);
 }
 
+/* Whether the driver, from cuInit through every probe, left SIGBUS's action as it found it:
+ * libcarve's guard of the board's mappings (common/sigbus_guard.c) is put in place at its
+ * first hooked call, before cuInit, and is lost to a handler installed after it. */
+static void probe_signals(const struct sigaction *before)
+{
+    struct sigaction now;
+    sigaction(SIGBUS, NULL, &now);
+    bool kept = now.sa_handler == before->sa_handler && now.sa_flags == before->sa_flags;
+    fact("signal.sigbus_kept", kept ? "yes" : "no",
+         "SIGBUS's action before cuInit and after every probe%s", kept ? "" : ": the driver's");
+}
+
 int main(void)
 {
     static const size_t sizes[] = {1, 512, 4096, MIB, MIB + 1, 2 * MIB + 1, 20 * MIB + 1};
+    struct sigaction bus_before;
+    sigaction(SIGBUS, NULL, &bus_before);
     struct df d;
     int ret = df_open(&d);
     if (ret != 0)
@@ -803,6 +820,7 @@ int main(void)
     probe_managed_pool(&d);
     probe_managed_nvml(&d);
     probe_v1(&d);
+    probe_signals(&bus_before);
     ret = d.errors ? 1 : 0;
     printf("# driver_facts: %d error%s\n", d.errors, d.errors == 1 ? "" : "s");
 out:

@@ -4,7 +4,8 @@
 # build/bench/driver_facts on GPU 0 in a plain process, without carve: what allocations,
 # arrays and the context really take, what a VMM handle's retain, export and import hold, what
 # cuCtxSetLimit takes at the call, what cuMemFree answers for a bad pointer, whether a managed
-# pool may be placed nowhere, and whether the pre-3.2 cuMemAlloc/cuArrayCreate are exported.
+# pool may be placed nowhere, whether the pre-3.2 cuMemAlloc/cuArrayCreate are exported, and
+# whether the driver leaves SIGBUS's handler alone (libcarve's guard of the board's mappings).
 # About 20 s once carve is built.
 #
 #   bash bench/gpu/run-driver-facts.sh [REPORT]   (default docs/results/<date>-driver-facts.md)

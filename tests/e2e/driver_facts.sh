@@ -50,7 +50,8 @@ names=(context.nvml_device_delta context.nvml_process_used context.cuMemGetInfo_
     cuCtxSetLimit.taken.stack_4096 cuCtxSetLimit.taken.heap_256MiB
     cuCtxSetLimit.given_back.defaults cuMemPoolCreate.result.managed_nowhere
     managed.nvml.after_alloc managed.held.after_touch managed.nvml.after_touch
-    cuMemAlloc_v1.exported cuArrayCreate_v1.exported cuMemAlloc_v1.result.1MiB)
+    cuMemAlloc_v1.exported cuArrayCreate_v1.exported cuMemAlloc_v1.result.1MiB
+    signal.sigbus_kept)
 
 # probe LABEL ENV...: the probe on a fresh simulated GPU; its output in $dir/LABEL, status in rc
 probe() {
@@ -122,6 +123,7 @@ expect full CUDA_SUCCESS cuMemPoolCreate.result.managed_nowhere
 expect full $((256 * MIB)) managed.nvml.after_alloc managed.held.after_touch managed.nvml.after_touch
 expect full no cuMemAlloc_v1.exported cuArrayCreate_v1.exported
 expect full unsupported cuMemAlloc_v1.result.1MiB
+expect full yes signal.sigbus_kept
 
 # 1 GiB less the context's 300 MiB: 64 allocations of 20 MiB + 1 cannot fit, the rest can
 probe small CARVE_SIM_MEMORY=1GiB CARVE_SIM_SMS=10 # (a stack of 60 MiB then fits)
