@@ -464,6 +464,22 @@ void carve_board_leave(struct carve_board *b, int entry)
     carve_board_close(b);
 }
 
+int carve_board_hand_over(struct carve_board *b, int entry, pid_t from, pid_t to)
+{
+    if (!b || !b->writable || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
+        return -EINVAL;
+    struct board_entry *e = &b->t->entry[entry];
+    int r = -ESRCH;
+    flock(b->fd, LOCK_EX); /* joiners judge entries dead under it, by pid and start time */
+    if (atomic_load(&e->pid) == (int32_t)from && !carve_board_cut(b)) {
+        e->start_time = carve_proc_start_time(to);
+        atomic_store(&e->pid, (int32_t)to);
+        r = 0;
+    }
+    flock(b->fd, LOCK_UN);
+    return r;
+}
+
 void carve_board_note_launch(struct carve_board *b, int entry, uint64_t now_ns)
 {
     if (!b || !b->act || entry < 0 || entry >= CARVE_BOARD_ENTRIES)

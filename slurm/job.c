@@ -993,6 +993,29 @@ static int finish(const struct carve_job_conf *conf, uint32_t job, int fd,
     return r;
 }
 
+/* The step that joined the boards leaves before the job's other steps: its entries go to
+ * steps[heir], which becomes the record's first (the joiner, as leave_boards knows it). The
+ * boards counted the entries dead once the step ended, and a guarantee held no room for the
+ * steps still running (the next joiner took the place). */
+static void hand_over_boards(struct carve_job_record *rec, int heir)
+{
+    pid_t from = rec->steps[0].pid, to = rec->steps[heir].pid;
+    int kept = 0;
+    for (int i = 0; i < rec->nboards; i++) {
+        struct carve_board *b;
+        if (carve_board_attach(rec->boards[i].uuid, &b) < 0)
+            continue;
+        /* an entry that is no longer the step's is another slice's: never left later */
+        if (carve_board_hand_over(b, rec->boards[i].entry, from, to) == 0)
+            rec->boards[kept++] = rec->boards[i];
+        carve_board_close(b);
+    }
+    rec->nboards = kept;
+    __typeof__(rec->steps[0]) first = rec->steps[0];
+    rec->steps[0] = rec->steps[heir];
+    rec->steps[heir] = first; /* pruned next, as the step leaving */
+}
+
 int carve_job_leave(const struct carve_job_conf *conf, uint32_t job_id, pid_t step_pid,
                     char *err, size_t errlen)
 {
@@ -1005,12 +1028,16 @@ int carve_job_leave(const struct carve_job_conf *conf, uint32_t job_id, pid_t st
         close(fd);
         return r;
     }
-    int live = 0;
+    int live = 0, heir = -1;
     for (int i = 0; i < rec.nsteps; i++)
-        if (rec.steps[i].pid != step_pid && step_alive(rec.steps[i].pid, rec.steps[i].start))
+        if (rec.steps[i].pid != step_pid && step_alive(rec.steps[i].pid, rec.steps[i].start)) {
             live++;
+            heir = heir < 0 ? i : heir;
+        }
     if (live == 0)
         return finish(conf, job_id, fd, &rec, err, errlen);
+    if (rec.nsteps > 0 && rec.steps[0].pid == step_pid && rec.nboards > 0)
+        hand_over_boards(&rec, heir);
     prune_steps(&rec, step_pid);
     r = record_write(fd, &rec, err, errlen);
     close(fd);

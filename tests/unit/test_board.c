@@ -373,6 +373,36 @@ static void test_attach_and_leave_elsewhere(void **state)
     assert_int_equal(access(activity, F_OK), -1);
 }
 
+/* An entry handed to another process: kept alive by it (not cleared as dead by the next
+ * joiner once its joiner ended), and only by the pid that holds it; not on a tenant's board. */
+static void test_hand_over(void **state)
+{
+    uint8_t uuid[16];
+    char err[512];
+    fresh_uuid(uuid);
+    pid_t joiner = fork();
+    assert_true(joiner >= 0);
+    if (joiner == 0) {
+        pause();
+        _exit(0);
+    }
+    struct carve_board *b, *tenant, *c;
+    int e = -1, ec = -1;
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G60, "job", joiner, &b,
+                                      &e, err, sizeof(err)), 0);
+    assert_int_equal(carve_board_hand_over(b, e, getpid(), getpid()), -ESRCH); /* not ours */
+    assert_int_equal(carve_board_open(uuid, &tenant), 0);
+    assert_int_equal(carve_board_hand_over(tenant, e, joiner, getpid()), -EINVAL);
+    carve_board_close(tenant);
+    assert_int_equal(carve_board_hand_over(b, e, joiner, getpid()), 0);
+    kill(joiner, SIGKILL);
+    waitpid(joiner, NULL, 0);
+    /* the joiner is gone, the entry lives on: a guarantee past 100% is still refused */
+    assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G50, "c", getpid(), &c,
+                                      &ec, err, sizeof(err)), -EDQUOT);
+    carve_board_leave(b, e);
+}
+
 /* carved, restarted, joins again where its slice was: the place its running tenants know
  * (the terms hold it). The place is taken only when free; else the first free one. */
 static void test_preferred_place(void **state)
@@ -687,6 +717,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_forged_queue_end),
         cmocka_unit_test(test_modes_and_cleanup),
         cmocka_unit_test(test_attach_and_leave_elsewhere),
+        cmocka_unit_test(test_hand_over),
         cmocka_unit_test(test_preferred_place),
         cmocka_unit_test(test_other_layout_refused),
         cmocka_unit_test(test_cut_objects),

@@ -717,6 +717,42 @@ static void test_guarantee_within_allocation(void **state)
     assert_false(shm_exists(shm));
 }
 
+/* The step that joined the boards ends before the job's other step: its guarantee's room
+ * stays the job's (the step still running takes the entries over), and comes back when the
+ * last step leaves. It went with the first step: the board counted its entry dead, and
+ * another job's guarantee took the room. */
+static void test_board_outlives_first_step(void **state)
+{
+    struct world *w = *state;
+    char shm[128], other[128], err[1024];
+    pid_t s1 = fake_step(), s2 = fake_step();
+    struct carve_job_request req = {.job_id = 50, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = s1, .gpus = "0", .compute = "60%+"};
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    req.step_pid = s2;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_int_equal(carve_job_leave(&w->conf, 50, s1, err, sizeof(err)), 0);
+    end_step(s1);
+    struct carve_job_record rec;
+    read_record(w, 50, &rec);
+    assert_int_equal(rec.nsteps, 1);
+    assert_int_equal(rec.steps[0].pid, s2); /* the boards' joiner now */
+    assert_int_equal(rec.nboards, 1);
+    struct carve_job_request next = req;
+    next.job_id = 51;
+    next.step_pid = getpid();
+    assert_int_equal(carve_job_enter(&w->conf, &next, other, sizeof(other), err, sizeof(err)),
+                     -EDQUOT);
+    assert_non_null(strstr(err, "already hold guarantees of 60.00%"));
+    assert_false(record_exists(w, 51));
+    assert_int_equal(carve_job_leave(&w->conf, 50, s2, err, sizeof(err)), 0);
+    end_step(s2);
+    assert_false(shm_exists(shm));
+    assert_int_equal(carve_job_enter(&w->conf, &next, other, sizeof(other), err, sizeof(err)), 1);
+    assert_int_equal(carve_job_remove(&w->conf, 51, err, sizeof(err)), 0);
+    assert_false(shm_exists(other));
+}
+
 static void test_sweep(void **state)
 {
     struct world *w = *state;
@@ -791,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_nothing_asked),
         cmocka_unit_test(test_refused_values),
         cmocka_unit_test(test_guarantee_within_allocation),
+        cmocka_unit_test(test_board_outlives_first_step),
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_sweep_damaged),
     };
