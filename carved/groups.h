@@ -1,6 +1,7 @@
 /* groups.h - whether a user is in one of some groups, for carved's `groups` and
- * `admin_groups`: the user's groups come from NSS at most once a minute per user (cached),
- * not at every poll and connection, which judge every tenant process. */
+ * `admin_groups`: the user's groups come from NSS once a minute per user (256 users kept,
+ * a lookup that failed asked again after 5 s), not at every poll and connection, which
+ * judge every tenant process. */
 #ifndef CARVED_GROUPS_H
 #define CARVED_GROUPS_H
 
@@ -15,7 +16,7 @@
 bool carved_in_groups(uid_t uid, gid_t gid, const gid_t *groups, int n);
 /* The same at now_s (seconds, monotonic): for tests. */
 bool carved_in_groups_at(uid_t uid, gid_t gid, const gid_t *groups, int n, double now_s);
-/* Drops every cached list (tests; carved never needs to). */
+/* Drops every cached list (tests, and carved at its exit). */
 void carved_groups_forget(void);
 
 #endif

@@ -18,7 +18,8 @@ FUZZ_DIR ?= $(BUILD)/fuzz
 FUZZ_API_SRC := tests/fuzz/fuzz_api.c carved/api.c carved/registry.c carved/monitor.c carved/config.c \
 	carved/groups.c \
 	$(wildcard common/*.c)
-$(FUZZ_DIR)/fuzz_api: $(FUZZ_API_SRC) carved/daemon.h carved/carved.h $(wildcard common/*.h)
+$(FUZZ_DIR)/fuzz_api: $(FUZZ_API_SRC) carved/daemon.h carved/carved.h carved/groups.h \
+	$(wildcard common/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Icarved $(FUZZ_API_SRC) -o $@ -ljansson -ldl -lpthread
 

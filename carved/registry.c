@@ -350,16 +350,15 @@ static int reserved_places(const struct carved *d, const struct dslice *s, char 
         if (c->share_bp == 0 && c->priority == CARVE_PRIO_NORMAL)
             continue;
         const uint8_t *uuid = s->spec.dev[i].uuid;
-        int kept = 0, on_board = 0;
+        int kept = 0;
         for (int k = 0; k < d->conf.nslices; k++)
             kept += d->conf_state[k].waiting && config_on_board(&d->conf.slices[k], uuid);
         if (!kept)
             continue;
-        for (int j = 0; j < CARVED_MAX_SLICES; j++)
-            for (int g = 0; d->slices[j].used && g < d->slices[j].spec.ndev; g++)
-                on_board += d->slices[j].boards[g] &&
-                            memcmp(d->slices[j].spec.dev[g].uuid, uuid, 16) == 0;
-        if (on_board + 1 + kept > CARVE_BOARD_ENTRIES) {
+        /* the board's own count: slices of `carve run` or the Slurm plugin made without
+           carved hold places there too */
+        int on_board = carve_board_count(uuid);
+        if (on_board >= 0 && on_board + 1 + kept > CARVE_BOARD_ENTRIES) {
             snprintf(err, errlen, "GPU %d: its board holds %d slices with compute settings of "
                      "%d, and carved keeps %d place%s there for the config's slices that "
                      "wait for room (carve slice list)", s->spec.dev[i].index, on_board,

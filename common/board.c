@@ -464,6 +464,27 @@ void carve_board_leave(struct carve_board *b, int entry)
     carve_board_close(b);
 }
 
+int carve_board_count(const uint8_t uuid[16])
+{
+    char name[64];
+    carve_board_name(uuid, name, sizeof(name));
+    int fd = carve_shm_open(name, O_RDONLY, 0);
+    if (fd < 0)
+        return fd == -ENOENT ? 0 : fd;
+    struct board_table *t = malloc(sizeof(*t));
+    /* read, not mapped: a board cut short as it is read is a short read here, not SIGBUS */
+    int r = t && pread(fd, t, sizeof(*t), 0) == (ssize_t)sizeof(*t) ? 0 : -EPROTO;
+    close(fd);
+    if (!r && (t->magic != BOARD_MAGIC || t->version != BOARD_VERSION ||
+               t->size != sizeof(struct board_table)))
+        r = -EPROTO;
+    int live = 0;
+    for (int i = 0; !r && i < CARVE_BOARD_ENTRIES; i++)
+        live += atomic_load(&t->entry[i].pid) > 0 && !entry_dead(&t->entry[i]);
+    free(t);
+    return r ? r : live;
+}
+
 int carve_board_hand_over(struct carve_board *b, int entry, pid_t from, pid_t to)
 {
     if (!b || !b->writable || entry < 0 || entry >= CARVE_BOARD_ENTRIES)

@@ -46,6 +46,9 @@ int carve_board_join(const uint8_t uuid[16], mode_t mode, const struct carve_com
 /* A joiner's board again, read-write, for leaving an entry it joined earlier (the Slurm
  * plugin leaves in another process than it joined); -ENOENT when there is none. */
 int carve_board_attach(const uint8_t uuid[16], struct carve_board **out);
+/* How many live entries the GPU's board has (0: no board), read without mapping it; or
+ * -errno (-EPROTO: another layout, or cut short). */
+int carve_board_count(const uint8_t uuid[16]);
 /* Gives a joiner's entry, owned by pid from, to pid to, which then keeps it alive (the Slurm
  * plugin: the step that joined ends before the job's other steps). 0, or -ESRCH when the
  * entry is not from's (-EINVAL: not a joiner's board, or no such entry). */

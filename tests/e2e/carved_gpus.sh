@@ -5,7 +5,9 @@
 # guaranteed 60% is refused (guarantees on one GPU add up to 100% at most), and one on every
 # GPU is refused where any of them is full (with the code guarantees_full: `carve slice
 # create` exits 2); bad "gpus" are refused saying why; a restart
-# adopts the slices on their GPUs, and the log does not call the node's other GPUs new.
+# adopts the slices on their GPUs, and the log does not call the node's other GPUs new. A
+# config slice with no room at the start waits, and keeps its room: a guarantee, a place on
+# a full board (64 slices), a place among carved's 1024.
 #
 #   BUILD=build bash tests/e2e/carved_gpus.sh
 set -uo pipefail

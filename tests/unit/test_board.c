@@ -374,7 +374,8 @@ static void test_attach_and_leave_elsewhere(void **state)
 }
 
 /* An entry handed to another process: kept alive by it (not cleared as dead by the next
- * joiner once its joiner ended), and only by the pid that holds it; not on a tenant's board. */
+ * joiner once its joiner ended), and only by the pid that holds it; not on a tenant's board.
+ * carve_board_count counts live entries, the handed one among them. */
 static void test_hand_over(void **state)
 {
     uint8_t uuid[16];
@@ -394,13 +395,16 @@ static void test_hand_over(void **state)
     assert_int_equal(carve_board_open(uuid, &tenant), 0);
     assert_int_equal(carve_board_hand_over(tenant, e, joiner, getpid()), -EINVAL);
     carve_board_close(tenant);
+    assert_int_equal(carve_board_count(uuid), 1);
     assert_int_equal(carve_board_hand_over(b, e, joiner, getpid()), 0);
     kill(joiner, SIGKILL);
     waitpid(joiner, NULL, 0);
+    assert_int_equal(carve_board_count(uuid), 1); /* its entry is ours now */
     /* the joiner is gone, the entry lives on: a guarantee past 100% is still refused */
     assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G50, "c", getpid(), &c,
                                       &ec, err, sizeof(err)), -EDQUOT);
     carve_board_leave(b, e);
+    assert_int_equal(carve_board_count(uuid), 0); /* no board */
 }
 
 /* carved, restarted, joins again where its slice was: the place its running tenants know
@@ -447,6 +451,7 @@ static void test_other_layout_refused(void **state)
     assert_non_null(strstr(err, "another version of carve"));
     assert_non_null(strstr(err, name));
     assert_int_equal(carve_board_open(uuid, &b), -EPROTO);
+    assert_int_equal(carve_board_count(uuid), -EPROTO);
     shm_unlink(name);
 }
 

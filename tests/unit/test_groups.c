@@ -1,9 +1,11 @@
 /* test_groups.c - carved's users' groups (carved/groups.c), with NSS replaced by the fakes
  * below (linked with --wrap): membership through the process's group, the passwd group and
  * supplementary groups; NSS asked once per user per CARVED_GROUPS_TTL_S, again after it (a
- * change then applies), and for another user sharing the cache's place; a user in more
+ * change then applies); four users of one cache set kept, a fifth replacing the oldest; a
+ * failed lookup asked again in 5 s, the last good list kept meanwhile; a user in more
  * groups than a first guess of room (300: the old list of 256 lost them); a user NSS does
  * not know. */
+#include <errno.h>
 #include <grp.h>
 #include <pwd.h>
 #include <setjmp.h>
@@ -16,11 +18,13 @@
 #include "groups.h"
 
 #define KNOWN_UID 1000
+#define UNKNOWN_UID 4242
 #define PASSWD_GID 100
 
 static int pw_calls, list_calls;
-static int fake_count = 3; /* supplementary groups: 200, 201, ... */
-static struct passwd fake_pw = {.pw_name = "alice", .pw_uid = KNOWN_UID, .pw_gid = PASSWD_GID};
+static int fake_count = 3;     /* supplementary groups: 200, 201, ... */
+static int fake_failing;       /* 1: getpwuid fails (EIO); 2: getgrouplist fails */
+static struct passwd fake_pw = {.pw_name = "alice", .pw_gid = PASSWD_GID};
 
 struct passwd *__wrap_getpwuid(uid_t uid);
 int __wrap_getgrouplist(const char *user, gid_t group, gid_t *groups, int *ngroups);
@@ -28,7 +32,8 @@ int __wrap_getgrouplist(const char *user, gid_t group, gid_t *groups, int *ngrou
 struct passwd *__wrap_getpwuid(uid_t uid)
 {
     pw_calls++;
-    if (uid % 256 != KNOWN_UID % 256)
+    errno = fake_failing == 1 ? EIO : 0;
+    if (uid == UNKNOWN_UID || fake_failing == 1)
         return NULL;
     fake_pw.pw_uid = uid;
     return &fake_pw;
@@ -38,6 +43,8 @@ int __wrap_getgrouplist(const char *user, gid_t group, gid_t *groups, int *ngrou
 {
     list_calls++;
     int want = 1 + fake_count;
+    if (fake_failing == 2)
+        return -1; /* *ngroups left as it was: not a want of room */
     if (*ngroups < want) {
         *ngroups = want;
         return -1;
@@ -52,7 +59,7 @@ int __wrap_getgrouplist(const char *user, gid_t group, gid_t *groups, int *ngrou
 static int reset(void **state)
 {
     carved_groups_forget();
-    pw_calls = list_calls = 0;
+    pw_calls = list_calls = fake_failing = 0;
     fake_count = 3;
     return 0;
 }
@@ -91,14 +98,43 @@ static void test_cached_for_the_ttl(void **state)
     assert_int_equal(pw_calls, 3);
 }
 
-static void test_users_sharing_a_place(void **state)
+static void test_users_sharing_a_set(void **state)
 {
     const gid_t g[] = {200};
-    for (int i = 0; i < 3; i++) {
-        assert_true(carved_in_groups_at(KNOWN_UID, 50, g, 1, 10.0));
-        assert_true(carved_in_groups_at(KNOWN_UID + 256, 50, g, 1, 10.0));
-    }
-    assert_int_equal(pw_calls, 6); /* each took the other's place: asked each time */
+    for (int round = 0; round < 3; round++)
+        for (uid_t k = 0; k < 4; k++) /* four users of one set (uid modulo 64): all kept */
+            assert_true(carved_in_groups_at(KNOWN_UID + 64 * k, 50, g, 1, 10.0 + round));
+    assert_int_equal(pw_calls, 4);
+    /* a fifth takes the place of the one asked first; the other three stay */
+    assert_true(carved_in_groups_at(KNOWN_UID + 64 * 4, 50, g, 1, 20.0));
+    for (uid_t k = 1; k < 4; k++)
+        assert_true(carved_in_groups_at(KNOWN_UID + 64 * k, 50, g, 1, 20.0));
+    assert_int_equal(pw_calls, 5);
+    assert_true(carved_in_groups_at(KNOWN_UID, 50, g, 1, 20.0));
+    assert_int_equal(pw_calls, 6);
+}
+
+/* NSS's server not answering: a user's last good list is kept, and asked again in 5 s, not
+ * a minute; a user never known is in no group meanwhile, and asked again as soon. */
+static void test_failed_lookup(void **state)
+{
+    const gid_t g[] = {201};
+    assert_true(carved_in_groups_at(KNOWN_UID, 50, g, 1, 100.0));
+    fake_failing = 1;
+    const double later = 100.0 + CARVED_GROUPS_TTL_S;
+    assert_true(carved_in_groups_at(KNOWN_UID, 50, g, 1, later));
+    assert_int_equal(pw_calls, 2);
+    assert_true(carved_in_groups_at(KNOWN_UID, 50, g, 1, later + 4.9));
+    assert_int_equal(pw_calls, 2);
+    assert_true(carved_in_groups_at(KNOWN_UID, 50, g, 1, later + 5.0));
+    assert_int_equal(pw_calls, 3);
+    assert_false(carved_in_groups_at(KNOWN_UID + 1, 50, g, 1, later));
+    fake_failing = 2; /* the groups' lookup fails: the same */
+    assert_false(carved_in_groups_at(KNOWN_UID + 1, 50, g, 1, later + 5.0));
+    assert_int_equal(pw_calls, 5);
+    fake_failing = 0;
+    assert_true(carved_in_groups_at(KNOWN_UID + 1, 50, g, 1, later + 10.0));
+    assert_true(carved_in_groups_at(KNOWN_UID, 50, g, 1, later + 10.0));
 }
 
 static void test_many_groups(void **state)
@@ -112,12 +148,12 @@ static void test_many_groups(void **state)
 static void test_unknown_user(void **state)
 {
     const gid_t g[] = {200, PASSWD_GID};
-    assert_false(carved_in_groups_at(KNOWN_UID + 1, 50, g, 2, 10.0));
-    assert_false(carved_in_groups_at(KNOWN_UID + 1, 50, g, 2, 11.0));
-    assert_int_equal(pw_calls, 1);
+    assert_false(carved_in_groups_at(UNKNOWN_UID, 50, g, 2, 10.0));
+    assert_false(carved_in_groups_at(UNKNOWN_UID, 50, g, 2, 11.0));
+    assert_int_equal(pw_calls, 1); /* "no such user" is kept the whole TTL */
     assert_int_equal(list_calls, 0);
     const gid_t own[] = {50};
-    assert_true(carved_in_groups_at(KNOWN_UID + 1, 50, own, 1, 12.0));
+    assert_true(carved_in_groups_at(UNKNOWN_UID, 50, own, 1, 12.0));
 }
 
 int main(void)
@@ -125,7 +161,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_membership, reset),
         cmocka_unit_test_setup(test_cached_for_the_ttl, reset),
-        cmocka_unit_test_setup(test_users_sharing_a_place, reset),
+        cmocka_unit_test_setup(test_users_sharing_a_set, reset),
+        cmocka_unit_test_setup(test_failed_lookup, reset),
         cmocka_unit_test_setup(test_many_groups, reset),
         cmocka_unit_test_setup(test_unknown_user, reset),
     };
