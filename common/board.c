@@ -472,7 +472,9 @@ int carve_board_count(const uint8_t uuid[16])
     if (fd < 0)
         return fd == -ENOENT ? 0 : fd;
     struct board_table *t = malloc(sizeof(*t));
-    /* read, not mapped: a board cut short as it is read is a short read here, not SIGBUS */
+    /* read, not mapped: a board cut short as it is read is a short read here, not SIGBUS;
+       under the joiners' lock, shared: a hand-over half done read as a reused pid */
+    flock(fd, LOCK_SH);
     int r = t && pread(fd, t, sizeof(*t), 0) == (ssize_t)sizeof(*t) ? 0 : -EPROTO;
     close(fd);
     if (!r && (t->magic != BOARD_MAGIC || t->version != BOARD_VERSION ||
@@ -485,17 +487,22 @@ int carve_board_count(const uint8_t uuid[16])
     return r ? r : live;
 }
 
-int carve_board_hand_over(struct carve_board *b, int entry, pid_t from, pid_t to)
+int carve_board_hand_over(struct carve_board *b, int entry, pid_t from, uint64_t from_start,
+                          pid_t to, uint64_t to_start)
 {
     if (!b || !b->writable || entry < 0 || entry >= CARVE_BOARD_ENTRIES)
         return -EINVAL;
     struct board_entry *e = &b->t->entry[entry];
-    int r = -ESRCH;
+    int r = 0;
     flock(b->fd, LOCK_EX); /* joiners judge entries dead under it, by pid and start time */
-    if (atomic_load(&e->pid) == (int32_t)from && !carve_board_cut(b)) {
-        e->start_time = carve_proc_start_time(to);
+    if (atomic_load(&e->pid) != (int32_t)from || (from_start && e->start_time != from_start) ||
+        carve_board_cut(b))
+        r = -ESRCH; /* another's: from's was judged dead and taken, or from reused a pid */
+    else if (!to_start || carve_proc_running(to) != 1 || carve_proc_start_time(to) != to_start)
+        r = -ECHILD; /* to is gone (a start of 0 would keep a reused pid's entry alive) */
+    if (!r) {
+        e->start_time = to_start;
         atomic_store(&e->pid, (int32_t)to);
-        r = 0;
     }
     flock(b->fd, LOCK_UN);
     return r;

@@ -49,10 +49,12 @@ int carve_board_attach(const uint8_t uuid[16], struct carve_board **out);
 /* How many live entries the GPU's board has (0: no board), read without mapping it; or
  * -errno (-EPROTO: another layout, or cut short). */
 int carve_board_count(const uint8_t uuid[16]);
-/* Gives a joiner's entry, owned by pid from, to pid to, which then keeps it alive (the Slurm
- * plugin: the step that joined ends before the job's other steps). 0, or -ESRCH when the
- * entry is not from's (-EINVAL: not a joiner's board, or no such entry). */
-int carve_board_hand_over(struct carve_board *b, int entry, pid_t from, pid_t to);
+/* Gives a joiner's entry, owned by pid from (started at from_start; 0: not checked), to pid
+ * to, started at to_start, which then keeps it alive (the Slurm plugin: the step that joined
+ * ends before the job's other steps). 0; -ESRCH when the entry is not from's; -ECHILD when
+ * to is gone (or its pid another's); -EINVAL: not a joiner's board, or no such entry. */
+int carve_board_hand_over(struct carve_board *b, int entry, pid_t from, uint64_t from_start,
+                          pid_t to, uint64_t to_start);
 /* Clears the entry; removes the board when it was the last; unmaps. On a tenant's
  * (read-only) board it only unmaps. */
 void carve_board_leave(struct carve_board *b, int entry);

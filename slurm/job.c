@@ -254,8 +254,9 @@ static int live_steps(const struct carve_job_record *rec)
 }
 
 /* Drops the steps that are gone, and the one leaving (its pid, 0 for none), from the
- * record; the first entry stays whatever its state: it joined the boards, and
- * leave_boards asks whether it lives before leaving them. */
+ * record; the first entry stays whatever its state: it holds the boards' entries (it joined
+ * them, or they were handed to it), and leave_boards asks whether it lives before leaving
+ * them. */
 static void prune_steps(struct carve_job_record *rec, pid_t leaving)
 {
     int kept = 0;
@@ -999,14 +1000,16 @@ static int finish(const struct carve_job_conf *conf, uint32_t job, int fd,
  * steps still running (the next joiner took the place). */
 static void hand_over_boards(struct carve_job_record *rec, int heir)
 {
-    pid_t from = rec->steps[0].pid, to = rec->steps[heir].pid;
     int kept = 0;
     for (int i = 0; i < rec->nboards; i++) {
         struct carve_board *b;
         if (carve_board_attach(rec->boards[i].uuid, &b) < 0)
             continue;
-        /* an entry that is no longer the step's is another slice's: never left later */
-        if (carve_board_hand_over(b, rec->boards[i].entry, from, to) == 0)
+        /* an entry not handed over is another slice's, or dies with the step leaving: never
+           left later (the heir gone meanwhile: the room goes, as it did before) */
+        if (carve_board_hand_over(b, rec->boards[i].entry, rec->steps[0].pid,
+                                  rec->steps[0].start, rec->steps[heir].pid,
+                                  rec->steps[heir].start) == 0)
             rec->boards[kept++] = rec->boards[i];
         carve_board_close(b);
     }

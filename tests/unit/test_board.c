@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,6 +22,7 @@
 
 #include "board.h"
 #include "proc.h"
+#include "slice.h"
 
 static void fresh_uuid(uint8_t uuid[16])
 {
@@ -381,22 +383,34 @@ static void test_hand_over(void **state)
     uint8_t uuid[16];
     char err[512];
     fresh_uuid(uuid);
-    pid_t joiner = fork();
-    assert_true(joiner >= 0);
-    if (joiner == 0) {
+    pid_t joiner = fork(), gone = fork();
+    assert_true(joiner >= 0 && gone >= 0);
+    if (joiner == 0 || gone == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed assertion must not leave it behind */
         pause();
         _exit(0);
     }
+    uint64_t joiner_start = carve_proc_start_time(joiner), me = carve_proc_start_time(getpid());
+    uint64_t gone_start = carve_proc_start_time(gone);
+    kill(gone, SIGKILL);
+    waitpid(gone, NULL, 0);
     struct carve_board *b, *tenant, *c;
     int e = -1, ec = -1;
     assert_int_equal(carve_board_join(uuid, CARVE_BOARD_MODE_SHARED, &G60, "job", joiner, &b,
                                       &e, err, sizeof(err)), 0);
-    assert_int_equal(carve_board_hand_over(b, e, getpid(), getpid()), -ESRCH); /* not ours */
+    /* not ours; ours, but by another start (a reused pid) */
+    assert_int_equal(carve_board_hand_over(b, e, getpid(), me, getpid(), me), -ESRCH);
+    assert_int_equal(carve_board_hand_over(b, e, joiner, joiner_start + 1, getpid(), me), -ESRCH);
+    /* to a process gone, or by a start that is not its own, or none */
+    assert_int_equal(carve_board_hand_over(b, e, joiner, joiner_start, gone, gone_start), -ECHILD);
+    assert_int_equal(carve_board_hand_over(b, e, joiner, joiner_start, getpid(), me + 1), -ECHILD);
+    assert_int_equal(carve_board_hand_over(b, e, joiner, joiner_start, getpid(), 0), -ECHILD);
     assert_int_equal(carve_board_open(uuid, &tenant), 0);
-    assert_int_equal(carve_board_hand_over(tenant, e, joiner, getpid()), -EINVAL);
+    assert_int_equal(carve_board_hand_over(tenant, e, joiner, joiner_start, getpid(), me),
+                     -EINVAL);
     carve_board_close(tenant);
     assert_int_equal(carve_board_count(uuid), 1);
-    assert_int_equal(carve_board_hand_over(b, e, joiner, getpid()), 0);
+    assert_int_equal(carve_board_hand_over(b, e, joiner, joiner_start, getpid(), me), 0);
     kill(joiner, SIGKILL);
     waitpid(joiner, NULL, 0);
     assert_int_equal(carve_board_count(uuid), 1); /* its entry is ours now */

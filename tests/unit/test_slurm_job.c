@@ -724,33 +724,37 @@ static void test_guarantee_within_allocation(void **state)
 static void test_board_outlives_first_step(void **state)
 {
     struct world *w = *state;
-    char shm[128], other[128], err[1024];
+    char shm[128], other[128], err[1024], uuid[64];
+    /* a GPU of this test's own: its board is this test's alone */
+    snprintf(uuid, sizeof(uuid), "GPU-5a1e0c4a-2000-4e3d-9a7b-%012x", (unsigned)getpid());
+    setenv("CARVE_SIM_UUIDS", uuid, 1);
     pid_t s1 = fake_step(), s2 = fake_step();
-    struct carve_job_request req = {.job_id = 50, .uid = getuid(), .gid = getgid(),
+    struct carve_job_request req = {.job_id = 70, .uid = getuid(), .gid = getgid(),
                                     .step_pid = s1, .gpus = "0", .compute = "60%+"};
     assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
     req.step_pid = s2;
     assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
-    assert_int_equal(carve_job_leave(&w->conf, 50, s1, err, sizeof(err)), 0);
+    assert_int_equal(carve_job_leave(&w->conf, 70, s1, err, sizeof(err)), 0);
     end_step(s1);
     struct carve_job_record rec;
-    read_record(w, 50, &rec);
+    read_record(w, 70, &rec);
     assert_int_equal(rec.nsteps, 1);
     assert_int_equal(rec.steps[0].pid, s2); /* the boards' joiner now */
     assert_int_equal(rec.nboards, 1);
     struct carve_job_request next = req;
-    next.job_id = 51;
+    next.job_id = 71;
     next.step_pid = getpid();
     assert_int_equal(carve_job_enter(&w->conf, &next, other, sizeof(other), err, sizeof(err)),
                      -EDQUOT);
     assert_non_null(strstr(err, "already hold guarantees of 60.00%"));
-    assert_false(record_exists(w, 51));
-    assert_int_equal(carve_job_leave(&w->conf, 50, s2, err, sizeof(err)), 0);
+    assert_false(record_exists(w, 71));
+    assert_int_equal(carve_job_leave(&w->conf, 70, s2, err, sizeof(err)), 0);
     end_step(s2);
     assert_false(shm_exists(shm));
     assert_int_equal(carve_job_enter(&w->conf, &next, other, sizeof(other), err, sizeof(err)), 1);
-    assert_int_equal(carve_job_remove(&w->conf, 51, err, sizeof(err)), 0);
+    assert_int_equal(carve_job_remove(&w->conf, 71, err, sizeof(err)), 0);
     assert_false(shm_exists(other));
+    unsetenv("CARVE_SIM_UUIDS");
 }
 
 static void test_sweep(void **state)
