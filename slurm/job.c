@@ -915,6 +915,45 @@ static void ignored_options(const struct carve_job_conf *conf, const struct carv
     carve_slice_close(s);
 }
 
+/* The boards' entries of steps[0] go to steps[heir], which becomes the record's first (the
+ * holder, as leave_boards knows it). */
+static void hand_over_boards(struct carve_job_record *rec, int heir)
+{
+    int kept = 0;
+    for (int i = 0; i < rec->nboards; i++) {
+        struct carve_board *b;
+        if (carve_board_attach(rec->boards[i].uuid, &b) < 0)
+            continue;
+        /* an entry not handed over is another slice's, or dies with the step leaving: never
+           left later (the heir gone meanwhile: the room goes, as it did before) */
+        if (carve_board_hand_over(b, rec->boards[i].entry, rec->steps[0].pid,
+                                  rec->steps[0].start, rec->steps[heir].pid,
+                                  rec->steps[heir].start) == 0)
+            rec->boards[kept++] = rec->boards[i];
+        carve_board_close(b);
+    }
+    rec->nboards = kept;
+    __typeof__(rec->steps[0]) first = rec->steps[0];
+    rec->steps[0] = rec->steps[heir];
+    rec->steps[heir] = first; /* pruned next, as the step leaving */
+}
+
+/* The boards' entries stay with a step that runs: when the step holding them (steps[0])
+ * leaves, or has died before its exit hook (killed), they go to the first other step that
+ * runs. The boards counted them dead once that step ended, and the job's guarantee held no
+ * room for its steps still running: the next joiner took the place. */
+static void keep_boards_held(struct carve_job_record *rec, pid_t leaving)
+{
+    if (rec->nboards == 0 || rec->nsteps == 0 ||
+        (rec->steps[0].pid != leaving && step_alive(rec->steps[0].pid, rec->steps[0].start)))
+        return;
+    for (int i = 1; i < rec->nsteps; i++)
+        if (rec->steps[i].pid != leaving && step_alive(rec->steps[i].pid, rec->steps[i].start)) {
+            hand_over_boards(rec, i);
+            return;
+        }
+}
+
 int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_request *req,
                     char *shm, size_t shmlen, char *err, size_t errlen)
 {
@@ -971,6 +1010,8 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
         rec.steps[rec.nsteps].pid = req->step_pid;
         rec.steps[rec.nsteps++].start = carve_proc_start_time(req->step_pid);
     }
+    keep_boards_held(&rec, 0);
+    prune_steps(&rec, 0); /* a holder that died, now out of the first place */
     if ((r = record_write(fd, &rec, err, errlen)) == 0) { /* err keeps the note */
         snprintf(shm, shmlen, "%s", rec.shm);
         r = 1;
@@ -994,31 +1035,6 @@ static int finish(const struct carve_job_conf *conf, uint32_t job, int fd,
     return r;
 }
 
-/* The step that joined the boards leaves before the job's other steps: its entries go to
- * steps[heir], which becomes the record's first (the joiner, as leave_boards knows it). The
- * boards counted the entries dead once the step ended, and a guarantee held no room for the
- * steps still running (the next joiner took the place). */
-static void hand_over_boards(struct carve_job_record *rec, int heir)
-{
-    int kept = 0;
-    for (int i = 0; i < rec->nboards; i++) {
-        struct carve_board *b;
-        if (carve_board_attach(rec->boards[i].uuid, &b) < 0)
-            continue;
-        /* an entry not handed over is another slice's, or dies with the step leaving: never
-           left later (the heir gone meanwhile: the room goes, as it did before) */
-        if (carve_board_hand_over(b, rec->boards[i].entry, rec->steps[0].pid,
-                                  rec->steps[0].start, rec->steps[heir].pid,
-                                  rec->steps[heir].start) == 0)
-            rec->boards[kept++] = rec->boards[i];
-        carve_board_close(b);
-    }
-    rec->nboards = kept;
-    __typeof__(rec->steps[0]) first = rec->steps[0];
-    rec->steps[0] = rec->steps[heir];
-    rec->steps[heir] = first; /* pruned next, as the step leaving */
-}
-
 int carve_job_leave(const struct carve_job_conf *conf, uint32_t job_id, pid_t step_pid,
                     char *err, size_t errlen)
 {
@@ -1031,16 +1047,13 @@ int carve_job_leave(const struct carve_job_conf *conf, uint32_t job_id, pid_t st
         close(fd);
         return r;
     }
-    int live = 0, heir = -1;
+    int live = 0;
     for (int i = 0; i < rec.nsteps; i++)
-        if (rec.steps[i].pid != step_pid && step_alive(rec.steps[i].pid, rec.steps[i].start)) {
+        if (rec.steps[i].pid != step_pid && step_alive(rec.steps[i].pid, rec.steps[i].start))
             live++;
-            heir = heir < 0 ? i : heir;
-        }
     if (live == 0)
         return finish(conf, job_id, fd, &rec, err, errlen);
-    if (rec.nsteps > 0 && rec.steps[0].pid == step_pid && rec.nboards > 0)
-        hand_over_boards(&rec, heir);
+    keep_boards_held(&rec, step_pid);
     prune_steps(&rec, step_pid);
     r = record_write(fd, &rec, err, errlen);
     close(fd);

@@ -720,7 +720,8 @@ static void test_guarantee_within_allocation(void **state)
 /* The step that joined the boards ends before the job's other step: its guarantee's room
  * stays the job's (the step still running takes the entries over), and comes back when the
  * last step leaves. It went with the first step: the board counted its entry dead, and
- * another job's guarantee took the room. */
+ * another job's guarantee took the room. The same where that step was killed (no exit
+ * hook): the next step in hands the entries on. */
 static void test_board_outlives_first_step(void **state)
 {
     struct world *w = *state;
@@ -754,6 +755,30 @@ static void test_board_outlives_first_step(void **state)
     assert_int_equal(carve_job_enter(&w->conf, &next, other, sizeof(other), err, sizeof(err)), 1);
     assert_int_equal(carve_job_remove(&w->conf, 71, err, sizeof(err)), 0);
     assert_false(shm_exists(other));
+
+    /* the holder killed (no exit hook): the next step to come in or leave hands its entry
+       on, from the dead step, to one that runs */
+    s1 = fake_step(), s2 = fake_step();
+    pid_t s3 = fake_step();
+    req.step_pid = s1;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    req.step_pid = s2;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    end_step(s1);
+    req.step_pid = s3;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    read_record(w, 70, &rec);
+    assert_int_equal(rec.nsteps, 2);
+    assert_int_equal(rec.steps[0].pid, s2);
+    assert_int_equal(rec.nboards, 1);
+    assert_int_equal(carve_job_enter(&w->conf, &next, other, sizeof(other), err, sizeof(err)),
+                     -EDQUOT);
+    end_step(s2); /* killed too: s3's leave hands on to no one, and ends the slice */
+    assert_int_equal(carve_job_leave(&w->conf, 70, s3, err, sizeof(err)), 0);
+    end_step(s3);
+    assert_false(shm_exists(shm));
+    assert_int_equal(carve_job_enter(&w->conf, &next, other, sizeof(other), err, sizeof(err)), 1);
+    assert_int_equal(carve_job_remove(&w->conf, 71, err, sizeof(err)), 0);
     unsetenv("CARVE_SIM_UUIDS");
 }
 
