@@ -104,6 +104,8 @@ char *carved_metrics_render(const json_t *snap);
  *       "index": 0, "uuid": "GPU-...", "name": "NVIDIA H100 80GB HBM3",
  *       "pci_bus_id": "00000000:18:00.0" ("" when NVML does not say), "device": "nvidia0",
  *       "memory_total": N, "memory_used": N, "utilization": 37,
+ *       "lost": false (true: NVML says the GPU is lost, fallen off the bus; then memory_used,
+ *         utilization and processes read as none),
  *       "processes": [ { "pid": 123, "used_memory": N, "sm_util": 12,
  *                        "slice": "train" or null, "user": "alice", "command": "python",
  *                        "mps_server": false (true: NVIDIA's MPS server, in no slice and no

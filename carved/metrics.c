@@ -309,6 +309,9 @@ static const struct family families[] = {
      SCOPE_DCGM, get_number, "utilization"},
     {"carve_gpu_processes", "gauge", "Processes using the GPU, in slices or not.",
      SCOPE_GPU, get_count, "processes"},
+    {"carve_gpu_lost", "gauge",
+     "1 while NVML says the GPU is lost (fallen off the bus): nothing of it is read.",
+     SCOPE_GPU, get_bool, "lost"},
     /* not carve_escapes: beside the counter carve_escapes_total, an OpenMetrics reader
      * takes that name for the counter's family too */
     {"carve_gpu_escapes", "gauge",

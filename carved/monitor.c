@@ -641,8 +641,21 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
     carved_nvml_pci_info pci;
     unsigned minor = gi->index; /* /dev/nvidiaN: the index unless NVML says otherwise */
     memset(&pci, 0, sizeof(pci));
-    if (nv.by_index(gi->index, &dev) == NVML_SUCCESS) {
-        nv.memory(dev, &mem);
+    nvmlReturn_t got = nv.by_index(gi->index, &dev);
+    if (got == NVML_SUCCESS)
+        got = nv.memory(dev, &mem) == NVML_ERROR_GPU_IS_LOST ? NVML_ERROR_GPU_IS_LOST : got;
+    /* fallen off the bus (Xid 79): every call for it fails until a reset or a reboot, and
+     * its processes and memory read as none; said once, and when it comes back */
+    bool lost = got == NVML_ERROR_GPU_IS_LOST;
+    static bool was_lost[CARVE_SLICE_MAX_DEVICES];
+    if (lost != was_lost[g])
+        carved_log(lost ? "GPU %u (%s): NVML says it is lost (fallen off the bus?): nothing of it "
+                          "is read until it answers again; see the kernel log (Xid) and "
+                          "reset the GPU or reboot the node"
+                        : "GPU %u (%s): NVML answers for it again",
+                   gi->index, gi->uuid);
+    was_lost[g] = lost;
+    if (got == NVML_SUCCESS) {
         if (nv.pci && nv.pci(dev, &pci) != NVML_SUCCESS)
             pci.busId[0] = '\0';
         pci.busId[sizeof(pci.busId) - 1] = '\0';
@@ -720,10 +733,10 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
     }
     char device[32];
     snprintf(device, sizeof(device), "nvidia%u", minor);
-    return json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:o}", "index", (int)gi->index,
+    return json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:b,s:o}", "index", (int)gi->index,
                      "uuid", gi->uuid, "pci_bus_id", pci.busId, "device", device, "name", gi->name, "memory_total", (json_int_t)(mem.total ? mem.total : gi->total),
                      "memory_used", (json_int_t)mem.used, "utilization", (int)util.gpu,
-                     "processes", procs);
+                     "lost", lost, "processes", procs);
 }
 
 static json_t *slice_devices(struct dslice *s, double dt)

@@ -457,6 +457,20 @@ int carve_cmd_slice(int argc, char **argv)
     return usage_error("slice", "unknown action `%s' (create, list, delete)", argv[1]);
 }
 
+/* GPUs NVML calls lost (fallen off the bus), before anything else: what carved shows of
+ * them (no memory used, no process) is not what they hold. */
+static void print_lost_gpus(json_t *snap)
+{
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(snap, "gpus"), i, g)
+        if (json_is_true(json_object_get(g, "lost")))
+            printf("GPU %lld (%s) is lost: NVML answers nothing for it (fallen off the bus?), "
+                   "so its slices' use and processes there read as none; see carved's log\n\n",
+                   (long long)json_integer_value(json_object_get(g, "index")),
+                   json_string_value(json_object_get(g, "uuid")));
+}
+
 /* NVIDIA's MPS servers on the GPUs, when there are any: in no slice, yet not escapes. */
 static void print_mps_servers(json_t *snap)
 {
@@ -537,6 +551,7 @@ int carve_cmd_ps(int argc, char **argv)
         json_decref(r);
         return 0;
     }
+    print_lost_gpus(snap);
     print_slices(snap);
     size_t i, j;
     json_t *s, *p;

@@ -243,6 +243,9 @@ static void gpu_section(struct frame *f, const json_t *snap, const json_t *gpu)
          str(gpu, "name", "?"), num(gpu, "utilization"), b, u, t,
          json_array_size(json_object_get(gpu, "processes")),
          json_array_size(json_object_get(gpu, "processes")) == 1 ? "" : "s");
+    if (json_is_true(json_object_get(gpu, "lost")))
+        line(f, EM_GPU, "  LOST: NVML answers nothing for it (fallen off the bus?): see "
+                        "carved's log");
 
     static struct row rows[4096];
     size_t n = slices_on(snap, index, rows, sizeof(rows) / sizeof(rows[0]));

@@ -62,6 +62,7 @@ API const char *nvmlErrorString(nvmlReturn_t r)
     case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
     case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
@@ -82,11 +83,36 @@ static bool valid(nvmlDevice_t d)
     return d && d >= devices && d < devices + sim_config()->ndev;
 }
 
+/* CARVE_SIM_LOST=FILE: while FILE exists, the GPUs whose indices it lists ("1", "0,1") have
+ * fallen off the bus, and NVML answers NVML_ERROR_GPU_IS_LOST for them, as a driver does
+ * after an Xid 79; a test takes a GPU away from a running carved so, and gives it back. */
+static bool lost(unsigned index)
+{
+    const char *path = getenv("CARVE_SIM_LOST");
+    FILE *f = path && *path ? fopen(path, "re") : NULL;
+    if (!f)
+        return false;
+    char buf[256];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (char *p = buf, *end; *p; p = end) {
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p)
+            end = p + 1;
+        else if (v == index)
+            return true;
+    }
+    return false;
+}
+
 #define NEED_DEV(d)                                  \
     do {                                             \
         NEED_INIT();                                 \
         if (!valid(d))                               \
             return NVML_ERROR_INVALID_ARGUMENT;      \
+        if (lost((d)->index))                        \
+            return NVML_ERROR_GPU_IS_LOST;           \
     } while (0)
 
 API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
@@ -125,7 +151,7 @@ API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t 
     if (!device || index >= (unsigned)sim_config()->ndev)
         return NVML_ERROR_INVALID_ARGUMENT;
     *device = &devices[index];
-    return NVML_SUCCESS;
+    return lost(index) ? NVML_ERROR_GPU_IS_LOST : NVML_SUCCESS;
 }
 
 API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
@@ -207,6 +233,8 @@ static void memory_of(nvmlDevice_t d, unsigned long long *total, unsigned long l
         NEED_INIT();                                 \
         if (!valid(d) && !mig_instance_of(d, &g_))   \
             return NVML_ERROR_INVALID_ARGUMENT;      \
+        if (valid(d) && lost((d)->index))            \
+            return NVML_ERROR_GPU_IS_LOST;           \
     } while (0)
 
 API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)

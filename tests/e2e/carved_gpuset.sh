@@ -8,7 +8,8 @@
 # The same for a slice made again after a reboot (its objects removed: slices.json records
 # its GPUs by UUID; an older file without them is read by index) and for one made anew after
 # its table was truncated. A kept slice whose saved compute and priority text was edited
-# into something unparsable is adopted with the settings its objects hold.
+# into something unparsable is adopted with the settings its objects hold. A GPU that falls
+# off the bus while carved runs, and comes back, is said to be lost, then back.
 #
 #   BUILD=build bash tests/e2e/carved_gpuset.sh
 set -uo pipefail
@@ -291,6 +292,41 @@ check "unparsable settings: carve ps shows the objects' settings ($got)" \
 stop_carved
 check "unparsable settings: slices.json has the objects' settings again" \
     "edit_state 'assert (by[\"$BAD\"][\"compute\"], by[\"$BAD\"][\"priority\"]) == (\"30%\", \"batch\"), by[\"$BAD\"]'"
+
+# 10. a GPU that falls off the bus while carved runs (NVML: GPU is lost, as after an Xid 79;
+# the simulated NVML's CARVE_SIM_LOST file names it): carved goes on, says so in its log, in
+# carve ps and in /metrics (carve_gpu_lost), reads the other GPU as before, and says when it
+# answers again. Until 2026-11-28 this was only read in the code, never run.
+export CARVE_SIM_LOST=$work/lost
+port=$(free_port)
+start_carved 200ms "127.0.0.1:$port"
+echo 1 >"$CARVE_SIM_LOST"
+polls 3
+lost=$("$CARVE" ps --json | python3 -c 'import json, sys
+print(" ".join("%d:%s" % (g["index"], g["lost"]) for g in json.load(sys.stdin)["gpus"]))')
+check "GPU 1 lost: carved goes on, and carve ps --json says which ($lost)" \
+    "[ \"\$lost\" = '0:False 1:True' ]"
+"$CARVE" ps >"$work/ps"
+check "GPU 1 lost: carve ps says so first" \
+    "head -n 1 \"\$work/ps\" | grep -q '^GPU 1 ($U1) is lost: NVML answers nothing for it'"
+"$CARVE" top --once >"$work/top" 2>&1
+check "GPU 1 lost: carve top says so under it, once" \
+    "[ \$(grep -c 'LOST: NVML answers nothing for it' \"\$work/top\") = 1 ] &&
+     grep -A1 '^GPU 1 ' \"\$work/top\" | grep -q LOST"
+curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$work/metrics"
+check "GPU 1 lost: /metrics has carve_gpu_lost 1 for it, 0 for GPU 0" \
+    "grep -q '^carve_gpu_lost{gpu=\"1\",UUID=\"$U1\",.*} 1\$' \"\$work/metrics\" &&
+     grep -q '^carve_gpu_lost{gpu=\"0\",UUID=\"$U0\",.*} 0\$' \"\$work/metrics\""
+check "GPU 1 lost: the log says so once" \
+    "[ \$(grep -c \"GPU 1 ($U1): NVML says it is lost\" \"\$work/carved.log\") = 1 ]"
+rm -f "$CARVE_SIM_LOST"
+polls 3
+lost=$("$CARVE" ps --json | python3 -c 'import json, sys
+print(" ".join("%d:%s" % (g["index"], g["lost"]) for g in json.load(sys.stdin)["gpus"]))')
+check "GPU 1 back: not lost ($lost), and the log says it answers again" \
+    "[ \"\$lost\" = '0:False 1:False' ] && grep -q \"GPU 1 ($U1): NVML answers for it again\" \"\$work/carved.log\""
+stop_carved
+unset CARVE_SIM_LOST
 
 echo "# carved_gpuset: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
