@@ -431,6 +431,9 @@ static void emit_gpus(struct emitter *e)
         if (!index_label(gpu, index, sizeof(index)))
             continue;
         if (e->f->scope == SCOPE_DCGM) {
+            /* a lost GPU's memory and utilisation read as none: free and idle it is not */
+            if (json_is_true(json_object_get(gpu, "lost")))
+                continue;
             /* device is /dev/nvidiaN; a snapshot from before carved read it: the index */
             char device[48];
             const char *dv = str_field(gpu, "device"), *pci = str_field(gpu, "pci_bus_id");

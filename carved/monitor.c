@@ -514,6 +514,9 @@ static int slice_dev_on(const struct dslice *s, unsigned index)
 
 /* Sums NVML's per-process memory into each slice's nvml_used on this GPU and sets over_cap,
  * logging when a slice goes over and comes back; starts the slices' utilisation sums there. */
+/* The GPUs (by index) NVML called lost at the last poll (gpu_json). */
+static bool lost_gpu[CARVE_SLICE_MAX_DEVICES];
+
 static void check_slices_against_nvml(struct carved *d, unsigned index,
                                       const nvmlProcessInfo_t *infos, unsigned n, bool util_ok)
 {
@@ -645,9 +648,9 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
     if (got == NVML_SUCCESS)
         got = nv.memory(dev, &mem) == NVML_ERROR_GPU_IS_LOST ? NVML_ERROR_GPU_IS_LOST : got;
     /* fallen off the bus (Xid 79): every call for it fails until a reset or a reboot, and
-     * its processes and memory read as none; said once, and when it comes back */
-    bool lost = got == NVML_ERROR_GPU_IS_LOST;
+     * its processes and memory read as none; said once, and when it answers again */
     static bool was_lost[CARVE_SLICE_MAX_DEVICES];
+    bool lost = got == NVML_ERROR_GPU_IS_LOST || (got != NVML_SUCCESS && was_lost[g]);
     if (lost != was_lost[g])
         carved_log(lost ? "GPU %u (%s): NVML says it is lost (fallen off the bus?): nothing of it "
                           "is read until it answers again; see the kernel log (Xid) and "
@@ -655,12 +658,25 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
                         : "GPU %u (%s): NVML answers for it again",
                    gi->index, gi->uuid);
     was_lost[g] = lost;
+    if (gi->index < CARVE_SLICE_MAX_DEVICES)
+        lost_gpu[gi->index] = lost;
+    /* its bus id and device file do not change: the last read, so that its series keep
+       their labels */
+    static carved_nvml_pci_info last_pci[CARVE_SLICE_MAX_DEVICES];
+    static unsigned last_minor[CARVE_SLICE_MAX_DEVICES];
+    if (lost) {
+        pci = last_pci[g];
+        minor = last_minor[g] ? last_minor[g] - 1 : gi->index;
+        check_slices_against_nvml(d, gi->index, NULL, 0, false); /* nothing over a cap now */
+    }
     if (got == NVML_SUCCESS) {
         if (nv.pci && nv.pci(dev, &pci) != NVML_SUCCESS)
             pci.busId[0] = '\0';
         pci.busId[sizeof(pci.busId) - 1] = '\0';
         if (nv.minor && nv.minor(dev, &minor) != NVML_SUCCESS)
             minor = gi->index;
+        last_pci[g] = pci;
+        last_minor[g] = minor + 1;
         if (nv.util)
             nv.util(dev, &util);
         static nvmlProcessInfo_t infos[MAX_PROCS];
@@ -785,8 +801,13 @@ static json_t *slice_devices(struct dslice *s, double dt)
 static int gpus_held(const struct dslice *s)
 {
     int n = 0;
-    for (int i = 0; i < s->spec.ndev; i++)
-        n += !s->gone[i] && carve_slice_used(s->handle, i) > 0;
+    for (int i = 0; i < s->spec.ndev; i++) {
+        unsigned index = (unsigned)s->spec.dev[i].index;
+        /* a lost GPU's: its tenants cannot run there, and are not idle for it (reclaimed
+           after idle_after, they were killed for the GPU's fault) */
+        bool lost = index < CARVE_SLICE_MAX_DEVICES && lost_gpu[index];
+        n += !s->gone[i] && !lost && carve_slice_used(s->handle, i) > 0;
+    }
     return n;
 }
 

@@ -787,23 +787,34 @@ static void probe_v1(struct df *d)
               "%lld B", p, now < 0 ? -1 : base - now);
 }
 
-/* Whether the driver, from cuInit through every probe, left SIGBUS's action as it found it:
- * libcarve's guard of the board's mappings (common/sigbus_guard.c) is put in place at its
- * first hooked call, before cuInit, and is lost to a handler installed after it. */
-static void probe_signals(const struct sigaction *before)
+/* libcarve's guard of the board's mappings (common/sigbus_guard.c) is put in place at its
+ * first hooked call, before cuInit, and is lost to a handler installed after it: this one
+ * stands in for it, and the fact says whether the driver (or NVML) left it there from cuInit
+ * through every probe. A fault it gets is fatal, as without it. */
+static void stand_in(int sig, siginfo_t *info, void *ctx)
+{
+    signal(sig, SIG_DFL);
+}
+
+static void probe_signals(void)
 {
     struct sigaction now;
     sigaction(SIGBUS, NULL, &now);
-    bool kept = now.sa_handler == before->sa_handler && now.sa_flags == before->sa_flags;
+    bool kept = (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == stand_in;
+    Dl_info who = {0};
+    if (!kept && (now.sa_flags & SA_SIGINFO))
+        dladdr((void *)now.sa_sigaction, &who);
     fact("signal.sigbus_kept", kept ? "yes" : "no",
-         "SIGBUS's action before cuInit and after every probe%s", kept ? "" : ": the driver's");
+         "a SIGBUS handler installed before cuInit, still there after every probe%s%s",
+         kept ? "" : "; now: ", kept ? "" : who.dli_fname ? who.dli_fname : "another");
 }
 
 int main(void)
 {
     static const size_t sizes[] = {1, 512, 4096, MIB, MIB + 1, 2 * MIB + 1, 20 * MIB + 1};
-    struct sigaction bus_before;
-    sigaction(SIGBUS, NULL, &bus_before);
+    struct sigaction guard = {.sa_sigaction = stand_in, .sa_flags = SA_SIGINFO};
+    sigemptyset(&guard.sa_mask);
+    sigaction(SIGBUS, &guard, NULL);
     struct df d;
     int ret = df_open(&d);
     if (ret != 0)
@@ -820,7 +831,7 @@ int main(void)
     probe_managed_pool(&d);
     probe_managed_nvml(&d);
     probe_v1(&d);
-    probe_signals(&bus_before);
+    probe_signals();
     ret = d.errors ? 1 : 0;
     printf("# driver_facts: %d error%s\n", d.errors, d.errors == 1 ? "" : "s");
 out:

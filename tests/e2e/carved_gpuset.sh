@@ -34,12 +34,13 @@ REB2=gpuset-reb2-$$ # --memory 2GiB: on U0 and U1
 OLD=gpuset-old-$$   # --memory 1=1GiB, its record stripped of its GPUs (an older carved's)
 BAD=gpuset-bad-$$   # --compute 30% --priority batch, its saved text then edited unparsable
 CHO=gpuset-cho-$$   # --gpus 1 --compute 40%+, its record's GPUs then made unreadable
+LOS=gpuset-los-$$   # --memory 1GiB, a tenant holding memory on GPU 0 when it is lost
 tenant=
 cleanup_extra() {
     # shellcheck disable=SC2086 # one pid or two
     [ -z "$tenant" ] || kill $tenant 2>/dev/null
     local n
-    for n in "$ONE" "$ALL" "$REB" "$REB2" "$OLD" "$BAD" "$CHO"; do rm -f /dev/shm/carve.d."$n".*; done
+    for n in "$ONE" "$ALL" "$REB" "$REB2" "$OLD" "$BAD" "$CHO" "$LOS"; do rm -f /dev/shm/carve.d."$n".*; done
 }
 
 # gpus SLICE: its devices in carve ps --json, "index:uuid:cap" each, then "gone:" and the
@@ -317,6 +318,9 @@ curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$work/metrics"
 check "GPU 1 lost: /metrics has carve_gpu_lost 1 for it, 0 for GPU 0" \
     "grep -q '^carve_gpu_lost{gpu=\"1\",UUID=\"$U1\",.*} 1\$' \"\$work/metrics\" &&
      grep -q '^carve_gpu_lost{gpu=\"0\",UUID=\"$U0\",.*} 0\$' \"\$work/metrics\""
+check "GPU 1 lost: no DCGM sample of it (its memory would read as all free), GPU 0's there" \
+    "! grep -q '^DCGM_FI_DEV_FB_FREE{gpu=\"1\"' \"\$work/metrics\" &&
+     grep -q '^DCGM_FI_DEV_FB_FREE{gpu=\"0\"' \"\$work/metrics\""
 check "GPU 1 lost: the log says so once" \
     "[ \$(grep -c \"GPU 1 ($U1): NVML says it is lost\" \"\$work/carved.log\") = 1 ]"
 rm -f "$CARVE_SIM_LOST"
@@ -325,6 +329,26 @@ lost=$("$CARVE" ps --json | python3 -c 'import json, sys
 print(" ".join("%d:%s" % (g["index"], g["lost"]) for g in json.load(sys.stdin)["gpus"]))')
 check "GPU 1 back: not lost ($lost), and the log says it answers again" \
     "[ \"\$lost\" = '0:False 1:False' ] && grep -q \"GPU 1 ($U1): NVML answers for it again\" \"\$work/carved.log\""
+stop_carved
+# memory held on a lost GPU is not idle: under idle_policy = reclaim its tenant was killed
+# idle_after later, for the GPU's fault
+start_carved 200ms off $'idle_after = 10s\nidle_policy = reclaim\n'
+"$CARVE" slice create "$LOS" --memory 1GiB >/dev/null
+"$CARVE" run --slice "$LOS" -- "$BUILD/tests/e2e/mem_claim" hold 256 40 >"$work/los.log" 2>&1 &
+tenant=$!
+for _ in $(seq 50); do grep -q holding "$work/los.log" && break; sleep 0.1; done
+echo 0 >"$CARVE_SIM_LOST"
+sleep 12 # idle_after, and two polls
+idle=$("$CARVE" ps --json | python3 -c 'import json, sys
+s = [x for x in json.load(sys.stdin)["slices"] if x["name"] == sys.argv[1]]
+print(s[0]["idle"] if s else "missing")' "$LOS")
+check "GPU 0 lost for idle_after under a tenant holding 256 MiB there: not idle ($idle), not reclaimed" \
+    "grep -q 'holding 256 MiB' \"\$work/los.log\" && [ \"\$idle\" = False ] && kill -0 \"\$tenant\" 2>/dev/null &&
+     ! grep -q \"slice $LOS idle\" \"\$work/carved.log\""
+rm -f "$CARVE_SIM_LOST"
+kill "$tenant" 2>/dev/null
+wait "$tenant" 2>/dev/null
+tenant=
 stop_carved
 unset CARVE_SIM_LOST
 
