@@ -254,15 +254,15 @@ static int live_steps(const struct carve_job_record *rec)
 }
 
 /* Drops the steps that are gone, and the one leaving (its pid, 0 for none), from the
- * record; the first entry stays whatever its state: it holds the boards' entries (it joined
- * them, or they were handed to it), and leave_boards asks whether it lives before leaving
- * them. */
+ * record; the first entry stays whatever its state while the record lists boards: it holds
+ * their entries (it joined them, or they were handed to it), and leave_boards asks whether
+ * it lives before leaving them. */
 static void prune_steps(struct carve_job_record *rec, pid_t leaving)
 {
     int kept = 0;
     for (int i = 0; i < rec->nsteps; i++)
-        if (i == 0 || (rec->steps[i].pid != leaving &&
-                       step_alive(rec->steps[i].pid, rec->steps[i].start)))
+        if ((i == 0 && rec->nboards > 0) ||
+            (rec->steps[i].pid != leaving && step_alive(rec->steps[i].pid, rec->steps[i].start)))
             rec->steps[kept++] = rec->steps[i];
     rec->nsteps = kept;
 }
@@ -992,9 +992,13 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
         }
     }
     prune_steps(&rec, 0);
+    /* by pid and start time: a step that has the pid of a dead one listed is another (by
+       pid alone it went unlisted, and the listed steps' ends removed the slice under it) */
+    uint64_t start = carve_proc_start_time(req->step_pid);
     bool listed = false;
     for (int i = 0; i < rec.nsteps; i++)
-        listed |= rec.steps[i].pid == req->step_pid;
+        listed |= rec.steps[i].pid == req->step_pid &&
+                  (rec.steps[i].start == start || !rec.steps[i].start || !start);
     if (!listed && rec.nsteps >= CARVE_JOB_MAX_STEPS) {
         /* an unlisted step does not keep the slice: the listed ones' ends would remove it
            while this one still runs in it */
@@ -1008,7 +1012,7 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
         ignored_options(conf, &rec, req, err, errlen); /* once a step: its first task says it */
     if (!listed) {
         rec.steps[rec.nsteps].pid = req->step_pid;
-        rec.steps[rec.nsteps++].start = carve_proc_start_time(req->step_pid);
+        rec.steps[rec.nsteps++].start = start;
     }
     keep_boards_held(&rec, 0);
     prune_steps(&rec, 0); /* a holder that died, now out of the first place */

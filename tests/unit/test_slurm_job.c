@@ -331,8 +331,9 @@ static void read_record(const struct world *w, uint32_t job, struct carve_job_re
     assert_int_equal(carve_job_record_parse(text, rec), 0);
 }
 
-/* Steps killed without their exit hook leave the record when the next step comes in; the
- * first (the boards' joiner) stays listed, and the last live step out removes the slice. */
+/* Steps killed without their exit hook leave the record when the next step comes in (the
+ * first too, where the slice is on no board: it holds no entry there, test_board_outlives_
+ * first_step has one that does), and the last live step out removes the slice. */
 static void test_dead_steps_pruned(void **state)
 {
     struct world *w = *state;
@@ -349,13 +350,53 @@ static void test_dead_steps_pruned(void **state)
     assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
     struct carve_job_record rec;
     read_record(w, 46, &rec);
-    assert_int_equal(rec.nsteps, 2);
-    assert_int_equal(rec.steps[0].pid, s1);
-    assert_int_equal(rec.steps[1].pid, s3);
+    assert_int_equal(rec.nboards, 0);
+    assert_int_equal(rec.nsteps, 1);
+    assert_int_equal(rec.steps[0].pid, s3);
     assert_int_equal(carve_job_leave(&w->conf, 46, s3, err, sizeof(err)), 0);
     end_step(s3);
     assert_false(shm_exists(shm));
     assert_false(record_exists(w, 46));
+}
+
+/* A step whose pid a dead step of the job had (its line in the record, with that step's
+ * start time): another step, listed as itself. By pid alone it went unlisted, and the slice
+ * was removed under it when the listed steps left. A dead first step of a slice on no board
+ * is dropped too. */
+static void test_reused_pid_listed(void **state)
+{
+    struct world *w = *state;
+    char shm[128], err[1024], path[PATH_MAX];
+    pid_t s1 = fake_step(), s2 = fake_step();
+    struct carve_job_request req = {.job_id = 72, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = s1, .memory = "1G"};
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    /* a dead step of the job had s2's pid: its line first (the first was kept whatever its
+       state, boards or none), by another start */
+    struct carve_job_record rec;
+    read_record(w, 72, &rec);
+    assert_int_equal(rec.nsteps, 1);
+    rec.steps[1] = rec.steps[0];
+    rec.steps[0].pid = s2;
+    rec.steps[0].start = carve_proc_start_time(s2) + 7;
+    rec.nsteps = 2;
+    char text[16384];
+    int n = carve_job_record_format(&rec, text, sizeof(text));
+    assert_true(n > 0);
+    snprintf(path, sizeof(path), "%s/job-72", w->conf.state_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    req.step_pid = s2;
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_int_equal(carve_job_leave(&w->conf, 72, s1, err, sizeof(err)), 0);
+    end_step(s1);
+    assert_true(shm_exists(shm)); /* s2 runs in it */
+    assert_int_equal(carve_job_leave(&w->conf, 72, s2, err, sizeof(err)), 0);
+    end_step(s2);
+    assert_false(shm_exists(shm));
+    assert_false(record_exists(w, 72));
 }
 
 /* A job with more steps alive on the node than the record can list: a step past them is
@@ -849,6 +890,7 @@ int main(void)
         cmocka_unit_test(test_record),
         cmocka_unit_test(test_two_steps_share_one_slice),
         cmocka_unit_test(test_dead_steps_pruned),
+        cmocka_unit_test(test_reused_pid_listed),
         cmocka_unit_test(test_many_steps),
         cmocka_unit_test(test_carved_shard_share),
         cmocka_unit_test(test_gres_conf_unreadable),
