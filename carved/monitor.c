@@ -512,11 +512,11 @@ static int slice_dev_on(const struct dslice *s, unsigned index)
     return -1;
 }
 
-/* Sums NVML's per-process memory into each slice's nvml_used on this GPU and sets over_cap,
- * logging when a slice goes over and comes back; starts the slices' utilisation sums there. */
 /* The GPUs (by index) NVML called lost at the last poll (gpu_json). */
 static bool lost_gpu[CARVE_SLICE_MAX_DEVICES];
 
+/* Sums NVML's per-process memory into each slice's nvml_used on this GPU and sets over_cap,
+ * logging when a slice goes over and comes back; starts the slices' utilisation sums there. */
 static void check_slices_against_nvml(struct carved *d, unsigned index,
                                       const nvmlProcessInfo_t *infos, unsigned n, bool util_ok)
 {

@@ -15,6 +15,8 @@ cd "$(dirname "$0")/../.." || exit 2
 
 # shellcheck source=tests/e2e/private_carved.bash
 . tests/e2e/private_carved.bash
+# shellcheck source=tests/e2e/free_port.bash
+. tests/e2e/free_port.bash
 export CARVE_SIM_DEVICES=2 CARVE_SIM_MEMORY=8GiB
 U1=${CARVE_SIM_UUIDS#*,}
 # names of this run's own: a carved that drops a slice leaves its objects in /dev/shm
@@ -237,11 +239,14 @@ check "a config slice on a GPU the node lacks: carved does not start, status 2, 
 check "and the config's slice before it, made, is removed again (no /dev/shm/carve.d.$CFG2.*, none in slices.json)" \
     '! ls /dev/shm/carve.d."$CFG2".* 2>/dev/null && ! grep -qs "$CFG2" "$work/state/slices.json"'
 # an HTTP address another program holds: carved does not start, before it makes any slice
-busy=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+busy=$(free_port)
+# its holder says when it listens: a sleep of 0.5 s was too short beside other suites on 2
+# CPUs, and carved took the port first (and started)
 python3 -c 'import socket, sys, time
-s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.sleep(30)' "$busy" &
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("ready", flush=True)
+time.sleep(30)' "$busy" >"$work/holder.out" 2>&1 &
 holder=$!
-sleep 0.5
+for _ in $(seq 200); do grep -q ready "$work/holder.out" && break; sleep 0.05; done
 printf 'poll_interval = 200ms\n[slice %s]\nmemory = 1GiB\n' "$CFG2" >"$work/busy.conf"
 out=$(timeout 20 "$CARVED" --simulate --config "$work/busy.conf" --socket "$CARVE_SOCKET" \
     --state-dir "$work/state" --listen "127.0.0.1:$busy" 2>&1)
