@@ -991,6 +991,7 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
             goto out;
         }
     }
+    keep_boards_held(&rec, 0); /* a holder that died: its place in the record is free */
     prune_steps(&rec, 0);
     /* by pid and start time: a step that has the pid of a dead one listed is another (by
        pid alone it went unlisted, and the listed steps' ends removed the slice under it) */
@@ -1014,8 +1015,8 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
         rec.steps[rec.nsteps].pid = req->step_pid;
         rec.steps[rec.nsteps++].start = start;
     }
-    keep_boards_held(&rec, 0);
-    prune_steps(&rec, 0); /* a holder that died, now out of the first place */
+    keep_boards_held(&rec, 0); /* again: to this step, where it is the only one that runs */
+    prune_steps(&rec, 0);
     if ((r = record_write(fd, &rec, err, errlen)) == 0) { /* err keeps the note */
         snprintf(shm, shmlen, "%s", rec.shm);
         r = 1;

@@ -401,7 +401,8 @@ static void test_reused_pid_listed(void **state)
 
 /* A job with more steps alive on the node than the record can list: a step past them is
  * refused, saying why, rather than run in a slice that the listed steps' ends remove
- * while it still runs. */
+ * while it still runs; a killed step's line is free for the next, the holder of the
+ * slice's board entry too. */
 static void test_many_steps(void **state)
 {
     struct world *w = *state;
@@ -437,6 +438,36 @@ static void test_many_steps(void **state)
     end_step(steps[last_in]);
     assert_false(shm_exists(shm));
     assert_false(record_exists(w, 48));
+
+    /* a job whose slice is on a board, as many steps as the record lists: the first (the
+       holder of its board entry) killed, a new step takes its line (the dead holder was
+       kept, and the new step refused) */
+    char uuid[64];
+    snprintf(uuid, sizeof(uuid), "GPU-5a1e0c4a-3000-4e3d-9a7b-%012x", (unsigned)getpid());
+    setenv("CARVE_SIM_UUIDS", uuid, 1);
+    req = (struct carve_job_request){.job_id = 73, .uid = getuid(), .gid = getgid(),
+                                     .gpus = "0", .compute = "10%+"};
+    for (int i = 0; i < CARVE_JOB_MAX_STEPS; i++) {
+        steps[i] = fake_step();
+        req.step_pid = steps[i];
+        assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    }
+    end_step(steps[0]);
+    steps[0] = fake_step();
+    req.step_pid = steps[0];
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    struct carve_job_record rec;
+    read_record(w, 73, &rec);
+    assert_int_equal(rec.nsteps, CARVE_JOB_MAX_STEPS);
+    assert_int_equal(rec.nboards, 1);
+    assert_int_equal(rec.steps[0].pid, steps[1]); /* the holder now */
+    for (int i = 0; i < CARVE_JOB_MAX_STEPS; i++) {
+        assert_int_equal(carve_job_leave(&w->conf, 73, steps[i], err, sizeof(err)), 0);
+        end_step(steps[i]);
+    }
+    assert_false(shm_exists(shm));
+    assert_false(record_exists(w, 73));
+    unsetenv("CARVE_SIM_UUIDS");
 }
 
 /* Through carved on a node of two GPUs whose gres.conf has 8 shards (4 a GPU): a job's 2
