@@ -664,9 +664,12 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
        their labels */
     static carved_nvml_pci_info last_pci[CARVE_SLICE_MAX_DEVICES];
     static unsigned last_minor[CARVE_SLICE_MAX_DEVICES];
+    static bool read_once[CARVE_SLICE_MAX_DEVICES];
     if (lost) {
-        pci = last_pci[g];
-        minor = last_minor[g] ? last_minor[g] - 1 : gi->index;
+        if (read_once[g]) {
+            pci = last_pci[g];
+            minor = last_minor[g];
+        }
         check_slices_against_nvml(d, gi->index, NULL, 0, false); /* nothing over a cap now */
     }
     if (got == NVML_SUCCESS) {
@@ -676,7 +679,8 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
         if (nv.minor && nv.minor(dev, &minor) != NVML_SUCCESS)
             minor = gi->index;
         last_pci[g] = pci;
-        last_minor[g] = minor + 1;
+        last_minor[g] = minor;
+        read_once[g] = true;
         if (nv.util)
             nv.util(dev, &util);
         static nvmlProcessInfo_t infos[MAX_PROCS];

@@ -303,13 +303,11 @@ bool carve_board_cut(const struct carve_board *b)
     return b && atomic_load_explicit(&b->cut, memory_order_relaxed);
 }
 
-/* Maps the object called name over the tenant's place at addr again, when it is still the one
- * first mapped there (by id): one made anew is another board's, where the slice's entry
- * means nothing. 0 or -errno. */
-static int remap_same(const char *name, int flags, void *addr, size_t len, int prot,
-                      const struct stat *id, struct carve_board *b)
+/* Maps the object open at fd (or -errno) over the tenant's place at addr again, when it is
+ * still the one first mapped there (by id): one made anew is another board's, where the
+ * slice's entry means nothing. Closes fd. 0 or -errno. */
+static int remap_same(int fd, void *addr, size_t len, int prot, const struct stat *id)
 {
-    int fd = flags & O_RDWR ? activity_open(b, false) : carve_shm_open(name, flags, 0);
     if (fd < 0)
         return fd;
     struct stat now;
@@ -329,11 +327,11 @@ int carve_board_reattach(struct carve_board *b)
     if (!b || b->writable || !b->guarded)
         return -EINVAL;
     atomic_store(&b->cut, false); /* before: a cut while mapping sets it again */
-    int r = remap_same(b->name, O_RDONLY, b->t, sizeof(struct board_table), PROT_READ,
-                       &b->t_id, b);
-    if (!r)
-        r = remap_same(b->act_name, O_RDWR, b->act, sizeof(struct board_activity),
-                       PROT_READ | PROT_WRITE, &b->act_id, b);
+    int r = remap_same(carve_shm_open(b->name, O_RDONLY, 0), b->t, sizeof(struct board_table),
+                       PROT_READ, &b->t_id);
+    if (!r) /* activity_open lengthens a cut activity */
+        r = remap_same(activity_open(b, false), b->act, sizeof(struct board_activity),
+                       PROT_READ | PROT_WRITE, &b->act_id);
     if (r < 0)
         atomic_store(&b->cut, true);
     return r;
