@@ -5,7 +5,7 @@
 #   bash bench/gpu/run-abi-check.sh [REPORT]   (from the repository root; REPORT or stdout)
 #
 # Builds bench/gpu/abi-check.c twice, against the toolkit's headers (CUDA_HOME, default
-# /usr/local/cuda; CUDA 12.8 or later) and with -DCARVE_SIDE against carve's, runs both and
+# /usr/local/cuda, else the toolkit of the nvcc in PATH; CUDA 12.8 or later) and with -DCARVE_SIDE against carve's, runs both and
 # diffs their "name value" lines: struct sizes, alignments and offsets, enum and macro values,
 # whether libcuda.so.1 / libnvidia-ml.so.1 export each entry point carve declares, and what
 # the driver's cuGetProcAddress answers for each row of include/carve/driver_entries.def
@@ -28,7 +28,14 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 
 report=${1:-/dev/stdout}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+# the toolkit: CUDA_HOME, else /usr/local/cuda, else where the nvcc in PATH lives (a machine
+# whose toolkit came some other way has no /usr/local/cuda)
+if [ -z "${CUDA_HOME:-}" ]; then
+    CUDA_HOME=/usr/local/cuda
+    if [ ! -e "$CUDA_HOME/include/cuda.h" ] && nvcc_path=$(command -v nvcc); then
+        CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$nvcc_path")")")
+    fi
+fi
 FACTS=${ABI_FACTS:-all}
 CC=${CC:-gcc}
 work=$(mktemp -d)
