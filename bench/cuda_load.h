@@ -22,6 +22,7 @@
     X(cuCtxSynchronize)                                                                       \
     X(cuMemGetInfo_v2)                                                                        \
     X(cuMemAlloc_v2)                                                                          \
+    X(cuMemAllocManaged)                                                                      \
     X(cuMemFree_v2)                                                                           \
     X(cuModuleLoadData)                                                                       \
     X(cuModuleGetFunction)                                                                    \

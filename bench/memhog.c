@@ -1,11 +1,14 @@
 /* memhog.c - a tenant for the demo: show the memory it sees, allocate until refused, hold.
  *
- *   memhog [--label NAME] [--step MIB] [--max MIB] [--hold SECONDS]
+ *   memhog [--label NAME] [--step MIB | --step-bytes N] [--max MIB] [--managed MIB]
+ *          [--hold SECONDS]
  *
- * Prints cuMemGetInfo, allocates --step MiB at a time (default 256) until the driver (or
- * carve) says CUDA_ERROR_OUT_OF_MEMORY or --max MiB (default 65536) is reached, prints how far
- * it got, prints "holding" and keeps the memory --hold seconds (default 5), then frees it.
- * Exit 0 when it stopped at an out-of-memory or at --max, 1 on any other error. */
+ * Prints cuMemGetInfo, allocates --managed MiB of managed memory first if asked (one
+ * cuMemAllocManaged), then --step MiB at a time (default 256; or --step-bytes, any size)
+ * until the driver (or carve) says CUDA_ERROR_OUT_OF_MEMORY or --max MiB (default 65536) is
+ * reached, prints how far it got, prints "holding" and keeps the memory --hold seconds
+ * (default 5), then frees it. Exit 0 when it stopped at an out-of-memory or at --max, 1 on
+ * any other error. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -20,8 +23,9 @@
 
 struct memhog_opts {
     const char *label;
-    unsigned long step_mib;
+    unsigned long long step; /* bytes */
     unsigned long max_mib;
+    unsigned long managed_mib;
     unsigned long hold_s;
 };
 
@@ -44,26 +48,34 @@ static int parse_ulong(const char *flag, const char *s, unsigned long lo, unsign
 
 static int parse_args(int argc, char **argv, struct memhog_opts *o)
 {
+    unsigned long v = 256;
     o->label = "memhog";
-    o->step_mib = 256;
+    o->step = 256 * MIB;
     o->max_mib = 65536;
+    o->managed_mib = 0;
     o->hold_s = 5;
     for (int i = 1; i < argc; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int rc;
 
-        if (!strcmp(a, "--label") && v) {
-            o->label = v;
+        if (!strcmp(a, "--label") && val) {
+            o->label = val;
             rc = 0;
         } else if (!strcmp(a, "--step")) {
-            rc = parse_ulong(a, v, 1, 1ul << 20, &o->step_mib);
+            rc = parse_ulong(a, val, 1, 1ul << 20, &v);
+            o->step = v * MIB;
+        } else if (!strcmp(a, "--step-bytes")) {
+            rc = parse_ulong(a, val, 1, 1ul << 40, &v);
+            o->step = v;
+        } else if (!strcmp(a, "--managed")) {
+            rc = parse_ulong(a, val, 0, 1ul << 30, &o->managed_mib);
         } else if (!strcmp(a, "--max")) {
-            rc = parse_ulong(a, v, 1, 1ul << 30, &o->max_mib);
+            rc = parse_ulong(a, val, 1, 1ul << 30, &o->max_mib);
         } else if (!strcmp(a, "--hold")) {
-            rc = parse_ulong(a, v, 0, 3600, &o->hold_s);
+            rc = parse_ulong(a, val, 0, 3600, &o->hold_s);
         } else {
-            fprintf(stderr, "usage: memhog [--label NAME] [--step MIB] [--max MIB] "
-                            "[--hold SECONDS]\n");
+            fprintf(stderr, "usage: memhog [--label NAME] [--step MIB | --step-bytes N] "
+                            "[--max MIB] [--managed MIB] [--hold SECONDS]\n");
             return -1;
         }
         if (rc)
@@ -91,6 +103,7 @@ int main(int argc, char **argv)
     struct memhog_opts o;
     struct bcu cu;
     static CUdeviceptr chunks[MAX_CHUNKS];
+    CUdeviceptr managed = 0;
     size_t n = 0;
     CUresult rc = CUDA_SUCCESS;
     int ret = 1;
@@ -104,34 +117,49 @@ int main(int argc, char **argv)
     if (show_meminfo(&cu, o.label, "at start") != 0)
         goto out;
 
-    printf("[%s] allocating in %lu MiB steps (stop at %lu MiB)\n", o.label, o.step_mib,
-           o.max_mib);
-    while (n < MAX_CHUNKS && (n + 1) * o.step_mib <= o.max_mib) {
-        rc = cu.cuMemAlloc_v2(&chunks[n], (size_t)o.step_mib * MIB);
+    if (o.managed_mib) {
+        rc = cu.cuMemAllocManaged(&managed, o.managed_mib * MIB, CU_MEM_ATTACH_GLOBAL);
+        if (rc != CUDA_SUCCESS) {
+            fprintf(stderr, "[%s] cuMemAllocManaged of %lu MiB failed: %s\n", o.label,
+                    o.managed_mib, bcu_errname(&cu, rc));
+            goto out;
+        }
+        printf("[%s] managed: %lu MiB\n", o.label, o.managed_mib);
+    }
+    if (o.step % MIB == 0)
+        printf("[%s] allocating in %llu MiB steps (stop at %lu MiB)\n", o.label, o.step / MIB,
+               o.max_mib);
+    else
+        printf("[%s] allocating in steps of %llu B (stop at %lu MiB)\n", o.label, o.step,
+               o.max_mib);
+    while (n < MAX_CHUNKS && (n + 1) * o.step <= o.max_mib * MIB) {
+        rc = cu.cuMemAlloc_v2(&chunks[n], o.step);
         if (rc != CUDA_SUCCESS)
             break;
         n++;
     }
     if (rc == CUDA_SUCCESS)
-        printf("[%s] got %zu MiB in %zu allocations; stopped at the --max limit\n", o.label,
-               n * o.step_mib, n);
+        printf("[%s] got %llu MiB in %zu allocations; stopped at the --max limit\n", o.label,
+               n * o.step / MIB, n);
     else if (rc == CUDA_ERROR_OUT_OF_MEMORY)
-        printf("[%s] got %zu MiB in %zu allocations; allocation %zu: %s\n", o.label,
-               n * o.step_mib, n, n + 1, bcu_errname(&cu, rc));
+        printf("[%s] got %llu MiB in %zu allocations; allocation %zu: %s\n", o.label,
+               n * o.step / MIB, n, n + 1, bcu_errname(&cu, rc));
     else {
-        fprintf(stderr, "[%s] cuMemAlloc of %lu MiB failed unexpectedly: %s\n", o.label,
-                o.step_mib, bcu_errname(&cu, rc));
+        fprintf(stderr, "[%s] cuMemAlloc of %llu B failed unexpectedly: %s\n", o.label,
+                o.step, bcu_errname(&cu, rc));
         goto out;
     }
     if (show_meminfo(&cu, o.label, "when full") != 0)
         goto out;
 
-    printf("[%s] holding %zu MiB for %lu s\n", o.label, n * o.step_mib, o.hold_s);
+    printf("[%s] holding %llu MiB for %lu s\n", o.label, n * o.step / MIB, o.hold_s);
     sleep((unsigned)o.hold_s);
     ret = 0;
 out:
     while (n > 0)
         cu.cuMemFree_v2(chunks[--n]);
+    if (managed)
+        cu.cuMemFree_v2(managed);
     if (ret == 0)
         printf("[%s] freed everything; done\n", o.label);
     bcu_close(&cu);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "carve/cuda_abi.h"
+#include "carve/driver_pages.h"
 #include "carve/nvml_abi.h"
 
 #define CARVE_EXPORT __attribute__((visibility("default")))
@@ -154,6 +155,11 @@ uint64_t carve__cap(int sdev);
 uint64_t carve__slice_used(int sdev);
 /* Bytes this process counted for allocations on sdev (overhead excluded). */
 uint64_t carve__counted(int sdev);
+/* The part of carve__counted(sdev) that is managed memory (cuMemAllocManaged), which NVML's
+ * usage of a process leaves out, touched or not (driver 580 on an H200,
+ * docs/results/2026-11-28-driver-facts-nvidia-h200.md): the context's memory is NVML's usage
+ * less the count without it (overhead.c). Moves with CARVE_KIND_MANAGED's records. */
+uint64_t carve__managed(int sdev);
 /* How many times carve__counted(sdev) has changed: the same before and after a read of it
  * and of NVML's usage, the two are of one moment as far as this process's allocations go
  * (an allocation is counted before the driver has it, and given back after the driver freed
@@ -183,8 +189,8 @@ void carve__mem_in_flight_add(uint64_t bytes);
 int carve__pids(unsigned int *pids, int max);
 
 /* ---- allocation records ---- */
-enum carve_kind { CARVE_KIND_PTR, CARVE_KIND_HANDLE, CARVE_KIND_ARRAY, CARVE_KIND_MIPMAP,
-                  CARVE_KIND_COUNT };
+enum carve_kind { CARVE_KIND_PTR, CARVE_KIND_MANAGED, CARVE_KIND_HANDLE, CARVE_KIND_ARRAY,
+                  CARVE_KIND_MIPMAP, CARVE_KIND_COUNT };
 void carve__record(enum carve_kind kind, uint64_t key, int sdev, uint64_t bytes);
 /* Removes key's record; true and *sdev, *bytes set when it had one. */
 bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *bytes);

@@ -25,8 +25,10 @@ static CUresult settle(const struct carve_dev *d, uint64_t admitted, uint64_t ac
     return r;
 }
 
-/* Admits bytes, calls the driver (managed when flags >= 0), records what was counted. The
- * caller has run carve__init (which resolves the real pointers). */
+/* Admits what the driver takes for bytes (carve/driver_pages.h: counted at the size asked,
+ * a tenant allocating 1 MiB and 1 byte at a time held twice its cap), calls the driver
+ * (managed when flags >= 0), records what was counted. The caller has run carve__init (which resolves the real
+ * pointers). */
 static CUresult ptr_alloc_counted(CUdeviceptr *dptr, size_t bytes, int managed_flags)
 {
     struct carve_dev d;
@@ -34,7 +36,8 @@ static CUresult ptr_alloc_counted(CUdeviceptr *dptr, size_t bytes, int managed_f
     if (managed ? !R.cuMemAllocManaged : !R.cuMemAlloc_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
     bool count = carve__dev_current(&d) && dptr && bytes != 0;
-    CUresult r = count ? carve__admit(&d, bytes) : CUDA_SUCCESS;
+    uint64_t taken = carve_driver_takes(bytes);
+    CUresult r = count ? carve__admit(&d, taken) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS)
         return r;
     r = managed ? R.cuMemAllocManaged(dptr, bytes, (unsigned int)managed_flags)
@@ -42,9 +45,9 @@ static CUresult ptr_alloc_counted(CUdeviceptr *dptr, size_t bytes, int managed_f
     if (!count)
         return r;
     if (r != CUDA_SUCCESS)
-        carve__release(d.sdev, bytes);
+        carve__release(d.sdev, taken);
     else
-        carve__record(CARVE_KIND_PTR, *dptr, d.sdev, bytes);
+        carve__record(managed ? CARVE_KIND_MANAGED : CARVE_KIND_PTR, *dptr, d.sdev, taken);
     return r;
 }
 
@@ -80,7 +83,7 @@ CARVE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size
     if (bound < WidthInBytes || bound > UINT64_MAX / Height)
         bound = UINT64_MAX;
     else
-        bound *= Height;
+        bound = carve_driver_takes(bound * Height);
     CUresult r = carve__admit(&d, bound);
     if (r != CUDA_SUCCESS)
         return r;
@@ -89,7 +92,7 @@ CARVE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size
         carve__release(d.sdev, bound);
         return r;
     }
-    uint64_t actual = (uint64_t)*pPitch * Height;
+    uint64_t actual = carve_driver_takes((uint64_t)*pPitch * Height);
     r = settle(&d, bound, actual);
     if (r != CUDA_SUCCESS) {
         R.cuMemFree_v2(*dptr);
@@ -122,6 +125,14 @@ static CUresult free_recorded(enum carve_kind kind, uint64_t key, CUresult (*do_
 static CUresult real_mem_free(uint64_t key)
 {
     return R.cuMemFree_v2((CUdeviceptr)key);
+}
+
+static CUresult mem_free_unrecorded(uint64_t key);
+
+/* cuMemFree of a pointer with no plain record: managed memory's record, else the rest. */
+static CUresult mem_free_managed(uint64_t key)
+{
+    return free_recorded(CARVE_KIND_MANAGED, key, real_mem_free, mem_free_unrecorded);
 }
 
 /* cuMemFree of a stream-ordered allocation: the driver frees it (synchronously), and the
@@ -158,7 +169,7 @@ CARVE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     carve__init();
     if (!R.cuMemFree_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
-    return free_recorded(CARVE_KIND_PTR, dptr, real_mem_free, mem_free_unrecorded);
+    return free_recorded(CARVE_KIND_PTR, dptr, real_mem_free, mem_free_managed);
 }
 
 static void count_start(uint64_t handle); /* the virtual memory part, below */
@@ -505,17 +516,33 @@ static uint64_t format_bytes(CUarray_format f)
     }
 }
 
+/* The bytes of `levels` levels from w x h x depth down, each half the one before in every
+ * dimension above 1, as the driver takes them (its pages): driver 580 does not tell an
+ * array's size (cuArrayGetMemoryRequirements refuses one made without deferred mapping). */
 static uint64_t array_estimate(size_t w, size_t h, size_t depth, CUarray_format f,
-                               unsigned int channels)
+                               unsigned int channels, unsigned int levels)
 {
-    uint64_t n = format_bytes(f) * (channels ? channels : 1);
+    uint64_t elem = format_bytes(f) * (channels ? channels : 1), total = 0;
     size_t dims[3] = {w, h ? h : 1, depth ? depth : 1};
-    for (int i = 0; i < 3; i++) {
-        if (dims[i] && n > UINT64_MAX / dims[i])
+    for (unsigned int l = 0; l < (levels ? levels : 1); l++) {
+        uint64_t n = elem;
+        for (int i = 0; i < 3; i++) {
+            if (dims[i] && n > UINT64_MAX / dims[i])
+                return UINT64_MAX / 4;
+            n *= dims[i];
+        }
+        if (n > UINT64_MAX / 4 - total)
             return UINT64_MAX / 4;
-        n *= dims[i];
+        total += n;
+        if (dims[0] <= 1 && dims[1] <= 1 && dims[2] <= 1) { /* the rest: one element each */
+            uint64_t rest = (uint64_t)(levels - l - 1);
+            total = rest > (UINT64_MAX / 4 - total) / elem ? UINT64_MAX / 4 : total + rest * elem;
+            break;
+        }
+        for (int i = 0; i < 3; i++)
+            dims[i] = dims[i] > 1 ? dims[i] / 2 : dims[i];
     }
-    return n;
+    return carve_driver_takes(total);
 }
 
 static CUresult array_admit(struct carve_dev *d, uint64_t estimate, bool *counted)
@@ -592,7 +619,7 @@ CARVE_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRI
     if (!pHandle || !desc)
         return array_call_real(&c);
     return array_create_counted(
-        &c, array_estimate(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels));
+        &c, array_estimate(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 1));
 }
 
 CARVE_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
@@ -605,7 +632,7 @@ CARVE_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DE
     if (!pHandle || !desc)
         return array_call_real(&c);
     return array_create_counted(&c, array_estimate(desc->Width, desc->Height, desc->Depth,
-                                                   desc->Format, desc->NumChannels));
+                                                   desc->Format, desc->NumChannels, 1));
 }
 
 CARVE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
@@ -620,10 +647,8 @@ CARVE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!pHandle || !desc)
         return R.cuMipmappedArrayCreate(pHandle, desc, numMipmapLevels);
-    /* every level is at most half the one before: twice the base level bounds the chain */
-    uint64_t base = array_estimate(desc->Width, desc->Height, desc->Depth, desc->Format,
-                                   desc->NumChannels);
-    uint64_t est = numMipmapLevels < 2 ? base : base > UINT64_MAX / 2 ? UINT64_MAX / 2 : 2 * base;
+    uint64_t est = array_estimate(desc->Width, desc->Height, desc->Depth, desc->Format,
+                                  desc->NumChannels, numMipmapLevels);
     CUresult r = array_admit(&d, est, &counted);
     if (r != CUDA_SUCCESS)
         return r;

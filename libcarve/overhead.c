@@ -1,6 +1,7 @@
 /* overhead.c - context and module memory, counted by one mechanism:
  *
  *   overhead(dev) = this process's usage as NVML reports it - what we counted on dev
+ *                   (less managed memory, which NVML leaves out)
  *
  * reconciled after every call that creates or destroys a context or loads or unloads a
  * module: the difference from what is already charged as overhead is charged (never
@@ -113,7 +114,8 @@ static bool overhead_from_nvml(int sdev)
      * as it is until the next refresh. */
     for (int tries = 0; tries < 4; tries++) {
         uint64_t moves = carve__counted_moves(sdev), usage;
-        uint64_t counted = carve__counted(sdev);
+        uint64_t counted = carve__counted(sdev), managed = carve__managed(sdev);
+        counted = counted > managed ? counted - managed : 0; /* what NVML's usage includes */
         atomic_thread_fence(memory_order_acquire); /* the count is read before the last look */
         /* the bytes in flight at NVML's answer: those in flight before it, and those put in
            flight since (two calls, one ending and one starting around the answer, are both

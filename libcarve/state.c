@@ -50,6 +50,7 @@ static struct {
     _Atomic uint64_t counted[CARVE_SLICE_MAX_DEVICES];
     _Atomic uint64_t counted_moves[CARVE_SLICE_MAX_DEVICES]; /* changes of counted, for a
                                                                  consistent read (overhead.c) */
+    _Atomic uint64_t managed[CARVE_SLICE_MAX_DEVICES]; /* of counted, what NVML leaves out */
     struct carve_allocmap records[CARVE_KIND_COUNT];
 } st;
 
@@ -60,6 +61,7 @@ static void reset_process_state(void)
     for (int i = 0; i < CARVE_SLICE_MAX_DEVICES; i++) {
         atomic_store(&st.counted[i], 0);
         atomic_store(&st.counted_moves[i], 0);
+        atomic_store(&st.managed[i], 0);
     }
     carve__records_reset();
     carve__vmm_reset();
@@ -714,6 +716,11 @@ uint64_t carve__counted(int sdev)
     return atomic_load_explicit(&st.counted[sdev], memory_order_relaxed);
 }
 
+uint64_t carve__managed(int sdev)
+{
+    return atomic_load_explicit(&st.managed[sdev], memory_order_relaxed);
+}
+
 uint64_t carve__counted_moves(int sdev)
 {
     return atomic_load(&st.counted_moves[sdev]);
@@ -749,6 +756,8 @@ void carve__record(enum carve_kind kind, uint64_t key, int sdev, uint64_t bytes)
     uint64_t v = ((uint64_t)sdev << CARVE_ALLOCMAP_DEV_SHIFT) | (bytes & CARVE_ALLOCMAP_BYTES_MAX);
     if (carve_allocmap_insert(&st.records[kind], key, v) != 0)
         carve__release(sdev, bytes); /* cannot find it at its free: do not count it */
+    else if (kind == CARVE_KIND_MANAGED) /* after the count went up: mem_in_flight covers it */
+        atomic_fetch_add_explicit(&st.managed[sdev], bytes, memory_order_relaxed);
 }
 
 bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *bytes)
@@ -759,6 +768,8 @@ bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *by
     *sdev = (int)(v >> CARVE_ALLOCMAP_DEV_SHIFT);
     *bytes = v & CARVE_ALLOCMAP_BYTES_MAX;
     carve__mem_in_flight_add(*bytes); /* the driver may free it before the count gives it back */
+    if (kind == CARVE_KIND_MANAGED)
+        atomic_fetch_sub_explicit(&st.managed[*sdev], *bytes, memory_order_relaxed);
     return true;
 }
 

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "carve/cuda_abi.h"
+#include "carve/driver_pages.h"
 #include "sim_cuda.h"
 #include "simdev.h"
 
@@ -119,6 +120,8 @@ void sim_cuda__rec_free(struct rec *r)
         munmap((void *)(uintptr_t)r->key, r->size ? r->size : 1);
     if (r->charge)
         sim_give(r->phys, r->charge);
+    if (r->kind == REC_MANAGED)
+        sim_unlisted(r->phys, r->charge, false);
     free(r);
 }
 
@@ -127,7 +130,8 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     NEED_CTX(c);
     if (sim_config()->alloc_delay_us)
         usleep(sim_config()->alloc_delay_us);
-    return sim_cuda__alloc_device(dptr, bytesize, bytesize, c->phys, REC_MEM, NULL);
+    return sim_cuda__alloc_device(dptr, bytesize, carve_driver_takes(bytesize), c->phys, REC_MEM,
+                                  NULL);
 }
 
 API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
@@ -139,7 +143,8 @@ API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, 
     size_t p = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
     if (p < width || p > SIZE_MAX / height) /* a size past 64 bits: never wrapped */
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = sim_cuda__alloc_device(dptr, (uint64_t)p * height, (uint64_t)p * height, c->phys,
+    CUresult r = sim_cuda__alloc_device(dptr, (uint64_t)p * height,
+                                        carve_driver_takes((uint64_t)p * height), c->phys,
                                         REC_MEM, NULL);
     if (r == CUDA_SUCCESS)
         *pitch = p;
@@ -151,7 +156,11 @@ API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int 
     NEED_CTX(c);
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
         return CUDA_ERROR_INVALID_VALUE;
-    return sim_cuda__alloc_device(dptr, bytesize, bytesize, c->phys, REC_MANAGED, NULL);
+    uint64_t taken = carve_driver_takes(bytesize);
+    CUresult r = sim_cuda__alloc_device(dptr, bytesize, taken, c->phys, REC_MANAGED, NULL);
+    if (r == CUDA_SUCCESS)
+        sim_unlisted(c->phys, taken, true);
+    return r;
 }
 
 API CUresult cuMemFree_v2(CUdeviceptr dptr)
@@ -464,11 +473,6 @@ static uint64_t level_bytes(uint64_t elem, uint64_t w, uint64_t h, uint64_t d)
     return row * (h ? h : 1) * (d ? d : 1);
 }
 
-static uint64_t round_gran(uint64_t v)
-{
-    return (v + GRANULARITY - 1) / GRANULARITY * GRANULARITY;
-}
-
 static CUresult array_create(uint64_t *handle, const CUDA_ARRAY3D_DESCRIPTOR *d,
                              unsigned levels, enum rec_kind kind)
 {
@@ -484,7 +488,7 @@ static CUresult array_create(uint64_t *handle, const CUDA_ARRAY3D_DESCRIPTOR *d,
         h = h > 1 ? h / 2 : h;
         dep = dep > 1 ? dep / 2 : dep;
     }
-    total = round_gran(total);
+    total = carve_driver_takes(total);
     if (!sim_take(c->phys, total))
         return CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t key = sim_cuda__new_handle();
@@ -536,24 +540,18 @@ API CUresult cuMipmappedArrayDestroy(CUmipmappedArray m)
     return array_destroy((uint64_t)(uintptr_t)m, REC_MIPMAP);
 }
 
+/* Driver 580 refuses the question for an array made without deferred mapping
+ * (docs/results/2026-11-28-driver-facts-nvidia-h200.md), and this driver makes no other. */
 static CUresult array_requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, uint64_t key,
                                    enum rec_kind kind)
 {
     NEED_INIT();
     if (!req)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult res = CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&sim_cuda__lock);
-    for (struct rec *r = recs[rec_bucket(key)]; r; r = r->next)
-        if (r->key == key && r->kind == kind) {
-            memset(req, 0, sizeof(*req));
-            req->size = r->size;
-            req->alignment = GRANULARITY;
-            res = CUDA_SUCCESS;
-            break;
-        }
+    bool known = sim_cuda__rec_find_locked(key, 1u << kind) != NULL;
     pthread_mutex_unlock(&sim_cuda__lock);
-    return res;
+    return known ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
 }
 
 API CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, CUarray a,

@@ -294,8 +294,12 @@ static nvmlReturn_t running_processes(nvmlDevice_t d, unsigned int *count, void 
         if (d->gi && gi != d->gi)
             continue;
         if (n < cap) {
+            /* as driver 580 does: a process's managed memory is not in its usage, touched or
+               not (docs/results/2026-11-28-driver-facts-nvidia-h200.md) */
+            uint64_t used = atomic_load(&s->proc[i].used[d->index]),
+                     unlisted = atomic_load(&s->proc[i].unlisted[d->index]);
             nvmlProcessInfo_t e = {(unsigned)(pid + sim_config()->nvml_pid_offset),
-                                   atomic_load(&s->proc[i].used[d->index]), gi ? gi : ~0u,
+                                   used > unlisted ? used - unlisted : 0, gi ? gi : ~0u,
                                    gi ? 0u : ~0u};
             memcpy((unsigned char *)infos + (size_t)n * stride, &e, stride);
         }

@@ -427,6 +427,7 @@ static void proc_clear(struct sim_proc *p)
     atomic_store(&p->locked, 0);
     for (int d = 0; d < SIM_MAX_DEVICES; d++) {
         atomic_store(&p->used[d], 0);
+        atomic_store(&p->unlisted[d], 0);
         atomic_store(&p->contexts[d], 0);
         atomic_store(&p->busy_ns[d], 0);
         atomic_store(&p->mig_gi[d], 0);
@@ -629,6 +630,17 @@ void sim_give(int dev, uint64_t bytes)
     uint64_t cur = atomic_load(&p->used[dev]);
     while (!atomic_compare_exchange_weak(&p->used[dev], &cur, cur > bytes ? cur - bytes : 0))
         ;
+}
+
+void sim_unlisted(int dev, uint64_t bytes, bool up)
+{
+    struct sim_proc *p = sim_self();
+    if (!p)
+        return;
+    if (up)
+        atomic_fetch_add(&p->unlisted[dev], bytes);
+    else
+        atomic_fetch_sub(&p->unlisted[dev], bytes);
 }
 
 uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns)

@@ -84,6 +84,8 @@ struct sim_proc {
     _Atomic uint32_t lists;  /* SIM_LIST_*: the NVML process lists that name it */
     _Atomic uint64_t start_time;
     _Atomic uint64_t used[SIM_MAX_DEVICES];
+    _Atomic uint64_t unlisted[SIM_MAX_DEVICES]; /* of used, what NVML's usage of the process
+                                                   leaves out: managed memory */
     _Atomic uint32_t contexts[SIM_MAX_DEVICES];
     _Atomic uint64_t busy_ns[SIM_MAX_DEVICES];
     _Atomic uint32_t mig_gi[SIM_MAX_DEVICES]; /* the MIG GPU instance it runs in, 0: none */
@@ -121,6 +123,8 @@ uint64_t sim_device_used(int dev);
 /* Takes bytes of device memory for this process; false when the device is full. */
 bool sim_take(int dev, uint64_t bytes);
 void sim_give(int dev, uint64_t bytes);
+/* Of this process's memory on dev, bytes more (up) or fewer that NVML does not count for it. */
+void sim_unlisted(int dev, uint64_t bytes, bool up);
 /* This process runs in MIG GPU instance gi (0: none), which has limit bytes of memory. */
 void sim_set_mig(unsigned gi, uint64_t limit);
 /* Device memory in use by the processes in MIG GPU instance gi of dev. */

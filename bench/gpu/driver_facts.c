@@ -12,7 +12,8 @@
  * such process, or no figure for it), `unsupported` (the driver or NVML lacks the entry
  * point or the feature), or `error CODE` (a call the measurement needs failed). Lines that
  * start with `#` describe the GPU. A size taken is the drop in cuMemGetInfo's free memory,
- * per allocation over ALLOCS of them; at most about 1.4 GiB is held at once, and everything
+ * per allocation over ALLOCS of them (cuMemAlloc.step: over up to 4096 of them); at most about
+ * 1.4 GiB is held at once, and everything
  * is freed. Exit status: 0 when every probe ran (unsupported ones included), 1 when a fact
  * is an error, 2 when libcuda.so.1, cuInit or the context failed.
  * bench/gpu/run-driver-facts.sh makes a report of it; tests/e2e/driver_facts.sh checks it
@@ -23,6 +24,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -369,23 +371,30 @@ static void df_close(struct df *d)
 
 /* ---------- the probes ---------- */
 
-/* a. what ALLOCS cuMemAlloc_v2 of size take, per allocation */
-static void probe_alloc(struct df *d, size_t size)
+/* a. what n cuMemAlloc_v2 of size take, per allocation, as fact PREFIX.SIZE. With 64 the
+ * sizes past a 2 MiB page show how they are rounded; with thousands, the small ones show
+ * their step within the pages they share (4096 of 512 B fill one page, of 4 KiB eight). */
+static void probe_alloc(struct df *d, const char *prefix, size_t size, int n_allocs)
 {
     char name[64];
-    CUdeviceptr p[ALLOCS];
+    CUdeviceptr *p = calloc((size_t)n_allocs, sizeof(*p));
     CUresult rc = CUDA_SUCCESS;
     int n = 0;
-    snprintf(name, sizeof(name), "cuMemAlloc.taken.%zu", size);
-    long long before = free_now(d, name), after = -1;
-    if (before < 0)
+    snprintf(name, sizeof(name), "%s.%zu", prefix, size);
+    long long before = p ? free_now(d, name) : -1, after = -1;
+    if (before < 0) {
+        if (!p)
+            fact_error(d, name, "calloc", CUDA_ERROR_OUT_OF_MEMORY);
+        free(p);
         return;
-    while (n < ALLOCS && (rc = d->cuMemAlloc_v2(&p[n], size)) == CUDA_SUCCESS)
+    }
+    while (n < n_allocs && (rc = d->cuMemAlloc_v2(&p[n], size)) == CUDA_SUCCESS)
         n++;
     if (rc == CUDA_SUCCESS)
         after = free_now(d, name);
     for (int i = 0; i < n; i++)
         d->cuMemFree_v2(p[i]);
+    free(p);
     if (rc != CUDA_SUCCESS) {
         fact_error(d, name, "cuMemAlloc_v2", rc);
         return;
@@ -393,10 +402,10 @@ static void probe_alloc(struct df *d, size_t size)
     long long back = after < 0 ? -1 : free_now(d, name);
     if (back < 0)
         return;
-    fact_num(name, (before - after) / ALLOCS,
+    fact_num(name, (before - after) / n_allocs,
              "free memory fell %lld B over %d cuMemAlloc_v2 of %zu B; per allocation (after "
              "their cuMemFree_v2, %lld B of it back)",
-             before - after, ALLOCS, size, back - after);
+             before - after, n_allocs, size, back - after);
 }
 
 /* b. the pitch cuMemAllocPitch_v2 gives a row of 1000 bytes */
@@ -605,7 +614,8 @@ static void probe_share(struct df *d)
     const char *const names[] = {"share.held.after_create", same, "share.held.after_import",
                                  "share.nvml.after_import", "share.held.after_release_original",
                                  "share.nvml.after_release_original",
-                                 "share.held.after_release_import", NULL};
+                                 "share.held.after_release_import", "share.held.after_close",
+                                 NULL};
     struct vmm_state s; /* created: the original; retained: the imported handle */
     int fd = -1, posix = 1;
     memset(&s, 0, sizeof(s));
@@ -654,7 +664,12 @@ static void probe_share(struct df *d)
               "import left");
     s.have_retained = 0;
     VMM_STEP(d, same, d->cuMemRelease(s.retained), "cuMemRelease of the import");
-    fact_held(d, base, "share.held.after_release_import", "the import released too: 0 when freed");
+    if (fact_held(d, base, "share.held.after_release_import",
+                  "the import released too, the exported file descriptor still open") < 0)
+        goto out;
+    close(fd); /* does an open descriptor hold the memory with no handle left? */
+    fd = -1;
+    fact_held(d, base, "share.held.after_close", "the exported file descriptor closed: 0 when freed");
 out:
     if (fd >= 0)
         close(fd);
@@ -812,6 +827,8 @@ static void probe_signals(void)
 int main(void)
 {
     static const size_t sizes[] = {1, 512, 4096, MIB, MIB + 1, 2 * MIB + 1, 20 * MIB + 1};
+    /* small sizes, each just past a step it might have: 4096 of them, or 256 MiB's worth */
+    static const size_t small[] = {1, 513, 4097, 65537, 262145, 524289};
     struct sigaction guard = {.sa_sigaction = stand_in, .sa_flags = SA_SIGINFO};
     sigemptyset(&guard.sa_mask);
     sigaction(SIGBUS, &guard, NULL);
@@ -820,7 +837,10 @@ int main(void)
     if (ret != 0)
         goto out;
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-        probe_alloc(&d, sizes[i]);
+        probe_alloc(&d, "cuMemAlloc.taken", sizes[i], ALLOCS);
+    for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
+        probe_alloc(&d, "cuMemAlloc.step", small[i],
+                    small[i] < 65536 ? 4096 : (int)(256 * MIB / small[i]));
     probe_pitch(&d);
     probe_arrays(&d, "1x1_u8", 1, 1, CU_AD_FORMAT_UNSIGNED_INT8);
     probe_arrays(&d, "1000x1000_f32", 1000, 1000, CU_AD_FORMAT_FLOAT);

@@ -38,6 +38,8 @@ done
 names=(context.nvml_device_delta context.nvml_process_used context.cuMemGetInfo_used
     cuMemAlloc.taken.1 cuMemAlloc.taken.512 cuMemAlloc.taken.4096 cuMemAlloc.taken.1048576
     cuMemAlloc.taken.1048577 cuMemAlloc.taken.2097153 cuMemAlloc.taken.20971521
+    cuMemAlloc.step.1 cuMemAlloc.step.513 cuMemAlloc.step.4097 cuMemAlloc.step.65537
+    cuMemAlloc.step.262145 cuMemAlloc.step.524289
     cuMemAllocPitch.pitch.1000
     cuArrayCreate.taken.1x1_u8 cuArrayGetMemoryRequirements.result.1x1_u8
     cuArrayCreate.taken.1000x1000_f32 cuArrayGetMemoryRequirements.result.1000x1000_f32
@@ -46,7 +48,7 @@ names=(context.nvml_device_delta context.nvml_process_used context.cuMemGetInfo_
     vmm.held.after_release_created vmm.held.after_unmap vmm.held.after_release_retained
     share.held.after_create share.import.same_handle share.held.after_import
     share.nvml.after_import share.held.after_release_original
-    share.nvml.after_release_original share.held.after_release_import
+    share.nvml.after_release_original share.held.after_release_import share.held.after_close
     cuCtxSetLimit.taken.stack_4096 cuCtxSetLimit.taken.heap_256MiB
     cuCtxSetLimit.given_back.defaults cuMemPoolCreate.result.managed_nowhere
     managed.nvml.after_alloc managed.held.after_touch managed.nvml.after_touch
@@ -96,13 +98,22 @@ grep -q '^# driver_facts: GPU 0 .*(simulated), driver .*, NVML yes' "$dir/full"
 check "full: the header names the GPU, the driver and NVML" $?
 
 expect full "$CTX" context.nvml_device_delta context.nvml_process_used context.cuMemGetInfo_used
-for size in 1 512 4096 1048576 1048577 2097153 20971521; do
-    expect full "$size" "cuMemAlloc.taken.$size" # the simulated driver takes what is asked
+# the simulated driver takes what driver 580 took on an H200 (carve/driver_pages.h): up to
+# 1 MiB in 512 B steps, past it whole 2 MiB pages
+expect full 512 cuMemAlloc.taken.1 cuMemAlloc.taken.512
+expect full 4096 cuMemAlloc.taken.4096
+expect full "$MIB" cuMemAlloc.taken.1048576
+expect full $((2 * MIB)) cuMemAlloc.taken.1048577
+expect full $((4 * MIB)) cuMemAlloc.taken.2097153
+expect full $((22 * MIB)) cuMemAlloc.taken.20971521
+for size in 1 513 4097 65537 262145 524289; do
+    expect full $(((size + 511) / 512 * 512)) "cuMemAlloc.step.$size"
 done
 expect full 1024 cuMemAllocPitch.pitch.1000
-expect full $((2 * MIB)) cuArrayCreate.taken.1x1_u8            # rows of 512 B, 2 MiB granules
-expect full $((4 * MIB)) cuArrayCreate.taken.1000x1000_f32     # 4096 B x 1000 rows, rounded up
-expect full CUDA_SUCCESS cuArrayGetMemoryRequirements.result.1x1_u8 \
+expect full 512 cuArrayCreate.taken.1x1_u8                     # rows of 512 B
+expect full $((4 * MIB)) cuArrayCreate.taken.1000x1000_f32     # 4096 B x 1000 rows, 2 MiB pages
+# as driver 580: no answer for an array made without deferred mapping
+expect full CUDA_ERROR_INVALID_VALUE cuArrayGetMemoryRequirements.result.1x1_u8 \
     cuArrayGetMemoryRequirements.result.1000x1000_f32
 expect full CUDA_ERROR_INVALID_VALUE cuMemFree.result.freed_twice cuMemFree.result.never_allocated
 expect full yes vmm.retain.same_handle
@@ -112,15 +123,17 @@ expect full 0 vmm.held.after_release_retained
 # the simulated driver has no cuMemExportToShareableHandle
 expect full unsupported share.held.after_create share.import.same_handle share.held.after_import \
     share.nvml.after_import share.held.after_release_original share.nvml.after_release_original \
-    share.held.after_release_import
+    share.held.after_release_import share.held.after_close
 stack=$(((4096 - 1024) * 2048 * SMS)) # a stack per thread the GPU holds at once, beyond 1 KiB
 heap=$((256 * MIB - 8 * MIB))
 expect full "$stack" cuCtxSetLimit.taken.stack_4096
 expect full "$heap" cuCtxSetLimit.taken.heap_256MiB
 expect full $((stack + heap)) cuCtxSetLimit.given_back.defaults
 expect full CUDA_SUCCESS cuMemPoolCreate.result.managed_nowhere
-# the simulated driver places managed memory on the GPU at once, and its NVML counts it
-expect full $((256 * MIB)) managed.nvml.after_alloc managed.held.after_touch managed.nvml.after_touch
+# the simulated driver places managed memory on the GPU at once; as driver 580's, its NVML
+# leaves it out of the process's usage
+expect full $((256 * MIB)) managed.held.after_touch
+expect full 0 managed.nvml.after_alloc managed.nvml.after_touch
 expect full no cuMemAlloc_v1.exported cuArrayCreate_v1.exported
 expect full unsupported cuMemAlloc_v1.result.1MiB
 expect full yes signal.sigbus_kept
