@@ -4,7 +4,7 @@
  *          [--hold SECONDS]
  *
  * Prints cuMemGetInfo, allocates --managed MiB of managed memory first if asked (one
- * cuMemAllocManaged), then --step MiB at a time (default 256; or --step-bytes, any size)
+ * cuMemAllocManaged; 20 ms later, cuMemGetInfo again), then --step MiB at a time (default 256; or --step-bytes, any size)
  * until the driver (or carve) says CUDA_ERROR_OUT_OF_MEMORY or --max MiB (default 65536) is
  * reached, prints how far it got, prints "holding" and keeps the memory --hold seconds
  * (default 5), then frees it. Exit 0 when it stopped at an out-of-memory or at --max, 1 on
@@ -125,6 +125,11 @@ int main(int argc, char **argv)
             goto out;
         }
         printf("[%s] managed: %lu MiB\n", o.label, o.managed_mib);
+        /* past the 10 ms between libcarve's readings of the context's memory, which the
+           cuMemGetInfo takes: the reading made beside managed memory (tests/e2e/mem_slice.sh) */
+        usleep(20 * 1000);
+        if (show_meminfo(&cu, o.label, "after the managed allocation") != 0)
+            goto out;
     }
     if (o.step % MIB == 0)
         printf("[%s] allocating in %llu MiB steps (stop at %lu MiB)\n", o.label, o.step / MIB,
