@@ -11,10 +11,12 @@
  *    same geometry: 1 memory slice at {0..6}, 2-slice 1g at {0,2,4,6}, 2g at {0,2,4}, 3g (4
  *    memory slices) at {0,4}, 4g at {0}, 7g (all 8) at {0}.
  *  - memory_mib: what `nvidia-smi mig -lgip` (NVML's memorySizeMB) reports, which is a little
- *    less than the name says: A100-40GB from the guide's own example; A100-80GB, H100-80GB and
- *    H200-141GB from published -lgip outputs of those boards (the H200's: NVIDIA/mig-parted
- *    issue #120, an H200 SXM's 16.00, 32.25, 69.50 and 139.75 GiB). Drivers move these by a
- *    few hundred MiB; on a real GPU `carve mig` takes NVML's numbers over these.
+ *    less than the name says: A100-40GB from the guide's own example; A100-80GB and H100-80GB
+ *    from published -lgip outputs of those boards; H200-141GB from NVML's profile info on an
+ *    H200 with driver 580.159.04 (docs/results/2026-11-28-mig-check-nvidia-h200.md; a
+ *    published listing, NVIDIA/mig-parted issue #120, had 256 MiB less for the 2-, 4- and
+ *    8-slice profiles). Drivers move these by a few hundred MiB; on a real GPU `carve mig`
+ *    takes NVML's numbers over these.
  *  - mig_family_in: the same guide's "Supported GPUs" table (A100, A30, H100, H20, H200,
  *    B200, and the GH200 and GB200 that carry them); A30 (1g.6gb, 2g.12gb, 4g.24gb) and H20
  *    have MIG but no table here.
@@ -57,7 +59,7 @@ static const struct mig_profile h100_80gb[] = {
 };
 static const struct mig_profile h200_141gb[] = {
     MIG_ROWS("1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb",
-             16384, 33024, 71168, 143104),
+             16384, 33280, 71424, 143360),
 };
 
 static const char *const a100_40gb_names[] = {"A100-PCIE-40GB", "A100 40GB", NULL};
