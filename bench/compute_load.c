@@ -3,15 +3,16 @@
  *
  *   compute_load [--kind big|small|graph] [--kernel-us N] [--seconds S] [--window-ms W]
  *                [--depth D] [--graph-nodes G] [--iters-per-us X] [--label L] [--launch API]
- *                [--long-every N --long-us L] [--spin]
+ *                [--long-every N --long-us L] [--grid BLOCKS] [--spin]
  *   compute_load --kind latency [--graph-nodes G] [--think-us T] ...
- *   compute_load --calibrate            (real GPU: prints the spin loop's iterations per us)
+ *   compute_load --calibrate [--grid BLOCKS]   (real GPU: the spin loop's iterations per us)
  *
  * A unit of work is one kernel (big: 10 ms by default; small: 20 us) or one graph replay of
  * G small kernels captured from a stream. Up to D units are in flight; an event after each
  * unit tells when it completed. A kernel's work is what it takes alone: on the simulated GPU
  * the built-in carve_sleep kernel's duration; on a real GPU a spin loop (one FMA chain per
- * thread, two blocks per SM) whose iterations per microsecond --calibrate measures alone.
+ * thread, two blocks per SM, or --grid blocks of 128 threads) whose iterations per
+ * microsecond --calibrate measures alone, with the same grid.
  * So the share reported is work done per wall time, measured where the work is done, not
  * from carve's own books. Prints one JSON line per window and a summary line.
  *
@@ -98,7 +99,7 @@ struct opts {
     enum launch_api api;
     const char *kind, *label;
     double kernel_us, seconds, window_ms, iters_per_us, think_us, long_us;
-    int depth, graph_nodes, long_every;
+    int depth, graph_nodes, long_every, grid;
     bool calibrate, spin;
 };
 
@@ -108,6 +109,7 @@ struct load {
     CUmodule mod;
     CUfunction fn;
     CUstream stream;
+    int sms;       /* as the device says: under MPS, what the client's thread share leaves */
     unsigned grid;
     unsigned long long param; /* ns (simulated) or loop iterations (real) */
     CUdeviceptr out;          /* the spin kernel's never-taken store */
@@ -123,7 +125,7 @@ static int usage(const char *why)
     fprintf(stderr, "compute_load: %s\nusage: compute_load [--kind big|small|graph] "
             "[--kernel-us N] [--seconds S] [--window-ms W] [--depth D] [--graph-nodes G] "
             "[--iters-per-us X] [--label L] [--launch API] [--long-every N --long-us L] "
-            "[--spin] | --calibrate\n"
+            "[--grid BLOCKS] [--spin] | --calibrate [--grid BLOCKS]\n"
             "API: kernel kernel-ptsz ex ex-ptsz coop coop-ptsz multi-device launch grid "
             "grid-async\n", why);
     return 2;
@@ -165,6 +167,7 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--graph-nodes")) o->graph_nodes = (int)x;
         else if (!strcmp(a, "--long-every")) o->long_every = (int)x;
         else if (!strcmp(a, "--long-us")) o->long_us = x;
+        else if (!strcmp(a, "--grid")) o->grid = x < 1u << 24 ? (int)x : 1 << 24;
         else return usage("unknown option");
         i++;
     }
@@ -280,9 +283,12 @@ static int setup(struct load *L, const struct opts *o)
         fprintf(stderr, "compute_load: cannot allocate 64 bytes of device memory\n");
         return -1;
     }
-    int sms = 1;
-    L->cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, L->cu.dev);
-    L->grid = L->sim ? 1 : (unsigned)(sms > 0 ? sms : 1) * 2;
+    L->sms = 1;
+    L->cu.cuDeviceGetAttribute(&L->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, L->cu.dev);
+    /* 2 blocks an SM by default: a grid sized by the SMs the device admits to, which under MPS
+       shrinks with the thread share, so that each kernel does less and takes as long; a
+       --grid of the GPU's own count, filling every SM, is what an SM share slows down */
+    L->grid = L->sim ? 1 : o->grid > 0 ? (unsigned)o->grid : (unsigned)(L->sms > 0 ? L->sms : 1) * 2;
     if (o->api == API_LAUNCH || o->api == API_GRID)
         return 0; /* they launch into the default stream: the events go there too */
     if (L->cu.cuStreamCreate(&L->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
@@ -396,10 +402,11 @@ int main(int argc, char **argv)
         return 1;
     if (o.calibrate) {
         if (L.sim) {
-            printf("{\"iters_per_us\": 0, \"simulated\": true}\n");
+            printf("{\"iters_per_us\": 0, \"simulated\": true, \"sms\": %d}\n", L.sms);
             return 0;
         }
-        printf("{\"iters_per_us\": %.3f}\n", calibrate(&L));
+        double ipu = calibrate(&L);
+        printf("{\"iters_per_us\": %.3f, \"sms\": %d, \"grid\": %u}\n", ipu, L.sms, L.grid);
         return 0;
     }
     if (!L.sim && o.iters_per_us <= 0)
@@ -458,9 +465,9 @@ int main(int argc, char **argv)
     uint64_t stop = bcu_now_ns();
     L.cu.cuStreamSynchronize(L.stream);
     printf("{\"label\": \"%s\", \"kind\": \"%s\", \"total_share\": %.2f, \"seconds\": %.2f, "
-           "\"device\": \"%s\"}\n", o.label, o.kind,
+           "\"device\": \"%s\", \"sms\": %d, \"grid\": %u}\n", o.label, o.kind,
            100.0 * total_work / (double)(stop - start), (double)(stop - start) / 1e9,
-           L.cu.name);
+           L.cu.name, L.sms, L.grid);
     fflush(stdout);
     if (graph)
         L.cu.cuGraphExecDestroy(L.exec);

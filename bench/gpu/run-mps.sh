@@ -50,10 +50,19 @@ daemon_gone() { local p; p=$(daemon_pid); [ -z "$p" ] || ! kill -0 "$p" 2>/dev/n
 . bench/gpu/rows.bash
 share() { grep '"total_share"' "$1" | tail -n1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_share"])' 2>/dev/null || echo -; }
 
-ipu=$("$LOAD" --calibrate | python3 -c 'import json,sys; print(json.load(sys.stdin)["iters_per_us"])')
-ipu_arg=() # the simulated GPU (a dry run of this script) reports 0 and needs none
-python3 -c "import sys; sys.exit(float(sys.argv[1]) <= 0)" "$ipu" 2>/dev/null && ipu_arg=(--iters-per-us "$ipu")
+# MPS's thread share caps the SMs a client's kernels may use, and the device tells the
+# client so (fewer SMs): compute_load's default grid (2 blocks an SM it is told of) then
+# shrank with the share and each kernel did less in the same 10 ms, so a 30% client got 100%
+# of the solo rate (2026-11-28, H200). Every kernel here is a grid that fills each of the
+# GPU's own SMs (16 blocks of 128 threads), 4 times over, and is calibrated as such.
+json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1], 0))' "$1"; }
+sms=$("$LOAD" --calibrate | json_field sms)
+grid=$((${sms:-1} * 16 * 4))
+ipu=$("$LOAD" --calibrate --grid "$grid" | json_field iters_per_us)
+ipu_arg=(--grid "$grid") # the simulated GPU (a dry run of this script) reports 0 and needs none
+python3 -c "import sys; sys.exit(float(sys.argv[1]) <= 0)" "$ipu" 2>/dev/null && ipu_arg+=(--iters-per-us "$ipu")
 load() { "$LOAD" --kind big --seconds "$SECS" "${ipu_arg[@]}" "$@"; }
+client_sms() { grep '"total_share"' "$1" | tail -n1 | json_field sms 2>/dev/null || echo -; }
 
 # 1. MPS's own limit, with a daemon of this script's (the same kind of directories carve uses)
 echo "== 1. MPS's pinned-memory limit alone (0=2048M), no libcarve"
@@ -123,6 +132,7 @@ row "one daemon, one server, both clients while they ran" "$daemons daemon(s); s
 s30=$(share "$LOGS/c30.log")
 s70=$(share "$LOGS/c70.log")
 verdict=$(python3 -c "import sys; s,a,b=map(float,sys.argv[1:]); print('PASS' if abs(100*a/s-30)<=10 and abs(100*b/s-70)<=10 else 'MISS')" "$solo" "$s30" "$s70" 2>/dev/null || echo MISS)
+row "SMs each client's device reports (30%, 70%; the GPU has $sms)" "$(client_sms "$LOGS/c30.log"), $(client_sms "$LOGS/c70.log")" INFO
 row "shares of the solo rate at 30%/70% together" "$(python3 -c "import sys; s,a,b=map(float,sys.argv[1:]); print(f'{100*a/s:.1f} / {100*b/s:.1f} (solo raw {s})')" "$solo" "$s30" "$s70" 2>/dev/null || echo "$s30 / $s70 of $solo")" "$verdict"
 row "daemon stopped after the last client" "pid file: $(daemon_pid || true)" "$(daemon_gone && echo PASS || echo FAIL)"
 row "NVML's lists while the two clients ran (pid:command)" "compute: ${nvml_compute:-none}; MPS: ${nvml_mps:-none}; server ${server:-?}" INFO
@@ -152,7 +162,8 @@ row "daemon stopped after the killed client" "pid file: $(daemon_pid || true)" "
     echo
     echo "Driver $driver; GPU 0 ($uuid), compute mode $compute_mode (read, not changed)."
     echo "Command: \`bash bench/gpu/run-mps.sh\` (SECS=$SECS); run directory $CARVE_MPS_DIR."
-    echo "compute_load big kernels (10 ms spin loops), $ipu iterations/us calibrated alone."
+    echo "compute_load big kernels (10 ms spin loops, grids of $grid blocks of 128 threads), $ipu"
+    echo "iterations/us calibrated alone."
     echo
     echo "| check | result | verdict |"
     echo "| --- | --- | --- |"
