@@ -64,14 +64,33 @@ cuda)
     exit 2
     ;;
 esac
-if ! "$CC" "${flags[@]}" -DCARVE_SIDE -o "$work/carve-side" bench/gpu/abi-check.c \
-        common/entries.c -ldl 2>"$work/build.log" ||
-   { [ "$FACTS" != nvml-bindings ] &&
-     ! "$CC" "${flags[@]}" "${toolkit_inc[@]}" -o "$work/toolkit-side" \
-        bench/gpu/abi-check.c -ldl 2>>"$work/build.log"; }; then
-    { echo "run-abi-check: build failed"; cat "$work/build.log"; } >"$report"
-    exit 2
-fi
+# both sides, from one copy of abi-check.c; a value the toolkit's headers do not declare (an
+# older or newer header's name: CUDA 13.0's nvml.h has no NVML_PROCESS_MODE_*) is taken out of
+# that copy, on both sides, and named in the report as not compared
+cp bench/gpu/abi-check.c "$work/abi-check.c"
+build_sides() {
+    LC_ALL=C "$CC" "${flags[@]}" -Ibench/gpu -DCARVE_SIDE -o "$work/carve-side" \
+        "$work/abi-check.c" common/entries.c -ldl 2>"$work/build.log" &&
+        { [ "$FACTS" = nvml-bindings ] ||
+          LC_ALL=C "$CC" "${flags[@]}" -Ibench/gpu "${toolkit_inc[@]}" -o "$work/toolkit-side" \
+              "$work/abi-check.c" -ldl 2>>"$work/build.log"; }
+}
+not_declared=()
+until build_sides; do
+    names=$(sed -n "s/.*error: '\([A-Za-z_][A-Za-z0-9_]*\)' undeclared.*/\1/p" "$work/build.log" |
+        sort -u)
+    taken=0
+    for name in $names; do
+        grep -q "VAL($name);" "$work/abi-check.c" || continue
+        sed -i "s/VAL($name);//g" "$work/abi-check.c"
+        not_declared+=("$name")
+        taken=1
+    done
+    if [ "$taken" -eq 0 ]; then
+        { echo "run-abi-check: build failed"; cat "$work/build.log"; } >"$report"
+        exit 2
+    fi
+done
 "$work/carve-side" >"$work/carve.txt"
 absent=0
 if [ "$FACTS" = nvml-bindings ]; then
@@ -124,6 +143,8 @@ driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null
         echo "cuda.h CUDA_VERSION ${cuda_version:-?} ($CUDA_HOME), driver ${driver:-none}, facts: $FACTS"
         echo "$(wc -l <"$work/carve.txt") facts; '-' carve, '+' toolkit and driver"
     fi
+    [ "${#not_declared[@]}" -eq 0 ] ||
+        echo "not declared by the toolkit's headers, not compared: ${not_declared[*]}"
     if diff -u --label carve --label toolkit "$work/carve.txt" "$work/toolkit.txt"; then
         echo "no difference"
     fi
