@@ -799,8 +799,8 @@ static void turn_admit(struct pace_dev *pd, int sdev, uint64_t cost, uint64_t fl
 }
 
 /* Time division: admits work of cost ns when it can finish inside this slice's window of the
- * current period (its queue included), else waits for the window; a launch that starts a
- * turn waits for the work the other slices queued before it to run out. A kernel
+ * current period (its queue included), else waits for the window; a sampled launch that
+ * starts a turn waits for the work the other slices queued before it to run out. A kernel
  * longer than the whole window goes while the slice is behind its share: it runs over, and
  * the share clock charges the overrun to the next windows. A window that such an overrun
  * ran into moves on by as much, so that the slice after it still gets its width: without
@@ -845,22 +845,8 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
         uint64_t given_floor;
         int64_t q = carve_slice_queue_clock(P.slice, sdev);
         int64_t share = carve_slice_pace_clock(P.slice, sdev);
-        /* a turn's first launch waits for the work of the slices before it to run out, less
-         * the hand-over lead (what a wake-up and a launch take), and is charged from there.
-         * On a GPU, kernels of two processes submitted together share it in time slices
-         * rather than queue: a launch that went at once (it waited only when sampled, until
-         * 2026-11-28) ran beside the others' overrun, its samples came out 1.5-4x long,
-         * marked its key as varying and charged every launch that mean (H200, 10 ms kernels:
-         * 61.5% at a 70% cap, 14.7-18.1% at 25%). It goes at once only when its hand-over
-         * would come after its window (a long kernel ahead, or a queue end a tenant forged). */
-        bool behind_own = q > (int64_t)now;
-        uint64_t busy = behind_own || !pd->board
-                            ? 0 : carve_board_busy_until(pd->board, pd->entry, now, queue_horizon());
-        uint64_t handed_over = busy > P.handover_ns ? busy - P.handover_ns : 0;
         /* the slice's work starts no earlier than the others' that ran into its window */
         uint64_t floor = now > start + late ? now : start + late;
-        if (busy > floor && busy < start + width)
-            floor = busy;
         uint64_t queued_until = q > (int64_t)floor ? (uint64_t)q : floor;
         /* in the window: work that ends inside it goes; work that would run over goes only
          * while the slice is behind its share, so that overruns even out over the periods;
@@ -868,6 +854,16 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
          * forged queue end on the board double a slice's time) */
         bool owed = share - (int64_t)now <= (int64_t)period; /* a period of lead, as GCRA's tau */
         bool fits = queued_until + cost <= end && (now < start + width || owed);
+        /* a turn's first launch that is to be sampled waits for the work of the slices before
+         * it to run out, less the hand-over lead (what a wake-up and a launch take): queued
+         * behind theirs, its sample would count their work too. Other launches go at once,
+         * since a wait leaves the GPU idle for a wake-up's time; so does one whose hand-over
+         * would come after its window (a long kernel ahead, or a queue end a tenant forged). */
+        bool behind_own = q > (int64_t)now;
+        uint64_t busy =
+            !sampled || behind_own || !pd->board
+                ? 0 : carve_board_busy_until(pd->board, pd->entry, now, queue_horizon());
+        uint64_t handed_over = busy > P.handover_ns ? busy - P.handover_ns : 0;
         bool may = now >= start && now < end && queued_until < end && (fits || owed);
         if (may && (handed_over <= now || handed_over >= end)) {
             /* behind its own work: the others' that ran into the window ran before that.
