@@ -6,19 +6,20 @@
 #
 #   OUT=/some/folder bash bench/gpu/run-lease.sh      (from a bare checkout, on the GPU machine)
 #
-# Steps, in order (LEASE_STEPS picks and orders some, comma-separated):
-#   abi            carve's CUDA/NVML declarations against the toolkit's headers and the driver
-#   facts          the driver facts carve's memory accounting rests on (bench/gpu/driver_facts)
-#   compute-big    10 ms kernels at 30/70 and 4 x 25 (the rows that missed on the H100)
+# Steps, in order (LEASE_STEPS picks and orders some, comma-separated): the targets still
+# missed on the H200 (2026-11-28) first, then the checks that passed there
+#   compute-big    10 ms kernels at 30/70 and 4 x 25
 #   latency        ResNet-50 beside a matmul loop: alone, plain, --priority, yields 60/90%
-#   carved         carved against the real NVML (cap, escape, forgery, idle, restart, kill)
-#   mig-check      carve's MIG table against NVML's (read only)
-#   mps            carve run --mode mps: one daemon, caps, two clients, stopped
-#   memcap         every framework held to 4 GiB; NVML's process lists filtered
-#   paths          a 30% slice through each of the driver's launch entry points
-#   compute-small  20 us kernels and graph replays at 30/70 and 4 x 25
-#   overhead       what a launch and an allocation cost, with and without a limit
 #   compute-varying  one kernel whose work varies (every 8th launch 8x longer) at 30/70, 4 x 25
+#   compute-small  20 us kernels and graph replays at 30/70 and 4 x 25
+#   paths          a 30% slice through each of the driver's launch entry points
+#   facts          the driver facts carve's memory accounting rests on (bench/gpu/driver_facts)
+#   abi            carve's CUDA/NVML declarations against the toolkit's headers and the driver
+#   memcap         every framework held to 4 GiB; NVML's process lists filtered
+#   overhead       what a launch and an allocation cost, with and without a limit
+#   carved         carved against the real NVML (cap, escape, forgery, idle, restart, kill)
+#   mps            carve run --mode mps: one daemon, caps, two clients, stopped
+#   mig-check      carve's MIG table against NVML's (read only)
 # Each step's report (docs/results/...) and the tail of its log go to OUT (default
 # $OUT, else build/gpu/lease-out), with lease.md: each step, its status, its seconds, and
 # doctor.txt: `carve doctor` on the node before the first step.
@@ -29,7 +30,7 @@ cd "$(dirname "$0")/../.." || exit 2
 
 BUILD=${BUILD:-build}
 BUDGET_S=${BUDGET_S:-540}
-LEASE_STEPS=${LEASE_STEPS:-abi,facts,compute-big,latency,carved,mig-check,mps,memcap,paths,compute-small,overhead,compute-varying}
+LEASE_STEPS=${LEASE_STEPS:-compute-big,latency,compute-varying,compute-small,paths,facts,abi,memcap,overhead,carved,mps,mig-check}
 OUT=${OUT:-$BUILD/gpu/lease-out}
 export BUILD
 
