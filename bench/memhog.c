@@ -144,8 +144,8 @@ int main(int argc, char **argv)
         n++;
     }
     if (rc == CUDA_SUCCESS)
-        printf("[%s] got %llu MiB in %zu allocations; stopped at the --max limit\n", o.label,
-               n * o.step / MIB, n);
+        printf("[%s] got %llu MiB in %zu allocations; stopped at %s\n", o.label,
+               n * o.step / MIB, n, n == MAX_CHUNKS ? "its most allocations" : "the --max limit");
     else if (rc == CUDA_ERROR_OUT_OF_MEMORY)
         printf("[%s] got %llu MiB in %zu allocations; allocation %zu: %s\n", o.label,
                n * o.step / MIB, n, n + 1, bcu_errname(&cu, rc));

@@ -517,30 +517,35 @@ static uint64_t format_bytes(CUarray_format f)
 }
 
 /* The bytes of `levels` levels from w x h x depth down, each half the one before in every
- * dimension above 1, as the driver takes them (its pages): driver 580 does not tell an
- * array's size (cuArrayGetMemoryRequirements refuses one made without deferred mapping). */
+ * dimension above 1 (depth too, unless it counts layers or cube faces: flags), rows padded
+ * to 512 bytes, as the driver takes them (its pages): driver 580 does not tell an array's
+ * size (cuArrayGetMemoryRequirements refuses one made without deferred mapping). */
 static uint64_t array_estimate(size_t w, size_t h, size_t depth, CUarray_format f,
-                               unsigned int channels, unsigned int levels)
+                               unsigned int channels, unsigned int levels, unsigned int flags)
 {
     uint64_t elem = format_bytes(f) * (channels ? channels : 1), total = 0;
-    size_t dims[3] = {w, h ? h : 1, depth ? depth : 1};
-    for (unsigned int l = 0; l < (levels ? levels : 1); l++) {
-        uint64_t n = elem;
-        for (int i = 0; i < 3; i++) {
-            if (dims[i] && n > UINT64_MAX / dims[i])
+    uint64_t dims[3] = {w ? w : 1, h ? h : 1, depth ? depth : 1};
+    bool layers = flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP);
+    unsigned int n_levels = levels ? levels : 1;
+    for (unsigned int l = 0; l < n_levels; l++) {
+        if (dims[0] > (UINT64_MAX / 4 - PITCH_ALIGN) / elem)
+            return UINT64_MAX / 4;
+        uint64_t n = (dims[0] * elem + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+        for (int i = 1; i < 3; i++) {
+            if (n > UINT64_MAX / 4 / dims[i])
                 return UINT64_MAX / 4;
             n *= dims[i];
         }
         if (n > UINT64_MAX / 4 - total)
             return UINT64_MAX / 4;
         total += n;
-        if (dims[0] <= 1 && dims[1] <= 1 && dims[2] <= 1) { /* the rest: one element each */
-            uint64_t rest = (uint64_t)(levels - l - 1);
-            total = rest > (UINT64_MAX / 4 - total) / elem ? UINT64_MAX / 4 : total + rest * elem;
+        if (dims[0] == 1 && dims[1] == 1 && (layers || dims[2] == 1)) { /* the rest: as this */
+            uint64_t rest = n_levels - l - 1;
+            total = rest > (UINT64_MAX / 4 - total) / n ? UINT64_MAX / 4 : total + rest * n;
             break;
         }
-        for (int i = 0; i < 3; i++)
-            dims[i] = dims[i] > 1 ? dims[i] / 2 : dims[i];
+        for (int i = 0; i < (layers ? 2 : 3); i++)
+            dims[i] = dims[i] > 1 ? dims[i] / 2 : 1;
     }
     return carve_driver_takes(total);
 }
@@ -556,7 +561,7 @@ static CUresult array_settle(struct carve_dev *d, enum carve_kind kind, uint64_t
                              uint64_t estimate, CUresult req_r,
                              const CUDA_ARRAY_MEMORY_REQUIREMENTS *req)
 {
-    uint64_t actual = req_r == CUDA_SUCCESS && req->size ? req->size : estimate;
+    uint64_t actual = req_r == CUDA_SUCCESS && req->size ? carve_driver_takes(req->size) : estimate;
     CUresult r = settle(d, estimate, actual);
     if (r != CUDA_SUCCESS) {
         if (kind == CARVE_KIND_ARRAY)
@@ -619,7 +624,7 @@ CARVE_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRI
     if (!pHandle || !desc)
         return array_call_real(&c);
     return array_create_counted(
-        &c, array_estimate(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 1));
+        &c, array_estimate(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 1, 0));
 }
 
 CARVE_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
@@ -632,7 +637,8 @@ CARVE_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DE
     if (!pHandle || !desc)
         return array_call_real(&c);
     return array_create_counted(&c, array_estimate(desc->Width, desc->Height, desc->Depth,
-                                                   desc->Format, desc->NumChannels, 1));
+                                                   desc->Format, desc->NumChannels, 1,
+                                                   desc->Flags));
 }
 
 CARVE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
@@ -648,7 +654,7 @@ CARVE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
     if (!pHandle || !desc)
         return R.cuMipmappedArrayCreate(pHandle, desc, numMipmapLevels);
     uint64_t est = array_estimate(desc->Width, desc->Height, desc->Depth, desc->Format,
-                                  desc->NumChannels, numMipmapLevels);
+                                  desc->NumChannels, numMipmapLevels, desc->Flags);
     CUresult r = array_admit(&d, est, &counted);
     if (r != CUDA_SUCCESS)
         return r;

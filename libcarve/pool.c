@@ -392,14 +392,17 @@ void carve__pool_freed(uint64_t note, CUresult r, CUdeviceptr dptr)
 }
 
 /* Pool memory stays reserved after a stream-ordered free: nothing to give back, unless the
- * pointer came from cuMemAlloc_v2 and friends (the driver accepts those too). */
+ * pointer came from cuMemAlloc_v2 and friends or cuMemAllocManaged (the driver accepts
+ * those too). */
 static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAsync) real)
 {
     int sdev;
     uint64_t bytes, v;
+    enum carve_kind kind = CARVE_KIND_PTR;
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!carve__unrecord(CARVE_KIND_PTR, dptr, &sdev, &bytes)) {
+    if (!carve__unrecord(kind, dptr, &sdev, &bytes) &&
+        !carve__unrecord(kind = CARVE_KIND_MANAGED, dptr, &sdev, &bytes)) {
         if (!carve__pool_take(dptr, &v))
             return real(dptr, s);
         CUresult r = real(dptr, s);
@@ -410,7 +413,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAs
     if (carve__free_done(r))
         carve__release(sdev, bytes);
     else
-        carve__record(CARVE_KIND_PTR, dptr, sdev, bytes);
+        carve__record(kind, dptr, sdev, bytes);
     return r;
 }
 

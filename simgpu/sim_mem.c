@@ -486,7 +486,8 @@ static CUresult array_create(uint64_t *handle, const CUDA_ARRAY3D_DESCRIPTOR *d,
         total += level_bytes(elem, w, h, dep);
         w = w > 1 ? w / 2 : 1;
         h = h > 1 ? h / 2 : h;
-        dep = dep > 1 ? dep / 2 : dep;
+        if (!(d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP))) /* else: layers */
+            dep = dep > 1 ? dep / 2 : dep;
     }
     total = carve_driver_takes(total);
     if (!sim_take(c->phys, total))

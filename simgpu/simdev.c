@@ -637,10 +637,13 @@ void sim_unlisted(int dev, uint64_t bytes, bool up)
     struct sim_proc *p = sim_self();
     if (!p)
         return;
-    if (up)
+    if (up) {
         atomic_fetch_add(&p->unlisted[dev], bytes);
-    else
-        atomic_fetch_sub(&p->unlisted[dev], bytes);
+        return;
+    }
+    uint64_t cur = atomic_load(&p->unlisted[dev]); /* a fork child frees its parent's too */
+    while (!atomic_compare_exchange_weak(&p->unlisted[dev], &cur, cur > bytes ? cur - bytes : 0))
+        ;
 }
 
 uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns)

@@ -68,15 +68,16 @@ esac
 # older or newer header's name: CUDA 13.0's nvml.h has no NVML_PROCESS_MODE_*) is taken out of
 # that copy, on both sides, and named in the report as not compared
 cp bench/gpu/abi-check.c "$work/abi-check.c"
-build_sides() {
-    LC_ALL=C "$CC" "${flags[@]}" -Ibench/gpu -DCARVE_SIDE -o "$work/carve-side" \
-        "$work/abi-check.c" common/entries.c -ldl 2>"$work/build.log" &&
-        { [ "$FACTS" = nvml-bindings ] ||
-          LC_ALL=C "$CC" "${flags[@]}" -Ibench/gpu "${toolkit_inc[@]}" -o "$work/toolkit-side" \
-              "$work/abi-check.c" -ldl 2>>"$work/build.log"; }
+build_failed() {
+    { echo "run-abi-check: build failed"; cat "$work/build.log"; } >"$report"
+    exit 2
 }
+LC_ALL=C "$CC" "${flags[@]}" -Ibench/gpu -DCARVE_SIDE -o "$work/carve-side" \
+    "$work/abi-check.c" common/entries.c -ldl 2>"$work/build.log" || build_failed
 not_declared=()
-until build_sides; do
+until [ "$FACTS" = nvml-bindings ] ||
+    LC_ALL=C "$CC" "${flags[@]}" -Ibench/gpu "${toolkit_inc[@]}" -o "$work/toolkit-side" \
+        "$work/abi-check.c" -ldl 2>"$work/build.log"; do
     names=$(sed -n "s/.*error: '\([A-Za-z_][A-Za-z0-9_]*\)' undeclared.*/\1/p" "$work/build.log" |
         sort -u)
     taken=0
@@ -86,11 +87,13 @@ until build_sides; do
         not_declared+=("$name")
         taken=1
     done
-    if [ "$taken" -eq 0 ]; then
-        { echo "run-abi-check: build failed"; cat "$work/build.log"; } >"$report"
-        exit 2
-    fi
+    [ "$taken" -eq 1 ] || build_failed
 done
+# what was taken out of the toolkit's side goes from carve's too
+if [ "${#not_declared[@]}" -gt 0 ]; then
+    LC_ALL=C "$CC" "${flags[@]}" -Ibench/gpu -DCARVE_SIDE -o "$work/carve-side" \
+        "$work/abi-check.c" common/entries.c -ldl 2>"$work/build.log" || build_failed
+fi
 "$work/carve-side" >"$work/carve.txt"
 absent=0
 if [ "$FACTS" = nvml-bindings ]; then

@@ -203,6 +203,9 @@ typedef struct CUDA_ARRAY_DESCRIPTOR_st {
     unsigned int NumChannels;
 } CUDA_ARRAY_DESCRIPTOR;
 
+#define CUDA_ARRAY3D_LAYERED 0x01 /* Depth is a count of layers */
+#define CUDA_ARRAY3D_CUBEMAP 0x04 /* Depth is 6 faces (times the layers) */
+
 typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
     size_t Width;
     size_t Height;

@@ -220,6 +220,13 @@ static void walk_pools(struct walk *w, CUdevice dev)
     a->cuDeviceGetMemPool(&pool, dev);
     a->cuMemPoolTrimTo(pool, 0);
     expect_used(w, w->base, "after cuMemFreeAsync + cuMemPoolTrimTo");
+    /* the driver takes cuMemFreeAsync of a pointer of another allocator too: a managed one's
+       count stayed for good (2026-11-28, when managed memory got records of its own) */
+    w->failed += mem_check(a->cuMemAllocManaged(&p, 64 * MiB, CU_MEM_ATTACH_GLOBAL) ==
+                               CUDA_SUCCESS, "cuMemAllocManaged 64 MiB");
+    a->cuMemFreeAsync(p, s);
+    a->cuStreamSynchronize(s);
+    expect_used(w, w->base, "after cuMemFreeAsync of the managed allocation");
 
     CUmemPoolProps props;
     memset(&props, 0, sizeof(props));
@@ -312,6 +319,19 @@ static void walk_arrays(struct walk *w)
     w->failed += mem_check(a->cuMipmappedArrayDestroy(mip) == CUDA_SUCCESS,
                            "cuMipmappedArrayDestroy");
     expect_used(w, w->base, "after cuMipmappedArrayDestroy");
+
+    /* a layered one keeps its 16 layers at every level: 64 + 16 + 4 + 1 MiB (counted as if
+       its layers halved too, 74 MiB, until 2026-11-28) */
+    CUDA_ARRAY3D_DESCRIPTOR dl = {.Width = 1024, .Height = 1024, .Depth = 16,
+                                  .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1,
+                                  .Flags = CUDA_ARRAY3D_LAYERED};
+    w->failed += mem_check(a->cuMipmappedArrayCreate(&mip, &dl, 4) == CUDA_SUCCESS,
+                           "cuMipmappedArrayCreate 1024^2 float, 16 layers, 4 levels");
+    u = used_now(w);
+    w->failed += mem_check(u >= w->base + 85 * MiB, "after the layered one: used %llu", u);
+    expect_oom(w, a->cuMipmappedArrayCreate(&mip2, &big3, 2), "cuMipmappedArrayCreate");
+    a->cuMipmappedArrayDestroy(mip);
+    expect_used(w, w->base, "after destroying the layered one");
 }
 
 static void walk_module(struct walk *w)

@@ -191,7 +191,7 @@ held_while() {
 # the driver takes whole 2 MiB pages past 1 MiB, and packs smaller allocations into such
 # pages, whole ones only (driver 580, H200): counted at the size asked, a tenant allocating
 # 1 MiB and 1 byte at a time held 2046 MiB of a 1 GiB slice, and one allocating 512 KiB and 1
-# byte (3 to a page) 1363 MiB (until 2026-11-28)
+# byte (3 to a page), counted in 512-byte steps alone, 1364 MiB (until 2026-11-28)
 for size in 1048577 524289; do
     held=$(CARVE_SIM_CTX_MEMORY=0 held_while "$state_dir/pages.log" --query-compute-apps=used_memory \
         "$CARVE" run --simulate --memory 1GiB -- "$MEMHOG" --step-bytes $size --max 4096 --hold 2)
