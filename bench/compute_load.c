@@ -288,7 +288,9 @@ static int setup(struct load *L, const struct opts *o)
     /* 2 blocks an SM by default: a grid sized by the SMs the device admits to, which under MPS
        shrinks with the thread share, so that each kernel does less and takes as long; a
        --grid of the GPU's own count, filling every SM, is what an SM share slows down */
-    L->grid = L->sim ? 1 : o->grid > 0 ? (unsigned)o->grid : (unsigned)(L->sms > 0 ? L->sms : 1) * 2;
+    L->grid = L->sim        ? 1
+              : o->grid > 0 ? (unsigned)o->grid
+                            : (unsigned)(L->sms > 0 ? L->sms : 1) * 2;
     if (o->api == API_LAUNCH || o->api == API_GRID)
         return 0; /* they launch into the default stream: the events go there too */
     if (L->cu.cuStreamCreate(&L->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {

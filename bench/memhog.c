@@ -4,11 +4,11 @@
  *          [--hold SECONDS]
  *
  * Prints cuMemGetInfo, allocates --managed MiB of managed memory first if asked (one
- * cuMemAllocManaged; 20 ms later, cuMemGetInfo again), then --step MiB at a time (default 256; or --step-bytes, any size)
- * until the driver (or carve) says CUDA_ERROR_OUT_OF_MEMORY or --max MiB (default 65536) is
- * reached, prints how far it got, prints "holding" and keeps the memory --hold seconds
- * (default 5), then frees it. Exit 0 when it stopped at an out-of-memory or at --max, 1 on
- * any other error. */
+ * cuMemAllocManaged; 20 ms later, cuMemGetInfo again), then --step MiB at a time (default
+ * 256; or --step-bytes, any size) until the driver (or carve) says CUDA_ERROR_OUT_OF_MEMORY
+ * or --max MiB (default 65536) is reached, prints how far it got, prints "holding" and keeps
+ * the memory --hold seconds (default 5), then frees it. Exit 0 when it stopped at an
+ * out-of-memory or at --max, 1 on any other error. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>

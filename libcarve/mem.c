@@ -27,8 +27,8 @@ static CUresult settle(const struct carve_dev *d, uint64_t admitted, uint64_t ac
 
 /* Admits what the driver takes for bytes (carve/driver_pages.h: counted at the size asked,
  * a tenant allocating 1 MiB and 1 byte at a time held twice its cap), calls the driver
- * (managed when flags >= 0), records what was counted. The caller has run carve__init (which resolves the real
- * pointers). */
+ * (managed when flags >= 0), records what was counted. The caller has run carve__init
+ * (which resolves the real pointers). */
 static CUresult ptr_alloc_counted(CUdeviceptr *dptr, size_t bytes, int managed_flags)
 {
     struct carve_dev d;
@@ -561,7 +561,8 @@ static CUresult array_settle(struct carve_dev *d, enum carve_kind kind, uint64_t
                              uint64_t estimate, CUresult req_r,
                              const CUDA_ARRAY_MEMORY_REQUIREMENTS *req)
 {
-    uint64_t actual = req_r == CUDA_SUCCESS && req->size ? carve_driver_takes(req->size) : estimate;
+    uint64_t actual =
+        req_r == CUDA_SUCCESS && req->size ? carve_driver_takes(req->size) : estimate;
     CUresult r = settle(d, estimate, actual);
     if (r != CUDA_SUCCESS) {
         if (kind == CARVE_KIND_ARRAY)

@@ -669,7 +669,8 @@ static void probe_share(struct df *d)
         goto out;
     close(fd); /* does an open descriptor hold the memory with no handle left? */
     fd = -1;
-    fact_held(d, base, "share.held.after_close", "the exported file descriptor closed: 0 when freed");
+    fact_held(d, base, "share.held.after_close",
+              "the exported file descriptor closed: 0 when freed");
 out:
     if (fd >= 0)
         close(fd);
