@@ -7,8 +7,9 @@
 # Builds bench/gpu/abi-check.c twice, against the toolkit's headers (CUDA_HOME, default
 # /usr/local/cuda, else the toolkit of the nvcc in PATH; CUDA 12.8 or later) and with
 # -DCARVE_SIDE against carve's, runs both and diffs their "name value" lines: struct sizes,
-# alignments and offsets, enum and macro values, whether libcuda.so.1 / libnvidia-ml.so.1 export each entry point carve declares, and what
-# the driver's cuGetProcAddress answers for each row of include/carve/driver_entries.def
+# alignments and offsets, enum and macro values, whether libcuda.so.1 / libnvidia-ml.so.1
+# export each entry point carve declares, and what the driver's cuGetProcAddress answers for
+# each row of include/carve/driver_entries.def
 # (needs a GPU; "unavailable" without one). Exit status: 0 the same, 1 a difference, 2 the
 # build failed.
 #
