@@ -1,14 +1,15 @@
 /* memhog.c - a tenant for the demo: show the memory it sees, allocate until refused, hold.
  *
  *   memhog [--label NAME] [--step MIB | --step-bytes N] [--max MIB] [--managed MIB]
- *          [--hold SECONDS]
+ *          [--keep-every K --then-step MIB] [--hold SECONDS]
  *
  * Prints cuMemGetInfo, allocates --managed MiB of managed memory first if asked (one
  * cuMemAllocManaged; 20 ms later, cuMemGetInfo again), then --step MiB at a time (default
  * 256; or --step-bytes, any size) until the driver (or carve) says CUDA_ERROR_OUT_OF_MEMORY
  * or --max MiB (default 65536) is reached, prints how far it got, prints "holding" and keeps
- * the memory --hold seconds (default 5), then frees it. Exit 0 when it stopped at an
- * out-of-memory or at --max, 1 on any other error. */
+ * the memory --hold seconds (default 5), then frees it. --keep-every K --then-step MIB: before
+ * holding, frees all but every Kth allocation and allocates again in MIB steps until refused.
+ * Exit 0 when it stopped at an out-of-memory or at --max, 1 on any other error. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@ struct memhog_opts {
     unsigned long long step; /* bytes */
     unsigned long max_mib;
     unsigned long managed_mib;
+    unsigned long keep_every; /* then frees all but every keep_every-th allocation, */
+    unsigned long then_mib;   /* and allocates again in steps of then_mib */
     unsigned long hold_s;
 };
 
@@ -53,6 +56,8 @@ static int parse_args(int argc, char **argv, struct memhog_opts *o)
     o->step = 256 * MIB;
     o->max_mib = 65536;
     o->managed_mib = 0;
+    o->keep_every = 0;
+    o->then_mib = 0;
     o->hold_s = 5;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -69,13 +74,18 @@ static int parse_args(int argc, char **argv, struct memhog_opts *o)
             o->step = v;
         } else if (!strcmp(a, "--managed")) {
             rc = parse_ulong(a, val, 0, 1ul << 30, &o->managed_mib);
+        } else if (!strcmp(a, "--keep-every")) {
+            rc = parse_ulong(a, val, 1, MAX_CHUNKS, &o->keep_every);
+        } else if (!strcmp(a, "--then-step")) {
+            rc = parse_ulong(a, val, 1, 1ul << 20, &o->then_mib);
         } else if (!strcmp(a, "--max")) {
             rc = parse_ulong(a, val, 1, 1ul << 30, &o->max_mib);
         } else if (!strcmp(a, "--hold")) {
             rc = parse_ulong(a, val, 0, 3600, &o->hold_s);
         } else {
             fprintf(stderr, "usage: memhog [--label NAME] [--step MIB | --step-bytes N] "
-                            "[--max MIB] [--managed MIB] [--hold SECONDS]\n");
+                            "[--max MIB] [--managed MIB] [--keep-every K --then-step MIB] "
+                            "[--hold SECONDS]\n");
             return -1;
         }
         if (rc)
@@ -96,6 +106,37 @@ static int show_meminfo(struct bcu *cu, const char *label, const char *when)
     printf("[%s] cuMemGetInfo %s: total %llu MiB, free %llu MiB\n", label, when,
            (unsigned long long)(total_b / MIB), (unsigned long long)(free_b / MIB));
     return 0;
+}
+
+/* --keep-every K --then-step MIB: frees all but every Kth allocation, then allocates in MIB
+ * steps until refused, into the slots freed (a tenant that fragments the driver's pages). */
+static int again(struct bcu *cu, const struct memhog_opts *o, CUdeviceptr *chunks, size_t *n,
+                 unsigned long long *held)
+{
+    size_t kept = 0, got = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (i % o->keep_every == 0)
+            chunks[kept++] = chunks[i];
+        else
+            cu->cuMemFree_v2(chunks[i]);
+    }
+    printf("[%s] kept %zu of %zu allocations (every %luth); allocating again in %lu MiB steps\n",
+           o->label, kept, *n, o->keep_every, o->then_mib);
+    *n = kept;
+    CUresult rc = CUDA_SUCCESS;
+    while (*n < MAX_CHUNKS &&
+           (rc = cu->cuMemAlloc_v2(&chunks[*n], (size_t)o->then_mib * MIB)) == CUDA_SUCCESS) {
+        (*n)++;
+        got++;
+    }
+    if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_OUT_OF_MEMORY) {
+        fprintf(stderr, "[%s] cuMemAlloc of %lu MiB failed unexpectedly: %s\n", o->label,
+                o->then_mib, bcu_errname(cu, rc));
+        return -1;
+    }
+    printf("[%s] got %zu MiB more in %zu allocations\n", o->label, got * o->then_mib, got);
+    *held = kept * o->step + got * o->then_mib * MIB;
+    return show_meminfo(cu, o->label, "when full again");
 }
 
 int main(int argc, char **argv)
@@ -156,8 +197,11 @@ int main(int argc, char **argv)
     }
     if (show_meminfo(&cu, o.label, "when full") != 0)
         goto out;
+    unsigned long long held = n * o.step;
+    if (o.keep_every && o.then_mib && again(&cu, &o, chunks, &n, &held) != 0)
+        goto out;
 
-    printf("[%s] holding %llu MiB for %lu s\n", o.label, n * o.step / MIB, o.hold_s);
+    printf("[%s] holding %llu MiB for %lu s\n", o.label, held / MIB, o.hold_s);
     sleep((unsigned)o.hold_s);
     ret = 0;
 out:

@@ -194,6 +194,16 @@ enum carve_kind { CARVE_KIND_PTR, CARVE_KIND_MANAGED, CARVE_KIND_HANDLE, CARVE_K
 void carve__record(enum carve_kind kind, uint64_t key, int sdev, uint64_t bytes);
 /* Removes key's record; true and *sdev, *bytes set when it had one. */
 bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *bytes);
+/* Gives back a freed allocation's bytes: at once, or, for an allocation of up to 1 MiB (kind
+ * CARVE_KIND_PTR), at the next reading of this process's memory (overhead.c), which charges
+ * what the driver still holds. Such allocations share 2 MiB pages, and a page stays the
+ * driver's while any allocation in it lives: given back at once, a tenant that filled its cap
+ * with small allocations and freed all but one of each page could allocate its cap again.
+ * Past 32 MiB waiting on a GPU, the free that passed it has the reading made. */
+void carve__release_freed(enum carve_kind kind, int sdev, uint64_t bytes);
+/* Whether small frees wait for that reading; gives back those waiting on sdev. */
+bool carve__freed_small_waiting(void);
+void carve__release_freed_small(int sdev);
 void carve__records_reset(void);
 /* mem.c: forgets every mapping and every handle released while mapped (a fork child) */
 void carve__vmm_reset(void);
@@ -250,8 +260,9 @@ void carve__overhead_begin(struct carve_probe *p);
 void carve__overhead_end(struct carve_probe *p);
 /* Reads the context and module memory again where NVML answers, at most every 10 ms (at a
  * cuMemGetInfo and a refused allocation): the driver takes such memory on its own between
- * the calls that reconcile it (lazy loading loads a kernel at its first launch). True when
- * it went down on some GPU, so that an allocation refused may fit now. */
+ * the calls that reconcile it (lazy loading loads a kernel at its first launch), and at once
+ * when small frees wait for it (carve__release_freed). True when it went down on some GPU or
+ * such frees were given back, so that an allocation refused may fit now. */
 bool carve__overhead_refresh(void);
 /* CLOCK_MONOTONIC in nanoseconds (the vDSO: no syscall). */
 uint64_t carve__now_ns(void);

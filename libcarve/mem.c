@@ -116,7 +116,7 @@ static CUresult free_recorded(enum carve_kind kind, uint64_t key, CUresult (*do_
     if (!had)
         return r;
     if (carve__free_done(r))
-        carve__release(sdev, bytes);
+        carve__release_freed(kind, sdev, bytes);
     else
         carve__record(kind, key, sdev, bytes);
     return r;

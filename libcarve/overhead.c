@@ -107,6 +107,9 @@ static void overhead_set(int sdev, int64_t target)
  * the pools reserve would be taken off the usage as if it were held. */
 static bool overhead_from_nvml(int sdev)
 {
+    /* small frees first: counted until now, as their pages may still be held (NVML's usage
+       then charges what is) */
+    carve__release_freed_small(sdev);
     /* usage and count of one moment: a free given back between NVML's answer and the read
      * of the count took its bytes off the count but not off the usage, and was charged as
      * overhead; a process that ended before the next refresh left it on its slot
@@ -153,7 +156,10 @@ bool carve__overhead_refresh(void)
 {
     static _Atomic uint64_t next;
     uint64_t now = carve__now_ns(), due = atomic_load(&next);
-    if (!carve__active() || now < due ||
+    /* small frees waiting for a reading are read at once: a program that freed them and
+       asks again must find the memory the driver gave back */
+    bool waiting = carve__freed_small_waiting();
+    if (!carve__active() || (now < due && !waiting) ||
         !atomic_compare_exchange_strong(&next, &due, now + REFRESH_EVERY_NS))
         return false;
     carve__pools_refresh();
@@ -163,7 +169,7 @@ bool carve__overhead_refresh(void)
         int64_t before = atomic_load(&overhead[sdev]);
         lower |= overhead_from_nvml(sdev) && atomic_load(&overhead[sdev]) < before;
     }
-    return lower;
+    return lower || waiting;
 }
 
 void carve__overhead_begin(struct carve_probe *p)

@@ -411,7 +411,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAs
     }
     CUresult r = real(dptr, s);
     if (carve__free_done(r))
-        carve__release(sdev, bytes);
+        carve__release_freed(kind, sdev, bytes);
     else
         carve__record(kind, dptr, sdev, bytes);
     return r;

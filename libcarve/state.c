@@ -51,6 +51,8 @@ static struct {
     _Atomic uint64_t counted_moves[CARVE_SLICE_MAX_DEVICES]; /* changes of counted, for a
                                                                  consistent read (overhead.c) */
     _Atomic uint64_t managed[CARVE_SLICE_MAX_DEVICES]; /* of counted, what NVML leaves out */
+    _Atomic uint64_t freed_small[CARVE_SLICE_MAX_DEVICES]; /* of counted, small allocations
+                                                               freed (carve__release_freed) */
     struct carve_allocmap records[CARVE_KIND_COUNT];
 } st;
 
@@ -62,6 +64,7 @@ static void reset_process_state(void)
         atomic_store(&st.counted[i], 0);
         atomic_store(&st.counted_moves[i], 0);
         atomic_store(&st.managed[i], 0);
+        atomic_store(&st.freed_small[i], 0);
     }
     carve__records_reset();
     carve__vmm_reset();
@@ -681,6 +684,35 @@ void carve__release(int sdev, uint64_t bytes)
         return;
     count_move(sdev, bytes, false);
     carve_slice_release(st.slice, st.slot, sdev, bytes);
+}
+
+/* Small frees wait for a reading of the process's memory up to this many bytes on a GPU: the
+ * slice's usage, which its other processes' admissions see, reads that much high at most. */
+#define FREED_SMALL_MAX (UINT64_C(32) << 20)
+
+void carve__release_freed(enum carve_kind kind, int sdev, uint64_t bytes)
+{
+    if (kind != CARVE_KIND_PTR || bytes > CARVE_LARGE_PAGE / 2) {
+        carve__release(sdev, bytes);
+        return;
+    }
+    uint64_t waiting = atomic_fetch_add_explicit(&st.freed_small[sdev], bytes,
+                                                 memory_order_relaxed) + bytes;
+    if (waiting >= FREED_SMALL_MAX && waiting - bytes < FREED_SMALL_MAX)
+        carve__overhead_refresh(); /* one NVML reading per 32 MiB of small frees */
+}
+
+bool carve__freed_small_waiting(void)
+{
+    for (int i = 0; i < CARVE_SLICE_MAX_DEVICES; i++)
+        if (atomic_load_explicit(&st.freed_small[i], memory_order_relaxed))
+            return true;
+    return false;
+}
+
+void carve__release_freed_small(int sdev)
+{
+    carve__release(sdev, atomic_exchange(&st.freed_small[sdev], 0));
 }
 
 void carve__charge(int sdev, uint64_t bytes)

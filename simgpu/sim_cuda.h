@@ -79,6 +79,7 @@ enum rec_kind { REC_MEM, REC_MANAGED, REC_HOST, REC_POOL, REC_HANDLE, REC_RESERV
 
 struct CUmemPoolHandle_st;
 struct graph_alloc;
+struct small_page;
 
 struct rec {
     uint64_t key;
@@ -94,6 +95,7 @@ struct rec {
                          * table), freed at its last unmap */
     bool loaded_lazily; /* REC_MODULE: its lazy memory taken (CARVE_SIM_LAZY_MEMORY) */
     struct graph_alloc *galloc; /* REC_GRAPH: the allocation node's memory */
+    struct small_page *page;    /* REC_MEM up to 1 MiB: the page it was packed into */
     struct rec *next;
 };
 

@@ -113,10 +113,113 @@ CUresult sim_cuda__alloc_device(CUdeviceptr *dptr, uint64_t size, uint64_t charg
     return CUDA_SUCCESS;
 }
 
+/* ---------- small allocations: packed into 2 MiB pages, as driver 580 does ----------
+ * (carve/driver_pages.h): cuMemAlloc_v2 of up to 1 MiB takes a slot of its size in 512-byte
+ * steps in a page of such slots, and the page, whole, holds its 2 MiB of the device until its
+ * last slot is freed. */
+
+struct small_page {
+    uint64_t base, step; /* its 2 MiB of backing, the size of its slots */
+    int phys;
+    unsigned slots, used;
+    unsigned char taken[CARVE_LARGE_PAGE / CARVE_SMALL_ALLOC_ALIGN];
+    struct small_page *next;
+};
+static struct small_page *small_pages; /* under sim_cuda__lock */
+
+/* A free slot of pg, taken; 0 when none. Lock held. */
+static uint64_t take_slot_locked(struct small_page *pg)
+{
+    for (unsigned i = 0; i < pg->slots; i++)
+        if (!pg->taken[i]) {
+            pg->taken[i] = 1;
+            pg->used++;
+            return pg->base + i * pg->step;
+        }
+    return 0;
+}
+
+/* A slot of step bytes on phys, in a page with room or a new one: its address (*out its
+ * page), or 0 when the device has no room for a new page. */
+static uint64_t small_slot(int phys, uint64_t step, struct small_page **out)
+{
+    uint64_t addr = 0;
+    pthread_mutex_lock(&sim_cuda__lock);
+    for (struct small_page *pg = small_pages; pg && !addr; pg = pg->next)
+        if (pg->phys == phys && pg->step == step && (addr = take_slot_locked(pg)))
+            *out = pg;
+    pthread_mutex_unlock(&sim_cuda__lock);
+    if (addr)
+        return addr;
+    void *base = mmap(NULL, CARVE_LARGE_PAGE, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    struct small_page *pg = base == MAP_FAILED ? NULL : calloc(1, sizeof(*pg));
+    if (!pg || !sim_take(phys, CARVE_LARGE_PAGE)) {
+        if (base != MAP_FAILED)
+            munmap(base, CARVE_LARGE_PAGE);
+        free(pg);
+        return 0;
+    }
+    *pg = (struct small_page){.base = (uint64_t)(uintptr_t)base, .step = step, .phys = phys,
+                              .slots = (unsigned)(CARVE_LARGE_PAGE / step)};
+    pthread_mutex_lock(&sim_cuda__lock);
+    addr = take_slot_locked(pg); /* before it is listed: a listed page has a slot taken */
+    pg->next = small_pages;
+    small_pages = pg;
+    pthread_mutex_unlock(&sim_cuda__lock);
+    *out = pg;
+    return addr;
+}
+
+/* Frees a slot; its page goes, and gives its memory back, with its last slot. */
+static void small_free(struct small_page *pg, uint64_t addr)
+{
+    bool empty;
+    pthread_mutex_lock(&sim_cuda__lock);
+    pg->taken[(addr - pg->base) / pg->step] = 0;
+    empty = --pg->used == 0;
+    if (empty) {
+        struct small_page **pp = &small_pages;
+        while (*pp != pg)
+            pp = &(*pp)->next;
+        *pp = pg->next;
+    }
+    pthread_mutex_unlock(&sim_cuda__lock);
+    if (!empty)
+        return;
+    munmap((void *)(uintptr_t)pg->base, CARVE_LARGE_PAGE);
+    sim_give(pg->phys, CARVE_LARGE_PAGE);
+    free(pg);
+}
+
+/* cuMemAlloc_v2 and the pitched allocation: up to 1 MiB a slot in a page, else whole pages. */
+static CUresult alloc_plain(CUdeviceptr *dptr, uint64_t size, int phys)
+{
+    if (!dptr || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (size > CARVE_LARGE_PAGE / 2)
+        return sim_cuda__alloc_device(dptr, size, carve_driver_takes(size), phys, REC_MEM, NULL);
+    struct small_page *pg = NULL;
+    uint64_t step = (size + CARVE_SMALL_ALLOC_ALIGN - 1) & ~(CARVE_SMALL_ALLOC_ALIGN - 1);
+    uint64_t addr = small_slot(phys, step, &pg);
+    if (!addr)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct rec *r = sim_cuda__rec_add(REC_MEM, addr, size, 0, phys);
+    if (!r) {
+        small_free(pg, addr);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    r->page = pg;
+    *dptr = (CUdeviceptr)addr;
+    return CUDA_SUCCESS;
+}
+
 void sim_cuda__rec_free(struct rec *r)
 {
-    if (r->kind == REC_MEM || r->kind == REC_MANAGED || r->kind == REC_HOST ||
-        r->kind == REC_POOL || r->kind == REC_RESERVE || r->kind == REC_GRAPH)
+    if (r->page)
+        small_free(r->page, r->key);
+    else if (r->kind == REC_MEM || r->kind == REC_MANAGED || r->kind == REC_HOST ||
+             r->kind == REC_POOL || r->kind == REC_RESERVE || r->kind == REC_GRAPH)
         munmap((void *)(uintptr_t)r->key, r->size ? r->size : 1);
     if (r->charge)
         sim_give(r->phys, r->charge);
@@ -130,8 +233,7 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     NEED_CTX(c);
     if (sim_config()->alloc_delay_us)
         usleep(sim_config()->alloc_delay_us);
-    return sim_cuda__alloc_device(dptr, bytesize, carve_driver_takes(bytesize), c->phys, REC_MEM,
-                                  NULL);
+    return alloc_plain(dptr, bytesize, c->phys);
 }
 
 API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
@@ -143,9 +245,7 @@ API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, 
     size_t p = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
     if (p < width || p > SIZE_MAX / height) /* a size past 64 bits: never wrapped */
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = sim_cuda__alloc_device(dptr, (uint64_t)p * height,
-                                        carve_driver_takes((uint64_t)p * height), c->phys,
-                                        REC_MEM, NULL);
+    CUresult r = alloc_plain(dptr, (uint64_t)p * height, c->phys);
     if (r == CUDA_SUCCESS)
         *pitch = p;
     return r;

@@ -99,17 +99,21 @@ check "full: the header names the GPU, the driver and NVML" $?
 
 expect full "$CTX" context.nvml_device_delta context.nvml_process_used context.cuMemGetInfo_used
 # the simulated driver takes what driver 580 took on an H200 (carve/driver_pages.h): up to
-# 1 MiB in 512 B steps packed into 2 MiB pages, past it whole pages
-expect full 512 cuMemAlloc.taken.1 cuMemAlloc.taken.512
-expect full 4096 cuMemAlloc.taken.4096
+# 1 MiB a slot in 512 B steps in 2 MiB pages, each page whole while a slot of it is taken;
+# past 1 MiB whole pages. Per allocation of n: the pages n of them fill, over n.
+pages_each() { # pages_each SIZE N
+    local per_page=$((2 * MIB / (($1 + 511) / 512 * 512)))
+    echo $((($2 + per_page - 1) / per_page * 2 * MIB / $2))
+}
+expect full "$(pages_each 1 64)" cuMemAlloc.taken.1 cuMemAlloc.taken.512 cuMemAlloc.taken.4096
 expect full "$MIB" cuMemAlloc.taken.1048576
 expect full $((2 * MIB)) cuMemAlloc.taken.1048577
 expect full $((4 * MIB)) cuMemAlloc.taken.2097153
 expect full $((22 * MIB)) cuMemAlloc.taken.20971521
-# up to 1 MiB: 512-byte steps, each its part of a 2 MiB page that holds whole ones only
+# thousands of each small size (4096, or 256 MiB's worth): the H200's own figures come out
 for size in 1 513 4097 65537 262145 524289; do
-    per_page=$((2 * MIB / ((size + 511) / 512 * 512)))
-    expect full $(((2 * MIB + per_page - 1) / per_page)) "cuMemAlloc.step.$size"
+    n=$((size < 65536 ? 4096 : 256 * MIB / size))
+    expect full "$(pages_each $size $n)" "cuMemAlloc.step.$size"
 done
 expect full 1024 cuMemAllocPitch.pitch.1000
 expect full 512 cuArrayCreate.taken.1x1_u8                     # rows of 512 B
