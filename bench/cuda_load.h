@@ -23,6 +23,7 @@
     X(cuMemGetInfo_v2)                                                                        \
     X(cuMemAlloc_v2)                                                                          \
     X(cuMemAllocManaged)                                                                      \
+    X(cuMemAllocAsync)                                                                        \
     X(cuMemFree_v2)                                                                           \
     X(cuModuleLoadData)                                                                       \
     X(cuModuleGetFunction)                                                                    \

@@ -1,17 +1,19 @@
 /* memhog.c - a tenant for the demo: show the memory it sees, allocate until refused, hold.
  *
  *   memhog [--label NAME] [--step MIB | --step-bytes N] [--max MIB] [--managed MIB]
- *          [--keep-every K --then-step MIB] [--hold SECONDS]
+ *          [--keep-every K --then-step MIB [--then-pool]] [--hold SECONDS]
  *
  * Prints cuMemGetInfo, allocates --managed MiB of managed memory first if asked (one
  * cuMemAllocManaged; 20 ms later, cuMemGetInfo again), then --step MiB at a time (default
  * 256; or --step-bytes, any size) until the driver (or carve) says CUDA_ERROR_OUT_OF_MEMORY
  * or --max MiB (default 65536) is reached, prints how far it got, prints "holding" and keeps
  * the memory --hold seconds (default 5), then frees it. --keep-every K --then-step MIB: before
- * holding, frees all but every Kth allocation and allocates again in MIB steps until refused.
+ * holding, frees all but every Kth allocation and allocates again in MIB steps until refused
+ * (--then-pool: from the GPU's memory pool, cuMemAllocAsync on the default stream).
  * Exit 0 when it stopped at an out-of-memory or at --max, 1 on any other error. */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +30,8 @@ struct memhog_opts {
     unsigned long max_mib;
     unsigned long managed_mib;
     unsigned long keep_every; /* then frees all but every keep_every-th allocation, */
-    unsigned long then_mib;   /* and allocates again in steps of then_mib */
+    unsigned long then_mib;   /* and allocates again in steps of then_mib, */
+    bool then_pool;           /* from the GPU's memory pool (cuMemAllocAsync) if asked */
     unsigned long hold_s;
 };
 
@@ -58,6 +61,7 @@ static int parse_args(int argc, char **argv, struct memhog_opts *o)
     o->managed_mib = 0;
     o->keep_every = 0;
     o->then_mib = 0;
+    o->then_pool = false;
     o->hold_s = 5;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -78,14 +82,18 @@ static int parse_args(int argc, char **argv, struct memhog_opts *o)
             rc = parse_ulong(a, val, 1, MAX_CHUNKS, &o->keep_every);
         } else if (!strcmp(a, "--then-step")) {
             rc = parse_ulong(a, val, 1, 1ul << 20, &o->then_mib);
+        } else if (!strcmp(a, "--then-pool")) {
+            o->then_pool = true;
+            i--; /* takes no value */
+            rc = 0;
         } else if (!strcmp(a, "--max")) {
             rc = parse_ulong(a, val, 1, 1ul << 30, &o->max_mib);
         } else if (!strcmp(a, "--hold")) {
             rc = parse_ulong(a, val, 0, 3600, &o->hold_s);
         } else {
             fprintf(stderr, "usage: memhog [--label NAME] [--step MIB | --step-bytes N] "
-                            "[--max MIB] [--managed MIB] [--keep-every K --then-step MIB] "
-                            "[--hold SECONDS]\n");
+                            "[--max MIB] [--managed MIB] [--keep-every K --then-step MIB "
+                            "[--then-pool]] [--hold SECONDS]\n");
             return -1;
         }
         if (rc)
@@ -125,7 +133,9 @@ static int again(struct bcu *cu, const struct memhog_opts *o, CUdeviceptr *chunk
     *n = kept;
     CUresult rc = CUDA_SUCCESS;
     while (*n < MAX_CHUNKS &&
-           (rc = cu->cuMemAlloc_v2(&chunks[*n], (size_t)o->then_mib * MIB)) == CUDA_SUCCESS) {
+           (rc = o->then_pool ? cu->cuMemAllocAsync(&chunks[*n], (size_t)o->then_mib * MIB, NULL)
+                              : cu->cuMemAlloc_v2(&chunks[*n], (size_t)o->then_mib * MIB)) ==
+               CUDA_SUCCESS) {
         (*n)++;
         got++;
     }

@@ -320,7 +320,8 @@ static void admission_init(struct graph_admission *a, const struct graph_need *n
 static bool admit_some(int sdev, uint64_t bytes)
 {
     return bytes == 0 || carve__try_admit(sdev, bytes) ||
-           (carve__pools_refresh() && carve__try_admit(sdev, bytes));
+           (carve__pools_refresh() && carve__try_admit(sdev, bytes)) ||
+           (carve__overhead_refresh() && carve__try_admit(sdev, bytes));
 }
 
 static uint64_t less(uint64_t x, uint64_t y)

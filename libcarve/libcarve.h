@@ -201,9 +201,12 @@ bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *by
  * with small allocations and freed all but one of each page could allocate its cap again.
  * Past 32 MiB waiting on a GPU, the free that passed it has the reading made. */
 void carve__release_freed(enum carve_kind kind, int sdev, uint64_t bytes);
-/* Whether small frees wait for that reading; gives back those waiting on sdev. */
+/* Whether small frees wait for that reading; gives back those waiting on sdev; how many
+ * bytes wait there; takes exactly bytes of them (false when they are not what waits). */
 bool carve__freed_small_waiting(void);
 void carve__release_freed_small(int sdev);
+uint64_t carve__freed_small(int sdev);
+bool carve__take_freed_small(int sdev, uint64_t bytes);
 void carve__records_reset(void);
 /* mem.c: forgets every mapping and every handle released while mapped (a fork child) */
 void carve__vmm_reset(void);

@@ -107,26 +107,28 @@ static void overhead_set(int sdev, int64_t target)
  * the pools reserve would be taken off the usage as if it were held. */
 static bool overhead_from_nvml(int sdev)
 {
-    /* small frees first: counted until now, as their pages may still be held (NVML's usage
-       then charges what is) */
-    carve__release_freed_small(sdev);
     /* usage and count of one moment: a free given back between NVML's answer and the read
      * of the count took its bytes off the count but not off the usage, and was charged as
      * overhead; a process that ended before the next refresh left it on its slot
      * (mem_stress, 1 run in 12 on a busy CPU). Counts that keep moving: the overhead stays
-     * as it is until the next refresh. */
+     * as it is until the next refresh, and small frees wait on (carve__release_freed): they
+     * are given back with a reading that charges the pages still held, never without one. */
     for (int tries = 0; tries < 4; tries++) {
         uint64_t moves = carve__counted_moves(sdev), usage;
         uint64_t counted = carve__counted(sdev), managed = carve__managed(sdev);
-        counted = counted > managed ? counted - managed : 0; /* what NVML's usage includes */
+        uint64_t freed = carve__freed_small(sdev);
+        /* what NVML's usage includes: not managed memory, nor small allocations freed */
+        counted = counted > managed + freed ? counted - managed - freed : 0;
         atomic_thread_fence(memory_order_acquire); /* the count is read before the last look */
         /* the bytes in flight at NVML's answer: those in flight before it, and those put in
            flight since (two calls, one ending and one starting around the answer, are both
            counted; the larger of two readings missed the smaller call) */
         uint64_t put_before, put_after;
         uint64_t in_flight = carve__mem_in_flight(&put_before);
-        if (!nvml_usage(sdev, &usage))
+        if (!nvml_usage(sdev, &usage)) {
+            carve__release_freed_small(sdev); /* no reading to charge pages with: as before */
             return false;
+        }
         carve__mem_in_flight(&put_after);
         in_flight += put_after - put_before;
         /* pool memory the driver released at a sync since the pools were last looked at
@@ -143,7 +145,12 @@ static bool overhead_from_nvml(int sdev)
                 int64_t within = estimate + (int64_t)in_flight;
                 estimate = within < now ? within : now;
             }
+            /* the frees this reading left out, unless another reading took them meanwhile
+               or more came (then read again): charged first, then given back */
+            if (freed && !carve__take_freed_small(sdev, freed))
+                continue;
             overhead_set(sdev, estimate);
+            carve__release(sdev, freed);
             return true;
         }
     }
@@ -159,8 +166,11 @@ bool carve__overhead_refresh(void)
     /* small frees waiting for a reading are read at once: a program that freed them and
        asks again must find the memory the driver gave back */
     bool waiting = carve__freed_small_waiting();
-    if (!carve__active() || (now < due && !waiting) ||
-        !atomic_compare_exchange_strong(&next, &due, now + REFRESH_EVERY_NS))
+    if (!carve__active())
+        return false;
+    if (waiting) /* whether or not another thread reads meanwhile (overhead_from_nvml) */
+        atomic_store(&next, now + REFRESH_EVERY_NS);
+    else if (now < due || !atomic_compare_exchange_strong(&next, &due, now + REFRESH_EVERY_NS))
         return false;
     carve__pools_refresh();
     bool lower = false;

@@ -179,6 +179,8 @@ static CUresult pool_admit(const struct carve_dev *d, CUmemoryPool pool, uint64_
         return CUDA_SUCCESS;
     if (carve__pools_refresh() && carve__try_admit(d->sdev, bytes))
         return CUDA_SUCCESS;
+    if (carve__overhead_refresh() && carve__try_admit(d->sdev, bytes))
+        return CUDA_SUCCESS;
     uint64_t reserved;
     cuuint64_t used = 0;
     if (pool_reserved(pool, &reserved) &&

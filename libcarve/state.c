@@ -698,8 +698,8 @@ void carve__release_freed(enum carve_kind kind, int sdev, uint64_t bytes)
     }
     uint64_t waiting = atomic_fetch_add_explicit(&st.freed_small[sdev], bytes,
                                                  memory_order_relaxed) + bytes;
-    if (waiting >= FREED_SMALL_MAX && waiting - bytes < FREED_SMALL_MAX)
-        carve__overhead_refresh(); /* one NVML reading per 32 MiB of small frees */
+    if (waiting >= FREED_SMALL_MAX)
+        carve__overhead_refresh(); /* a reading about every 32 MiB of small frees */
 }
 
 bool carve__freed_small_waiting(void)
@@ -713,6 +713,16 @@ bool carve__freed_small_waiting(void)
 void carve__release_freed_small(int sdev)
 {
     carve__release(sdev, atomic_exchange(&st.freed_small[sdev], 0));
+}
+
+uint64_t carve__freed_small(int sdev)
+{
+    return atomic_load(&st.freed_small[sdev]);
+}
+
+bool carve__take_freed_small(int sdev, uint64_t bytes)
+{
+    return atomic_compare_exchange_strong(&st.freed_small[sdev], &bytes, 0);
 }
 
 void carve__charge(int sdev, uint64_t bytes)

@@ -81,6 +81,7 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemor
     carve__init();
     if (!R.nvmlDeviceGetMemoryInfo)
         return NVML_ERROR_UNINITIALIZED;
+    carve__overhead_refresh(); /* as cuMemGetInfo: memory taken or given back since */
     nvmlReturn_t r = R.nvmlDeviceGetMemoryInfo(device, memory);
     int sdev = r == NVML_SUCCESS && memory ? carve__sdev_of_nvml(device) : -1;
     if (sdev >= 0)
@@ -94,6 +95,7 @@ CARVE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
     carve__init();
     if (!R.nvmlDeviceGetMemoryInfo_v2)
         return NVML_ERROR_UNINITIALIZED;
+    carve__overhead_refresh();
     nvmlReturn_t r = R.nvmlDeviceGetMemoryInfo_v2(device, memory);
     int sdev = r == NVML_SUCCESS && memory ? carve__sdev_of_nvml(device) : -1;
     if (sdev >= 0) {

@@ -121,7 +121,7 @@ CUresult sim_cuda__alloc_device(CUdeviceptr *dptr, uint64_t size, uint64_t charg
 struct small_page {
     uint64_t base, step; /* its 2 MiB of backing, the size of its slots */
     int phys;
-    unsigned slots, used;
+    unsigned slots, used, hint; /* hint: where to look for a free slot first */
     unsigned char taken[CARVE_LARGE_PAGE / CARVE_SMALL_ALLOC_ALIGN];
     struct small_page *next;
 };
@@ -130,12 +130,15 @@ static struct small_page *small_pages; /* under sim_cuda__lock */
 /* A free slot of pg, taken; 0 when none. Lock held. */
 static uint64_t take_slot_locked(struct small_page *pg)
 {
-    for (unsigned i = 0; i < pg->slots; i++)
+    for (unsigned n = 0, i = pg->hint; n < pg->slots && pg->used < pg->slots; n++) {
         if (!pg->taken[i]) {
             pg->taken[i] = 1;
             pg->used++;
+            pg->hint = (i + 1) % pg->slots;
             return pg->base + i * pg->step;
         }
+        i = (i + 1) % pg->slots;
+    }
     return 0;
 }
 

@@ -214,6 +214,12 @@ CARVE_SIM_CTX_MEMORY=0 "$CARVE" run --simulate --memory 1GiB -- "$MEMHOG" --step
 more=$(sed -n 's/.*got \([0-9]*\) MiB more.*/\1/p' "$state_dir/frag2.log")
 [ -n "$more" ] && [ "$more" -ge 1000 ]
 check "all but one small allocation freed, then 2 MiB steps: ${more:-?} MiB more, at least 1000" $?
+# ... also from the GPU's memory pool, whose admission reads NVML again too
+CARVE_SIM_CTX_MEMORY=0 "$CARVE" run --simulate --memory 1GiB -- "$MEMHOG" --step-bytes 262145 \
+    --max 4096 --keep-every 4096 --then-step 2 --then-pool --hold 0 >"$state_dir/frag3.log" 2>&1
+more=$(sed -n 's/.*got \([0-9]*\) MiB more.*/\1/p' "$state_dir/frag3.log")
+[ -n "$more" ] && [ "$more" -ge 900 ] # the pool reserves in 32 MiB steps
+check "the same, then 2 MiB steps of cuMemAllocAsync: ${more:-?} MiB more, at least 900" $?
 # NVML leaves a process's managed memory out of its usage (driver 580, H200): the context's
 # memory, NVML's usage less the count, read as none beside 1 GiB of managed memory, and a
 # 2 GiB slice's tenant held 2548 MiB (until 2026-11-28)
