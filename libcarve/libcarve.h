@@ -194,12 +194,17 @@ enum carve_kind { CARVE_KIND_PTR, CARVE_KIND_MANAGED, CARVE_KIND_HANDLE, CARVE_K
 void carve__record(enum carve_kind kind, uint64_t key, int sdev, uint64_t bytes);
 /* Removes key's record; true and *sdev, *bytes set when it had one. */
 bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *bytes);
+/* The same for a device pointer, plain (CARVE_KIND_PTR) or managed; *kind says which. */
+bool carve__unrecord_ptr(uint64_t key, enum carve_kind *kind, int *sdev, uint64_t *bytes);
+/* After the free of an unrecorded allocation: its bytes given back when the driver freed it
+ * (carve__free_done: r), else its record put back. */
+void carve__freed(enum carve_kind kind, uint64_t key, int sdev, uint64_t bytes, CUresult r);
 /* Gives back a freed allocation's bytes: at once, or, for an allocation of up to 1 MiB (kind
  * CARVE_KIND_PTR), at the next reading of this process's memory (overhead.c), which charges
  * what the driver still holds. Such allocations share 2 MiB pages, and a page stays the
  * driver's while any allocation in it lives: given back at once, a tenant that filled its cap
  * with small allocations and freed all but one of each page could allocate its cap again.
- * Past 32 MiB waiting on a GPU, the free that passed it has the reading made. */
+ * The free that takes what waits on a GPU past a multiple of 32 MiB has the reading made. */
 void carve__release_freed(enum carve_kind kind, int sdev, uint64_t bytes);
 /* Whether small frees wait for that reading; gives back those waiting on sdev; how many
  * bytes wait there; takes exactly bytes of them (false when they are not what waits). */

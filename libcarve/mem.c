@@ -113,12 +113,8 @@ static CUresult free_recorded(enum carve_kind kind, uint64_t key, CUresult (*do_
     uint64_t bytes;
     bool had = carve__unrecord(kind, key, &sdev, &bytes);
     CUresult r = had || !free_unrecorded ? do_free(key) : free_unrecorded(key);
-    if (!had)
-        return r;
-    if (carve__free_done(r))
-        carve__release_freed(kind, sdev, bytes);
-    else
-        carve__record(kind, key, sdev, bytes);
+    if (had)
+        carve__freed(kind, key, sdev, bytes, r);
     return r;
 }
 
@@ -127,13 +123,6 @@ static CUresult real_mem_free(uint64_t key)
     return R.cuMemFree_v2((CUdeviceptr)key);
 }
 
-static CUresult mem_free_unrecorded(uint64_t key);
-
-/* cuMemFree of a pointer with no plain record: managed memory's record, else the rest. */
-static CUresult mem_free_managed(uint64_t key)
-{
-    return free_recorded(CARVE_KIND_MANAGED, key, real_mem_free, mem_free_unrecorded);
-}
 
 /* cuMemFree of a stream-ordered allocation: the driver frees it (synchronously), and the
  * pool's outstanding bytes must go down as at cuMemFreeAsync, or a destroyed pool's charge
@@ -169,7 +158,14 @@ CARVE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     carve__init();
     if (!R.cuMemFree_v2)
         return CUDA_ERROR_NOT_INITIALIZED;
-    return free_recorded(CARVE_KIND_PTR, dptr, real_mem_free, mem_free_managed);
+    enum carve_kind kind;
+    int sdev;
+    uint64_t bytes;
+    if (!carve__unrecord_ptr(dptr, &kind, &sdev, &bytes))
+        return mem_free_unrecorded(dptr);
+    CUresult r = real_mem_free(dptr);
+    carve__freed(kind, dptr, sdev, bytes, r);
+    return r;
 }
 
 static void count_start(uint64_t handle); /* the virtual memory part, below */

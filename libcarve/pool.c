@@ -400,11 +400,10 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAs
 {
     int sdev;
     uint64_t bytes, v;
-    enum carve_kind kind = CARVE_KIND_PTR;
+    enum carve_kind kind;
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (!carve__unrecord(kind, dptr, &sdev, &bytes) &&
-        !carve__unrecord(kind = CARVE_KIND_MANAGED, dptr, &sdev, &bytes)) {
+    if (!carve__unrecord_ptr(dptr, &kind, &sdev, &bytes)) {
         if (!carve__pool_take(dptr, &v))
             return real(dptr, s);
         CUresult r = real(dptr, s);
@@ -412,10 +411,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAs
         return r;
     }
     CUresult r = real(dptr, s);
-    if (carve__free_done(r))
-        carve__release_freed(kind, sdev, bytes);
-    else
-        carve__record(kind, dptr, sdev, bytes);
+    carve__freed(kind, dptr, sdev, bytes, r);
     return r;
 }
 

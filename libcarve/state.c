@@ -698,8 +698,8 @@ void carve__release_freed(enum carve_kind kind, int sdev, uint64_t bytes)
     }
     uint64_t waiting = atomic_fetch_add_explicit(&st.freed_small[sdev], bytes,
                                                  memory_order_relaxed) + bytes;
-    if (waiting >= FREED_SMALL_MAX)
-        carve__overhead_refresh(); /* a reading about every 32 MiB of small frees */
+    if (waiting / FREED_SMALL_MAX != (waiting - bytes) / FREED_SMALL_MAX)
+        carve__overhead_refresh(); /* a reading every 32 MiB of small frees, no more */
 }
 
 bool carve__freed_small_waiting(void)
@@ -813,6 +813,23 @@ bool carve__unrecord(enum carve_kind kind, uint64_t key, int *sdev, uint64_t *by
     if (kind == CARVE_KIND_MANAGED)
         atomic_fetch_sub_explicit(&st.managed[*sdev], *bytes, memory_order_relaxed);
     return true;
+}
+
+bool carve__unrecord_ptr(uint64_t key, enum carve_kind *kind, int *sdev, uint64_t *bytes)
+{
+    *kind = CARVE_KIND_PTR;
+    if (carve__unrecord(*kind, key, sdev, bytes))
+        return true;
+    *kind = CARVE_KIND_MANAGED;
+    return carve__unrecord(*kind, key, sdev, bytes);
+}
+
+void carve__freed(enum carve_kind kind, uint64_t key, int sdev, uint64_t bytes, CUresult r)
+{
+    if (carve__free_done(r))
+        carve__release_freed(kind, sdev, bytes);
+    else
+        carve__record(kind, key, sdev, bytes);
 }
 
 void carve__records_reset(void)

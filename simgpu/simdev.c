@@ -603,6 +603,14 @@ static bool fits(struct sim_shared *s, int dev)
     return !mig_gi_self || sim_instance_used(dev, mig_gi_self) <= mig_limit_self;
 }
 
+/* *v less bytes, never below 0. */
+static void take_floor0(_Atomic uint64_t *v, uint64_t bytes)
+{
+    uint64_t cur = atomic_load(v);
+    while (!atomic_compare_exchange_weak(v, &cur, cur > bytes ? cur - bytes : 0))
+        ;
+}
+
 bool sim_take(int dev, uint64_t bytes)
 {
     struct sim_shared *s = sim_shared();
@@ -627,9 +635,7 @@ void sim_give(int dev, uint64_t bytes)
     struct sim_proc *p = sim_self();
     if (!p)
         return;
-    uint64_t cur = atomic_load(&p->used[dev]);
-    while (!atomic_compare_exchange_weak(&p->used[dev], &cur, cur > bytes ? cur - bytes : 0))
-        ;
+    take_floor0(&p->used[dev], bytes);
 }
 
 void sim_unlisted(int dev, uint64_t bytes, bool up)
@@ -641,9 +647,7 @@ void sim_unlisted(int dev, uint64_t bytes, bool up)
         atomic_fetch_add(&p->unlisted[dev], bytes);
         return;
     }
-    uint64_t cur = atomic_load(&p->unlisted[dev]); /* a fork child frees its parent's too */
-    while (!atomic_compare_exchange_weak(&p->unlisted[dev], &cur, cur > bytes ? cur - bytes : 0))
-        ;
+    take_floor0(&p->unlisted[dev], bytes); /* a fork child frees its parent's too */
 }
 
 uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns)
