@@ -363,14 +363,25 @@ if python3 -c "import sys; sys.exit(0 if $t >= 90 else 1)"; then
 else
     bad "a 20%+ guarantee alone got $t%, want >= 90%"
 fi
-"$CARVE" run --simulate --quiet --compute 50% -- "$LOAD" --kind big --seconds 3 >"$work/c50" &
-cap_pid=$!
-"$CARVE" run --simulate --quiet --compute 20%+ -- "$LOAD" --kind big --seconds 3 >"$work/g20"
-wait "$cap_pid"
-if line=$(judge 50 "$work/g20"); then
-    ok "a 20%+ guarantee next to a busy 50% cap takes the other 50%: $line"
+# up to three tries, as the groups above: a window of 39-44% came in about one run of five
+# on the 2-vCPU VM, with every other window at 50.0 (2026-11-27, -28)
+guarantee_beside_cap() {
+    "$CARVE" run --simulate --quiet --compute 50% -- "$LOAD" --kind big --seconds 3 >"$work/c50" &
+    local cap_pid=$!
+    "$CARVE" run --simulate --quiet --compute 20%+ -- "$LOAD" --kind big --seconds 3 >"$work/g20"
+    wait "$cap_pid"
+    judge 50 "$work/g20"
+}
+earlier=''
+beside_ok=1
+for try in first second third; do
+    line=$(guarantee_beside_cap) && beside_ok=0 && break
+    earlier="$earlier; $try try: $line"
+done
+if [ "$beside_ok" -eq 0 ]; then
+    ok "a 20%+ guarantee next to a busy 50% cap takes the other 50%: $line${earlier:+ (before$earlier)}"
 else
-    bad "a 20%+ guarantee next to a busy 50% cap: $line (want 50)"
+    bad "a 20%+ guarantee next to a busy 50% cap, three tries$earlier (want 50)"
 fi
 
 # latency priority: a batch slice keeps a short queue while a latency slice is active
