@@ -142,7 +142,8 @@ int fleet_improve_order(const struct fleet *f, const struct fleet_workloads *ws,
         for (size_t i = 0; i < n; i++) {
             seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
             trial[i] = keys[i];
-            trial[i].key = keys[i].key * (700 + (seed >> 33) % 301) / 1000; /* 70-100% */
+            trial[i].key = (uint32_t)((uint64_t)keys[i].key * (700 + (seed >> 33) % 301) /
+                                      1000); /* 70-100% */
         }
         fleet_sort_keys(trial, n);
         if ((ret = dry_run(fleet_pack_group, f, ws, trial, n, r, pc, &t, NULL)))

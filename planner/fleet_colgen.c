@@ -743,7 +743,8 @@ static int adopt(const struct fleet *f, const struct fleet_workloads *ws, const 
         for (size_t i = 0; i < ws->n; i++) {
             if (index[i] == SIZE_MAX || !set_has(&chosen[k].set, index[i]))
                 continue;
-            fleet_gpu_add(&g->use[gi], &ws->w[i], ws->w[i].memory_mib);
+            const struct fleet_workload *w = &ws->w[i];
+            fleet_gpu_add(&g->use[gi], w->memory_mib, w->compute_bp, w->memory_mib);
             p->gpu_of[i] = (uint32_t)gi;
             p->placed++;
             p->alone += cg->item[index[i]].group == GROUP_ALONE;

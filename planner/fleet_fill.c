@@ -45,14 +45,24 @@
 #define FILL_CELL_SCAN 8 /* workloads of a cell on the border of the room tried for a fit */
 #define FILL_FULL 200    /* a GPU with less than 1/200 of it left in a dimension is full */
 
+/* A workload of the grid, with what a scan for a fit reads, so that it reads nothing else
+ * (a cache miss per workload tried on long lists). Memory fits 32 bits (sort_key). */
+struct fill_entry {
+    uint32_t mem;
+    uint32_t comp;
+    uint32_t k;     /* its position in keys */
+    uint32_t taken; /* as taken[k] */
+};
+
 struct fill_grid {
     uint64_t mem_lo, mem_step;   /* column a: memory in [mem_lo + a*mem_step, + mem_step) */
     uint64_t comp_lo, comp_step; /* row b: compute likewise */
     uint64_t bits[FILL_GRID];    /* bit b of column a: cell (a, b) has workloads left */
     uint32_t *start;             /* FILL_GRID^2 + 1: each cell's first entry in order */
     uint32_t *next;              /* each cell's first entry not yet taken */
-    uint32_t *order;             /* positions in keys, by cell; largest first in a cell */
-    uint8_t *taken;              /* per position in keys */
+    struct fill_entry *entry;    /* the workloads by cell, largest first in a cell */
+    uint8_t *taken;              /* per position in keys (fill_mark) */
+    uint32_t *entry_of;          /* per position in keys: its entry */
     uint32_t *gpu_at;            /* per position in keys: the GPU it is on, or UINT32_MAX */
     size_t first_gpu;            /* the first GPU this packing opened */
     unsigned swaps;              /* swap_in's scans so far */
@@ -79,19 +89,19 @@ struct exact_buckets {
 };
 
 /* Counts workload w in (change 1) or out (-1) of the workloads left above each pool size. */
-static void fill_count(struct fill_grid *gr, const struct fleet_workload *w, int change)
+static void fill_count(struct fill_grid *gr, const struct sort_key *w, int change)
 {
     for (size_t j = 0; j < gr->nsizes && w->memory_mib > gr->sizes[j]; j++)
         gr->above[j] += (uint64_t)(int64_t)change;
 }
 
-static size_t exact_bucket(const struct exact_buckets *ex, const struct fleet_workload *w)
+static size_t exact_bucket(const struct exact_buckets *ex, const struct sort_key *w)
 {
     return (size_t)((w->memory_mib + ex->unit - 1) / ex->unit);
 }
 
 static void exact_take(struct exact_buckets *ex, const uint8_t *taken,
-                       const struct fleet_workload *w)
+                       const struct sort_key *w)
 {
     size_t b = exact_bucket(ex, w);
     ex->left[b]--;
@@ -99,7 +109,7 @@ static void exact_take(struct exact_buckets *ex, const uint8_t *taken,
         ex->next[b]++;
 }
 
-static void exact_untake(struct exact_buckets *ex, const struct fleet_workload *w, size_t k)
+static void exact_untake(struct exact_buckets *ex, const struct sort_key *w, size_t k)
 {
     size_t b = exact_bucket(ex, w);
     ex->left[b]++;
@@ -124,14 +134,14 @@ static int exact_init(struct fill_grid *gr, const struct fleet *f,
     if (!ex->order || !ex->reach)
         return -ENOMEM;
     for (size_t k = 0; k < n; k++) /* workloads fit the largest GPU: at most EXACT_UNITS */
-        ex->start[exact_bucket(ex, &ws->w[keys[k].index]) + 1]++;
+        ex->start[exact_bucket(ex, &keys[k]) + 1]++;
     for (size_t b = 0; b <= EXACT_UNITS; b++) {
         ex->left[b] = ex->start[b + 1];
         ex->start[b + 1] += ex->start[b];
         ex->next[b] = ex->start[b];
     }
     for (size_t k = 0; k < n; k++)
-        ex->order[ex->next[exact_bucket(ex, &ws->w[keys[k].index])]++] = (uint32_t)k;
+        ex->order[ex->next[exact_bucket(ex, &keys[k])]++] = (uint32_t)k;
     for (size_t b = 0; b <= EXACT_UNITS; b++)
         ex->next[b] = ex->start[b];
     return 0;
@@ -146,7 +156,7 @@ static void exact_free(struct exact_buckets *ex)
     free(ex);
 }
 
-static size_t fill_cell(const struct fill_grid *gr, const struct fleet_workload *w)
+static size_t fill_cell(const struct fill_grid *gr, const struct sort_key *w)
 {
     return (size_t)((w->memory_mib - gr->mem_lo) / gr->mem_step) * FILL_GRID +
            (size_t)((w->compute_bp - gr->comp_lo) / gr->comp_step);
@@ -159,17 +169,18 @@ static int fill_grid_init(struct fill_grid *gr, const struct fleet *f,
     const size_t cells = FILL_GRID * FILL_GRID;
     gr->start = calloc(cells + 1, sizeof(*gr->start));
     gr->next = calloc(cells, sizeof(*gr->next));
-    gr->order = malloc((n ? n : 1) * sizeof(*gr->order));
+    gr->entry = malloc((n ? n : 1) * sizeof(*gr->entry));
     gr->taken = calloc(n ? n : 1, 1);
+    gr->entry_of = malloc((n ? n : 1) * sizeof(*gr->entry_of));
     gr->gpu_at = malloc((n ? n : 1) * sizeof(*gr->gpu_at));
-    if (!gr->start || !gr->next || !gr->order || !gr->taken || !gr->gpu_at)
+    if (!gr->start || !gr->next || !gr->entry || !gr->taken || !gr->entry_of || !gr->gpu_at)
         return -ENOMEM;
     memset(gr->gpu_at, 0xff, (n ? n : 1) * sizeof(*gr->gpu_at));
     uint64_t mem_hi = 0, comp_hi = 0;
     gr->mem_lo = UINT64_MAX;
     gr->comp_lo = UINT64_MAX;
     for (size_t k = 0; k < n; k++) {
-        const struct fleet_workload *w = &ws->w[keys[k].index];
+        const struct sort_key *w = &keys[k];
         gr->mem_lo = w->memory_mib < gr->mem_lo ? w->memory_mib : gr->mem_lo;
         gr->comp_lo = w->compute_bp < gr->comp_lo ? w->compute_bp : gr->comp_lo;
         mem_hi = MAX(mem_hi, w->memory_mib);
@@ -179,13 +190,17 @@ static int fill_grid_init(struct fill_grid *gr, const struct fleet *f,
     gr->comp_step = (comp_hi - gr->comp_lo) / FILL_GRID + 1;
     /* a counting sort by cell, stable: keys come largest first */
     for (size_t k = 0; k < n; k++)
-        gr->start[fill_cell(gr, &ws->w[keys[k].index]) + 1]++;
+        gr->start[fill_cell(gr, &keys[k]) + 1]++;
     for (size_t c = 0; c < cells; c++) {
         gr->start[c + 1] += gr->start[c];
         gr->next[c] = gr->start[c];
     }
-    for (size_t k = 0; k < n; k++)
-        gr->order[gr->next[fill_cell(gr, &ws->w[keys[k].index])]++] = (uint32_t)k;
+    for (size_t k = 0; k < n; k++) {
+        const struct sort_key *w = &keys[k];
+        gr->entry_of[k] = gr->next[fill_cell(gr, w)]++;
+        gr->entry[gr->entry_of[k]] =
+            (struct fill_entry){w->memory_mib, w->compute_bp, (uint32_t)k, 0};
+    }
     for (size_t c = 0; c < cells; c++) {
         gr->next[c] = gr->start[c];
         if (gr->start[c + 1] > gr->start[c])
@@ -194,7 +209,7 @@ static int fill_grid_init(struct fill_grid *gr, const struct fleet *f,
     for (size_t i = 0; i < f->npools; i++)
         fleet_insert_distinct(gr->sizes, &gr->nsizes, f->pools[i].memory_mib);
     for (size_t k = 0; k < n; k++)
-        fill_count(gr, &ws->w[keys[k].index], 1);
+        fill_count(gr, &keys[k], 1);
     return 0;
 }
 
@@ -203,35 +218,43 @@ static void fill_grid_free(struct fill_grid *gr)
     exact_free(gr->ex);
     free(gr->start);
     free(gr->next);
-    free(gr->order);
+    free(gr->entry);
+    free(gr->entry_of);
     free(gr->taken);
     free(gr->gpu_at);
 }
 
-/* Marks position k of keys placed; a cell whose entries are all placed leaves the bitmap. */
-static void fill_take(struct fill_grid *gr, const struct fleet_workload *w, size_t k)
+/* Position k of keys as taken (1) or not (0), in both places that say so. */
+static void fill_mark(struct fill_grid *gr, size_t k, uint8_t taken)
 {
-    gr->taken[k] = 1;
+    gr->taken[k] = taken;
+    gr->entry[gr->entry_of[k]].taken = taken;
+}
+
+/* Marks position k of keys placed; a cell whose entries are all placed leaves the bitmap. */
+static void fill_take(struct fill_grid *gr, const struct sort_key *w, size_t k)
+{
+    fill_mark(gr, k, 1);
     fill_count(gr, w, -1);
     if (gr->ex)
         exact_take(gr->ex, gr->taken, w);
     size_t c = fill_cell(gr, w);
-    while (gr->next[c] < gr->start[c + 1] && gr->taken[gr->order[gr->next[c]]])
+    while (gr->next[c] < gr->start[c + 1] && gr->taken[gr->entry[gr->next[c]].k])
         gr->next[c]++;
     if (gr->next[c] == gr->start[c + 1])
         gr->bits[c / FILL_GRID] &= ~(1ULL << (c % FILL_GRID));
 }
 
 /* Gives position k of keys back (a pair that fills the room better replaces it). */
-static void fill_untake(struct fill_grid *gr, const struct fleet_workload *w, size_t k)
+static void fill_untake(struct fill_grid *gr, const struct sort_key *w, size_t k)
 {
-    gr->taken[k] = 0;
+    fill_mark(gr, k, 0);
     fill_count(gr, w, 1);
     if (gr->ex)
         exact_untake(gr->ex, w, k);
     size_t c = fill_cell(gr, w);
     for (uint32_t e = gr->start[c]; e < gr->next[c]; e++)
-        if (gr->order[e] == k) {
+        if (gr->entry[e].k == k) {
             gr->next[c] = e;
             break;
         }
@@ -246,23 +269,21 @@ struct fill_room {
                          holds, fill_group) */
 };
 
-/* The first entry of cell c that fits the room, or -1: every entry fits in a cell inside
+/* The first entry of cell c that fits the room, or NULL: every entry fits in a cell inside
  * the room, only those on its border need trying. */
-static long fill_fit_in_cell(const struct fill_grid *gr, const struct fleet_workloads *ws,
-                             const struct sort_key *keys, size_t c, const struct fill_room *room)
+static const struct fill_entry *fill_fit_in_cell(const struct fill_grid *gr, size_t c,
+                                                 const struct fill_room *room)
 {
     unsigned tried = 0;
     for (uint32_t e = gr->next[c]; e < gr->start[c + 1] && tried < FILL_CELL_SCAN; e++) {
-        uint32_t k = gr->order[e];
-        if (gr->taken[k])
+        const struct fill_entry *x = &gr->entry[e];
+        if (x->taken)
             continue;
-        const struct fleet_workload *w = &ws->w[keys[k].index];
-        if (w->memory_mib <= room->mem && w->compute_bp <= room->comp &&
-            w->memory_mib >= room->min_mem)
-            return (long)k;
+        if (x->mem <= room->mem && x->comp <= room->comp && x->mem >= room->min_mem)
+            return x;
         tried++;
     }
-    return -1;
+    return NULL;
 }
 
 /* The position in keys of the workload that leaves the least room, or -1 if none fits. */
@@ -288,15 +309,14 @@ static long fill_best(const struct fill_grid *gr, const struct fleet_workloads *
         for (uint64_t bits = gr->bits[a] & rows; bits;) {
             size_t b = 63 - (size_t)__builtin_clzll(bits);
             bits &= ~(1ULL << b);
-            long k = fill_fit_in_cell(gr, ws, keys, a * FILL_GRID + b, room);
-            if (k < 0)
+            const struct fill_entry *x = fill_fit_in_cell(gr, a * FILL_GRID + b, room);
+            if (!x)
                 continue;
-            const struct fleet_workload *w = &ws->w[keys[k].index];
-            double dm = (double)(room->mem - w->memory_mib) * room->per_mib;
-            double dc = (double)(room->comp - w->compute_bp) * room->per_bp;
+            double dm = (double)(room->mem - x->mem) * room->per_mib;
+            double dc = (double)(room->comp - x->comp) * room->per_bp;
             if (dm * dm + dc * dc < best_left) {
                 best_left = dm * dm + dc * dc;
-                best = k;
+                best = x->k;
             }
             break; /* lower cells of the column leave more compute */
         }
@@ -308,10 +328,10 @@ static void fill_place(struct fill_grid *gr, const struct fleet_workloads *ws,
                        const struct sort_key *keys, size_t k, long gi, struct fleet_plan *p,
                        struct fleet_gpu_list *g, struct still_to_place *rest)
 {
-    const struct fleet_workload *w = &ws->w[keys[k].index];
+    const struct sort_key *w = &keys[k];
     gr->gpu_at[k] = (uint32_t)gi;
-    fleet_gpu_add(&g->use[gi], w, w->memory_mib);
-    fleet_still_drop(rest, w);
+    fleet_gpu_add(&g->use[gi], w->memory_mib, w->compute_bp, w->memory_mib);
+    fleet_still_drop(rest, w->memory_mib, w->compute_bp);
     if (p->gpu_of)
         p->gpu_of[keys[k].index] = (uint32_t)gi;
     p->placed++;
@@ -336,7 +356,7 @@ static void take_into(struct fill_grid *gr, const struct fleet_workloads *ws,
                       uint32_t *tenants, struct fleet_plan *p, struct fleet_gpu_list *g,
                       struct still_to_place *rest)
 {
-    const struct fleet_workload *w = &ws->w[keys[k].index];
+    const struct sort_key *w = &keys[k];
     room->mem -= w->memory_mib;
     room->comp -= w->compute_bp;
     ++*tenants;
@@ -349,7 +369,7 @@ static void unplace(struct fill_grid *gr, const struct fleet_workloads *ws,
                     const struct sort_key *keys, size_t k, long gi, struct fleet_plan *p,
                     struct fleet_gpu_list *g, struct still_to_place *rest)
 {
-    const struct fleet_workload *w = &ws->w[keys[k].index];
+    const struct sort_key *w = &keys[k];
     gr->gpu_at[k] = UINT32_MAX;
     struct fleet_gpu_use *u = &g->use[gi];
     u->tenants--;
@@ -387,21 +407,21 @@ static double fill_pair(struct fill_grid *gr, const struct fleet_workloads *ws,
             bits &= ~(1ULL << b);
             if (column_done && (rows_done & (1ULL << b)))
                 continue;
-            long y = fill_fit_in_cell(gr, ws, keys, a * FILL_GRID + b, room);
-            if (y < 0)
+            const struct fill_entry *x = fill_fit_in_cell(gr, a * FILL_GRID + b, room);
+            if (!x)
                 continue;
+            long y = x->k;
             column_done = true;
             rows_done |= 1ULL << b;
-            const struct fleet_workload *w = &ws->w[keys[y].index];
             struct fill_room after = *room;
-            after.mem -= w->memory_mib;
-            after.comp -= w->compute_bp;
-            gr->taken[y] = 1; /* not a z of its own */
+            after.mem -= x->mem;
+            after.comp -= x->comp;
+            fill_mark(gr, (size_t)y, 1); /* not a z of its own */
             long z = fill_best(gr, ws, keys, &after);
-            gr->taken[y] = 0;
+            fill_mark(gr, (size_t)y, 0);
             if (z >= 0) {
-                after.mem -= ws->w[keys[z].index].memory_mib;
-                after.comp -= ws->w[keys[z].index].compute_bp;
+                after.mem -= keys[z].memory_mib;
+                after.comp -= keys[z].compute_bp;
             }
             if (room_left(&after) < best) {
                 best = room_left(&after);
@@ -427,7 +447,7 @@ static bool fill_repair(struct fill_grid *gr, const struct fleet_workloads *ws,
                         struct fleet_plan *p, struct fleet_gpu_list *g,
                         struct still_to_place *rest)
 {
-    const struct fleet_workload *v = &ws->w[keys[last].index];
+    const struct sort_key *v = &keys[last];
     struct fill_room before = *at->room;
     before.mem += v->memory_mib;
     before.comp += v->compute_bp;
@@ -549,7 +569,7 @@ static bool fill_exact(struct fill_grid *gr, const struct fleet_workloads *ws,
             while (gr->taken[ex->order[e]])
                 e++;
             take[ntake++] = ex->order[e];
-            comp += ws->w[keys[ex->order[e]].index].compute_bp;
+            comp += keys[ex->order[e]].compute_bp;
         }
         c -= j;
         m -= j * b;
@@ -656,7 +676,7 @@ static bool fill_exactly(struct fill_grid *gr, const struct fleet_workloads *ws,
                          struct fleet_plan *p, struct fleet_gpu_list *g,
                          struct still_to_place *rest)
 {
-    const struct fleet_workload *w = &ws->w[keys[first].index];
+    const struct sort_key *w = &keys[first];
     size_t must = (size_t)(smaller_size(gr, gpu_mib) / gr->ex->unit);
     bool open_free = w->memory_mib <= smaller_size(gr, gpu_mib);
     if (open_free) {
@@ -725,7 +745,7 @@ static bool swap_in(struct fill_grid *gr, const struct fleet *f, const struct fl
                     struct pool_choice *pc, struct fleet_plan *p, struct fleet_gpu_list *g,
                     struct still_to_place *rest)
 {
-    const struct fleet_workload *w = &ws->w[keys[k].index];
+    const struct sort_key *w = &keys[k];
     uint64_t held_elsewhere = 0; /* the largest GPU of a pool with GPUs left */
     for (size_t i = 0; i < f->npools; i++)
         if (pc->left[i])
@@ -744,7 +764,7 @@ static bool swap_in(struct fill_grid *gr, const struct fleet *f, const struct fl
     }
     memset(head, 0xff, ngpus * sizeof(*head));
     for (size_t e = 0; e < n; e++) /* each GPU's workloads that may leave it */
-        if (gr->gpu_at[e] != UINT32_MAX && ws->w[keys[e].index].memory_mib <= held_elsewhere) {
+        if (gr->gpu_at[e] != UINT32_MAX && keys[e].memory_mib <= held_elsewhere) {
             link[e] = head[gr->gpu_at[e] - gr->first_gpu];
             head[gr->gpu_at[e] - gr->first_gpu] = (uint32_t)e;
         }
@@ -767,7 +787,7 @@ static bool swap_in(struct fill_grid *gr, const struct fleet *f, const struct fl
            0.6 s without the swap), and once one workload makes room, no pair is better */
         uint64_t top_mib[2] = {0, 0}, top_bp[2] = {0, 0};
         for (uint32_t e = head[j]; e != UINT32_MAX; e = link[e]) {
-            const struct fleet_workload *v = &ws->w[keys[e].index];
+            const struct sort_key *v = &keys[e];
             if (v->memory_mib > top_mib[0]) {
                 top_mib[1] = top_mib[0];
                 top_mib[0] = v->memory_mib;
@@ -787,8 +807,8 @@ static bool swap_in(struct fill_grid *gr, const struct fleet *f, const struct fl
             for (uint32_t e2 = e1;; e2 = link[e2]) { /* e2 == e1: e1 alone */
                 if (e2 != e1 && !pairs)
                     break;
-                const struct fleet_workload *v1 = &ws->w[keys[e1].index];
-                const struct fleet_workload *v2 = e2 == e1 ? NULL : &ws->w[keys[e2].index];
+                const struct sort_key *v1 = &keys[e1];
+                const struct sort_key *v2 = e2 == e1 ? NULL : &keys[e2];
                 uint64_t count = v2 ? 2 : 1;
                 uint64_t mib = v1->memory_mib + (v2 ? v2->memory_mib : 0);
                 uint64_t bp = v1->compute_bp + (v2 ? v2->compute_bp : 0);
@@ -815,7 +835,7 @@ static bool swap_in(struct fill_grid *gr, const struct fleet *f, const struct fl
         if (best_out[j] != UINT32_MAX) {
             const struct sort_key out = keys[best_out[j]];
             unplace(gr, ws, keys, best_out[j], best_gpu, p, g, rest);
-            fleet_defer_to_next_share(pc, rest, out, &ws->w[out.index]);
+            fleet_defer_to_next_share(pc, rest, out);
         }
     fill_place(gr, ws, keys, k, best_gpu, p, g, rest);
     return true;
@@ -839,12 +859,12 @@ static int fill_group(const struct fleet *f, const struct fleet_workloads *ws,
     for (size_t first = 0; !ret && first < n; first++) {
         if (gr.taken[first])
             continue;
-        const struct fleet_workload *w = &ws->w[keys[first].index];
+        const struct sort_key *w = &keys[first];
         int pool = fleet_choose_pool(f, pc, &rest, r->compute_cap, r->slots, w->memory_mib);
         if (pool < 0) {
             fill_take(&gr, w, first);
             if (!swap_in(&gr, f, ws, keys, n, first, r, pc, p, g, &rest))
-                fleet_defer_to_next_share(pc, &rest, keys[first], w);
+                fleet_defer_to_next_share(pc, &rest, keys[first]);
             continue;
         }
         long gi = fleet_gpu_open(f, g, p, pc->left, pool);

@@ -178,12 +178,13 @@ void fleet_gpu_restart(const struct fleet *f, struct fleet_gpu_list *g, struct f
     g->n = 0;
 }
 
-void fleet_gpu_add(struct fleet_gpu_use *u, const struct fleet_workload *w, uint64_t held)
+void fleet_gpu_add(struct fleet_gpu_use *u, uint64_t memory_mib, uint32_t compute_bp,
+                   uint64_t held)
 {
     u->tenants++;
-    u->memory_used_mib += w->memory_mib;
+    u->memory_used_mib += memory_mib;
     u->memory_held_mib += held;
-    u->compute_bp += w->compute_bp;
+    u->compute_bp += compute_bp;
 }
 
 /* ---- a mechanism's groups ---- */
@@ -212,24 +213,31 @@ struct still_to_place fleet_still_all(const struct fleet_workloads *ws,
 {
     struct still_to_place rest = {0, 0, n};
     for (size_t k = 0; k < n; k++) {
-        rest.memory_mib += ws->w[keys[k].index].memory_mib;
-        rest.compute_bp += ws->w[keys[k].index].compute_bp;
+        rest.memory_mib += keys[k].memory_mib;
+        rest.compute_bp += keys[k].compute_bp;
     }
     return rest;
 }
 
-void fleet_still_drop(struct still_to_place *rest, const struct fleet_workload *w)
+void fleet_still_drop(struct still_to_place *rest, uint64_t memory_mib, uint32_t compute_bp)
 {
-    rest->memory_mib -= w->memory_mib;
-    rest->compute_bp -= w->compute_bp;
+    rest->memory_mib -= memory_mib;
+    rest->compute_bp -= compute_bp;
     rest->count--;
 }
 
+struct sort_key fleet_sort_key(const struct fleet_workloads *ws, size_t index, uint64_t key)
+{
+    const struct fleet_workload *w = &ws->w[index];
+    return (struct sort_key){(uint32_t)key, (uint32_t)index, (uint32_t)w->memory_mib,
+                             w->compute_bp};
+}
+
 void fleet_defer_to_next_share(struct pool_choice *pc, struct still_to_place *rest,
-                               struct sort_key key, const struct fleet_workload *w)
+                               struct sort_key key)
 {
     pc->deferred[pc->ndeferred++] = key;
-    fleet_still_drop(rest, w);
+    fleet_still_drop(rest, key.memory_mib, key.compute_bp);
 }
 
 static int by_key_desc(const void *a, const void *b)
@@ -329,7 +337,7 @@ static int place_lone(const struct fleet *f, const struct fleet_workloads *ws,
     size_t nlone = 0;
     for (size_t i = 0; i < ws->n; i++)
         if (possible[i] && fleet_group_of(mech, &ws->w[i], r) == GROUP_ALONE)
-            lone[nlone++] = (struct sort_key){ws->w[i].memory_mib, (uint32_t)i};
+            lone[nlone++] = fleet_sort_key(ws, i, ws->w[i].memory_mib);
     qsort(lone, nlone, sizeof(*lone), by_key_desc); /* keys in MiB: no counting sort */
     for (size_t l = 0; l < nlone; l++) {
         size_t i = lone[l].index;
@@ -349,7 +357,7 @@ static int place_lone(const struct fleet *f, const struct fleet_workloads *ws,
             free(lone);
             return -ENOMEM;
         }
-        fleet_gpu_add(&g->use[gi], w, w->memory_mib);
+        fleet_gpu_add(&g->use[gi], w->memory_mib, w->compute_bp, w->memory_mib);
         if (p->gpu_of)
             p->gpu_of[i] = (uint32_t)gi;
         p->alone++;
@@ -369,8 +377,8 @@ static size_t group_keys(const struct fleet_workloads *ws, const uint8_t *possib
     for (size_t i = 0; i < ws->n; i++)
         if (possible[i] && fleet_group_of(mech, &ws->w[i], r) == grp) {
             const struct fleet_workload *w = &ws->w[i];
-            keys[n].key = w->memory_mib * FLEET_BP_FULL / max_mem + w->compute_bp;
-            keys[n++].index = (uint32_t)i;
+            keys[n++] =
+                fleet_sort_key(ws, i, w->memory_mib * FLEET_BP_FULL / max_mem + w->compute_bp);
         }
     fleet_sort_keys(keys, n);
     return n;
@@ -478,7 +486,7 @@ static int search_exactly(const struct fleet *f, const struct fleet_workloads *w
         return -ENOMEM;
     for (size_t k = 0; k < n; k++) {
         const struct fleet_workload *w = &ws->w[items[k].index];
-        fleet_gpu_add(&g->use[e->gpu_of[k]], w, w->memory_mib);
+        fleet_gpu_add(&g->use[e->gpu_of[k]], w->memory_mib, w->compute_bp, w->memory_mib);
         if (p->gpu_of)
             p->gpu_of[items[k].index] = e->gpu_of[k];
         p->alone += items[k].group == FLEET_EXACT_ALONE;

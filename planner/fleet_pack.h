@@ -41,10 +41,19 @@ uint64_t fleet_max_memory(const struct fleet *f);
 
 /* ---- a group's workloads and the pools its GPUs come from (fleet_pack.c) ---- */
 
+/* A workload of a group, with its sizes beside its key: the packers read them in the keys'
+ * order, where the list (88 bytes a workload, in its own order) costs a cache miss each on
+ * long lists. Every figure fits 32 bits: keys are at most 2 x FLEET_BP_FULL (a lone
+ * workload's, its memory), memory at most 1 PiB (2^30 MiB). */
 struct sort_key {
-    uint64_t key;
+    uint32_t key;
     uint32_t index;
+    uint32_t memory_mib;
+    uint32_t compute_bp;
 };
+
+/* The key of workload index of ws, its sizes beside it. */
+struct sort_key fleet_sort_key(const struct fleet_workloads *ws, size_t index, uint64_t key);
 
 /* Largest key first, ties in list order (keys at most 2 x FLEET_BP_FULL). */
 void fleet_sort_keys(struct sort_key *keys, size_t n);
@@ -86,13 +95,15 @@ int fleet_choose_pool(const struct fleet *f, struct pool_choice *pc,
 /* A group's totals: all of keys[0..n) still to place. */
 struct still_to_place fleet_still_all(const struct fleet_workloads *ws,
                                       const struct sort_key *keys, size_t n);
-/* w is placed, or left to another pool's share: no longer this packing's to place. */
-void fleet_still_drop(struct still_to_place *rest, const struct fleet_workload *w);
-/* No pool of this share can open a GPU for w: it goes to the next pool's share. */
+/* A workload of these sizes is placed, or left to another pool's share: no longer this
+ * packing's to place. */
+void fleet_still_drop(struct still_to_place *rest, uint64_t memory_mib, uint32_t compute_bp);
+/* No pool of this share can open a GPU for key's workload: it goes to the next pool's share. */
 void fleet_defer_to_next_share(struct pool_choice *pc, struct still_to_place *rest,
-                               struct sort_key key, const struct fleet_workload *w);
-/* w onto GPU u, holding held MiB of it. */
-void fleet_gpu_add(struct fleet_gpu_use *u, const struct fleet_workload *w, uint64_t held);
+                               struct sort_key key);
+/* A workload of these sizes onto GPU u, holding held MiB of it. */
+void fleet_gpu_add(struct fleet_gpu_use *u, uint64_t memory_mib, uint32_t compute_bp,
+                   uint64_t held);
 
 /* pc ready for a mechanism's groups: every pool's count left, the pools by size (d: the
  * bands, or NULL where no packer splits by them). */

@@ -82,8 +82,8 @@ static int pack_on(struct repack *s, size_t cheap, struct fleet_plan *t, struct 
             int in = fleet_group_of(s->mech, w, s->r);
             if ((grp < 0) != (in == GROUP_ALONE) || (grp >= 0 && in != grp))
                 continue;
-            s->keys[n].key = w->memory_mib * FLEET_BP_FULL / s->max_mem + w->compute_bp;
-            s->keys[n++].index = (uint32_t)i;
+            uint64_t key = w->memory_mib * FLEET_BP_FULL / s->max_mem + w->compute_bp;
+            s->keys[n++] = fleet_sort_key(s->ws, i, key);
         }
         if (grp < 0) { /* each alone on a GPU of its own */
             for (size_t k = 0; k < n && !ret; k++) {
@@ -92,7 +92,7 @@ static int pack_on(struct repack *s, size_t cheap, struct fleet_plan *t, struct 
                 if (gi < 0)
                     ret = -ENOMEM;
                 else {
-                    fleet_gpu_add(&tg->use[gi], w, w->memory_mib);
+                    fleet_gpu_add(&tg->use[gi], w->memory_mib, w->compute_bp, w->memory_mib);
                     t->gpu_of[s->keys[k].index] = (uint32_t)gi;
                     t->alone++;
                     t->placed++;
@@ -255,7 +255,7 @@ static bool empty_one(struct repack *s, const uint8_t *grp, const bool *gone, si
         long gi = room_for(s, grp, gone, c, grp[c], w);
         if (gi < 0)
             break;
-        fleet_gpu_add(&s->g->use[gi], w, w->memory_mib);
+        fleet_gpu_add(&s->g->use[gi], w->memory_mib, w->compute_bp, w->memory_mib);
         to[k] = (uint32_t)gi;
     }
     if (k == n)

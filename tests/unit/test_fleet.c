@@ -1543,6 +1543,88 @@ static void same_plan(const struct fleet_plan *a, const struct fleet_plan *b, si
             fail_msg("%s: workload %zu's MIG profile differs", what, i);
 }
 
+/* First-fit decreasing puts each workload on the first GPU opened that has room for its memory,
+ * its compute and a tenant place (fleet_pack_group's tree, with its pruning by one GPU's two
+ * shares added up): the same GPUs, workload by workload, as a scan of every GPU in turn. */
+static void test_first_fit_leftmost(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *fleet;
+        struct mech_rules rules;
+        uint64_t mem_lo, mem_hi;
+        uint32_t bp_lo, bp_hi;
+    } cases[] = {
+        {"H100-80GB", {10000, 64}, 512, 30000, 50, 4000},
+        {"H100-80GB", {9200, 16}, 1024, 12000, 100, 1500},
+        {"L4", {10000, 48}, 256, 8000, 300, 6000},
+        {"T4", {10000, 64}, 100, 15000, 1, 9000},
+    };
+    uint64_t seed = 12345;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct fleet f;
+        char err[256];
+        assert_int_equal(fleet_parse_spec(cases[c].fleet, &f, err, sizeof(err)), 0);
+        enum { N = 3000 };
+        struct fleet_workloads ws = {calloc(N, sizeof(struct fleet_workload)), N, N};
+        struct sort_key *keys = calloc(N, sizeof(*keys));
+        assert_non_null(ws.w);
+        assert_non_null(keys);
+        uint64_t mem_span = cases[c].mem_hi - cases[c].mem_lo + 1;
+        uint32_t bp_span = cases[c].bp_hi - cases[c].bp_lo + 1;
+        for (size_t i = 0; i < N; i++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            ws.w[i].memory_mib = cases[c].mem_lo + (seed >> 33) % mem_span;
+            ws.w[i].compute_bp = cases[c].bp_lo + (uint32_t)((seed >> 13) % bp_span);
+            keys[i] = fleet_sort_key(&ws, i,
+                                     ws.w[i].memory_mib * FLEET_BP_FULL / f.pools[0].memory_mib +
+                                         ws.w[i].compute_bp);
+        }
+        fleet_sort_keys(keys, N);
+        struct pool_choice pc = {.only = -1};
+        pc.left[0] = UINT64_MAX;
+        pc.budget[0] = 1e12;
+        struct fleet_plan p = {0};
+        struct fleet_gpu_list g = {0};
+        p.gpu_of = malloc(N * sizeof(*p.gpu_of));
+        assert_non_null(p.gpu_of);
+        assert_int_equal(fleet_pack_group(&f, &ws, keys, N, &cases[c].rules, &pc, &p, &g), 0);
+        assert_int_equal(p.placed, N);
+        /* the scan: every GPU's room, the first that fits */
+        uint64_t *mem = calloc(N, sizeof(*mem));
+        uint32_t *bp = calloc(N, sizeof(*bp)), *tenants = calloc(N, sizeof(*tenants));
+        assert_true(mem && bp && tenants);
+        size_t open = 0;
+        for (size_t k = 0; k < N; k++) {
+            const struct fleet_workload *w = &ws.w[keys[k].index];
+            size_t gi = 0;
+            while (gi < open && (mem[gi] < w->memory_mib || bp[gi] < w->compute_bp ||
+                                 tenants[gi] == cases[c].rules.slots))
+                gi++;
+            if (gi == open) {
+                mem[open] = f.pools[0].memory_mib;
+                bp[open] = cases[c].rules.compute_cap;
+                open++;
+            }
+            mem[gi] -= w->memory_mib;
+            bp[gi] -= w->compute_bp;
+            tenants[gi]++;
+            if (p.gpu_of[keys[k].index] != gi)
+                fail_msg("%s, workload %zu of %d (%llu MiB, %u bp): GPU %u, the scan's %zu",
+                         cases[c].fleet, k, N, (unsigned long long)w->memory_mib, w->compute_bp,
+                         p.gpu_of[keys[k].index], gi);
+        }
+        assert_int_equal(p.gpus, open);
+        free(mem);
+        free(bp);
+        free(tenants);
+        free(p.gpu_of);
+        free(g.use);
+        free(keys);
+        free(ws.w);
+    }
+}
+
 static void test_threads_same_plans(void **state)
 {
     static const char *const fleets[] = {
@@ -2191,6 +2273,7 @@ int main(void)
         cmocka_unit_test(test_beyond_counted),
         cmocka_unit_test(test_past_64),
         cmocka_unit_test(test_simplex),
+        cmocka_unit_test(test_first_fit_leftmost),
         cmocka_unit_test_setup_teardown(test_dozens_bound, rng_keep, rng_give_back),
         cmocka_unit_test(test_mixed_within_two_percent),
         cmocka_unit_test(test_mig_cost_bound_below_optimum), /* restores the generator */
