@@ -782,9 +782,11 @@ static int plan_by_dive(struct colgen *cg, int rounds, const struct cg_range *ra
     return ret;
 }
 
-int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const uint8_t *possible,
-                 int mech, const struct mech_rules *r, struct fleet_plan *p,
-                 struct fleet_gpu_list *g, double *value)
+/* The program's bound and plans; with whole, its bound taken further over whole GPUs (and a
+ * plan from the least open range of that search). */
+static int colgen(const struct fleet *f, const struct fleet_workloads *ws, const uint8_t *possible,
+                  int mech, const struct mech_rules *r, struct fleet_plan *p,
+                  struct fleet_gpu_list *g, bool whole_gpus, double *value)
 {
     *value = 0;
     struct colgen *cg = calloc(1, sizeof(*cg));
@@ -850,7 +852,7 @@ int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const 
         ret = plan_by_dive(cg, 0, &root.rg, ws, index, x, p, g);
     if (!ret && root.at.solved && p->gpu_of)
         ret = plan_by_dive(cg, COLGEN_DIVE_ROUNDS, &root.rg, ws, index, x, p, g);
-    if (!ret && root.at.solved && *value < p->cost_per_hour) {
+    if (!ret && root.at.solved && whole_gpus && *value < p->cost_per_hour) {
         double whole = 0;
         struct cg_range least = root.rg;
         ret = whole_pools(cg, &root, p->cost_per_hour, x, &whole, &least);
@@ -866,4 +868,19 @@ out:
     free(index);
     free(x);
     return ret;
+}
+
+int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const uint8_t *possible,
+                 int mech, const struct mech_rules *r, struct fleet_plan *p,
+                 struct fleet_gpu_list *g, double *value)
+{
+    return colgen(f, ws, possible, mech, r, p, g, true, value);
+}
+
+int fleet_colgen_plan(const struct fleet *f, const struct fleet_workloads *ws,
+                      const uint8_t *possible, int mech, const struct mech_rules *r,
+                      struct fleet_plan *p, struct fleet_gpu_list *g)
+{
+    double value;
+    return colgen(f, ws, possible, mech, r, p, g, false, &value);
 }

@@ -887,6 +887,9 @@ static int pack_shared(const struct fleet *f, const struct fleet_workloads *ws,
     }
     if (!ret && !p->shortage && fleet_gap_in_cost(f) && !p->proved_cheapest)
         ret = search_toward_bound(f, ws, possible, mech, &s->r, p, &g);
+    /* past 256, the sets' program on parts of the plan */
+    if (!ret && !p->shortage && fleet_gap_in_cost(f) && !p->proved_cheapest && by_sets == 0)
+        ret = fleet_improve_by_parts(f, ws, mech, &s->r, p, &g);
     finish_plan(f, p, &g);
     describe_plan(p, mech, &s->r);
     fleet_kept_free(&kept);

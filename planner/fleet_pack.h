@@ -214,6 +214,18 @@ int fleet_pattern_bound(const struct fleet *held, const struct fleet_workloads *
 int fleet_colgen(const struct fleet *f, const struct fleet_workloads *ws, const uint8_t *possible,
                  int mech, const struct mech_rules *r, struct fleet_plan *p,
                  struct fleet_gpu_list *g, double *value);
+/* fleet_colgen for its plans alone: the program and the plans from its solution, without the
+ * search over whole GPUs that takes its bound further. 0, or -ENOMEM. */
+int fleet_colgen_plan(const struct fleet *f, const struct fleet_workloads *ws,
+                      const uint8_t *possible, int mech, const struct mech_rules *r,
+                      struct fleet_plan *p, struct fleet_gpu_list *g);
+/* A plan within the fleet of a list too long for fleet_colgen improved part by part: the
+ * workloads of a few of its shared GPUs planned again by that program, taking their GPUs'
+ * place where cheaper, while the plan is more than 1% above its bound (fleet_parts.c). p and g
+ * made again; 0, or -ENOMEM. */
+int fleet_improve_by_parts(const struct fleet *f, const struct fleet_workloads *ws, int mech,
+                           const struct mech_rules *r, struct fleet_plan *p,
+                           struct fleet_gpu_list *g);
 /* ---- a linear program solved as it is, columns added between solves (fleet_simplex.c) ---- */
 
 struct fleet_simplex;
