@@ -229,8 +229,10 @@ void fleet_still_drop(struct still_to_place *rest, uint64_t memory_mib, uint32_t
 struct sort_key fleet_sort_key(const struct fleet_workloads *ws, size_t index, uint64_t key)
 {
     const struct fleet_workload *w = &ws->w[index];
-    return (struct sort_key){(uint32_t)key, (uint32_t)index, (uint32_t)w->memory_mib,
-                             w->compute_bp};
+    /* a key by another scale (group_scale) may pass 2 x FLEET_BP_FULL: the counting sort puts
+       all such at its top anyway */
+    return (struct sort_key){key > UINT32_MAX ? UINT32_MAX : (uint32_t)key, (uint32_t)index,
+                             (uint32_t)w->memory_mib, w->compute_bp};
 }
 
 void fleet_defer_to_next_share(struct pool_choice *pc, struct still_to_place *rest,

@@ -44,7 +44,8 @@ uint64_t fleet_max_memory(const struct fleet *f);
 /* A workload of a group, with its sizes beside its key: the packers read them in the keys'
  * order, where the list (88 bytes a workload, in its own order) costs a cache miss each on
  * long lists. Every figure fits 32 bits: keys are at most 2 x FLEET_BP_FULL (a lone
- * workload's, its memory), memory at most 1 PiB (2^30 MiB). */
+ * workload's, its memory; one by another scale is held at UINT32_MAX), memory at most 1 PiB
+ * (2^30 MiB). */
 struct sort_key {
     uint32_t key;
     uint32_t index;

@@ -85,6 +85,15 @@ static int splice(const struct fleet *f, const struct part *pt, const struct fle
                   const struct fleet_gpu_list *sg, const struct fleet_workloads *ws,
                   struct fleet_plan *p, struct fleet_gpu_list *g)
 {
+    size_t kept = g->n - pt->ngpus;
+    if (kept + sg->n > g->cap) { /* cheaper with more GPUs (two T4s for an L4): room first, so
+                                    that a failure leaves the plan as it was */
+        struct fleet_gpu_use *bigger = realloc(g->use, (kept + sg->n) * sizeof(*bigger));
+        if (!bigger)
+            return -ENOMEM;
+        g->use = bigger;
+        g->cap = kept + sg->n;
+    }
     size_t *renumber = malloc((g->n ? g->n : 1) * sizeof(*renumber));
     if (!renumber)
         return -ENOMEM;
@@ -102,13 +111,6 @@ static int splice(const struct fleet *f, const struct part *pt, const struct fle
         if (p->gpu_of[i] != UINT32_MAX && renumber[p->gpu_of[i]] != SIZE_MAX)
             p->gpu_of[i] = (uint32_t)renumber[p->gpu_of[i]];
     free(renumber);
-    if (n + sg->n > g->cap) { /* cheaper with more GPUs: two T4s for an L4 */
-        struct fleet_gpu_use *bigger = realloc(g->use, (n + sg->n) * sizeof(*bigger));
-        if (!bigger)
-            return -ENOMEM;
-        g->use = bigger;
-        g->cap = n + sg->n;
-    }
     for (size_t j = 0; j < pt->ws.n; j++)
         p->gpu_of[pt->index[j]] = (uint32_t)(n + sub->gpu_of[j]);
     memcpy(&g->use[n], sg->use, sg->n * sizeof(*sg->use));
@@ -181,7 +183,7 @@ static int draw_part(const struct fleet_workloads *ws, const struct fleet_plan *
         free(in);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < ws->n; i++)
+    for (size_t i = 0; i < ws->n && pt->ws.n < count; i++)
         if (p->gpu_of[i] != UINT32_MAX && in[p->gpu_of[i]]) {
             pt->index[pt->ws.n] = i;
             pt->possible[pt->ws.n] = 1;
@@ -215,7 +217,7 @@ int fleet_improve_by_parts(const struct fleet *f, const struct fleet_workloads *
         for (size_t q = 0; q < f->npools; q++)
             left[q] = f->pools[q].count;
         for (size_t k = 0; k < g->n; k++)
-            if (left[g->use[k].pool] != FLEET_UNLIMITED)
+            if (left[g->use[k].pool] != FLEET_UNLIMITED && left[g->use[k].pool])
                 left[g->use[k].pool]--;
         double part_cost = 0;
         for (size_t k = 0; k < pt.ngpus; k++) {
@@ -232,8 +234,7 @@ int fleet_improve_by_parts(const struct fleet *f, const struct fleet_workloads *
         if (!ret)
             ret = fleet_colgen_plan(&sub_fleet, &pt.ws, pt.possible, mech, r, &sub, &sg);
         idle++;
-        if (!ret && !sub.shortage && sub.placed == pt.ws.n &&
-            sub.cost_per_hour < part_cost - 1e-9) {
+        if (!ret && !sub.shortage && sub.cost_per_hour < part_cost - 1e-9) {
             ret = splice(f, &pt, &sub, &sg, ws, p, g);
             idle = 0;
         }
