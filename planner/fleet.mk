@@ -28,7 +28,8 @@ FUZZ_WORKLOADS_SRC := tests/fuzz/fuzz_workloads.c planner/fleet_input.c planner/
 	planner/fleet_pack.c planner/fleet_firstfit.c planner/fleet_fill.c planner/fleet_choose.c \
 	planner/fleet_bound.c planner/fleet_lp.c planner/fleet_mig.c planner/fleet_exact.c \
 	planner/fleet_mig_repair.c planner/fleet_repack.c planner/fleet_polish.c planner/fleet_pattern.c \
-	planner/fleet_colgen.c planner/fleet_simplex.c planner/mig_profiles.c common/size.c common/compute.c
+	planner/fleet_colgen.c planner/fleet_parts.c planner/fleet_simplex.c planner/mig_profiles.c \
+	common/size.c common/compute.c
 FUZZ_NAMES += workloads
 
 $(FUZZ_DIR)/fuzz_workloads: $(FUZZ_WORKLOADS_SRC) planner/fleet.h planner/fleet_pack.h planner/mig.h \
