@@ -123,7 +123,6 @@ static CUresult real_mem_free(uint64_t key)
     return R.cuMemFree_v2((CUdeviceptr)key);
 }
 
-
 /* cuMemFree of a stream-ordered allocation: the driver frees it (synchronously), and the
  * pool's outstanding bytes must go down as at cuMemFreeAsync, or a destroyed pool's charge
  * would never come back. */

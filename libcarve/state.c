@@ -692,7 +692,7 @@ void carve__release(int sdev, uint64_t bytes)
 
 void carve__release_freed(enum carve_kind kind, int sdev, uint64_t bytes)
 {
-    if (kind != CARVE_KIND_PTR || bytes > CARVE_LARGE_PAGE / 2) {
+    if (kind != CARVE_KIND_PTR || !carve_driver_packs(bytes)) {
         carve__release(sdev, bytes);
         return;
     }

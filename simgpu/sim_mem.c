@@ -200,10 +200,10 @@ static CUresult alloc_plain(CUdeviceptr *dptr, uint64_t size, int phys)
 {
     if (!dptr || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (size > CARVE_LARGE_PAGE / 2)
+    if (!carve_driver_packs(size))
         return sim_cuda__alloc_device(dptr, size, carve_driver_takes(size), phys, REC_MEM, NULL);
     struct small_page *pg = NULL;
-    uint64_t step = (size + CARVE_SMALL_ALLOC_ALIGN - 1) & ~(CARVE_SMALL_ALLOC_ALIGN - 1);
+    uint64_t step = carve_driver_step(size);
     uint64_t addr = small_slot(phys, step, &pg);
     if (!addr)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -3,6 +3,7 @@
 #ifndef CARVE_DRIVER_PAGES_H
 #define CARVE_DRIVER_PAGES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Driver 580 on an H200 (docs/results/2026-11-28-driver-facts-nvidia-h200.md and the second
@@ -17,13 +18,26 @@
 #define CARVE_LARGE_PAGE (UINT64_C(2) << 20)
 #define CARVE_SMALL_ALLOC_ALIGN UINT64_C(512)
 
+/* Whether an allocation of bytes shares its pages with others (what it is counted, from
+ * carve_driver_takes, answers the same: at most 1 MiB too). */
+static inline bool carve_driver_packs(uint64_t bytes)
+{
+    return bytes <= CARVE_LARGE_PAGE / 2;
+}
+
+/* The slot a packed allocation takes in its page. */
+static inline uint64_t carve_driver_step(uint64_t bytes)
+{
+    return (bytes + CARVE_SMALL_ALLOC_ALIGN - 1) & ~(CARVE_SMALL_ALLOC_ALIGN - 1);
+}
+
 static inline uint64_t carve_driver_takes(uint64_t bytes)
 {
-    if (bytes > CARVE_LARGE_PAGE / 2) {
+    if (!carve_driver_packs(bytes)) {
         uint64_t taken = (bytes + CARVE_LARGE_PAGE - 1) & ~(CARVE_LARGE_PAGE - 1);
         return taken < bytes ? UINT64_MAX : taken; /* past 64 bits: fits no cap */
     }
-    uint64_t step = (bytes + CARVE_SMALL_ALLOC_ALIGN - 1) & ~(CARVE_SMALL_ALLOC_ALIGN - 1);
+    uint64_t step = carve_driver_step(bytes);
     if (step == 0)
         return 0;
     uint64_t per_page = CARVE_LARGE_PAGE / step;
