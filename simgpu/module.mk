@@ -2,7 +2,7 @@
 # nvidia-smi), so every component runs and is tested without a GPU.
 # -Bsymbolic: calls inside a simulated library never go back out through an interposer.
 # the MIG emulation (sim_mig.c) judges layouts with carve's own tables and planner rules
-SIMDEV_OBJ   := $(OBJ)/simgpu/simdev.o $(OBJ)/simgpu/sim_mig.o $(OBJ)/planner/mig_profiles.o \
+SIMDEV_OBJ   := $(OBJ)/simgpu/simdev.o $(OBJ)/simgpu/sim_sched.o $(OBJ)/simgpu/sim_mig.o $(OBJ)/planner/mig_profiles.o \
                 $(OBJ)/planner/mig_geometry.o
 # the driver API, one file a job (sim_cuda.h says what they share)
 SIM_CUDA_OBJ := $(OBJ)/simgpu/sim_cuda.o $(OBJ)/simgpu/sim_mem.o $(OBJ)/simgpu/sim_pool.o \

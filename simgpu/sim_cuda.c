@@ -326,9 +326,9 @@ static void ctx_init(struct CUctx_st *c, CUdevice dev, bool is_primary)
     c->limit[CU_LIMIT_STACK_SIZE] = 1024;
     c->limit[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
     c->limit[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
-    atomic_store(&c->last_end_ns, 0);
+    atomic_store(&c->last_mark, 0);
     c->null_stream.ctx = c;
-    atomic_store(&c->null_stream.tail_ns, 0);
+    atomic_store(&c->null_stream.tail, 0);
     c->null_stream.capturing = false;
     c->null_stream.graph = NULL;
     atomic_store(&c->life, atomic_fetch_add(&ctx_lives, 1) + 1);
@@ -609,7 +609,7 @@ void sim_cuda__sleep_until(uint64_t t_ns)
 API CUresult cuCtxSynchronize(void)
 {
     NEED_CTX(c);
-    sim_cuda__sleep_until(atomic_load(&c->last_end_ns));
+    sim_cuda__wait_mark(c->phys, atomic_load(&c->last_mark));
     sim_cuda__pools_sync(c->phys);
     return CUDA_SUCCESS;
 }

@@ -46,7 +46,7 @@ extern pthread_mutex_t sim_cuda__lock;
 
 struct CUstream_st {
     struct CUctx_st *ctx;
-    _Atomic uint64_t tail_ns;
+    _Atomic uint64_t tail; /* the mark of its last kernel (simdev.h), 0: none */
     bool capturing;
     struct CUgraph_st *graph;
 };
@@ -56,7 +56,7 @@ struct CUctx_st {
     int phys;
     bool primary;
     int refs;
-    _Atomic uint64_t last_end_ns;
+    _Atomic uint64_t last_mark; /* of the kernel of its streams that ends last */
     uint64_t limits_bytes; /* what its stack and heap limits take (cuCtxSetLimit); lock held */
     uint64_t limit[3];     /* CU_LIMIT_STACK_SIZE, _PRINTF_FIFO_SIZE, _MALLOC_HEAP_SIZE */
     struct CUstream_st null_stream;
@@ -122,6 +122,8 @@ void sim_cuda__pools_sync(int phys);
 struct CUstream_st *sim_cuda__stream_of(CUstream s, CUcontext c);
 /* Runs a kernel of ns on s's device timeline after what s has queued. */
 void sim_cuda__enqueue(struct CUstream_st *s, uint64_t ns);
+/* Sleeps until the kernel of a mark on phys has ended. */
+void sim_cuda__wait_mark(int phys, uint64_t mark);
 
 /* ---- sim_graph.c: graphs and graph memory ---- */
 /* A graph is a list of nodes run in order (the sim keeps no dependency edges): kernels, and

@@ -153,7 +153,8 @@ API CUresult cuLibraryUnload(CUlibrary lib)
 /* ---------- streams, launches, events ---------- */
 
 struct CUevent_st {
-    _Atomic uint64_t ts_ns;
+    _Atomic uint64_t mark; /* the end of the work before it (simdev.h) */
+    int phys;              /* the device of the stream it was recorded in */
     bool recorded;
     struct CUctx_st *ctx; /* the context it was made in (never freed: sim_cuda.c) */
     uint64_t life;        /* and that context's life it belongs to */
@@ -213,7 +214,7 @@ API CUresult cuStreamSynchronize(CUstream hs)
 {
     NEED_CTX(c);
     struct CUstream_st *s = sim_cuda__stream_of(hs, c);
-    sim_cuda__sleep_until(atomic_load(&s->tail_ns));
+    sim_cuda__wait_mark(s->ctx->phys, atomic_load(&s->tail));
     sim_cuda__pools_sync(s->ctx->phys);
     return CUDA_SUCCESS;
 }
@@ -221,8 +222,10 @@ API CUresult cuStreamSynchronize(CUstream hs)
 API CUresult cuStreamQuery(CUstream hs)
 {
     NEED_CTX(c);
-    return sim_now_ns() >= atomic_load(&sim_cuda__stream_of(hs, c)->tail_ns) ? CUDA_SUCCESS
-                                                                  : CUDA_ERROR_NOT_READY;
+    struct CUstream_st *s = sim_cuda__stream_of(hs, c);
+    bool done;
+    sim_mark_end(s->ctx->phys, atomic_load(&s->tail), &done);
+    return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 API CUresult cuStreamBeginCapture_v2(CUstream hs, CUstreamCaptureMode mode)
@@ -292,13 +295,37 @@ static uint64_t kernel_ns(struct CUfunc_st *f, void **params)
     return 0;
 }
 
+/* Marks of one device order as their kernels end: times, or tickets of one process's
+ * kernels, which run in the order they came (sim_sched.c). */
 void sim_cuda__enqueue(struct CUstream_st *s, uint64_t ns)
 {
-    uint64_t end = sim_run_kernel(s->ctx->phys, atomic_load(&s->tail_ns), ns);
-    atomic_store(&s->tail_ns, end);
-    uint64_t last = atomic_load(&s->ctx->last_end_ns);
-    while (end > last && !atomic_compare_exchange_weak(&s->ctx->last_end_ns, &last, end))
+    uint64_t mark = sim_run_kernel(s->ctx->phys, atomic_load(&s->tail), ns);
+    atomic_store(&s->tail, mark);
+    uint64_t last = atomic_load(&s->ctx->last_mark);
+    while (mark > last && !atomic_compare_exchange_weak(&s->ctx->last_mark, &last, mark))
         ;
+}
+
+void sim_cuda__wait_mark(int phys, uint64_t mark)
+{
+    for (;;) {
+        bool done;
+        uint64_t end = sim_mark_end(phys, mark, &done), now = sim_now_ns();
+        if (done)
+            return;
+        /* a time-sliced kernel's end moves on as other processes queue work: look again */
+        sim_cuda__sleep_until(end > now ? end : now + 20000);
+    }
+}
+
+/* An event's mark, as a time once its kernel has ended: a ticket's slot is taken again
+ * later, and the time then lost. */
+static uint64_t event_end(CUevent e, bool *done)
+{
+    uint64_t mark = atomic_load(&e->mark), end = sim_mark_end(e->phys, mark, done);
+    if (*done && (mark & SIM_TICKET))
+        atomic_compare_exchange_strong(&e->mark, &mark, end);
+    return end;
 }
 
 static bool kernel_ok(CUfunction f)
@@ -496,8 +523,11 @@ API CUresult cuEventRecord(CUevent e, CUstream hs)
     NEED_CTX(c);
     if (!e || event_stale(e, "cuEventRecord"))
         return CUDA_ERROR_INVALID_HANDLE;
-    uint64_t now = sim_now_ns(), tail = atomic_load(&sim_cuda__stream_of(hs, c)->tail_ns);
-    atomic_store(&e->ts_ns, tail > now ? tail : now);
+    struct CUstream_st *s = sim_cuda__stream_of(hs, c);
+    bool done;
+    uint64_t tail = atomic_load(&s->tail), end = sim_mark_end(s->ctx->phys, tail, &done);
+    e->phys = s->ctx->phys;
+    atomic_store(&e->mark, done ? (end > sim_now_ns() ? end : sim_now_ns()) : tail);
     e->recorded = true;
     return CUDA_SUCCESS;
 }
@@ -507,7 +537,9 @@ API CUresult cuEventQuery(CUevent e)
     NEED_INIT();
     if (!e || event_stale(e, "cuEventQuery"))
         return CUDA_ERROR_INVALID_HANDLE;
-    return sim_now_ns() >= atomic_load(&e->ts_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    bool done;
+    event_end(e, &done);
+    return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 API CUresult cuEventSynchronize(CUevent e)
@@ -515,7 +547,7 @@ API CUresult cuEventSynchronize(CUevent e)
     NEED_INIT();
     if (!e || event_stale(e, "cuEventSynchronize"))
         return CUDA_ERROR_INVALID_HANDLE;
-    sim_cuda__sleep_until(atomic_load(&e->ts_ns));
+    sim_cuda__wait_mark(e->phys, atomic_load(&e->mark));
     return CUDA_SUCCESS;
 }
 
@@ -526,8 +558,9 @@ static CUresult elapsed(float *ms, CUevent a, CUevent b, const char *call)
         return CUDA_ERROR_INVALID_HANDLE;
     if (!a->recorded || !b->recorded)
         return CUDA_ERROR_INVALID_HANDLE;
-    uint64_t ta = atomic_load(&a->ts_ns), tb = atomic_load(&b->ts_ns);
-    if (sim_now_ns() < (ta > tb ? ta : tb))
+    bool done_a, done_b;
+    uint64_t ta = event_end(a, &done_a), tb = event_end(b, &done_b);
+    if (!done_a || !done_b)
         return CUDA_ERROR_NOT_READY;
     *ms = (float)((double)((int64_t)(tb - ta)) / 1e6);
     return CUDA_SUCCESS;

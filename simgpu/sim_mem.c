@@ -354,7 +354,7 @@ API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
 API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
 {
     NEED_CTX(c);
-    sim_cuda__sleep_until(atomic_load(&c->last_end_ns));
+    sim_cuda__wait_mark(c->phys, atomic_load(&c->last_mark));
     if (bytes)
         memcpy(dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;

@@ -156,6 +156,8 @@ static void read_config(void)
     config.ctx_memory = env_size("CARVE_SIM_CTX_MEMORY", 500ULL << 20);
     config.module_memory = env_size("CARVE_SIM_MODULE_MEMORY", 2ULL << 20);
     config.lazy_memory = env_size("CARVE_SIM_LAZY_MEMORY", 0);
+    v = getenv("CARVE_SIM_TIMESLICE_US");
+    config.timeslice_ns = v && atoi(v) > 0 ? (uint64_t)atoi(v) * 1000 : 0;
     v = getenv("CARVE_SIM_STATE");
     if (v && *v)
         snprintf(config.state_path, sizeof(config.state_path), "%s", v);
@@ -176,7 +178,8 @@ static uint64_t config_hash(void)
     const unsigned char *p = (const unsigned char *)config.memory;
     for (size_t i = 0; i < sizeof(config.memory); i++)
         h = (h ^ p[i]) * 1099511628211ULL;
-    return h ^ (uint64_t)config.ndev;
+    /* processes that disagree on time-slicing cannot share a timeline */
+    return h ^ (uint64_t)config.ndev ^ config.timeslice_ns << 8;
 }
 
 static void map_shared(void)
@@ -211,8 +214,10 @@ static void map_shared(void)
         s->config_hash = h;
         s->ndev = (uint32_t)c->ndev;
         s->size = sizeof(*s);
-        for (int i = 0; i < c->ndev; i++)
+        for (int i = 0; i < c->ndev; i++) {
             s->dev[i].total = c->memory[i];
+            sim_timeline_init(&s->timeline[i]);
+        }
         s->magic = SIM_MAGIC;
     }
     flock(fd, LOCK_UN);
@@ -650,11 +655,13 @@ void sim_unlisted(int dev, uint64_t bytes, bool up)
     take_floor0(&p->unlisted[dev], bytes); /* a fork child frees its parent's too */
 }
 
-uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns)
+uint64_t sim_run_kernel(int dev, uint64_t after, uint64_t ns)
 {
     struct sim_shared *s = sim_shared();
+    if (s && sim_config()->timeslice_ns)
+        return sim_timeline_run(s, dev, ns);
     uint64_t now = sim_now_ns();
-    uint64_t start = now > after_ns ? now : after_ns;
+    uint64_t start = now > after ? now : after;
     if (!s)
         return start + ns;
     struct sim_device_state *d = &s->dev[dev];
@@ -676,11 +683,22 @@ uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns)
     return end;
 }
 
+uint64_t sim_mark_end(int dev, uint64_t mark, bool *done)
+{
+    struct sim_shared *s = sim_shared();
+    if (s && (mark & SIM_TICKET))
+        return sim_timeline_end(s, dev, mark, done);
+    *done = sim_now_ns() >= mark;
+    return mark;
+}
+
 unsigned sim_busy_percent(int dev, int entry, uint64_t window_ns)
 {
     struct sim_shared *s = sim_shared();
     if (!s || dev < 0 || dev >= SIM_MAX_DEVICES || window_ns == 0)
         return 0;
+    if (sim_config()->timeslice_ns)
+        sim_timeline_settle(s, dev);
     uint64_t now = sim_now_ns(), from = now > window_ns ? now - window_ns : 0, busy = 0;
     struct sim_device_state *d = &s->dev[dev];
     uint32_t key = entry >= 0 ? SIM_RING_KEY(entry, atomic_load(&s->proc[entry].gen)) : 0;

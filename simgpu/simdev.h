@@ -5,6 +5,7 @@
 #ifndef CARVE_SIMDEV_H
 #define CARVE_SIMDEV_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -62,6 +63,10 @@ struct sim_config {
     uint64_t ctx_memory;
     uint64_t module_memory;
     uint64_t lazy_memory; /* taken by a module at its first cuModuleGetFunction */
+    /* CARVE_SIM_TIMESLICE_US (0: off): the processes' kernels on a device take turns in
+     * slices this long, as a GPU time-slices contexts, instead of running one after another
+     * in the order they were launched (sim_sched.c) */
+    uint64_t timeslice_ns;
     char state_path[256];
 };
 
@@ -91,6 +96,36 @@ struct sim_proc {
     _Atomic uint32_t mig_gi[SIM_MAX_DEVICES]; /* the MIG GPU instance it runs in, 0: none */
 };
 
+/* Time-slicing (sim_sched.c): the kernels queued on a device, each process's in the order it
+ * launched them, run a slice of CARVE_SIM_TIMESLICE_US per process in turn. All of it under
+ * the lock. */
+#define SIM_QUEUE 8192          /* kernels queued on a device; a launch past them blocks */
+#define SIM_TIMELINE_UNITS 64   /* processes with kernels queued on a device; likewise */
+#define SIM_TICKET (1ULL << 63) /* a mark that is a kernel's ticket, not a time */
+
+struct sim_queued {
+    uint64_t seq;     /* its ticket; 0: the slot was never used */
+    uint64_t left_ns; /* of its work, what is left at the timeline's base */
+    uint64_t end_ns;  /* when it ended; 0 while it waits or runs */
+    uint32_t next;    /* its process's next kernel: index + 1 in queue[], 0 none */
+};
+
+struct sim_unit {
+    uint32_t key;        /* its process: SIM_RING_KEY */
+    uint32_t head, tail; /* its queued kernels: index + 1 in queue[], 0 none */
+};
+
+struct sim_timeline {
+    pthread_mutex_t lock; /* process-shared, robust */
+    uint64_t next_seq;
+    uint64_t base_ns;       /* run up to here */
+    uint32_t current;       /* the unit running: index + 1 in units[], 0 none */
+    uint64_t slice_used_ns; /* of its slice */
+    uint32_t nunits;
+    struct sim_unit units[SIM_TIMELINE_UNITS];
+    struct sim_queued queue[SIM_QUEUE];
+};
+
 struct sim_device_state {
     uint64_t total;
     _Atomic uint64_t busy_until_ns; /* the device's kernel timeline, shared by all processes */
@@ -105,6 +140,7 @@ struct sim_shared {
     uint32_t size;
     struct sim_device_state dev[SIM_MAX_DEVICES];
     struct sim_proc proc[SIM_MAX_PROCS];
+    struct sim_timeline timeline[SIM_MAX_DEVICES];
 };
 
 /* true when a live process other than this one has a context on physical device dev */
@@ -129,8 +165,17 @@ void sim_unlisted(int dev, uint64_t bytes, bool up);
 void sim_set_mig(unsigned gi, uint64_t limit);
 /* Device memory in use by the processes in MIG GPU instance gi of dev. */
 uint64_t sim_instance_used(int dev, unsigned gi);
-/* Runs a kernel of duration ns on the device timeline after `after_ns`; returns its end. */
-uint64_t sim_run_kernel(int dev, uint64_t after_ns, uint64_t ns);
+/* Runs a kernel of duration ns on the device timeline after `after` (a mark of the same
+ * stream); returns its mark. A mark is when the kernel ends, or with time-slicing a ticket
+ * (SIM_TICKET set) for it, whose end sim_mark_end says. */
+uint64_t sim_run_kernel(int dev, uint64_t after, uint64_t ns);
+/* When the kernel of a mark ends: known when *done, else as far as the queued work says. */
+uint64_t sim_mark_end(int dev, uint64_t mark, bool *done);
+/* sim_sched.c, with time-slicing on */
+void sim_timeline_init(struct sim_timeline *t);
+uint64_t sim_timeline_run(struct sim_shared *s, int dev, uint64_t ns);
+uint64_t sim_timeline_end(struct sim_shared *s, int dev, uint64_t mark, bool *done);
+void sim_timeline_settle(struct sim_shared *s, int dev); /* run it up to now */
 /* Percent of [now - window, now] the device (or the process of proc[entry], if >= 0) was
  * busy. */
 unsigned sim_busy_percent(int dev, int entry, uint64_t window_ns);

@@ -309,6 +309,63 @@ static void check_shared_timeline(CUfunction f)
     check(u.gpu >= 30 && u.gpu <= 100, "NVML utilisation just after: %u%% >= 30%%", u.gpu);
 }
 
+/* A kernel of ns launched on s, timed by events; *start and *end are for the caller. */
+static void launch_timed(CUstream s, CUfunction f, unsigned long long ns, CUevent *start,
+                         CUevent *end)
+{
+    void *args[] = {&ns};
+    cuEventCreate(start, 0);
+    cuEventCreate(end, 0);
+    cuEventRecord(*start, s);
+    cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+    cuEventRecord(*end, s);
+}
+
+static float finish_timed(CUevent start, CUevent end)
+{
+    float ms = -1;
+    cuEventSynchronize(end);
+    cuEventElapsedTime_v2(&ms, start, end);
+    cuEventDestroy_v2(start);
+    cuEventDestroy_v2(end);
+    return ms;
+}
+
+/* With CARVE_SIM_TIMESLICE_US=1000: a 40 ms kernel of one process and a 10 ms kernel of
+ * another launched just after it take turns in 1 ms slices, as a GPU time-slices contexts:
+ * the 10 ms kernel ends after about 20 ms (queued, it would wait for the other: 50 ms), and
+ * the 40 ms one after about 50, stretched by it. */
+static void check_time_slices(CUfunction f)
+{
+    int go[2];
+    if (pipe(go) != 0)
+        return;
+    pid_t kid = fork();
+    if (kid == 0) {
+        CUcontext c;
+        CUevent a, b;
+        cuDevicePrimaryCtxRetain(&c, 0);
+        cuCtxSetCurrent(c);
+        launch_timed(NULL, f, 40000000ULL, &a, &b);
+        (void)!write(go[1], "x", 1);
+        float ms = finish_timed(a, b);
+        printf("    (the other process: its 40 ms kernel took %.2f ms)\n", ms);
+        fflush(stdout);
+        _exit(ms >= 48 && ms <= 53 ? 0 : 1);
+    }
+    char x;
+    (void)!read(go[0], &x, 1);
+    CUevent a, b;
+    launch_timed(NULL, f, 10000000ULL, &a, &b);
+    float ms = finish_timed(a, b);
+    int status = 1;
+    waitpid(kid, &status, 0);
+    check(ms >= 18 && ms <= 23, "time-sliced: a 10 ms kernel beside another process's 40 ms "
+                               "one took %.2f ms (about 20)", ms);
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "time-sliced: the 40 ms kernel took 48-53 ms in the other process");
+}
+
 static void check_sigkill(void)
 {
     nvmlDevice_t d = nvml_dev(getenv("SIM_CHECK_REORDER") ? 1 : 0);
@@ -359,6 +416,8 @@ int main(void)
     check_graphs(s, f);
     check_proc_address();
     check_shared_timeline(f);
+    if (getenv("SIM_CHECK_TIMESLICE"))
+        check_time_slices(f);
     check_sigkill();
     cuModuleUnload(m);
     cuStreamDestroy_v2(s);

@@ -37,6 +37,10 @@ run_program reordered CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 SIM_CHECK_REO
     SIM_CHECK_CTX=$((500 << 20))
 run_program truncated CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=0,7,1 SIM_CHECK_DEVICES=1 \
     SIM_CHECK_TOTAL=$((80 << 30)) SIM_CHECK_SMS=132 SIM_CHECK_CTX=$((500 << 20))
+# the GPU time-slicing between processes (CARVE_SIM_TIMESLICE_US), everything else as well
+run_program time-sliced CARVE_SIM_DEVICES=1 CARVE_SIM_TIMESLICE_US=1000 SIM_CHECK_TIMESLICE=1 \
+    SIM_CHECK_DEVICES=1 SIM_CHECK_TOTAL=$((80 << 30)) SIM_CHECK_SMS=132 \
+    SIM_CHECK_CTX=$((500 << 20))
 
 smi=(env CARVE_SIM_STATE="$dir/smi" "$SIM/bin/nvidia-smi")
 got=$(CARVE_SIM_MEMORY=40GiB "${smi[@]}" --query-gpu=memory.total --format=csv,noheader,nounits)
