@@ -50,8 +50,15 @@
                                   again, marks a key varying */
 enum { VARY_NO, VARY_SUSPECT, VARY_YES };
 /* how a sample was clean when launched: no other slice launched lately, or all that did take
- * turns and it ran in its window; it is clean when in only if that is still so */
-enum { CLEAN_NOT, CLEAN_ALONE, CLEAN_TURN };
+ * turns and it ran in its window; it is clean when in only if that is still so. CLEAN_SHUT:
+ * all take turns, and it did not run inside its window behind its own work (a turn's first
+ * launch, or one that runs over): on a GPU that time-slices it can run beside another
+ * slice's work that ran over, stretched, while that slice's books say it was done */
+enum { CLEAN_NOT, CLEAN_ALONE, CLEAN_TURN, CLEAN_SHUT };
+/* what a sample says when it is in: SAMPLE_CLEAN its key's cost; SAMPLE_MURKY that cost, or
+ * more where other work ran beside it unseen (a neighbour that takes no turns, another
+ * stream); SAMPLE_SHUT as much or more, from a turn's edge: it only ever lowers an estimate */
+enum { SAMPLE_MURKY, SAMPLE_CLEAN, SAMPLE_SHUT };
 #define CALM_FIRST 64u         /* clean samples within it that end a key's varying, at first */
 #define CALM_MAX 8192u         /* ... doubled each time the key is marked again, up to this */
 #define PAIRS 64               /* event pairs for samples in flight */
@@ -80,7 +87,7 @@ _Static_assert(PAIRS <= 64, "struct carve_pace_close has one bit a pair");
 struct est {
     _Atomic uint64_t key;     /* 0: empty */
     _Atomic uint32_t est_ns;  /* 0: no sample yet */
-    _Atomic uint32_t win_min;
+    _Atomic uint32_t win_min;      /* of the window's samples but SAMPLE_SHUT, 0: none yet */
     _Atomic uint32_t win_n;
     _Atomic uint32_t samples;
     _Atomic uint32_t since_sample;
@@ -130,6 +137,7 @@ struct pace_dev {
     _Atomic uint32_t reattached;    /* how many times it was mapped again so */
     _Atomic uint64_t late_start; /* the window late_ns is for (its start), 0: none yet */
     _Atomic uint64_t late_ns;    /* how long the others' work ran into that window */
+    _Atomic uint64_t turn_open;  /* the window (its start) of this process's last admission */
 };
 
 static struct {
@@ -350,29 +358,41 @@ static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged
                                  atomic_load(&P.dev[sdev].rate_bp), carve__now_ns());
 }
 
-static void take_sample(struct est *e, uint64_t ns, bool clean, uint32_t launch_charged)
+static void take_sample(struct est *e, uint64_t ns, int kind, uint32_t launch_charged)
 {
     uint32_t s = ns > UINT32_MAX ? UINT32_MAX : (ns ? (uint32_t)ns : 1);
-    uint32_t varies = atomic_load(&e->varies);
-    if (clean) {
+    uint32_t varies = atomic_load(&e->varies), est0 = atomic_load(&e->est_ns);
+    if (kind == SAMPLE_CLEAN) {
         atomic_store(&e->murky_n, 0);
         take_clean(e, s, atomic_load(&e->est_ns), launch_charged);
+    } else if (kind == SAMPLE_SHUT && varies == VARY_NO && est0 &&
+               (uint64_t)s > (uint64_t)est0 + est0 / 2 && s - est0 > VARY_FLOOR_NS) {
+        /* long at a turn's edge: sampled at every launch, so that the turns' middles say
+           soon whether it varies (only they mark it). Without it, four 25% caps of varying
+           kernels were found later, and had seconds of 41% and 7% after the first */
+        atomic_store(&e->murky_n, 0);
+        atomic_store(&e->varies, VARY_SUSPECT);
     } else if (varies == VARY_SUSPECT && atomic_fetch_add(&e->murky_n, 1) + 1 >= CALM_FIRST) {
         /* a suspect that no clean sample confirms (a neighbour that takes no turns came) is
            dropped: sampled at every launch for good, it held pairs the others need */
         atomic_store(&e->varies, VARY_NO);
         atomic_store(&e->murky_n, 0);
-    } else if (varies != VARY_NO) {
+    } else if (varies != VARY_NO && kind == SAMPLE_MURKY) {
         /* a varying key's mean follows its samples that are not clean too, lengthened as
            they may be (a neighbour that takes no turns runs): left as it was, it stayed high
            after the work got cheaper; going back to the minimum let such a neighbour's
            arrival lift a 30% cap of varying kernels to 99-101%. Its launches are squared
-           by clean samples only, and only they mark or clear it */
+           by clean samples only, and only they mark or clear it. Not those from a turn's
+           edge: the clean samples of the turns' middles keep the mean, and with these it
+           came out 1.0-1.3 ms for 0.94 ms of work (every 8th 0.5 ms kernel 4 ms long), and
+           a 30% cap of them got 25.8%, four 25% caps 22-23.7% (simulated GPU, 2026-11-29) */
         move_eighth(&e->mean_ns, s);
     }
     uint32_t n = atomic_fetch_add(&e->win_n, 1);
+    if (n == 0)
+        atomic_store(&e->win_min, 0);
     uint32_t m = atomic_load(&e->win_min);
-    if (n == 0 || s < m)
+    if (kind != SAMPLE_SHUT && (m == 0 || s < m))
         atomic_store(&e->win_min, s);
     bool first = atomic_fetch_add(&e->samples, 1) == 0;
     uint32_t est = atomic_load(&e->est_ns);
@@ -385,10 +405,13 @@ static void take_sample(struct est *e, uint64_t ns, bool clean, uint32_t launch_
         if (est && n_old && sdev >= 0 && !atomic_load(&e->varies))
             carve_slice_pace_refund(P.slice, sdev, (uint64_t)(est - s) * n_old,
                                     atomic_load(&P.dev[sdev].rate_bp), carve__now_ns());
-    } else if (n + 1 >= WINDOW) {
-        /* up slowly, by a quarter per window at most: a whole window can be contended */
-        uint32_t w = atomic_load(&e->win_min), up = est + est / 4;
-        atomic_store(&e->est_ns, w < up ? w : up);
+    } else if (n + 1 >= WINDOW && (m = atomic_load(&e->win_min)) != 0) {
+        /* up slowly, by a quarter per window at most: a whole window can be contended. Not
+           by samples from a turn's edge: on a GPU that time-slices, four 25% slices of 10 ms
+           kernels, one kernel a turn, learned up to 12.5 ms from them (their samples 12-37 ms;
+           simulated GPU, CARVE_SIM_TIMESLICE_US=2000, 2026-11-29) */
+        uint32_t up = est + est / 4;
+        atomic_store(&e->est_ns, m < up ? m : up);
     }
     if (n + 1 >= WINDOW)
         atomic_store(&e->win_n, 0);
@@ -449,23 +472,26 @@ static bool one_launcher(int sdev, uint64_t now)
            now >= carve_slice_shared_until(P.slice, sdev);
 }
 
-/* Whether a sample clean when launched (how: CLEAN_*) is still clean when it is in: no slice,
- * stream or process came to run beside it meanwhile (slices that start together see each
- * other only after their first launches, when each one's were lengthened by the others'). */
-static bool still_clean(struct est *e, int how)
+/* What a sample launched so (how: CLEAN_*) says when it is in (SAMPLE_*): clean or from a
+ * turn's edge only if no slice, stream or process came to run beside it meanwhile (slices that
+ * start together see each other only after their first launches, when each one's were
+ * lengthened by the others'). */
+static int sample_kind(struct est *e, int how)
 {
     int sdev = atomic_load(&e->sdev);
     if (sdev < 0 || how == CLEAN_NOT)
-        return false;
+        return SAMPLE_MURKY;
     struct pace_dev *pd = &P.dev[sdev];
     uint64_t now = carve__now_ns();
     if (!one_launcher(sdev, now))
-        return false;
+        return SAMPLE_MURKY;
     refresh_rate(sdev, now); /* the last may be from before a long wait */
     uint32_t contended = atomic_load_explicit(&pd->contended, memory_order_relaxed);
-    return how == CLEAN_ALONE ? contended == 0
-                              : contended == 1 &&
-                                    atomic_load_explicit(&pd->window, memory_order_relaxed);
+    if (how == CLEAN_ALONE)
+        return contended == 0 ? SAMPLE_CLEAN : SAMPLE_MURKY;
+    if (contended != 1 || !atomic_load_explicit(&pd->window, memory_order_relaxed))
+        return SAMPLE_MURKY;
+    return how == CLEAN_TURN ? SAMPLE_CLEAN : SAMPLE_SHUT;
 }
 
 static uint32_t next_gap(struct est *e, uint64_t now);
@@ -499,7 +525,7 @@ static void poll_samples(uint64_t now)
                                 ? R.cuEventElapsedTime(&ms, p->start, p->end)
                                 : CUDA_ERROR_INVALID_VALUE);
         if (r == CUDA_SUCCESS && ms >= 0)
-            take_sample(p->est, (uint64_t)((double)ms * 1e6), still_clean(p->est, p->clean),
+            take_sample(p->est, (uint64_t)((double)ms * 1e6), sample_kind(p->est, p->clean),
                         p->charged_ns);
         /* the gap to the next sample counts from here: counted from when this one began, it
            had passed by now behind a queue deeper than it, and the next sample was always
@@ -871,7 +897,9 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
                a program that launches when its earlier work completes does so right after
                its long kernels, with the clock already behind, so that the long ones of a
                key not yet known to vary would hardly ever count */
-            clean = sampled && fits && queued_until + cost <= end &&
+            bool opened = atomic_exchange_explicit(&pd->turn_open, start,
+                                                   memory_order_relaxed) == start;
+            clean = sampled && fits && queued_until + cost <= end && opened &&
                     (behind_own || stream_busy(stream));
             turn_admit(pd, sdev, cost, floor, now);
             break;
@@ -1107,8 +1135,9 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     uint32_t contended = atomic_load_explicit(&pd->contended, memory_order_relaxed);
     L->pair->clean = !one_launcher(sdev, now) ? CLEAN_NOT
                      : contended == 0         ? CLEAN_ALONE
-                     : contended == 1 && turns && !yielding && turn_clean ? CLEAN_TURN
-                                                                         : CLEAN_NOT;
+                     : contended == 1 && turns && !yielding ? (turn_clean ? CLEAN_TURN
+                                                                          : CLEAN_SHUT)
+                                                             : CLEAN_NOT;
     L->stream = stream;
 }
 
