@@ -328,6 +328,20 @@ static void move_eighth(_Atomic uint32_t *avg, uint32_t s)
     atomic_store(avg, a ? (uint32_t)(((uint64_t)a * 7 + s) / 8) : s);
 }
 
+/* Whether sample s is long against the minimum estimate est: a sign of varying work. */
+static bool sample_long(uint32_t s, uint32_t est)
+{
+    return est && (uint64_t)s > (uint64_t)est + est / 2 && s - est > VARY_FLOOR_NS;
+}
+
+/* The run of calm clean samples that clears a suspect or a varying key (a suspect that a
+ * turn's edge made has left it as it was, 0 the first time). */
+static uint32_t calm_needed(struct est *e)
+{
+    uint32_t need = atomic_load(&e->calm_need);
+    return need ? need : CALM_FIRST;
+}
+
 /* A clean sample s of e, whose minimum estimate was est before it: the running mean, whether
  * the key varies, and for a launch charged as a varying key's, the difference between what it
  * cost and what it was charged. A long sample makes the key a suspect, sampled at every
@@ -340,16 +354,15 @@ static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged
 {
     move_eighth(&e->mean_ns, s);
     uint32_t was = atomic_load(&e->varies);
-    if (est && (uint64_t)s > (uint64_t)est + est / 2 && s - est > VARY_FLOOR_NS) {
+    if (sample_long(s, est)) {
         atomic_store(&e->calm_n, 0);
         if (was == VARY_NO) {
             uint32_t need = atomic_load(&e->calm_need);
-            atomic_store(&e->calm_need, !need ? CALM_FIRST : need < CALM_MAX / 2 ? need * 2
-                                                                                : CALM_MAX);
+            atomic_store(&e->calm_need, !need ? CALM_FIRST
+                                        : need < CALM_MAX / 2 ? need * 2 : CALM_MAX);
         }
         atomic_store(&e->varies, was == VARY_NO ? VARY_SUSPECT : VARY_YES);
-    } else if (was != VARY_NO &&
-               atomic_fetch_add(&e->calm_n, 1) + 1 >= atomic_load(&e->calm_need)) {
+    } else if (was != VARY_NO && atomic_fetch_add(&e->calm_n, 1) + 1 >= calm_needed(e)) {
         atomic_store(&e->varies, VARY_NO);
     }
     int sdev = atomic_load(&e->sdev);
@@ -365,11 +378,10 @@ static void take_sample(struct est *e, uint64_t ns, int kind, uint32_t launch_ch
     if (kind == SAMPLE_CLEAN) {
         atomic_store(&e->murky_n, 0);
         take_clean(e, s, atomic_load(&e->est_ns), launch_charged);
-    } else if (kind == SAMPLE_SHUT && varies == VARY_NO && est0 &&
-               (uint64_t)s > (uint64_t)est0 + est0 / 2 && s - est0 > VARY_FLOOR_NS) {
-        /* long at a turn's edge: sampled at every launch, so that the turns' middles say
-           soon whether it varies (only they mark it). Without it, four 25% caps of varying
-           kernels were found later, and had seconds of 41% and 7% after the first */
+    } else if (kind == SAMPLE_SHUT && varies != VARY_YES && sample_long(s, est0)) {
+        /* long at a turn's edge: a suspect, sampled at every launch, so that the turns'
+           middles say soon whether it varies (only they mark it). Without it, four 25% caps
+           of varying kernels were found later, and had seconds of 41% and 7% after the first */
         atomic_store(&e->murky_n, 0);
         atomic_store(&e->varies, VARY_SUSPECT);
     } else if (varies == VARY_SUSPECT && atomic_fetch_add(&e->murky_n, 1) + 1 >= CALM_FIRST) {
@@ -833,16 +845,19 @@ static void turn_admit(struct pace_dev *pd, int sdev, uint64_t cost, uint64_t fl
  * that, small kernels beside big ones lost the overrun every time (30% got 22%). The overrun
  * is paid back where the overrunning slice, ahead of its share, leaves part of its window
  * unused: the slice after it may start its window early, while it is behind its share.
- * Returns whether a sample of the launch would be clean: it fits in the window, queued behind
- * the slice's own work. A turn's first launch can meet the last kernel of the slice before (a
- * hand-over comes up to its lead early, and their queue ends are what they were charged, not
- * what ran) and a launch that overruns the window can meet the next slice's first ones: both
- * lengthen a sample. */
-static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, uint64_t now)
+ * Returns what a sample of the launch would be (CLEAN_*): clean when it fits in the window,
+ * queued behind the slice's own work in this turn; else from the turn's edge (CLEAN_SHUT):
+ * the turn's first launch, one that runs past the window, one made with the slice's queue
+ * empty, one in time another slice left. A turn's first launch can meet the last kernel of
+ * the slice before (a hand-over comes up to its lead early, and their queue ends are what
+ * they were charged, not what ran), a launch that overruns the window can meet the next
+ * slice's first ones, and one made with nothing of its own queued starts its sample before
+ * another's overrun ends: each lengthens a sample. */
+static int take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, uint64_t now)
 {
     struct pace_dev *pd = &P.dev[sdev];
     uint64_t held = 0;
-    bool clean = false;
+    int clean = CLEAN_NOT;
     for (;;) {
         uint64_t period = P.period_ns;
         uint64_t off = atomic_load_explicit(&pd->win_off, memory_order_relaxed) * period /
@@ -899,8 +914,11 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
                key not yet known to vary would hardly ever count */
             bool opened = atomic_exchange_explicit(&pd->turn_open, start,
                                                    memory_order_relaxed) == start;
-            clean = sampled && fits && queued_until + cost <= end && opened &&
-                    (behind_own || stream_busy(stream));
+            clean = !sampled ? CLEAN_NOT
+                    : fits && queued_until + cost <= end && opened &&
+                              (behind_own || stream_busy(stream))
+                        ? CLEAN_TURN
+                        : CLEAN_SHUT;
             turn_admit(pd, sdev, cost, floor, now);
             break;
         }
@@ -910,6 +928,7 @@ static bool take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, ui
             window_given(pd, now, now < start ? start : start + period, width, q, cost,
                          &given_floor, &early)) {
             turn_admit(pd, sdev, cost, given_floor, now);
+            clean = sampled ? CLEAN_SHUT : CLEAN_NOT;
             break;
         }
         if (may) {
@@ -1085,7 +1104,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
             atomic_fetch_add(&e->pending_ns, cost);
         }
     }
-    bool turn_clean = false;
+    int turn_clean = CLEAN_NOT;
     if (turns) {
         turn_clean = take_turn(sdev, cost, e && will_sample(e), stream, now);
     } else if (rate < CARVE_BP_FULL || yielding) {
@@ -1135,8 +1154,7 @@ void carve__launch_begin(struct carve_launch *L, uint64_t key, CUstream stream)
     uint32_t contended = atomic_load_explicit(&pd->contended, memory_order_relaxed);
     L->pair->clean = !one_launcher(sdev, now) ? CLEAN_NOT
                      : contended == 0         ? CLEAN_ALONE
-                     : contended == 1 && turns && !yielding ? (turn_clean ? CLEAN_TURN
-                                                                          : CLEAN_SHUT)
+                     : contended == 1 && turns && !yielding ? turn_clean
                                                              : CLEAN_NOT;
     L->stream = stream;
 }

@@ -17,11 +17,27 @@ static uint32_t unit_key_now(struct sim_shared *s, uint32_t key)
     return SIM_RING_KEY(index, atomic_load(&s->proc[index].gen));
 }
 
+/* After a process died holding the lock: a kernel it was queueing (its slot taken, not yet
+ * on its unit's list) would never run, and its slot block every launch that comes to it.
+ * The dead process's queued kernels are dropped once its entry is reaped (drop_units). */
+static void repair(struct sim_timeline *t)
+{
+    static _Thread_local bool listed[SIM_QUEUE];
+    memset(listed, 0, sizeof(listed));
+    for (uint32_t i = 0; i < t->nunits; i++)
+        for (uint32_t k = t->units[i].head; k; k = t->queue[k - 1].next)
+            listed[k - 1] = true;
+    for (uint32_t k = 0; k < SIM_QUEUE; k++)
+        if (t->queue[k].seq && !t->queue[k].end_ns && !listed[k])
+            t->queue[k].end_ns = t->base_ns ? t->base_ns : 1;
+}
+
 static void timeline_lock(struct sim_timeline *t)
 {
-    int rc = pthread_mutex_lock(&t->lock);
-    if (rc == EOWNERDEAD) /* a process died in it: its work is dropped below, the rest holds */
+    if (pthread_mutex_lock(&t->lock) == EOWNERDEAD) {
+        repair(t);
         pthread_mutex_consistent(&t->lock);
+    }
 }
 
 void sim_timeline_init(struct sim_timeline *t)
@@ -35,10 +51,18 @@ void sim_timeline_init(struct sim_timeline *t)
     t->next_seq = 1;
 }
 
-static struct sim_queued *kernel_of(struct sim_timeline *t, uint64_t seq)
+/* Whether kernel seq has ended, and when (*end), as far as its slot remembers: it and the
+ * kernel before it there, 2 x SIM_QUEUE launches. One older is taken as ended now. */
+static bool kernel_ended(const struct sim_timeline *t, uint64_t seq, uint64_t now,
+                         uint64_t *end)
 {
-    struct sim_queued *k = &t->queue[seq % SIM_QUEUE];
-    return k->seq == seq ? k : NULL;
+    const struct sim_queued *k = &t->queue[seq % SIM_QUEUE];
+    if (k->seq == seq) {
+        *end = k->end_ns;
+        return k->end_ns != 0;
+    }
+    *end = k->prev_seq == seq ? k->prev_end_ns : now;
+    return true;
 }
 
 /* Notes that unit ran on dev from a to b: NVML's utilisation and the process's busy time. */
@@ -63,18 +87,22 @@ static void note_run(struct sim_shared *s, int dev, uint32_t unit, uint64_t a, u
 }
 
 /* Drops the units whose processes are gone (a real driver tears their contexts down with
- * their work) and those with nothing queued, keeping the turn where it is. */
+ * their work) and those with nothing queued, keeping the turn where it is: with the running
+ * unit dropped, the next turn is the next unit's. */
 static void drop_units(struct sim_shared *s, struct sim_timeline *t, uint64_t now)
 {
-    uint32_t keep = 0, current = t->current;
+    uint32_t keep = 0, current = t->current, look = current ? current - 1 : t->resume;
     t->current = 0;
+    t->resume = 0;
     for (uint32_t i = 0; i < t->nunits; i++) {
         struct sim_unit *u = &t->units[i];
         if (u->head && unit_key_now(s, u->key) != u->key) {
             for (uint32_t k = u->head; k; k = t->queue[k - 1].next)
-                t->queue[k - 1].end_ns = now;
+                t->queue[k - 1].end_ns = now ? now : 1;
             u->head = u->tail = 0;
         }
+        if (i == look)
+            t->resume = keep; /* the first unit kept from the one to look at on */
         if (!u->head)
             continue;
         if (current == i + 1)
@@ -82,15 +110,23 @@ static void drop_units(struct sim_shared *s, struct sim_timeline *t, uint64_t no
         t->units[keep++] = *u;
     }
     t->nunits = keep;
+    if (t->resume >= keep)
+        t->resume = 0;
     if (!t->current)
         t->slice_used_ns = 0;
 }
 
-/* The unit after the current one, in the order they came, that has work; 0 when none. */
+/* Where the turns go on from: the unit after the running one, else the one to resume at. */
+static uint32_t turn_from(const struct sim_timeline *t)
+{
+    return t->current ? t->current : t->resume;
+}
+
+/* The next unit in the order they came, from turn_from(), that has work; 0 when none. */
 static uint32_t next_unit(const struct sim_timeline *t)
 {
-    for (uint32_t step = 1; step <= t->nunits; step++) {
-        uint32_t i = (t->current + step - 1) % t->nunits;
+    for (uint32_t step = 0; step < t->nunits; step++) {
+        uint32_t i = (turn_from(t) + step) % t->nunits;
         if (t->units[i].head)
             return i + 1;
     }
@@ -140,14 +176,17 @@ static void advance(struct sim_shared *s, int dev, struct sim_timeline *t, uint6
 }
 
 /* When the unit of kernel `target` will have had all its work up to and including it, if no
- * more work comes: rounds of slices over the units' queued totals. */
+ * more work comes: turns, as advance() takes them, over the units' queued totals. A unit with
+ * kernels queued takes its turn even when they hold no work (empty kernels). */
 static uint64_t predict_end(const struct sim_timeline *t, const struct sim_queued *target)
 {
     uint64_t slice = sim_config()->timeslice_ns, now = t->base_ns;
     uint64_t left[SIM_TIMELINE_UNITS], want = 0;
-    uint32_t mine = 0;
-    for (uint32_t i = 0; i < t->nunits; i++) {
+    bool queued[SIM_TIMELINE_UNITS];
+    uint32_t mine = 0, n = t->nunits;
+    for (uint32_t i = 0; i < n; i++) {
         left[i] = 0;
+        queued[i] = t->units[i].head != 0;
         for (uint32_t k = t->units[i].head; k; k = t->queue[k - 1].next) {
             left[i] += t->queue[k - 1].left_ns;
             if (&t->queue[k - 1] == target) {
@@ -158,16 +197,16 @@ static uint64_t predict_end(const struct sim_timeline *t, const struct sim_queue
     }
     if (!mine)
         return now;
-    /* as advance() goes: the current unit ends its slice, then each unit with work in turn */
-    uint32_t at = t->current ? t->current - 1 : t->nunits - 1;
+    uint32_t at = t->current ? t->current - 1 : (turn_from(t) + n - 1) % n;
     uint64_t used = t->current ? t->slice_used_ns : slice, got = 0;
     for (;;) {
-        if (used >= slice || !left[at]) {
-            for (uint32_t step = 1; step <= t->nunits; step++)
-                if (left[(at + step) % t->nunits]) {
-                    at = (at + step) % t->nunits;
-                    break;
-                }
+        if (used >= slice || !queued[at]) { /* the next unit with kernels, this one last */
+            uint32_t step = 1;
+            while (step <= n && !queued[(at + step) % n])
+                step++;
+            if (step > n)
+                return now; /* not reached: the target's unit has kernels */
+            at = (at + step) % n;
             used = 0;
         }
         uint64_t run = left[at] < slice - used ? left[at] : slice - used;
@@ -178,6 +217,8 @@ static uint64_t predict_end(const struct sim_timeline *t, const struct sim_queue
         left[at] -= run;
         if (at == mine - 1)
             got += run;
+        if (!left[at])
+            queued[at] = false;
     }
 }
 
@@ -211,7 +252,8 @@ uint64_t sim_timeline_run(struct sim_shared *s, int dev, uint64_t ns)
             *u = (struct sim_unit){.key = key};
         }
         uint64_t seq = t->next_seq++;
-        *k = (struct sim_queued){.seq = seq, .left_ns = ns};
+        *k = (struct sim_queued){.seq = seq, .left_ns = ns, .prev_seq = k->seq,
+                                 .prev_end_ns = k->end_ns};
         uint32_t index = (uint32_t)(k - t->queue) + 1;
         if (u->tail)
             t->queue[u->tail - 1].next = index;
@@ -230,14 +272,9 @@ uint64_t sim_timeline_end(struct sim_shared *s, int dev, uint64_t mark, bool *do
     timeline_lock(t);
     uint64_t now = sim_now_ns(), end;
     advance(s, dev, t, now);
-    struct sim_queued *k = kernel_of(t, seq);
-    if (!k || k->end_ns) { /* ended (a slot taken again: long ago, at most now) */
-        *done = true;
-        end = k ? k->end_ns : now;
-    } else {
-        *done = false;
-        end = predict_end(t, k);
-    }
+    *done = kernel_ended(t, seq, now, &end);
+    if (!*done)
+        end = predict_end(t, &t->queue[seq % SIM_QUEUE]);
     pthread_mutex_unlock(&t->lock);
     return end;
 }

@@ -99,7 +99,7 @@ struct sim_proc {
 /* Time-slicing (sim_sched.c): the kernels queued on a device, each process's in the order it
  * launched them, run a slice of CARVE_SIM_TIMESLICE_US per process in turn. All of it under
  * the lock. */
-#define SIM_QUEUE 8192          /* kernels queued on a device; a launch past them blocks */
+#define SIM_QUEUE 8192 /* a launch waits while the one this many launches before it runs */
 #define SIM_TIMELINE_UNITS 64   /* processes with kernels queued on a device; likewise */
 #define SIM_TICKET (1ULL << 63) /* a mark that is a kernel's ticket, not a time */
 
@@ -108,6 +108,7 @@ struct sim_queued {
     uint64_t left_ns; /* of its work, what is left at the timeline's base */
     uint64_t end_ns;  /* when it ended; 0 while it waits or runs */
     uint32_t next;    /* its process's next kernel: index + 1 in queue[], 0 none */
+    uint64_t prev_seq, prev_end_ns; /* the slot's kernel before it, which had ended */
 };
 
 struct sim_unit {
@@ -120,6 +121,7 @@ struct sim_timeline {
     uint64_t next_seq;
     uint64_t base_ns;       /* run up to here */
     uint32_t current;       /* the unit running: index + 1 in units[], 0 none */
+    uint32_t resume;        /* with none running, the unit whose turn may come first */
     uint64_t slice_used_ns; /* of its slice */
     uint32_t nunits;
     struct sim_unit units[SIM_TIMELINE_UNITS];

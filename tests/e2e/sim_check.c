@@ -335,7 +335,7 @@ static float finish_timed(CUevent start, CUevent end)
  * another launched just after it take turns in 1 ms slices, as a GPU time-slices contexts:
  * the 10 ms kernel ends after about 20 ms (queued, it would wait for the other: 50 ms), and
  * the 40 ms one after about 50, stretched by it. */
-static void check_time_slices(CUfunction f)
+static void check_time_slices(CUfunction f, CUfunction empty)
 {
     int go[2];
     if (pipe(go) != 0)
@@ -355,7 +355,18 @@ static void check_time_slices(CUfunction f)
     }
     char x;
     (void)!read(go[0], &x, 1);
+    /* an empty kernel behind the other's turn: it waits for this process's turn (predicting
+     * its end once went round the other process's work for ever, under the timeline's lock) */
+    double t0 = now_ms();
+    cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
     CUevent a, b;
+    cuEventCreate(&a, 0);
+    cuEventRecord(a, NULL);
+    cuEventSynchronize(a);
+    cuEventDestroy_v2(a);
+    double waited = now_ms() - t0;
+    check(waited < 5, "time-sliced: an empty kernel waits for its turn, %.2f ms (a slice is 1)",
+          waited);
     launch_timed(NULL, f, 10000000ULL, &a, &b);
     float ms = finish_timed(a, b);
     int status = 1;
@@ -416,8 +427,10 @@ int main(void)
     check_graphs(s, f);
     check_proc_address();
     check_shared_timeline(f);
+    CUfunction empty;
+    cuModuleGetFunction(&empty, m, "carve_empty");
     if (getenv("SIM_CHECK_TIMESLICE"))
-        check_time_slices(f);
+        check_time_slices(f, empty);
     check_sigkill();
     cuModuleUnload(m);
     cuStreamDestroy_v2(s);
