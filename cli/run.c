@@ -45,7 +45,7 @@ static const char run_help[] =
     "                      at most. Without --compute, launches are not paced.\n"
     "  -p, --priority CLASS latency, batch or normal (default): while a latency slice\n"
     "                      launches work, batch slices on its GPU keep a short queue and\n"
-    "                      a lower rate (CARVE_BATCH_YIELD, default 80%); see\n"
+    "                      a lower rate (CARVE_BATCH_YIELD, default 90%); see\n"
     "                      docs/compute.md.\n"
     "  -S, --slice NAME    run in slice NAME of carved (carve slice create); the slice's\n"
     "                      settings apply, so --memory, --compute and --priority cannot\n"

@@ -15,8 +15,8 @@
 #    points.
 # 2. Latency: ResNet-50 fp16 batch 8 (2 ms think) next to a bf16 8192^2 matmul loop: each
 #    alone, plain sharing, MPS, MPS with the batch side at 30% active threads, carve with
-#    --priority latency/batch (and with the batch side's rate while it yields at 60% and 90%
-#    instead of 80%: CARVE_BATCH_YIELD), carve --mode mps --priority latency/batch (MPS
+#    --priority latency/batch (and with the batch side's rate while it yields at 60% and 80%
+#    instead of the default 90%: CARVE_BATCH_YIELD), carve --mode mps --priority latency/batch (MPS
 #    client priorities), and carve's pacing inside MPS with client priorities; and a
 #    transformer decode loop alone, plain, with carve and with carve --mode mps.
 #    Target: p99 <= 1.10x solo while the batch side keeps >= 80% of its solo TFLOP/s; each
@@ -191,7 +191,7 @@ lat_rows+=("| each alone | resnet50 | $(field "$LOGS/lat-solo.log" p50_ms) | ${s
 echo "   ${lat_rows[-1]}"
 pair plain resnet50 "" ""
 pair carve resnet50 "$CARVE run --quiet --priority latency --" "$CARVE run --quiet --priority batch --"
-for y in 60 90; do
+for y in 60 80; do
     pair "carve-yield-$y" resnet50 "$CARVE run --quiet --priority latency --" \
         "CARVE_BATCH_YIELD=$y% $CARVE run --quiet --priority batch --"
 done
