@@ -193,22 +193,35 @@ static void check_pools(CUstream s)
     check(pool_reserved(pool) == 0, "cuMemPoolTrimTo(0) releases it");
 }
 
+/* count kernels of ns launched on s between two events, *start and *end, which
+ * finish_timed waits for, times and destroys. */
+static void launch_timed(CUstream s, CUfunction f, unsigned long long ns, int count,
+                         CUevent *start, CUevent *end)
+{
+    void *args[] = {&ns};
+    cuEventCreate(start, 0);
+    cuEventCreate(end, 0);
+    cuEventRecord(*start, s);
+    for (int i = 0; i < count; i++)
+        cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+    cuEventRecord(*end, s);
+}
+
+static float finish_timed(CUevent start, CUevent end)
+{
+    float ms = -1;
+    cuEventSynchronize(end);
+    cuEventElapsedTime_v2(&ms, start, end);
+    cuEventDestroy_v2(start);
+    cuEventDestroy_v2(end);
+    return ms;
+}
+
 static double timed_sleep(CUstream s, CUfunction f, unsigned long long ns, int count)
 {
     CUevent a, b;
-    float ms = -1;
-    void *args[] = {&ns};
-    cuEventCreate(&a, 0);
-    cuEventCreate(&b, 0);
-    cuEventRecord(a, s);
-    for (int i = 0; i < count; i++)
-        cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
-    cuEventRecord(b, s);
-    cuEventSynchronize(b);
-    cuEventElapsedTime_v2(&ms, a, b);
-    cuEventDestroy_v2(a);
-    cuEventDestroy_v2(b);
-    return ms;
+    launch_timed(s, f, ns, count, &a, &b);
+    return finish_timed(a, b);
 }
 
 static void check_kernels(CUstream s, CUfunction f)
@@ -309,28 +322,6 @@ static void check_shared_timeline(CUfunction f)
     check(u.gpu >= 30 && u.gpu <= 100, "NVML utilisation just after: %u%% >= 30%%", u.gpu);
 }
 
-/* A kernel of ns launched on s, timed by events; *start and *end are for the caller. */
-static void launch_timed(CUstream s, CUfunction f, unsigned long long ns, CUevent *start,
-                         CUevent *end)
-{
-    void *args[] = {&ns};
-    cuEventCreate(start, 0);
-    cuEventCreate(end, 0);
-    cuEventRecord(*start, s);
-    cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
-    cuEventRecord(*end, s);
-}
-
-static float finish_timed(CUevent start, CUevent end)
-{
-    float ms = -1;
-    cuEventSynchronize(end);
-    cuEventElapsedTime_v2(&ms, start, end);
-    cuEventDestroy_v2(start);
-    cuEventDestroy_v2(end);
-    return ms;
-}
-
 /* With CARVE_SIM_TIMESLICE_US=1000: a 40 ms kernel of one process and a 10 ms kernel of
  * another launched just after it take turns in 1 ms slices, as a GPU time-slices contexts:
  * the 10 ms kernel ends after about 20 ms (queued, it would wait for the other: 50 ms), and
@@ -346,7 +337,7 @@ static void check_time_slices(CUfunction f, CUfunction empty)
         CUevent a, b;
         cuDevicePrimaryCtxRetain(&c, 0);
         cuCtxSetCurrent(c);
-        launch_timed(NULL, f, 40000000ULL, &a, &b);
+        launch_timed(NULL, f, 40000000ULL, 1, &a, &b);
         (void)!write(go[1], "x", 1);
         float ms = finish_timed(a, b);
         printf("    (the other process: its 40 ms kernel took %.2f ms)\n", ms);
@@ -367,7 +358,7 @@ static void check_time_slices(CUfunction f, CUfunction empty)
     double waited = now_ms() - t0;
     check(waited < 5, "time-sliced: an empty kernel waits for its turn, %.2f ms (a slice is 1)",
           waited);
-    launch_timed(NULL, f, 10000000ULL, &a, &b);
+    launch_timed(NULL, f, 10000000ULL, 1, &a, &b);
     float ms = finish_timed(a, b);
     int status = 1;
     waitpid(kid, &status, 0);
