@@ -919,33 +919,44 @@ static json_t *slice_json(struct carved *d, struct dslice *s, bool busy, double 
 
 /* An escape counts once, in the poll that first sees it, not in every poll it lasts: a pid
  * is the same escape while it stays one, and also when one poll missed it (a process list
- * read while it changes), so it is new only if neither of the last two polls had it. */
+ * read while it changes), so it is new only if neither of the last two polls had it. One
+ * seen on a GPU that is lost now is kept as seen until the GPU answers again: NVML lists
+ * nothing there meanwhile, and the same process was counted again when it came back. */
 static void count_new_escapes(struct carved *d, const json_t *escapes)
 {
-    static unsigned seen[2][MAX_PROCS], now_seen[MAX_PROCS];
+    struct seen_escape {
+        unsigned pid;
+        long long gpu;
+    };
+    static struct seen_escape seen[2][MAX_PROCS], now_seen[MAX_PROCS];
     static size_t nseen[2];
     size_t n = 0, i;
     const json_t *e;
     json_array_foreach(escapes, i, e) {
         unsigned pid = (unsigned)json_integer_value(json_object_get(e, "pid"));
+        long long gpu = json_integer_value(json_object_get(e, "gpu"));
         /* one process on several GPUs is one escape: it is listed once per GPU */
         bool old = false;
         for (size_t j = 0; j < n && !old; j++)
-            old = now_seen[j] == pid;
+            old = now_seen[j].pid == pid;
         for (int k = 0; k < 2 && !old; k++)
             for (size_t j = 0; j < nseen[k] && !old; j++)
-                old = seen[k][j] == pid;
+                old = seen[k][j].pid == pid;
         const char *action = json_string_value(json_object_get(e, "action"));
         if (!old && action && strcmp(action, "not_killed") == 0)
             carved_log("escape: pid %u, which NVML lists on GPU %lld, is not a CUDA process here "
                        "(%s): not killed. NVML may name processes by pids of another PID "
-                       "namespace than carved's; run carved in the host's", pid,
-                       (long long)json_integer_value(json_object_get(e, "gpu")),
+                       "namespace than carved's; run carved in the host's", pid, gpu,
                        json_string_value(json_object_get(e, "command")));
         if (!old)
             d->escapes_total++;
         if (n < MAX_PROCS)
-            now_seen[n++] = pid;
+            now_seen[n++] = (struct seen_escape){pid, gpu};
+    }
+    for (size_t j = 0; j < nseen[0] && n < MAX_PROCS; j++) {
+        long long gpu = seen[0][j].gpu;
+        if (gpu >= 0 && gpu < CARVE_SLICE_MAX_DEVICES && lost_gpu[gpu])
+            now_seen[n++] = seen[0][j];
     }
     memcpy(seen[1], seen[0], nseen[0] * sizeof(seen[0][0]));
     nseen[1] = nseen[0];

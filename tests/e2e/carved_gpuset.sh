@@ -297,10 +297,19 @@ check "unparsable settings: slices.json has the objects' settings again" \
 # 10. a GPU that falls off the bus while carved runs (NVML: GPU is lost, as after an Xid 79;
 # the simulated NVML's CARVE_SIM_LOST file names it): carved goes on, says so in its log, in
 # carve ps and in /metrics (carve_gpu_lost), reads the other GPU as before, and says when it
-# answers again. Until 2026-11-28 this was only read in the code, never run.
+# answers again. Until 2026-11-28 this was only read in the code, never run. A process
+# outside every slice holds memory on GPU 1 throughout: one escape, counted once (it was
+# counted again when the GPU came back, until 2026-11-29).
 export CARVE_SIM_LOST=$work/lost
 port=$(free_port)
 start_carved 200ms "127.0.0.1:$port"
+escapes_total() { "$CARVE" ps --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["totals"]["escapes"])'; }
+CUDA_VISIBLE_DEVICES=1 LD_LIBRARY_PATH=$BUILD/lib/carve/sim \
+    "$BUILD/tests/e2e/mem_claim" hold 128 30 >"$work/escape.log" 2>&1 &
+tenant=$!
+for _ in $(seq 50); do grep -q holding "$work/escape.log" && break; sleep 0.1; done
+polls 2
+escapes_before=$(escapes_total)
 echo 1 >"$CARVE_SIM_LOST"
 polls 3
 lost=$("$CARVE" ps --json | python3 -c 'import json, sys
@@ -329,6 +338,12 @@ lost=$("$CARVE" ps --json | python3 -c 'import json, sys
 print(" ".join("%d:%s" % (g["index"], g["lost"]) for g in json.load(sys.stdin)["gpus"]))')
 check "GPU 1 back: not lost ($lost), and the log says it answers again" \
     "[ \"\$lost\" = '0:False 1:False' ] && grep -q \"GPU 1 ($U1): NVML answers for it again\" \"\$work/carved.log\""
+escapes_after=$(escapes_total)
+check "GPU 1 lost and back under an escape holding 128 MiB there: counted once ($escapes_before, then $escapes_after)" \
+    "grep -q 'holding 128 MiB' \"\$work/escape.log\" && [ \"\$escapes_before\" = 1 ] && [ \"\$escapes_after\" = 1 ]"
+kill "$tenant" 2>/dev/null
+wait "$tenant" 2>/dev/null
+tenant=
 stop_carved
 # memory held on a lost GPU is not idle: under idle_policy = reclaim its tenant was killed
 # idle_after later, for the GPU's fault
