@@ -19,8 +19,10 @@
  * Record: one line per event (ran: each run of this program, start, refused, fail, quit,
  * signal, exit, command) appended to $CARVE_SIM_STATE.mps (default
  * /dev/shm/carve-sim.UID.mps), with the variables the daemon saw. CARVE_SIM_MPS_FAIL=1 makes
- * -d fail, as a broken driver install would. */
+ * -d fail, as a broken driver install would; CARVE_SIM_MPS_STOP_SENDER=1 makes the daemon
+ * stop (SIGSTOP) whoever sends it SIGTERM, and record it. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -88,6 +90,38 @@ static pid_t start_server(void)
     return pid;
 }
 
+/* Stops (SIGSTOP) the process that sent SIGTERM, as its user could while it waits for the
+ * daemon to end (CARVE_SIM_MPS_STOP_SENDER=1: a test of the Slurm plugin's step end, which
+ * must kill such a stopped child; a test that looked for it by polling `ps` missed it on a
+ * loaded machine), and records what it was: its name, user and parent's name, and when. */
+static void stop_process(pid_t who)
+{
+    char path[64], comm[64] = "?", parent[64] = "?";
+    int ppid = 0;
+    struct stat st;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)who);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%*d (%63[^)]) %*c %d", comm, &ppid) != 2)
+            ppid = 0;
+        fclose(f);
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", ppid);
+    f = ppid > 0 ? fopen(path, "r") : NULL;
+    if (f) {
+        if (fscanf(f, "%*d (%63[^)])", parent) != 1)
+            snprintf(parent, sizeof(parent), "?");
+        fclose(f);
+    }
+    snprintf(path, sizeof(path), "/proc/%d", (int)who);
+    long uid = stat(path, &st) == 0 ? (long)st.st_uid : -1;
+    int rc = kill(who, SIGSTOP);
+    struct timespec at;
+    clock_gettime(CLOCK_REALTIME, &at);
+    sim_mps_record("stopped sender=%d comm=%s uid=%ld parent=%s at=%lld.%09ld%s", (int)who, comm,
+                   uid, parent, (long long)at.tv_sec, at.tv_nsec, rc == 0 ? "" : " (failed)");
+}
+
 /* The daemon: announces itself, then waits for SIGUSR1 (what `quit' sends) or SIGTERM and
  * cleans up. */
 static void daemon_main(int ready_fd)
@@ -117,12 +151,16 @@ static void daemon_main(int ready_fd)
     if (write(ready_fd, "1", 1) < 0)
         _exit(1);
     close(ready_fd);
-    int sig;
+    bool stop_sender = strcmp(env_or("CARVE_SIM_MPS_STOP_SENDER", "0"), "1") == 0;
     for (;;) {
-        sigwait(&set, &sig);
-        if (sig == SIGUSR1)
+        siginfo_t info;
+        if (sigwaitinfo(&set, &info) < 0)
+            continue;
+        if (info.si_signo == SIGUSR1)
             break;
         sim_mps_record("signal TERM pid=%s%s", pid, ignore_term ? " ignored" : "");
+        if (stop_sender && info.si_code == SI_USER && info.si_pid > 0)
+            stop_process(info.si_pid);
         if (!ignore_term)
             break;
     }
