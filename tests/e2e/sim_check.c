@@ -363,7 +363,8 @@ static void check_time_slices(CUfunction f, CUfunction empty)
     cuEventSynchronize(a);
     cuEventDestroy_v2(a);
     double waited = now_ms() - t0;
-    check(waited < 5, "time-sliced: an empty kernel waits for its turn, %.2f ms (a slice is 1)",
+    check(waited < 20, "time-sliced: an empty kernel waits for its turn, %.2f ms (a slice is 1; "
+          "queued behind the other process's kernel it would wait about 40)",
           waited);
     t0 = now_ms();
     launch_timed(NULL, f, 10000000ULL, 1, &a, &b);
