@@ -3,7 +3,8 @@
  *
  *   compute_load [--kind big|small|graph] [--kernel-us N] [--seconds S] [--window-ms W]
  *                [--depth D] [--graph-nodes G] [--iters-per-us X] [--label L] [--launch API]
- *                [--long-every N --long-us L] [--grid BLOCKS] [--spin]
+ *                [--long-every N --long-us L] [--grow-after S --grow-us N] [--grid BLOCKS]
+ *                [--spin]
  *   compute_load --kind latency [--graph-nodes G] [--think-us T] ...
  *   compute_load --calibrate [--grid BLOCKS]   (real GPU: the spin loop's iterations per us)
  *
@@ -30,6 +31,10 @@
  * --long-every N makes every Nth kernel (big and small kinds) run --long-us L instead: one
  * kernel and grid whose work varies, as a kernel whose loop count is an argument does (a
  * mixture-of-experts layer, a varying sequence length).
+ *
+ * --grow-after S --grow-us N: from S seconds on, the kernels (those not made long by
+ * --long-every) run N us instead of --kernel-us: one kernel and grid whose work changes
+ * for good, as a decode step's attention does while its context grows.
  *
  * --spin waits for completions by polling (wait_done), as the CUDA driver does by default,
  * instead of in the driver's synchronize call. */
@@ -98,7 +103,7 @@ static const char *const api_names[] = {"kernel", "kernel-ptsz", "ex", "ex-ptsz"
 struct opts {
     enum launch_api api;
     const char *kind, *label;
-    double kernel_us, seconds, window_ms, iters_per_us, think_us, long_us;
+    double kernel_us, seconds, window_ms, iters_per_us, think_us, long_us, grow_after, grow_us;
     int depth, graph_nodes, long_every, grid;
     bool calibrate, spin;
 };
@@ -125,7 +130,7 @@ static int usage(const char *why)
     fprintf(stderr, "compute_load: %s\nusage: compute_load [--kind big|small|graph] "
             "[--kernel-us N] [--seconds S] [--window-ms W] [--depth D] [--graph-nodes G] "
             "[--iters-per-us X] [--label L] [--launch API] [--long-every N --long-us L] "
-            "[--grid BLOCKS] [--spin] | --calibrate [--grid BLOCKS]\n"
+            "[--grow-after S --grow-us N] [--grid BLOCKS] [--spin] | --calibrate [--grid BLOCKS]\n"
             "API: kernel kernel-ptsz ex ex-ptsz coop coop-ptsz multi-device launch grid "
             "grid-async\n", why);
     return 2;
@@ -167,6 +172,8 @@ static int parse(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--graph-nodes")) o->graph_nodes = (int)x;
         else if (!strcmp(a, "--long-every")) o->long_every = (int)x;
         else if (!strcmp(a, "--long-us")) o->long_us = x;
+        else if (!strcmp(a, "--grow-after")) o->grow_after = x;
+        else if (!strcmp(a, "--grow-us")) o->grow_us = x;
         else if (!strcmp(a, "--grid")) o->grid = x < 1u << 24 ? (int)x : 1 << 24;
         else return usage("unknown option");
         i++;
@@ -180,6 +187,10 @@ static int parse(int argc, char **argv, struct opts *o)
         return usage("--long-every and --long-us go together");
     if (o->long_every && (strcmp(o->kind, "big") && strcmp(o->kind, "small")))
         return usage("--long-every is for the big and small kinds");
+    if ((o->grow_after > 0) != (o->grow_us > 0))
+        return usage("--grow-after and --grow-us go together");
+    if (o->grow_us && (strcmp(o->kind, "big") && strcmp(o->kind, "small")))
+        return usage("--grow-after is for the big and small kinds");
     if (o->depth == 0)
         o->depth = strcmp(o->kind, "big") ? 16 : 4;
     if (o->depth < 1 || o->depth > MAX_DEPTH)
@@ -416,6 +427,8 @@ int main(int argc, char **argv)
     L.param = L.sim ? (unsigned long long)(o.kernel_us * 1000)
                     : (unsigned long long)(o.kernel_us * o.iters_per_us);
     unsigned long long short_param = L.param;
+    unsigned long long grown_param = L.sim ? (unsigned long long)(o.grow_us * 1000)
+                                           : (unsigned long long)(o.grow_us * o.iters_per_us);
     unsigned long long long_param = L.sim ? (unsigned long long)(o.long_us * 1000)
                                           : (unsigned long long)(o.long_us * o.iters_per_us);
     if ((o.api == API_LAUNCH || o.api == API_GRID || o.api == API_GRID_ASYNC) &&
@@ -454,6 +467,11 @@ int main(int argc, char **argv)
         }
         if (now >= end)
             break;
+        if (o.grow_us > 0 && short_param != grown_param &&
+            now >= start + (uint64_t)(o.grow_after * 1e9)) {
+            short_param = grown_param;
+            unit_ns = o.grow_us * 1000;
+        }
         bool is_long = o.long_every && i % (uint64_t)o.long_every == (uint64_t)o.long_every - 1;
         L.param = is_long ? long_param : short_param;
         slot_ns[slot] = is_long ? o.long_us * 1000 : unit_ns;

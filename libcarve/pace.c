@@ -42,6 +42,7 @@
 #define EST_SLOTS 4096u        /* kernels and graphs with an estimate, per process */
 #define EST_PROBE 16u
 #define WINDOW 8u              /* samples per minimum window */
+#define SHUT_WINDOW 16u        /* samples from turns' edges per window that may raise */
 #define SAMPLE_EVERY 64u       /* launches of a key between samples, once warm (on average) */
 #define WARM_SAMPLES 64u       /* until a key has these, its samples come 8 launches apart on
                                   average, not 64: a long run one launch in 8 is found in the
@@ -89,6 +90,8 @@ struct est {
     _Atomic uint32_t est_ns;  /* 0: no sample yet */
     _Atomic uint32_t win_min;      /* of the window's samples but SAMPLE_SHUT, 0: none yet */
     _Atomic uint32_t win_n;
+    _Atomic uint32_t shut_min;     /* of the samples from turns' edges since shut_n was 0 */
+    _Atomic uint32_t shut_n;
     _Atomic uint32_t samples;
     _Atomic uint32_t since_sample;
     _Atomic uint32_t gap;          /* launches from the last sample to the next, 0: the next */
@@ -374,6 +377,30 @@ static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged
                                  atomic_load(&P.dev[sdev].rate_bp), carve__now_ns());
 }
 
+/* A sample s from a turn's edge, into the window that raises an estimate from such samples
+ * alone: a slice that runs one kernel a turn (kernels longer than half its window) has no
+ * other, and a kernel that got longer kept its old estimate for good (a 30% cap of 10 ms
+ * kernels that became 20 ms took 60% of the GPU, with or without time slices). Such a
+ * sample can be lengthened by the work of the slice before (its last kernel run over), so
+ * the estimate goes up only when every sample of a long window is above it by an eighth,
+ * by half at most; a raise that a neighbour's overrun caused falls back at the first
+ * shorter sample (take_sample: down at once). */
+static void shut_window(struct est *e, uint32_t s)
+{
+    uint32_t n = atomic_fetch_add(&e->shut_n, 1);
+    uint32_t m = n == 0 ? 0 : atomic_load(&e->shut_min);
+    if (m == 0 || s < m)
+        atomic_store(&e->shut_min, m = s);
+    if (n + 1 < SHUT_WINDOW)
+        return;
+    atomic_store(&e->shut_n, 0);
+    uint32_t est = atomic_load(&e->est_ns);
+    if (!est || atomic_load(&e->varies) == VARY_YES || m <= est + est / 8)
+        return;
+    uint32_t up = est + est / 2;
+    atomic_store(&e->est_ns, m < up ? m : up);
+}
+
 static void take_sample(struct est *e, uint64_t ns, int kind, uint32_t launch_charged)
 {
     uint32_t s = ns > UINT32_MAX ? UINT32_MAX : (ns ? (uint32_t)ns : 1);
@@ -430,6 +457,8 @@ static void take_sample(struct est *e, uint64_t ns, int kind, uint32_t launch_ch
     }
     if (n + 1 >= WINDOW)
         atomic_store(&e->win_n, 0);
+    if (kind == SAMPLE_SHUT)
+        shut_window(e, s);
     /* a typical cost for kernels not measured yet: a slow average of first estimates */
     move_eighth(&P.typical_ns, s);
     if (first) {

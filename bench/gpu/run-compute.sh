@@ -8,7 +8,9 @@
 #    slices at 30/70 and 4 x 25 (hard caps), for big kernels (10 ms), small ones (20 us) and
 #    graph replays (10 x 20 us), SECS seconds each (default 30, the issue's span); KINDS
 #    (big,small,graph) picks some of them, and may name varying too: one kernel whose work
-#    varies, 0.5 ms with every 8th launch running 4 ms (compute_load --long-every). Each kind first runs alone, uncapped: a slice's
+#    varies, 0.5 ms with every 8th launch running 4 ms (compute_load --long-every), and
+#    growing: big kernels that run 14 ms instead of 10 from the fifth second on
+#    (compute_load --grow-after; its worst window is the change's). Each kind first runs alone, uncapped: a slice's
 #    share is its completed work over that solo rate (launch gaps keep 20 us kernels near 80%
 #    of the spin loop's calibrated rate even alone, so the raw fraction would blame the cap
 #    for them). Per slice: the mean share and the worst 1-second window; targets +-2 and +-5
@@ -37,8 +39,8 @@ PARTS=${PARTS:-accuracy,latency,mps,decoder} # which parts run
 KINDS=${KINDS:-big,small,graph}               # which kernels the accuracy part runs
 for kind in ${KINDS//,/ }; do
     case $kind in
-    big | small | graph | varying) ;;
-    *) echo "run-compute: KINDS: unknown kind \`$kind'; use big, small, graph, varying (comma-separated)" >&2; exit 2 ;;
+    big | small | graph | varying | growing) ;;
+    *) echo "run-compute: KINDS: unknown kind \`$kind'; use big, small, graph, varying, growing (comma-separated)" >&2; exit 2 ;;
     esac
 done
 CARVE="$BUILD/bin/carve"
@@ -64,6 +66,8 @@ solo_rows=()
 load_args() {
     if [ "$1" = varying ]; then
         LOAD_ARGS=(--kind small --kernel-us 500 --long-every 8 --long-us 4000)
+    elif [ "$1" = growing ]; then
+        LOAD_ARGS=(--kind big --grow-after 5 --grow-us 14000)
     else
         LOAD_ARGS=(--kind "$1")
     fi

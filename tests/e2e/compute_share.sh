@@ -244,6 +244,25 @@ CARVE_SIM_TIMESLICE_US=2000 shares big-time-sliced 25% 25% 25% 25%
 SECONDS_EACH=$SECONDS_SAVED
 KINDS=()
 
+# A kernel that gets longer for good (compute_load --grow-after: 10 ms, then 14 ms from the
+# second second on), in a 30% slice that runs it once a turn (its 15 ms window holds one):
+# every sample of it came from a turn's edge, which never raised an estimate, and the slice
+# took 42% beside the 70% one, with or without time slices, for as long as it ran
+# (2026-11-29). Now a long window of such samples all above the estimate raises it
+# (libcarve/pace.c, shut_window). The windows of the two seconds after the change are left
+# out as learning.
+KINDS=(big big)
+EXTRA=("--grow-after 2 --grow-us 14000" "")
+SECONDS_SAVED=$SECONDS_EACH
+SECONDS_EACH=7
+LEARN_WINDOWS=4
+shares big-growing 30% 70%
+CARVE_SIM_TIMESLICE_US=2000 shares big-growing-time-sliced 30% 70%
+SECONDS_EACH=$SECONDS_SAVED
+LEARN_WINDOWS=1
+KINDS=()
+EXTRA=()
+
 # Two processes of one slice lengthen each other's samples as another slice would: taken for
 # clean ones, they marked uniform 200 us kernels as varying, and a 90% cap of two such
 # processes got 76-80% (2026-11-27, review). Samples count only while one process (and one
