@@ -42,8 +42,9 @@
 #define EST_SLOTS 4096u        /* kernels and graphs with an estimate, per process */
 #define EST_PROBE 16u
 #define WINDOW 8u              /* samples per minimum window */
-#define SHUT_WINDOW 16u        /* samples from turns' edges per window that may raise */
+#define SHUT_WINDOW 32u        /* samples from turns' edges per window that may raise */
 #define SAMPLE_EVERY 64u       /* launches of a key between samples, once warm (on average) */
+#define SAMPLE_SPAN_NS 50000000ull /* ... or fewer: a sample in this much of its work at least */
 #define WARM_SAMPLES 64u       /* until a key has these, its samples come 8 launches apart on
                                   average, not 64: a long run one launch in 8 is found in the
                                   first second (one key in three took 2-3 s, at 100% of the GPU) */
@@ -92,6 +93,7 @@ struct est {
     _Atomic uint32_t win_n;
     _Atomic uint32_t shut_min;     /* of the samples from turns' edges since shut_n was 0 */
     _Atomic uint32_t shut_n;
+    _Atomic uint32_t shut_chase;   /* all of them so far would raise it: sample every launch */
     _Atomic uint32_t samples;
     _Atomic uint32_t since_sample;
     _Atomic uint32_t gap;          /* launches from the last sample to the next, 0: the next */
@@ -391,11 +393,15 @@ static void shut_window(struct est *e, uint32_t s)
     uint32_t m = n == 0 ? 0 : atomic_load(&e->shut_min);
     if (m == 0 || s < m)
         atomic_store(&e->shut_min, m = s);
+    uint32_t est = atomic_load(&e->est_ns);
+    bool high = est && atomic_load(&e->varies) != VARY_YES && m > est + est / 8;
+    /* while every sample so far would raise it, every launch is sampled: one launch a turn
+       sampled one in 64 would fill the window in minutes */
+    atomic_store(&e->shut_chase, high && n + 1 < SHUT_WINDOW);
     if (n + 1 < SHUT_WINDOW)
         return;
     atomic_store(&e->shut_n, 0);
-    uint32_t est = atomic_load(&e->est_ns);
-    if (!est || atomic_load(&e->varies) == VARY_YES || m <= est + est / 8)
+    if (!high)
         return;
     uint32_t up = est + est / 2;
     atomic_store(&e->est_ns, m < up ? m : up);
@@ -994,11 +1000,14 @@ static int take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, uin
 }
 
 /* Whether a launch of e, the since-th since its last sample (or since it came back), is to
- * be sampled: every one while it varies, else after its gap (next_gap; the first launch). */
+ * be sampled: every one while it varies or its turns' edges chase a raise (shut_window),
+ * else after its gap (next_gap; the first launch). */
 static bool wants_sample(struct est *e, uint32_t since)
 {
     uint32_t gap = atomic_load_explicit(&e->gap, memory_order_relaxed);
-    return atomic_load_explicit(&e->varies, memory_order_relaxed) || since + 1 >= (gap ? gap : 1);
+    return atomic_load_explicit(&e->varies, memory_order_relaxed) ||
+           atomic_load_explicit(&e->shut_chase, memory_order_relaxed) ||
+           since + 1 >= (gap ? gap : 1);
 }
 
 /* Whether the launch about to be made of e will be sampled: a varying key's while it has
@@ -1027,16 +1036,23 @@ static bool start_sampling(struct est *e)
 
 /* The launches until e's next sample, counted from when the last one began and again from
  * when it came back: SAMPLE_EVERY on average (8 until the key is warm, 1 or 2 until it has
- * its first window), drawn from half that to one and a half times it, so that work that is
- * long every 8th or 64th launch is not always missed. Never simply the next launch: a
- * program that launches when the work it queued 16 launches ago completes had its samples
- * all 16 launches apart, in step with such a pattern. */
+ * its first window), or fewer for a long kernel, one in SAMPLE_SPAN_NS of its work at
+ * least (a slice of 10 ms kernels taking turns launches about 20 a second: one sample in 64
+ * launches came every 3 s, and work that grew waited that long to be seen); drawn from half
+ * that to one and a half times it, so that work that is long every 8th or 64th launch is not
+ * always missed. Never simply the next launch: a program that launches when the work it
+ * queued 16 launches ago completes had its samples all 16 launches apart, in step with such
+ * a pattern. */
 static uint32_t next_gap(struct est *e, uint64_t now)
 {
     uint64_t r = mix(now ^ atomic_load_explicit(&e->key, memory_order_relaxed));
     uint32_t samples = atomic_load_explicit(&e->samples, memory_order_relaxed);
     uint32_t every = samples < WINDOW ? 2 : samples < WARM_SAMPLES ? SAMPLE_EVERY / 8
                                                                    : SAMPLE_EVERY;
+    uint32_t est = atomic_load_explicit(&e->est_ns, memory_order_relaxed);
+    uint32_t span = est ? (uint32_t)(SAMPLE_SPAN_NS / est) : every;
+    if (span < every)
+        every = span > 2 ? span : 2;
     return every / 2 + (uint32_t)(r % every);
 }
 
