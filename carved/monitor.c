@@ -953,11 +953,19 @@ static void count_new_escapes(struct carved *d, const json_t *escapes)
         if (n < MAX_PROCS)
             now_seen[n++] = (struct seen_escape){pid, gpu};
     }
-    for (size_t j = 0; j < nseen[0] && n < MAX_PROCS; j++) {
-        long long gpu = seen[0][j].gpu;
-        if (gpu >= 0 && gpu < CARVE_SLICE_MAX_DEVICES && lost_gpu[gpu])
-            now_seen[n++] = seen[0][j];
-    }
+    /* of both polls kept: one that missed it just before the GPU was lost had it in the
+       older only */
+    for (int k = 0; k < 2; k++)
+        for (size_t j = 0; j < nseen[k] && n < MAX_PROCS; j++) {
+            struct seen_escape was = seen[k][j];
+            if (was.gpu < 0 || was.gpu >= CARVE_SLICE_MAX_DEVICES || !lost_gpu[was.gpu])
+                continue;
+            bool kept = false;
+            for (size_t i2 = 0; i2 < n && !kept; i2++)
+                kept = now_seen[i2].pid == was.pid && now_seen[i2].gpu == was.gpu;
+            if (!kept)
+                now_seen[n++] = was;
+        }
     memcpy(seen[1], seen[0], nseen[0] * sizeof(seen[0][0]));
     nseen[1] = nseen[0];
     memcpy(seen[0], now_seen, n * sizeof(seen[0][0]));

@@ -59,7 +59,8 @@ enum { VARY_NO, VARY_SUSPECT, VARY_YES };
 enum { CLEAN_NOT, CLEAN_ALONE, CLEAN_TURN, CLEAN_SHUT };
 /* what a sample says when it is in: SAMPLE_CLEAN its key's cost; SAMPLE_MURKY that cost, or
  * more where other work ran beside it unseen (a neighbour that takes no turns, another
- * stream); SAMPLE_SHUT as much or more, from a turn's edge: it only ever lowers an estimate */
+ * stream); SAMPLE_SHUT as much or more, from a turn's edge: it lowers an estimate, and raises
+ * it only when a whole window of such samples says so (shut_window) */
 enum { SAMPLE_MURKY, SAMPLE_CLEAN, SAMPLE_SHUT };
 #define CALM_FIRST 64u         /* clean samples within it that end a key's varying, at first */
 #define CALM_MAX 8192u         /* ... doubled each time the key is marked again, up to this */
@@ -379,6 +380,17 @@ static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged
                                  atomic_load(&P.dev[sdev].rate_bp), carve__now_ns());
 }
 
+/* Raises e's estimate est to m, up to up at most. The launches charged so far were charged
+ * est: a later fall to a shorter sample gives back what was charged above it, and those
+ * were not (with them counted, a raise that fell back at once forgave each of thousands of
+ * launches the whole raise). */
+static void raise_est(struct est *e, uint32_t est, uint32_t m, uint64_t up)
+{
+    atomic_store(&e->est_ns, m < up ? m : (uint32_t)(up < UINT32_MAX ? up : UINT32_MAX));
+    if (atomic_load(&e->est_ns) != est)
+        atomic_store(&e->charged_n, 0);
+}
+
 /* A sample s from a turn's edge, into the window that raises an estimate from such samples
  * alone: a slice that runs one kernel a turn (kernels longer than half its window) has no
  * other, and a kernel that got longer kept its old estimate for good (a 30% cap of 10 ms
@@ -394,17 +406,23 @@ static void shut_window(struct est *e, uint32_t s)
     if (m == 0 || s < m)
         atomic_store(&e->shut_min, m = s);
     uint32_t est = atomic_load(&e->est_ns);
-    bool high = est && atomic_load(&e->varies) != VARY_YES && m > est + est / 8;
+    bool high = est && atomic_load(&e->varies) != VARY_YES && m > (uint64_t)est + est / 8;
     /* while every sample so far would raise it, every launch is sampled: one launch a turn
        sampled one in 64 would fill the window in minutes */
     atomic_store(&e->shut_chase, high && n + 1 < SHUT_WINDOW);
     if (n + 1 < SHUT_WINDOW)
         return;
     atomic_store(&e->shut_n, 0);
-    if (!high)
-        return;
-    uint32_t up = est + est / 2;
-    atomic_store(&e->est_ns, m < up ? m : up);
+    if (high)
+        raise_est(e, est, m, (uint64_t)est + est / 2);
+}
+
+/* A sample that is not from a turn's edge ends the edge samples' window: the key has others
+ * (take_sample), or runs alone, and a chase left set would sample every launch for good. */
+static void shut_window_end(struct est *e)
+{
+    atomic_store(&e->shut_n, 0);
+    atomic_store(&e->shut_chase, 0);
 }
 
 static void take_sample(struct est *e, uint64_t ns, int kind, uint32_t launch_charged)
@@ -458,13 +476,14 @@ static void take_sample(struct est *e, uint64_t ns, int kind, uint32_t launch_ch
            by samples from a turn's edge: on a GPU that time-slices, four 25% slices of 10 ms
            kernels, one kernel a turn, learned up to 12.5 ms from them (their samples 12-37 ms;
            simulated GPU, CARVE_SIM_TIMESLICE_US=2000, 2026-11-29) */
-        uint32_t up = est + est / 4;
-        atomic_store(&e->est_ns, m < up ? m : up);
+        raise_est(e, est, m, (uint64_t)est + est / 4);
     }
     if (n + 1 >= WINDOW)
         atomic_store(&e->win_n, 0);
     if (kind == SAMPLE_SHUT)
         shut_window(e, s);
+    else
+        shut_window_end(e);
     /* a typical cost for kernels not measured yet: a slow average of first estimates */
     move_eighth(&P.typical_ns, s);
     if (first) {

@@ -90,31 +90,59 @@ static pid_t start_server(void)
     return pid;
 }
 
+/* The name of process pid (spaces as '_', so that it stays one word of the record) and its
+ * parent's pid, from /proc/PID/stat: the name is what lies between the first '(' and the
+ * last ')', as a name may hold either. "?" and 0 when it cannot be read. */
+static void proc_name(pid_t pid, char *name, size_t len, int *ppid)
+{
+    char path[64], line[512];
+    snprintf(name, len, "?");
+    *ppid = 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    if (!f)
+        return;
+    char *lp = NULL, *rp = NULL;
+    if (fgets(line, sizeof(line), f) && (lp = strchr(line, '(')) &&
+        (rp = strrchr(line, ')')) && rp > lp) {
+        snprintf(name, len, "%.*s", (int)(rp - lp - 1), lp + 1);
+        for (char *c = name; *c; c++)
+            if (*c == ' ' || *c == '\t' || *c == '\n')
+                *c = '_';
+        if (sscanf(rp + 1, " %*c %d", ppid) != 1)
+            *ppid = 0;
+    }
+    fclose(f);
+}
+
+/* The real uid of process pid, from /proc/PID/status (the owner of /proc/PID is root for a
+ * process that is not dumpable), or -1. */
+static long proc_uid(pid_t pid)
+{
+    char path[64], line[256];
+    long uid = -1;
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "Uid: %ld", &uid) == 1)
+            break;
+    fclose(f);
+    return uid;
+}
+
 /* Stops (SIGSTOP) the process that sent SIGTERM, as its user could while it waits for the
  * daemon to end (CARVE_SIM_MPS_STOP_SENDER=1: a test of the Slurm plugin's step end, which
  * must kill such a stopped child; a test that looked for it by polling `ps` missed it on a
  * loaded machine), and records what it was: its name, user and parent's name, and when. */
 static void stop_process(pid_t who)
 {
-    char path[64], comm[64] = "?", parent[64] = "?";
-    int ppid = 0;
-    struct stat st;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)who);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (fscanf(f, "%*d (%63[^)]) %*c %d", comm, &ppid) != 2)
-            ppid = 0;
-        fclose(f);
-    }
-    snprintf(path, sizeof(path), "/proc/%d/stat", ppid);
-    f = ppid > 0 ? fopen(path, "r") : NULL;
-    if (f) {
-        if (fscanf(f, "%*d (%63[^)])", parent) != 1)
-            snprintf(parent, sizeof(parent), "?");
-        fclose(f);
-    }
-    snprintf(path, sizeof(path), "/proc/%d", (int)who);
-    long uid = stat(path, &st) == 0 ? (long)st.st_uid : -1;
+    char comm[64], parent[64];
+    int ppid, grand;
+    proc_name(who, comm, sizeof(comm), &ppid);
+    proc_name(ppid, parent, sizeof(parent), &grand);
+    long uid = proc_uid(who);
     int rc = kill(who, SIGSTOP);
     struct timespec at;
     clock_gettime(CLOCK_REALTIME, &at);

@@ -244,8 +244,8 @@ CARVE_SIM_TIMESLICE_US=2000 shares big-time-sliced 25% 25% 25% 25%
 SECONDS_EACH=$SECONDS_SAVED
 KINDS=()
 
-# A kernel that gets longer for good (compute_load --grow-after: 10 ms, then 14 ms from the
-# second second on), in a 30% slice that runs it once a turn (its 15 ms window holds one):
+# A kernel that gets longer for good (compute_load --grow-after: 10 ms, then 14 ms from 2 s
+# on), in a 30% slice that runs it once a turn (its 15 ms window holds one):
 # every sample of it came from a turn's edge, which never raised an estimate, and the slice
 # took 42% beside the 70% one, with or without time slices, for as long as it ran
 # (2026-11-29). Now a long window of such samples all above the estimate raises it

@@ -332,10 +332,17 @@ static void check_shared_timeline(CUfunction f)
 static void check_time_slices(CUfunction f, CUfunction empty)
 {
     int go[2], back[2];
-    if (pipe(go) != 0 || pipe(back) != 0)
+    if (pipe(go) != 0)
         return;
+    if (pipe(back) != 0) {
+        close(go[0]);
+        close(go[1]);
+        return;
+    }
     pid_t kid = fork();
     if (kid == 0) {
+        close(go[0]);
+        close(back[0]);
         CUcontext c;
         CUevent a, b;
         cuDevicePrimaryCtxRetain(&c, 0);
@@ -351,6 +358,9 @@ static void check_time_slices(CUfunction f, CUfunction empty)
         (void)!write(back[1], took, sizeof(took));
         _exit(0);
     }
+    /* the write ends are the child's alone: a child that died unheard ends the reads */
+    close(go[1]);
+    close(back[1]);
     char x;
     (void)!read(go[0], &x, 1);
     /* an empty kernel behind the other's turn: it waits for this process's turn (predicting
@@ -379,9 +389,7 @@ static void check_time_slices(CUfunction f, CUfunction empty)
     check(other[0] >= 48 && other[0] <= 53 + other[1], "time-sliced: the other process's 40 ms "
           "kernel took %.2f ms (about 50; its launch took %.2f ms)", other[0], other[1]);
     close(go[0]);
-    close(go[1]);
     close(back[0]);
-    close(back[1]);
 }
 
 static void check_sigkill(void)
