@@ -386,8 +386,9 @@ static void take_clean(struct est *e, uint32_t s, uint32_t est, uint32_t charged
  * launches the whole raise). */
 static void raise_est(struct est *e, uint32_t est, uint32_t m, uint64_t up)
 {
-    atomic_store(&e->est_ns, m < up ? m : (uint32_t)(up < UINT32_MAX ? up : UINT32_MAX));
-    if (atomic_load(&e->est_ns) != est)
+    uint32_t to = m < up ? m : (uint32_t)(up < UINT32_MAX ? up : UINT32_MAX);
+    atomic_store(&e->est_ns, to);
+    if (to != est)
         atomic_store(&e->charged_n, 0);
 }
 
@@ -969,8 +970,10 @@ static int take_turn(int sdev, uint64_t cost, bool sampled, CUstream stream, uin
                a program that launches when its earlier work completes does so right after
                its long kernels, with the clock already behind, so that the long ones of a
                key not yet known to vary would hardly ever count */
-            bool opened = atomic_exchange_explicit(&pd->turn_open, start,
-                                                   memory_order_relaxed) == start;
+            /* a load, and a store once a window: no read-modify-write on every launch */
+            bool opened = atomic_load_explicit(&pd->turn_open, memory_order_relaxed) == start;
+            if (!opened)
+                atomic_store_explicit(&pd->turn_open, start, memory_order_relaxed);
             clean = !sampled ? CLEAN_NOT
                     : fits && queued_until + cost <= end && opened &&
                               (behind_own || stream_busy(stream))
