@@ -69,6 +69,9 @@ struct carved {
     char libdir[PATH_MAX];
     struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
     int ngpu;
+    /* the driver, and the GPUs NVML counted but did not answer for at carved's start (lost):
+       not in gpus[], shown as such by the polls (monitor.c) */
+    struct carve_driver_info driver;
     struct dslice slices[CARVED_MAX_SLICES];
     unsigned long long escapes_total, escapes_killed, idle_reclaims;
     /* the config's slices carved could not make at its start for want of room (a guarantee

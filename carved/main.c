@@ -578,8 +578,8 @@ static int check_config_gpus(struct carved *d, bool simulate)
     d->ngpu = -1;
     if (carve_find_libdir(libdir, sizeof(libdir)) == 0) {
         carve_nvml_path(simulate, libdir, nvml, sizeof(nvml));
-        d->ngpu = carve_gpus_list(nvml, simulate, d->gpus, CARVE_SLICE_MAX_DEVICES, err,
-                                  sizeof(err));
+        d->ngpu = carve_gpus_list_driver(nvml, simulate, d->gpus, CARVE_SLICE_MAX_DEVICES,
+                                         &d->driver, err, sizeof(err));
     }
     if (d->ngpu < 0) {
         printf("carved: the GPUs of %d slice%s (gpus) are not checked here, for NVML does not "

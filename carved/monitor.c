@@ -40,6 +40,8 @@ static struct {
     __typeof__(&nvmlInit_v2) init;
     __typeof__(&nvmlShutdown) shutdown;
     __typeof__(&nvmlDeviceGetHandleByIndex_v2) by_index;
+    __typeof__(&nvmlDeviceGetUUID) uuid;
+    __typeof__(&nvmlDeviceGetName) name;
     __typeof__(&nvmlDeviceGetMemoryInfo) memory;
     __typeof__(&nvmlDeviceGetUtilizationRates) util;
     __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) procs;
@@ -105,9 +107,22 @@ int monitor_open(struct carved *d, char *err, size_t errlen)
     time_ns = carve_proc_ns(0, "time");
     char path[PATH_MAX + 64];
     carve_nvml_path(d->simulate, d->libdir, path, sizeof(path));
-    d->ngpu = carve_gpus_list(path, d->simulate, d->gpus, CARVE_SLICE_MAX_DEVICES, err, errlen);
+    d->ngpu = carve_gpus_list_driver(path, d->simulate, d->gpus, CARVE_SLICE_MAX_DEVICES,
+                                     &d->driver, err, errlen);
     if (d->ngpu < 0)
         return -ENODEV;
+    for (int k = 0; k < d->driver.nunread; k++) {
+        char buf[32];
+        carved_log("GPU %u: NVML counts it but answers `%s' for it, so carved does not list it "
+                   "(its UUID unknown, no slice goes there, and slices made for it are listed "
+                   "as gone)%s; restart carved once NVML answers for it",
+                   d->driver.unread_index[k],
+                   carve_nvml_error_text(d->driver.unread_error[k], buf, sizeof(buf)),
+                   d->driver.unread_error[k] == NVML_ERROR_GPU_IS_LOST
+                       ? ": fallen off the bus? see the kernel log (Xid) and reset the GPU or "
+                         "reboot the node"
+                       : "");
+    }
     nv.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!nv.handle) {
         snprintf(err, errlen, "cannot load %s: %s", path, dlerror());
@@ -116,6 +131,8 @@ int monitor_open(struct carved *d, char *err, size_t errlen)
     nv.init = (__typeof__(nv.init))dlsym(nv.handle, "nvmlInit_v2");
     nv.shutdown = (__typeof__(nv.shutdown))dlsym(nv.handle, "nvmlShutdown");
     nv.by_index = (__typeof__(nv.by_index))dlsym(nv.handle, "nvmlDeviceGetHandleByIndex_v2");
+    nv.uuid = (__typeof__(nv.uuid))dlsym(nv.handle, "nvmlDeviceGetUUID");
+    nv.name = (__typeof__(nv.name))dlsym(nv.handle, "nvmlDeviceGetName");
     nv.memory = (__typeof__(nv.memory))dlsym(nv.handle, "nvmlDeviceGetMemoryInfo");
     nv.util = (__typeof__(nv.util))dlsym(nv.handle, "nvmlDeviceGetUtilizationRates");
     nv.procs = (__typeof__(nv.procs))dlsym(nv.handle, "nvmlDeviceGetComputeRunningProcesses_v3");
@@ -125,7 +142,7 @@ int monitor_open(struct carved *d, char *err, size_t errlen)
     nv.procs_stride = carve_nvml_lib_v3_stride(nv.handle);
     nv.pci = (__typeof__(nv.pci))dlsym(nv.handle, "nvmlDeviceGetPciInfo_v3");
     nv.minor = (__typeof__(nv.minor))dlsym(nv.handle, "nvmlDeviceGetMinorNumber");
-    if (!nv.init || !nv.shutdown || !nv.by_index || !nv.memory || !nv.procs ||
+    if (!nv.init || !nv.shutdown || !nv.by_index || !nv.uuid || !nv.name || !nv.memory || !nv.procs ||
         nv.init() != NVML_SUCCESS) {
         snprintf(err, errlen, "%s lacks what carved needs (NVML process listing)", path);
         dlclose(nv.handle);
@@ -753,10 +770,65 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
     }
     char device[32];
     snprintf(device, sizeof(device), "nvidia%u", minor);
-    return json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:b,s:o}", "index", (int)gi->index,
+    return json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:b,s:b,s:o}", "index", (int)gi->index,
                      "uuid", gi->uuid, "pci_bus_id", pci.busId, "device", device, "name", gi->name, "memory_total", (json_int_t)(mem.total ? mem.total : gi->total),
                      "memory_used", (json_int_t)mem.used, "utilization", (int)util.gpu,
-                     "lost", lost, "processes", procs);
+                     "lost", lost, "unlisted", false, "processes", procs);
+}
+
+/* A GPU that NVML counted but did not answer for at carved's start (k of d->driver's unread
+ * ones; lost, as after an Xid 79): not in carved's list, for its UUID is unknown, so no slice
+ * is placed there and none is found there. Shown all the same ("unlisted"), so that carve ps,
+ * carve top and /metrics (carve_gpu_lost) say a GPU is there and lost, where they counted one
+ * GPU less and no alert fired. Asked again at each poll: once NVML answers for it, the log
+ * says so and to restart carved, which lists the GPUs at its start only. */
+static json_t *unlisted_gpu_json(struct carved *d, int k)
+{
+    static bool answered[CARVE_SLICE_MAX_DEVICES];
+    unsigned index = d->driver.unread_index[k];
+    nvmlDevice_t dev;
+    nvmlMemory_t mem = {0, 0, 0};
+    char uuid[96] = "", name[96] = "", buf[32];
+    nvmlReturn_t got = nv.by_index(index, &dev);
+    if (got == NVML_SUCCESS)
+        got = nv.uuid(dev, uuid, sizeof(uuid));
+    if (got == NVML_SUCCESS)
+        got = nv.memory(dev, &mem);
+    if (got == NVML_SUCCESS && nv.name(dev, name, sizeof(name)) != NVML_SUCCESS)
+        name[0] = '\0';
+    if (got != NVML_SUCCESS) {
+        uuid[0] = name[0] = '\0';
+        mem = (nvmlMemory_t){0, 0, 0};
+    }
+    bool lost = got == NVML_ERROR_GPU_IS_LOST ||
+                (got != NVML_SUCCESS && d->driver.unread_error[k] == NVML_ERROR_GPU_IS_LOST);
+    if (got == NVML_SUCCESS && !answered[k])
+        carved_log("GPU %u (%s): NVML answers for it now, but carved lists the GPUs at its start "
+                   "only: restart carved to place slices there and watch its processes",
+                   index, uuid);
+    answered[k] = got == NVML_SUCCESS;
+    if (index < CARVE_SLICE_MAX_DEVICES)
+        lost_gpu[index] = lost;
+    char device[32];
+    snprintf(device, sizeof(device), "nvidia%u", index);
+    return json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:b,s:b,s:s,s:[]}", "index", (int)index,
+                     "uuid", uuid, "pci_bus_id", "", "device", device, "name", name,
+                     "memory_total", (json_int_t)mem.total, "memory_used", (json_int_t)mem.used,
+                     "utilization", 0, "lost", lost, "unlisted", true, "nvml_answer",
+                     got == NVML_SUCCESS ? "success"
+                                         : carve_nvml_error_text((int)got, buf, sizeof(buf)),
+                     "processes");
+}
+
+/* Appends gpu to gpus in the order of the GPUs' indices. */
+static void insert_by_index(json_t *gpus, json_t *gpu)
+{
+    json_int_t index = json_integer_value(json_object_get(gpu, "index"));
+    size_t at = 0;
+    while (at < json_array_size(gpus) &&
+           json_integer_value(json_object_get(json_array_get(gpus, at), "index")) < index)
+        at++;
+    json_array_insert_new(gpus, at, gpu);
 }
 
 static json_t *slice_devices(struct dslice *s, double dt)
@@ -1031,6 +1103,8 @@ static void poll_once(struct carved *d, double now)
     json_t *gpus = json_array(), *escapes = json_array(), *slices = json_array();
     for (int g = 0; g < d->ngpu && nv.handle; g++)
         json_array_append_new(gpus, gpu_json(d, g, escapes, busy));
+    for (int k = 0; k < d->driver.nunread && nv.handle; k++)
+        insert_by_index(gpus, unlisted_gpu_json(d, k));
     count_new_escapes(d, escapes);
     unsigned long long denials = 0;
     for (int i = 0; i < CARVED_MAX_SLICES; i++) {

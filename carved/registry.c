@@ -553,6 +553,15 @@ int registry_gpus_named(const struct carved *d, const struct carve_gpu_ref *refs
         uint8_t u[16];
         carve_gpu_ref_text(&refs[i], what, sizeof(what));
         int g = carve_gpu_ref_find(&refs[i], d->gpus, d->ngpu);
+        for (int k = 0; g < 0 && refs[i].index >= 0 && k < d->driver.nunread; k++)
+            if (d->driver.unread_index[k] == (unsigned)refs[i].index) {
+                char buf[32];
+                snprintf(err, errlen, "GPU %s is not in carved's list: NVML answered `%s' for "
+                         "it at carved's start; restart carved once it answers (carve ps)",
+                         what, carve_nvml_error_text(d->driver.unread_error[k], buf,
+                                                     sizeof(buf)));
+                return -ENODEV;
+            }
         if (g < 0) {
             snprintf(err, errlen, "this node has no GPU %s (carve ps lists its GPUs)", what);
             return -ENODEV;

@@ -457,18 +457,34 @@ int carve_cmd_slice(int argc, char **argv)
     return usage_error("slice", "unknown action `%s' (create, list, delete)", argv[1]);
 }
 
-/* GPUs NVML calls lost (fallen off the bus), before anything else: what carved shows of
- * them (no memory used, no process) is not what they hold. */
+/* GPUs NVML calls lost (fallen off the bus), and GPUs carved did not list at its start
+ * (NVML did not answer for them then), before anything else: what carved shows of them (no
+ * memory used, no process) is not what they hold. */
 static void print_lost_gpus(json_t *snap)
 {
     size_t i;
     json_t *g;
-    json_array_foreach(json_object_get(snap, "gpus"), i, g)
-        if (json_is_true(json_object_get(g, "lost")))
+    json_array_foreach(json_object_get(snap, "gpus"), i, g) {
+        long long index = (long long)json_integer_value(json_object_get(g, "index"));
+        const char *uuid = json_string_value(json_object_get(g, "uuid"));
+        const char *answer = json_string_value(json_object_get(g, "nvml_answer"));
+        bool lost = json_is_true(json_object_get(g, "lost"));
+        if (json_is_true(json_object_get(g, "unlisted")) && lost)
+            printf("GPU %lld is lost: NVML answered nothing for it at carved's start nor since "
+                   "(fallen off the bus?), so carved does not list it: no slice goes there, and "
+                   "slices made for it are listed as gone; see carved's log\n\n", index);
+        else if (json_is_true(json_object_get(g, "unlisted")) && answer &&
+                 strcmp(answer, "success") != 0)
+            printf("GPU %lld is not watched: NVML answers `%s' for it, as at carved's start; "
+                   "see carved's log\n\n", index, answer);
+        else if (json_is_true(json_object_get(g, "unlisted")))
+            printf("GPU %lld (%s) is not watched: NVML did not answer for it at carved's start; "
+                   "it does now: restart carved to use it\n\n", index, uuid ? uuid : "");
+        else if (lost)
             printf("GPU %lld (%s) is lost: NVML answers nothing for it (fallen off the bus?), "
                    "so its slices' use and processes there read as none; see carved's log\n\n",
-                   (long long)json_integer_value(json_object_get(g, "index")),
-                   json_string_value(json_object_get(g, "uuid")));
+                   index, uuid ? uuid : "");
+    }
 }
 
 /* NVIDIA's MPS servers on the GPUs, when there are any: in no slice, yet not escapes. */

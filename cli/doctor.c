@@ -272,6 +272,17 @@ static void check_driver(struct report *r)
              r->ngpu, r->ngpu == 1 ? "" : "s", r->simulate ? " (carve's simulated GPU)" : "");
     for (int i = 0; i < r->ngpu; i++)
         check_gpu(r, i);
+    for (int k = 0; k < driver.nunread; k++) {
+        char check[32], buf[32];
+        snprintf(check, sizeof(check), "GPU %u", driver.unread_index[k]);
+        note(r, ST_FAIL, check, "NVML counts it but answers `%s' for it: carve cannot use it, "
+             "and carved does not list it%s", carve_nvml_error_text(driver.unread_error[k], buf,
+                                                                      sizeof(buf)),
+             driver.unread_error[k] == NVML_ERROR_GPU_IS_LOST
+                 ? " (fallen off the bus? see the kernel log for an Xid; reset the GPU or "
+                   "reboot the node)"
+                 : "");
+    }
 }
 
 static double now_s(void)

@@ -243,9 +243,15 @@ static void gpu_section(struct frame *f, const json_t *snap, const json_t *gpu)
          str(gpu, "name", "?"), num(gpu, "utilization"), b, u, t,
          json_array_size(json_object_get(gpu, "processes")),
          json_array_size(json_object_get(gpu, "processes")) == 1 ? "" : "s");
+    bool unlisted = json_is_true(json_object_get(gpu, "unlisted"));
     if (json_is_true(json_object_get(gpu, "lost")))
-        line(f, EM_GPU, "  LOST: NVML answers nothing for it (fallen off the bus?): see "
-                        "carved's log");
+        line(f, EM_GPU, unlisted ? "  LOST since before carved started: carved does not list "
+                                   "it (no UUID from NVML): see carved's log"
+                                 : "  LOST: NVML answers nothing for it (fallen off the bus?): "
+                                   "see carved's log");
+    else if (unlisted)
+        line(f, EM_GPU, "  NOT WATCHED: NVML did not answer for it at carved's start: restart "
+                        "carved to use it");
 
     static struct row rows[4096];
     size_t n = slices_on(snap, index, rows, sizeof(rows) / sizeof(rows[0]));

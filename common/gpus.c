@@ -143,14 +143,24 @@ int carve_gpus_list_driver(const char *nvml_path, int simulate, struct carve_gpu
     if (r == NVML_SUCCESS)
         r = n.count(&count);
     int got = 0;
+    if (driver)
+        driver->nunread = 0;
     for (unsigned i = 0; r == NVML_SUCCESS && i < count && got < max; i++) {
         nvmlDevice_t d;
         nvmlMemory_t m;
         struct carve_gpu_info *g = &gpus[got];
-        if (n.by_index(i, &d) != NVML_SUCCESS ||
-            n.uuid(d, g->uuid, sizeof(g->uuid)) != NVML_SUCCESS ||
-            n.memory(d, &m) != NVML_SUCCESS)
+        nvmlReturn_t answer = n.by_index(i, &d);
+        if (answer == NVML_SUCCESS)
+            answer = n.uuid(d, g->uuid, sizeof(g->uuid));
+        if (answer == NVML_SUCCESS)
+            answer = n.memory(d, &m);
+        if (answer != NVML_SUCCESS) {
+            if (driver && driver->nunread < CARVE_SLICE_MAX_DEVICES) {
+                driver->unread_index[driver->nunread] = i;
+                driver->unread_error[driver->nunread++] = answer;
+            }
             continue;
+        }
         if (n.name(d, g->name, sizeof(g->name)) != NVML_SUCCESS)
             snprintf(g->name, sizeof(g->name), "GPU %u", i);
         g->index = i;
@@ -173,6 +183,21 @@ int carve_gpus_list_driver(const char *nvml_path, int simulate, struct carve_gpu
         return -1;
     }
     return got;
+}
+
+const char *carve_nvml_error_text(int error, char *buf, size_t len)
+{
+    switch (error) {
+    case NVML_ERROR_GPU_IS_LOST:
+        return "GPU is lost";
+    case NVML_ERROR_NO_PERMISSION:
+        return "no permission";
+    case NVML_ERROR_NOT_FOUND:
+        return "not found";
+    default:
+        snprintf(buf, len, "error %d", error);
+        return buf;
+    }
 }
 
 static bool has_index(const struct carve_gpu_info *gpus, int ngpu, unsigned idx)

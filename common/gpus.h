@@ -26,7 +26,15 @@ struct carve_gpu_info {
 struct carve_driver_info {
     char version[96]; /* "580.82.07"; "unknown" where NVML does not say */
     int cuda;         /* the CUDA version it supports, 13000 for 13.0; 0 where not said */
+    /* GPUs NVML counts but does not answer for (lost: fallen off the bus), left out of the
+       list: their indices and NVML's answer (nvmlReturn_t) */
+    int nunread;
+    unsigned unread_index[CARVE_SLICE_MAX_DEVICES];
+    int unread_error[CARVE_SLICE_MAX_DEVICES];
 };
+
+/* NVML's answer for a GPU it does not answer for, as text: "GPU is lost", "error 999". */
+const char *carve_nvml_error_text(int error, char *buf, size_t len);
 
 /* The NVML library to load: the simulated one under libdir/sim, or the driver's. */
 void carve_nvml_path(int simulate, const char *libdir, char *out, size_t len);

@@ -9,7 +9,8 @@
 # its GPUs by UUID; an older file without them is read by index) and for one made anew after
 # its table was truncated. A kept slice whose saved compute and priority text was edited
 # into something unparsable is adopted with the settings its objects hold. A GPU that falls
-# off the bus while carved runs, and comes back, is said to be lost, then back.
+# off the bus while carved runs, and comes back, is said to be lost, then back; one lost
+# before carved starts is shown lost, and once it answers carve ps says to restart carved.
 #
 #   BUILD=build bash tests/e2e/carved_gpuset.sh
 set -uo pipefail
@@ -35,12 +36,13 @@ OLD=gpuset-old-$$   # --memory 1=1GiB, its record stripped of its GPUs (an older
 BAD=gpuset-bad-$$   # --compute 30% --priority batch, its saved text then edited unparsable
 CHO=gpuset-cho-$$   # --gpus 1 --compute 40%+, its record's GPUs then made unreadable
 LOS=gpuset-los-$$   # --memory 1GiB, a tenant holding memory on GPU 0 when it is lost
+LST=gpuset-lst-$$   # --gpus 1 --memory 1GiB, made before GPU 1 is lost and carved restarts
 tenant=
 cleanup_extra() {
     # shellcheck disable=SC2086 # one pid or two
     [ -z "$tenant" ] || kill $tenant 2>/dev/null
     local n
-    for n in "$ONE" "$ALL" "$REB" "$REB2" "$OLD" "$BAD" "$CHO" "$LOS"; do rm -f /dev/shm/carve.d."$n".*; done
+    for n in "$ONE" "$ALL" "$REB" "$REB2" "$OLD" "$BAD" "$CHO" "$LOS" "$LST" "$LST-2"; do rm -f /dev/shm/carve.d."$n".*; done
 }
 
 # gpus SLICE: its devices in carve ps --json, "index:uuid:cap" each, then "gone:" and the
@@ -364,6 +366,66 @@ rm -f "$CARVE_SIM_LOST"
 kill "$tenant" 2>/dev/null
 wait "$tenant" 2>/dev/null
 tenant=
+stop_carved
+
+# 11. a GPU lost before carved starts: NVML counts it but answers nothing for it, its UUID
+# included. carved did not list it at all (carve ps, carve top and /metrics showed one GPU
+# less, and no carve_gpu_lost alert could fire) until 2026-11-29; now it is shown lost, the
+# slices made for it are gone there, a request that names it is told why, and once NVML
+# answers the log and carve ps say to restart carved, after which it is used as before.
+start_carved 200ms off
+"$CARVE" slice create "$LST" --gpus 1 --memory 1GiB >/dev/null 2>&1
+stop_carved
+echo 1 >"$CARVE_SIM_LOST"
+port=$(free_port)
+start_carved 200ms "127.0.0.1:$port"
+polls 2
+# gpus_state: "index:lost:unlisted:uuid" per GPU in carve ps --json
+gpus_state() {
+    "$CARVE" ps --json | python3 -c 'import json, sys
+print(" ".join("%d:%s:%s:%s" % (g["index"], g["lost"], g["unlisted"], g["uuid"] or "-")
+               for g in json.load(sys.stdin)["gpus"]))'
+}
+got=$(gpus_state)
+check "lost at start: carve ps --json lists GPU 1, lost and not in carved's list ($got)" \
+    "[ \"\$got\" = '0:False:False:$U0 1:True:True:-' ]"
+"$CARVE" ps >"$work/ps"
+check "lost at start: carve ps says so first" \
+    "head -n 1 \"\$work/ps\" | grep -q '^GPU 1 is lost: NVML answered nothing for it at carved.s start'"
+"$CARVE" top --once >"$work/top" 2>&1
+check "lost at start: carve top shows GPU 1 as lost since before carved started" \
+    "grep -A1 '^GPU 1 ' \"\$work/top\" | grep -q 'LOST since before carved started'"
+curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$work/metrics"
+check "lost at start: /metrics has carve_gpu_lost 1 for GPU 1 (no UUID), 0 for GPU 0" \
+    "grep -q '^carve_gpu_lost{gpu=\"1\",UUID=\"\",.*} 1\$' \"\$work/metrics\" &&
+     grep -q '^carve_gpu_lost{gpu=\"0\",UUID=\"$U0\",.*} 0\$' \"\$work/metrics\""
+check "lost at start: the log names GPU 1 and NVML's answer" \
+    "grep -q 'GPU 1: NVML counts it but answers .GPU is lost. for it' \"\$work/carved.log\""
+got=$(gpus "$LST")
+check "lost at start: the slice made for GPU 1 lists it as gone ($got)" \
+    "[ \"\$got\" = ' gone:$U1' ]"
+out=$("$CARVE" slice create "$LST-2" --gpus 1 2>&1)
+check "lost at start: a slice asked for on GPU 1 is refused, saying why ($out)" \
+    "printf '%s' \"\$out\" | grep -q \"GPU 1 is not in carved's list: NVML answered .GPU is lost. for it at carved's start\""
+out=$("$CARVE" doctor --simulate --no-probe 2>&1)
+check "lost at start: carve doctor fails GPU 1, naming NVML's answer" \
+    "printf '%s' \"\$out\" | grep -q \"GPU 1.*NVML counts it but answers .GPU is lost.\""
+rm -f "$CARVE_SIM_LOST"
+polls 3
+got=$(gpus_state)
+check "lost at start, then back: not lost, still not in carved's list, its UUID read ($got)" \
+    "[ \"\$got\" = '0:False:False:$U0 1:False:True:$U1' ] &&
+     grep -q \"GPU 1 ($U1): NVML answers for it now, but carved lists the GPUs at its start only\" \"\$work/carved.log\""
+"$CARVE" ps >"$work/ps"
+check "lost at start, then back: carve ps says to restart carved" \
+    "head -n 1 \"\$work/ps\" | grep -q '^GPU 1 ($U1) is not watched: .* restart carved to use it'"
+stop_carved
+start_carved 200ms off
+got=$(gpus_state)
+got2=$(gpus "$LST")
+check "restarted: GPU 1 listed as usual ($got), the slice on it again ($got2)" \
+    "[ \"\$got\" = '0:False:False:$U0 1:False:False:$U1' ] && [ \"\$got2\" = '1:$U1:$GIB gone:' ]"
+"$CARVE" slice delete "$LST" >/dev/null 2>&1
 stop_carved
 unset CARVE_SIM_LOST
 

@@ -495,8 +495,20 @@ echo '{"version": 1, "node": "empty-node", "time": 1763900000, "simulated": fals
 echo '{"node": 5, "time": "x", "gpus": [7, null, {"index": "0"}, {"index": 3, "processes": 1}],
  "slices": [1, null, {"name": 5, "devices": [{"index": 3, "memory_used": "lots"}]},
  {"name": "x", "idle": true, "devices": "none"}], "escapes": [null, {"pid": {}}]}' >"$dir/odd.json"
+# GPUs NVML does not answer for: lost while carved ran, lost since before it started (not in
+# its list, no UUID), and one that answers now but that carved does not watch until restarted
+echo '{"version": 1, "node": "lost-node", "time": 1763900000, "simulated": true, "gpus": [
+ {"index": 0, "uuid": "GPU-00000000-1111-2222-3333-444444444444", "name": "NVIDIA H100 80GB HBM3",
+  "memory_total": 85899345920, "memory_used": 0, "utilization": 0, "lost": true, "unlisted": false,
+  "processes": []},
+ {"index": 1, "uuid": "", "name": "", "memory_total": 0, "memory_used": 0, "utilization": 0,
+  "lost": true, "unlisted": true, "nvml_answer": "GPU is lost", "processes": []},
+ {"index": 2, "uuid": "GPU-55555555-6666-7777-8888-999999999999", "name": "NVIDIA H100 80GB HBM3",
+  "memory_total": 85899345920, "memory_used": 0, "utilization": 0, "lost": false, "unlisted": true,
+  "nvml_answer": "success", "processes": []}],
+ "slices": [], "escapes": [], "totals": {}}' >"$dir/lost.json"
 stop_server
-for fixture in empty odd; do
+for fixture in empty odd lost; do
     port=$(free_port)
     start_server "127.0.0.1:$port" "$dir/$fixture.json" || bad "http_serve $fixture.json"
     chrome_run 3000 --dump-dom >"$dir/dom-$fixture.html"
@@ -507,6 +519,9 @@ for fixture in empty odd; do
                  '<ul id="escapes"><li class="empty">none</li></ul>' '>empty-node<') ;;
     odd) want=('data-status="ok"' 'data-gpu="3"' 'no slices on this GPU'
                '<li class="idle-slice" data-slice="x">') ;;
+    lost) want=('data-status="ok"' 'data-state="lost">LOST: NVML answers nothing for it'
+                'data-state="lost">LOST since before carved started' 'GPU 1 · unknown'
+                'data-state="unlisted">not watched: NVML did not answer for it at carved') ;;
     esac
     missing=""
     for w in "${want[@]}"; do [[ "$dom" == *"$w"* ]] || missing="$missing '$w'"; done
