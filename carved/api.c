@@ -149,7 +149,7 @@ static json_t *read_gpus(const struct carved *d, json_t *a, struct carved_slice_
         else
             return fail("%s", "`gpus' holds something that is neither a GPU index nor a UUID");
     }
-    char why[160];
+    char why[256];
     if (registry_gpus_named(d, refs, (int)json_array_size(a), c, why, sizeof(why)) < 0)
         return fail("`gpus': %s", why);
     return NULL;

@@ -430,6 +430,11 @@ static void emit_gpus(struct emitter *e)
         char index[32];
         if (!index_label(gpu, index, sizeof(index)))
             continue;
+        /* a GPU carved does not watch (not in its list since its start): whether it is lost,
+           and nothing else, which would read as none used, idle and no escape */
+        if (json_is_true(json_object_get(gpu, "unlisted")) &&
+            (!e->f->field || strcmp(e->f->field, "lost") != 0))
+            continue;
         if (e->f->scope == SCOPE_DCGM) {
             /* a lost GPU's memory and utilisation read as none: free and idle it is not */
             if (json_is_true(json_object_get(gpu, "lost")))

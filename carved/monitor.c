@@ -780,8 +780,10 @@ static json_t *gpu_json(struct carved *d, int g, json_t *escapes, bool *busy_sli
  * ones; lost, as after an Xid 79): not in carved's list, for its UUID is unknown, so no slice
  * is placed there and none is found there. Shown all the same ("unlisted"), so that carve ps,
  * carve top and /metrics (carve_gpu_lost) say a GPU is there and lost, where they counted one
- * GPU less and no alert fired. Asked again at each poll: once NVML answers for it, the log
- * says so and to restart carved, which lists the GPUs at its start only. */
+ * GPU less and no alert fired: lost while NVML answers anything but success for it. Asked
+ * again at each poll: once NVML answers for it, the log says so and to restart carved, which
+ * lists the GPUs at its start only; its processes and utilisation are not read meanwhile
+ * (the metrics leave them out). */
 static json_t *unlisted_gpu_json(struct carved *d, int k)
 {
     static bool answered[CARVE_SLICE_MAX_DEVICES];
@@ -800,8 +802,7 @@ static json_t *unlisted_gpu_json(struct carved *d, int k)
         uuid[0] = name[0] = '\0';
         mem = (nvmlMemory_t){0, 0, 0};
     }
-    bool lost = got == NVML_ERROR_GPU_IS_LOST ||
-                (got != NVML_SUCCESS && d->driver.unread_error[k] == NVML_ERROR_GPU_IS_LOST);
+    bool lost = got != NVML_SUCCESS; /* whatever NVML's answer: nothing of it is read */
     if (got == NVML_SUCCESS && !answered[k])
         carved_log("GPU %u (%s): NVML answers for it now, but carved lists the GPUs at its start "
                    "only: restart carved to place slices there and watch its processes",

@@ -557,11 +557,17 @@ int registry_gpus_named(const struct carved *d, const struct carve_gpu_ref *refs
             if (d->driver.unread_index[k] == (unsigned)refs[i].index) {
                 char buf[32];
                 snprintf(err, errlen, "GPU %s is not in carved's list: NVML answered `%s' for "
-                         "it at carved's start; restart carved once it answers (carve ps)",
+                         "it when the GPUs were listed; restart carved once it answers (carve ps)",
                          what, carve_nvml_error_text(d->driver.unread_error[k], buf,
                                                      sizeof(buf)));
                 return -ENODEV;
             }
+        if (g < 0 && refs[i].index < 0 && d->driver.nunread > 0) {
+            snprintf(err, errlen, "carved lists no GPU %s: NVML did not answer for %d GPU%s "
+                     "when the GPUs were listed (carve ps); restart carved once it answers",
+                     what, d->driver.nunread, d->driver.nunread == 1 ? "" : "s");
+            return -ENODEV;
+        }
         if (g < 0) {
             snprintf(err, errlen, "this node has no GPU %s (carve ps lists its GPUs)", what);
             return -ENODEV;

@@ -470,13 +470,10 @@ static void print_lost_gpus(json_t *snap)
         const char *answer = json_string_value(json_object_get(g, "nvml_answer"));
         bool lost = json_is_true(json_object_get(g, "lost"));
         if (json_is_true(json_object_get(g, "unlisted")) && lost)
-            printf("GPU %lld is lost: NVML answered nothing for it at carved's start nor since "
+            printf("GPU %lld is lost: NVML has answered `%s' for it since before carved's start "
                    "(fallen off the bus?), so carved does not list it: no slice goes there, and "
-                   "slices made for it are listed as gone; see carved's log\n\n", index);
-        else if (json_is_true(json_object_get(g, "unlisted")) && answer &&
-                 strcmp(answer, "success") != 0)
-            printf("GPU %lld is not watched: NVML answers `%s' for it, as at carved's start; "
-                   "see carved's log\n\n", index, answer);
+                   "slices made for it are listed as gone; see carved's log\n\n", index,
+                   answer ? answer : "?");
         else if (json_is_true(json_object_get(g, "unlisted")))
             printf("GPU %lld (%s) is not watched: NVML did not answer for it at carved's start; "
                    "it does now: restart carved to use it\n\n", index, uuid ? uuid : "");

@@ -263,7 +263,11 @@ static void check_driver(struct report *r)
     }
     if (driver.cuda > 0)
         snprintf(cuda, sizeof(cuda), ", CUDA %d.%d", driver.cuda / 1000, driver.cuda % 1000 / 10);
-    if (r->ngpu == 0)
+    if (r->ngpu == 0 && driver.nunread > 0)
+        note(r, ST_FAIL, "driver", "NVIDIA driver %s%s: NVML counts %d GPU%s but answers for "
+             "none (below)", driver.version, cuda, driver.nunread,
+             driver.nunread == 1 ? "" : "s");
+    else if (r->ngpu == 0)
         note(r, ST_FAIL, "driver", "NVIDIA driver %s%s, but NVML lists no GPU (in a "
              "container: were the GPU's device files passed in? nvidia-smi -L shows what the "
              "driver sees)", driver.version, cuda);

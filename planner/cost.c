@@ -272,8 +272,11 @@ int cost_from_snapshot(const json_t *snap, struct cost_measured *m, char *err, s
         return -EINVAL;
     }
     m->gpus = (double)ngpu;
-    snprintf(m->gpu, sizeof(m->gpu), "%s",
-             json_string_value(json_object_get(json_array_get(gpus, 0), "name")) ?: "unknown");
+    /* the first GPU's model that NVML names (a lost GPU carved does not list has none) */
+    const char *model = NULL;
+    for (size_t k = 0; k < ngpu && !(model && *model); k++)
+        model = json_string_value(json_object_get(json_array_get(gpus, k), "name"));
+    snprintf(m->gpu, sizeof(m->gpu), "%s", model && *model ? model : "unknown");
     /* a long name is cut at a character, not inside one: it goes into the JSON as UTF-8 */
     size_t cut = strlen(m->gpu);
     if (cut == sizeof(m->gpu) - 1) {

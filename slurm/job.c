@@ -734,7 +734,10 @@ static int carved_indices(const struct job_gpus *jg, int *index, char *err, size
         index[k] = -1;
         json_array_foreach(gpus, i, g) {
             const char *uuid = json_string_value(json_object_get(g, "uuid"));
+            /* one carved shows but does not list (NVML did not answer for it at carved's
+               start) takes no slice */
             if (uuid && strcasecmp(uuid, jg->gpu[k].uuid) == 0 &&
+                !json_is_true(json_object_get(g, "unlisted")) &&
                 json_is_integer(json_object_get(g, "index")))
                 index[k] = (int)json_integer_value(json_object_get(g, "index"));
         }

@@ -391,7 +391,7 @@ check "lost at start: carve ps --json lists GPU 1, lost and not in carved's list
     "[ \"\$got\" = '0:False:False:$U0 1:True:True:-' ]"
 "$CARVE" ps >"$work/ps"
 check "lost at start: carve ps says so first" \
-    "head -n 1 \"\$work/ps\" | grep -q '^GPU 1 is lost: NVML answered nothing for it at carved.s start'"
+    "head -n 1 \"\$work/ps\" | grep -q '^GPU 1 is lost: NVML has answered .GPU is lost. for it since before carved.s start'"
 "$CARVE" top --once >"$work/top" 2>&1
 check "lost at start: carve top shows GPU 1 as lost since before carved started" \
     "grep -A1 '^GPU 1 ' \"\$work/top\" | grep -q 'LOST since before carved started'"
@@ -406,7 +406,10 @@ check "lost at start: the slice made for GPU 1 lists it as gone ($got)" \
     "[ \"\$got\" = ' gone:$U1' ]"
 out=$("$CARVE" slice create "$LST-2" --gpus 1 2>&1)
 check "lost at start: a slice asked for on GPU 1 is refused, saying why ($out)" \
-    "printf '%s' \"\$out\" | grep -q \"GPU 1 is not in carved's list: NVML answered .GPU is lost. for it at carved's start\""
+    "printf '%s' \"\$out\" | grep -q \"GPU 1 is not in carved's list: NVML answered .GPU is lost. for it when the GPUs were listed\""
+out=$("$CARVE" slice create "$LST-2" --gpus "$U1" 2>&1)
+check "lost at start: a slice asked for on GPU 1's UUID is refused, saying why ($out)" \
+    "printf '%s' \"\$out\" | grep -q \"carved lists no GPU $U1: NVML did not answer for 1 GPU when the GPUs were listed\""
 out=$("$CARVE" doctor --simulate --no-probe 2>&1)
 check "lost at start: carve doctor fails GPU 1, naming NVML's answer" \
     "printf '%s' \"\$out\" | grep -q \"GPU 1.*NVML counts it but answers .GPU is lost.\""
@@ -416,6 +419,10 @@ got=$(gpus_state)
 check "lost at start, then back: not lost, still not in carved's list, its UUID read ($got)" \
     "[ \"\$got\" = '0:False:False:$U0 1:False:True:$U1' ] &&
      grep -q \"GPU 1 ($U1): NVML answers for it now, but carved lists the GPUs at its start only\" \"\$work/carved.log\""
+curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$work/metrics"
+check "lost at start, then back: /metrics gives GPU 1 carve_gpu_lost 0 and nothing else (not watched)" \
+    "grep -q '^carve_gpu_lost{gpu=\"1\",UUID=\"$U1\",.*} 0\$' \"\$work/metrics\" &&
+     [ \$(grep -c '{gpu=\"1\"' \"\$work/metrics\") = 1 ] && grep -q '^DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"' \"\$work/metrics\""
 "$CARVE" ps >"$work/ps"
 check "lost at start, then back: carve ps says to restart carved" \
     "head -n 1 \"\$work/ps\" | grep -q '^GPU 1 ($U1) is not watched: .* restart carved to use it'"
