@@ -380,9 +380,14 @@ static CUresult settle_all(struct graph_admission *a, CUresult called, bool undo
         CUdevice cu = a->dev[i].d.cu;
         int sdev = a->dev[i].d.sdev;
         uint64_t reserved;
-        if (called != CUDA_SUCCESS ||
-            !graph_attr(cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved)) {
+        if (called != CUDA_SUCCESS) {
             carve__release(sdev, a->dev[i].admitted);
+            continue;
+        }
+        if (!graph_attr(cu, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved)) {
+            /* the driver went ahead and will not say what it reserves: the admission stays
+               charged, settled by the next refresh that reads it (it was given back) */
+            atomic_fetch_add(&charged[cu], a->dev[i].admitted);
             continue;
         }
         if (carve__settle_reserve(&charged[cu], sdev, reserved, a->dev[i].admitted))

@@ -108,21 +108,23 @@ static bool pool_reserved(CUmemoryPool pool, uint64_t *reserved)
     return true;
 }
 
-/* Gives back what the pool no longer reserves; true when anything was given back. */
+/* Gives back what the pool no longer reserves; true when anything was given back. The
+ * charge is read before the pool's reserve, and both again when the charge moved: read
+ * after, it could hold another thread's growth settled in between, and that growth was
+ * given back while the driver held it (a review's finding, 2026-11-29). */
 static bool pool_refresh(struct pool *e)
 {
-    uint64_t reserved;
-    if (!atomic_load(&e->live) ||
-        !pool_reserved((CUmemoryPool)atomic_load(&e->handle), &reserved))
+    if (!atomic_load(&e->live))
         return false;
-    uint64_t old = atomic_load(&e->charged);
-    while (reserved < old) {
-        if (atomic_compare_exchange_weak(&e->charged, &old, reserved)) {
+    for (;;) {
+        uint64_t old = atomic_load(&e->charged), reserved;
+        if (!pool_reserved((CUmemoryPool)atomic_load(&e->handle), &reserved) || reserved >= old)
+            return false;
+        if (atomic_compare_exchange_strong(&e->charged, &old, reserved)) {
             carve__release(atomic_load(&e->sdev), old - reserved);
             return true;
         }
     }
-    return false;
 }
 
 bool carve__pools_refresh(void)
@@ -229,19 +231,38 @@ static int pool_home(CUmemoryPool pool)
     return -1;
 }
 
+/* The device of stream's context: cuMemAllocAsync allocates from the current pool of the
+ * stream's device, which need not be the current context's (it took the current context's
+ * until 2026-11-29: a stream of an uncapped or another GPU's context went uncounted, a
+ * review's finding). The default streams are the current context's. */
+static bool stream_dev(CUstream stream, struct carve_dev *d)
+{
+    CUcontext ctx, ignored;
+    /* NULL, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) */
+    if ((uintptr_t)stream <= 2 || !R.cuStreamGetCtx ||
+        !R.cuCtxPushCurrent_v2 || !R.cuCtxPopCurrent_v2 ||
+        R.cuStreamGetCtx(stream, &ctx) != CUDA_SUCCESS ||
+        R.cuCtxPushCurrent_v2(ctx) != CUDA_SUCCESS)
+        return carve__dev_current(d);
+    bool found = carve__dev_current(d);
+    R.cuCtxPopCurrent_v2(&ignored);
+    return found;
+}
+
 /* Where an allocation from pool counts: true with d, the slice device its memory is on, and
  * *e, the pool's entry (NULL when more pools are live than the table holds: then the request
  * itself counts); false when it is not counted. A pool decides by itself, whichever device is
  * current (CUDA allocates from a pool on any device): its entry from cuMemPoolCreate, else
  * the device whose default or current pool it is, else its note in pool_devs (one made while
  * the table was full). Only a pool none of these know (imported from another process) counts
- * on the current device. cuMemAllocAsync (*pool NULL) takes the current device's current
- * pool. A pool of a device without a cap gets an entry too, so that the next allocation
- * from it passes at once. */
-static bool pool_where(CUmemoryPool *pool, struct pool **e, struct carve_dev *d)
+ * on the current device. cuMemAllocAsync (*pool NULL) takes the current pool of the stream's
+ * device (stream_dev). A pool of a device without a cap gets an entry too, so that the next
+ * allocation from it passes at once. */
+static bool pool_where(CUmemoryPool *pool, CUstream stream, struct pool **e,
+                       struct carve_dev *d)
 {
     uint64_t note;
-    if (!*pool && (!carve__dev_current(d) || R.cuDeviceGetMemPool(pool, d->cu) != CUDA_SUCCESS))
+    if (!*pool && (!stream_dev(stream, d) || R.cuDeviceGetMemPool(pool, d->cu) != CUDA_SUCCESS))
         return false;
     *e = pool_entry(*pool, NULL);
     if (*e && atomic_load(&(*e)->live)) {
@@ -282,7 +303,7 @@ static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool
     /* under capture the driver makes an allocation node, not memory: graphmem.c counts the
      * graph's memory when it is launched */
     if (!carve__active() || !dptr || bytes == 0 || carve__capturing(stream) ||
-        !pool_where(&pool, &e, &d))
+        !pool_where(&pool, stream, &e, &d))
         return call(dptr, bytes, pool, stream, real);
     if (!e) { /* more live pools than we track: count the request itself, freed as such */
         CUresult r = carve__admit(&d, bytes);
@@ -300,9 +321,17 @@ static CUresult alloc_in_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool
     if (r != CUDA_SUCCESS)
         return r;
     r = call(dptr, bytes, pool, stream, real);
-    if (r != CUDA_SUCCESS || !pool_reserved(pool, &reserved)) {
+    if (r != CUDA_SUCCESS) {
         carve__release(d.sdev, admitted);
         return r;
+    }
+    if (!pool_reserved(pool, &reserved)) {
+        /* the driver holds it and will not say how much the pool grew: the admission stays
+           charged to the pool, and the next refresh that reads the pool settles it (it was
+           given back, and the allocation went uncounted) */
+        atomic_fetch_add(&e->charged, admitted);
+        pool_track(e, *dptr, bytes);
+        return CUDA_SUCCESS;
     }
     if (carve__settle_reserve(&e->charged, atomic_load(&e->sdev), reserved, admitted)) {
         pool_track(e, *dptr, bytes);
@@ -403,6 +432,12 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, __typeof__(&cuMemFreeAs
     enum carve_kind kind;
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
+    /* under capture the driver makes a free node of a graph allocation, or refuses a pointer
+     * that is not one (INVALID_VALUE, which carve__free_done takes for "freed already"): the
+     * allocation's count is left as it is either way (it was given back, and a loop of
+     * alloc, capture, free shed the cap; a review's finding, 2026-11-29) */
+    if (carve__capturing(s))
+        return real(dptr, s);
     if (!carve__unrecord_ptr(dptr, &kind, &sdev, &bytes)) {
         if (!carve__pool_take(dptr, &v))
             return real(dptr, s);

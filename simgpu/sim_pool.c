@@ -185,11 +185,14 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, C
     NEED_CTX(c);
     if (!dptr || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    /* cuMemAllocAsync's pool is the one current to the stream's device, which need not be
+       the current context's */
+    int stream_phys = sim_cuda__stream_of(s, c)->ctx->phys;
     if (s && s->capturing)
-        return sim_cuda__graph_capture_alloc(s, dptr, bytes, pool ? pool->phys : c->phys);
+        return sim_cuda__graph_capture_alloc(s, dptr, bytes, pool ? pool->phys : stream_phys);
     pthread_mutex_lock(&sim_cuda__lock);
     if (!pool)
-        pool = default_pool_of(c->phys);
+        pool = default_pool_of(stream_phys);
     uint64_t need = round_chunk(pool->used + bytes);
     if (need > pool->reserved) {
         if (!sim_take(pool->phys, need - pool->reserved)) {

@@ -4,6 +4,8 @@
  * held to GPU 1's 1 GiB and leave GPU 0 alone. GPU 0 has a cap of 4 GiB or none (the slice's
  * caps say): until 2026-11-27 a pool allocation with an uncapped GPU current went through
  * uncounted, whatever the pool's GPU (4 x 1 GiB from GPU 1's pools, the slice counted 0).
+ * cuMemAllocAsync on a stream of GPU 1 with GPU 0 current takes GPU 1's pool and counts
+ * there (it counted on GPU 0 until 2026-11-29).
  *
  *   mem_pooldev [FILL]
  *
@@ -97,6 +99,28 @@ int main(int argc, char **argv)
         r = a.cuMemAllocAsync(&q, 512 * MiB, NULL);
         failed += mem_check(r == CUDA_ERROR_OUT_OF_MEMORY,
                             "cuMemAllocAsync 512 MiB, GPU 1 current: %d == OUT_OF_MEMORY", r);
+        /* and the pool of the stream's GPU, whichever is current: a stream of GPU 1 with
+           GPU 0 current (it took GPU 0's, uncapped or not its cap, until 2026-11-29) */
+        CUstream s1;
+        if (a.cuStreamCreate(&s1, 0) == CUDA_SUCCESS) {
+            a.cuCtxSetCurrent(ctx);
+            r = a.cuMemAllocAsync(&q, 512 * MiB, s1);
+            failed += mem_check(r == CUDA_ERROR_OUT_OF_MEMORY,
+                                "cuMemAllocAsync 512 MiB on a stream of GPU 1, GPU 0 current: "
+                                "%d == OUT_OF_MEMORY", r);
+            if (r == CUDA_SUCCESS)
+                a.cuMemFreeAsync(q, s1);
+            r = a.cuMemAllocAsync(&q, 32 * MiB, s1);
+            failed += mem_check(r == CUDA_SUCCESS,
+                                "cuMemAllocAsync 32 MiB on it (GPU 1 has room): %d", r);
+            if (r == CUDA_SUCCESS)
+                a.cuMemFreeAsync(q, s1);
+            a.cuStreamSynchronize(s1);
+            a.cuCtxSetCurrent(ctx1);
+            a.cuStreamDestroy(s1);
+        } else {
+            failed += mem_check(0, "a stream on GPU 1");
+        }
         a.cuCtxSetCurrent(ctx);
         a.cuDevicePrimaryCtxRelease(dev1);
     } else {
