@@ -175,9 +175,13 @@ static void mps_command_started(struct run_mode_ctx *ctx, pid_t pid)
 
 static volatile sig_atomic_t leftover_signal;
 
-static void note_signal(int sig)
+/* Only signals sent to carve itself: a terminal's ^C, ^\ or hangup reaches the processes
+ * left in its foreground group already (each got it twice, as in run.c's forward_signal). */
+static void note_signal(int sig, siginfo_t *info, void *ctx)
 {
-    leftover_signal = sig;
+    (void)ctx;
+    if (!info || info->si_code != SI_KERNEL)
+        leftover_signal = sig;
 }
 
 /* Passes sig on to the processes the command left running. */
@@ -214,7 +218,7 @@ static void record_leftovers(const struct mps_state *st, pid_t *seen, int *nseen
 static void wait_leftovers(const struct mps_state *st)
 {
     static const int passed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-    struct sigaction sa = {.sa_handler = note_signal}, was[4];
+    struct sigaction sa = {.sa_sigaction = note_signal, .sa_flags = SA_SIGINFO}, was[4];
     int set[4] = {0};
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 4; i++)

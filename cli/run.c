@@ -327,11 +327,22 @@ static int run_and_wait(char **command, struct run_mode_ctx *mode)
     if (mode && mode->command_started)
         mode->command_started(mode, pid);
     /* wait without reaping: until the command is reaped its pid cannot be reused, so no
-       signal forwarded meanwhile reaches another process; forwarding stops before the reap */
-    siginfo_t info;
-    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0)
-        if (errno != EINTR)
+       signal forwarded meanwhile reaches another process; forwarding stops before the reap.
+       Other children are reaped as they end: processes the command left that carve run
+       inherits as a subreaper (--mode mps) stayed zombies for as long as the command ran
+       (a review's finding, 2026-11-29) */
+    for (;;) {
+        siginfo_t info = {.si_pid = 0};
+        if (waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) < 0) {
+            if (errno == EINTR)
+                continue;
             break;
+        }
+        if (info.si_pid == pid || info.si_pid <= 0)
+            break;
+        while (waitpid(info.si_pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
     sigprocmask(SIG_BLOCK, &block, NULL);
     child_pid = 0;
     sigprocmask(SIG_SETMASK, &old, NULL);

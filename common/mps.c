@@ -22,17 +22,29 @@
 
 /* ---------- choosing the GPU ---------- */
 
-static int pick_by_index(const char *visible, int ngpu, char *err, size_t errlen)
+/* The GPU whose NVML index visible names: its place in gpus, which leaves out the GPUs NVML
+ * does not answer for (it took the place for the index until 2026-11-29, so that with GPU 3
+ * lost CUDA_VISIBLE_DEVICES=5 ran on GPU 6; a review's finding). */
+static int pick_by_index(const char *visible, const struct carve_gpu_info *gpus, int ngpu,
+                         char *err, size_t errlen)
 {
     char *end;
     errno = 0;
     long v = strtol(visible, &end, 10);
-    if (errno || *end || v < 0 || v >= ngpu) {
+    for (int i = 0; !errno && !*end && v >= 0 && i < ngpu; i++)
+        if (gpus[i].index == (unsigned long)v)
+            return i;
+    if (!errno && !*end && v >= 0 && v < (long)gpus[ngpu - 1].index)
+        snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%s: NVML does not answer for GPU %ld "
+                 "(lost? carve doctor says)", visible, v);
+    else if (gpus[ngpu - 1].index + 1 == (unsigned)ngpu)
         snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%s: this machine has %d GPU%s (%s%d)",
                  visible, ngpu, ngpu == 1 ? "" : "s", ngpu == 1 ? "" : "0-", ngpu - 1);
-        return -EINVAL;
-    }
-    return (int)v;
+    else
+        snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%s: NVML answers for %d GPU%s of this "
+                 "machine, GPU %u the last", visible, ngpu, ngpu == 1 ? "" : "s",
+                 gpus[ngpu - 1].index);
+    return -EINVAL;
 }
 
 static int pick_by_uuid(const char *visible, const struct carve_gpu_info *gpus, int ngpu,
@@ -81,7 +93,7 @@ int carve_mps_pick_gpu(const char *visible, const struct carve_gpu_info *gpus, i
         return -EINVAL;
     }
     if (visible[0] >= '0' && visible[0] <= '9')
-        return pick_by_index(visible, ngpu, err, errlen);
+        return pick_by_index(visible, gpus, ngpu, err, errlen);
     if (strncmp(visible, "MIG-", 4) == 0) {
         snprintf(err, errlen, "CUDA_VISIBLE_DEVICES=%s is a MIG device; --mode mps serves whole "
                               "GPUs", visible);

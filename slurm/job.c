@@ -380,8 +380,8 @@ static void format_numbers(const int *v, int n, char *out, size_t len)
         at += (size_t)snprintf(out + at, len - at, "%s%d", i ? "," : "", v[i]);
 }
 
-int carve_job_pick_gpus(const char *list, struct carve_gpu_info *gpus, int n, int *slurm,
-                        char *err, size_t errlen)
+int carve_job_pick_gpus(const char *list, struct carve_gpu_info *gpus, int n, int counted,
+                        int *slurm, char *err, size_t errlen)
 {
     int want[CARVE_SLICE_MAX_DEVICES];
     int k = slurm_numbers(list, want, CARVE_SLICE_MAX_DEVICES);
@@ -400,7 +400,7 @@ int carve_job_pick_gpus(const char *list, struct carve_gpu_info *gpus, int n, in
     }
     /* NVML lists the job's GPUs only (a devices cgroup) when it lists as many as the job
        has: numbered from 0 in the node's order, which is Slurm's */
-    bool constrained = n == k;
+    bool constrained = counted == k;
     struct carve_gpu_info picked[CARVE_SLICE_MAX_DEVICES];
     for (int j = 0; j < k; j++) {
         int at = constrained ? j : -1;
@@ -437,11 +437,14 @@ static int job_gpus_read(const struct carve_job_conf *conf, const struct carve_j
 {
     char nvml[PATH_MAX + 64];
     carve_nvml_path(conf->simulate, conf->libdir, nvml, sizeof(nvml));
-    int n = carve_gpus_list(nvml, conf->simulate, jg->gpu, CARVE_SLICE_MAX_DEVICES, err, errlen);
+    struct carve_driver_info driver;
+    int n = carve_gpus_list_driver(nvml, conf->simulate, jg->gpu, CARVE_SLICE_MAX_DEVICES,
+                                   &driver, err, errlen);
     if (n < 0)
         return -ENODEV;
     jg->listed = n;
-    if ((n = carve_job_pick_gpus(req->gpus, jg->gpu, n, jg->slurm, err, errlen)) < 0)
+    if ((n = carve_job_pick_gpus(req->gpus, jg->gpu, n, n + driver.nunread, jg->slurm, err,
+                                 errlen)) < 0)
         return n;
     if (n == 0) {
         snprintf(err, errlen, "NVML lists no GPU on this node");
@@ -776,9 +779,13 @@ static int make_through_carved(int fd, const struct carve_job_conf *conf,
     for (int k = 0; k < jg->n; k++)
         json_array_append_new(gpus, json_string(jg->gpu[k].uuid));
     snprintf(rec->carved, sizeof(rec->carved), "slurm-%" PRIu32, req->job_id);
-    json_t *ask = json_pack("{s:s,s:s,s:s?,s:s?,s:o}", "op", "create", "name", rec->carved,
+    /* asked as root (slurmstepd), so root owns it: the job's user must be let in, or its
+       tasks were refused the slice and got no GPU context (a review's finding, 2026-11-29:
+       the tests ran their carved jobs as root only) */
+    json_t *ask = json_pack("{s:s,s:s,s:s?,s:s?,s:o,s:[I]}", "op", "create", "name", rec->carved,
                             "memory", memory[0] ? memory : NULL, "compute",
-                            compute[0] ? compute : NULL, "gpus", gpus);
+                            compute[0] ? compute : NULL, "gpus", gpus, "users",
+                            (json_int_t)req->uid);
     json_t *reply = carve_daemon_call(fd, json_incref(ask), why, sizeof(why));
     close(fd);
     if (!reply && strstr(why, "exists already") && (fd = carve_daemon_connect()) >= 0) {

@@ -82,10 +82,12 @@ void carve_job_gres_read(const char *text, const char *node, struct carve_job_gr
  * ConstrainDevices=yes), numbered from 0 in the node's order: the job's lowest number is
  * NVML's GPU 0, and so on. Else it sees the node's, and Slurm's number is NVML's index.
  * Moves the job's GPUs to the front of gpus, in Slurm's order, with Slurm's number of each
- * in slurm[]. Returns how many, or a negative errno with why in err (a GPU of the job that
- * NVML does not list). */
-int carve_job_pick_gpus(const char *list, struct carve_gpu_info *gpus, int n, int *slurm,
-                        char *err, size_t errlen);
+ * in slurm[]. counted: the GPUs NVML counts, those it does not answer for (lost) among them,
+ * which gpus leaves out: the view is the job's alone when counted is the job's number (with
+ * n, a lost GPU of the node's made its other GPUs look like the job's). Returns how many, or
+ * a negative errno with why in err (a GPU of the job that NVML does not list). */
+int carve_job_pick_gpus(const char *list, struct carve_gpu_info *gpus, int n, int counted,
+                        int *slurm, char *err, size_t errlen);
 
 /* Puts the step in the job's slice, making the slice when the job has none on this node.
  * Returns 1 with the slice's shared-memory name in shm, and in err "" or a note for the

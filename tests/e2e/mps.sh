@@ -256,6 +256,17 @@ left=$(cat "$tmp/left.pid")
 check "SIGTERM to a carve run waiting for them is passed on: the process left ends ($(alive "$left" && echo alive || echo gone)), carve run too (status $rc), the daemon is stopped, -q says nothing" \
     "$(! alive "$left" && [ "$rc" -eq 0 ] && ! alive "$(last_daemon)" && [ ! -s "$tmp/left.err" ]; echo $?)"
 kill "$left" 2>/dev/null
+# processes the command leaves that end while it runs are reaped: carve run (a subreaper
+# here) left them zombies for as long as the command ran, until 2026-11-29
+"$CARVE" run --simulate --mode mps -q -- sh -c '(sleep 0.1 &); (sleep 0.1 &); touch "$0/zomb.go"; sleep 3' "$tmp" 2>"$tmp/zomb.err" &
+cr=$!
+wait_for "$tmp/zomb.go"
+sleep 1
+zombies=$(ps -o stat= --ppid "$cr" | grep -c '^Z')
+wait "$cr"
+rc=$?
+check "two processes the command left ended while it ran: carve run reaped them ($zombies zombies under it a second later), status $rc" \
+    "$([ "$zombies" -eq 0 ] && [ "$rc" -eq 0 ]; echo $?)"
 
 # --- the GPU chosen with CUDA_VISIBLE_DEVICES ------------------------------------------------
 uuid1=$(CARVE_SIM_DEVICES=2 LD_LIBRARY_PATH="$BUILD/lib/carve/sim" "$SIMBIN/nvidia-smi" --query-gpu=uuid --format=csv,noheader -i 1)

@@ -623,6 +623,18 @@ wait_for 50 slice_gone "$d"
 listed=$(carved_slices)
 check "job $d's slice left carved when the job ended (carved lists: '${listed}')" \
     "$(slice_gone "$d" && ! echo "$listed" | grep -q "slurm-$d="; echo $?)"
+# 7b. A job of another user through carved: the plugin asks for the slice as root, and the
+#     job's user must be let in (until 2026-11-29 its tasks were refused it and got no GPU
+#     context: the jobs above run as root)
+e=$(submit --uid=nobody --gid=nogroup --gpu-memory=1G -o "$T/out/E.out" \
+    --export=ALL,CARVE_SIM_STATE="$T/out/sim-nobody-carved" \
+    --wrap "$MEMHOG --label E --max 2048 --hold 0")
+wait_for 300 gone "$e"
+sed 's/^/    E: /' "$T/out/E.out"
+check "job $e of user nobody through carved is capped at 1 GiB" \
+    "$(grep -q '^\[E\] cuMemGetInfo at start: total 1024 MiB' "$T/out/E.out" &&
+       grep -q "^carve: slice \"slurm-$e\" out of memory on GPU 0: cap 1 GiB" "$T/out/E.out"; echo $?)"
+wait_for 50 slice_gone "$e"
 # 8. A record the sweep cannot read (a write cut short) is listed, not skipped: an admin's
 #    carve-slurm-cleanup must not say the node has no slice; exit status 1.
 printf 'carve-slurm 1\nshm /carve.slurm.999.00000001\ncarved -\nstep 12' >"$T/carve/job-999"

@@ -55,7 +55,7 @@ static void check_pick(const char *list, size_t len)
     char err[512] = "";
     for (int i = 0; i < n; i++)
         gpus[i].index = (unsigned)i + (len % 2 ? 2u : 0u);
-    int k = carve_job_pick_gpus(list, gpus, n, slurm, err, sizeof(err));
+    int k = carve_job_pick_gpus(list, gpus, n, n, slurm, err, sizeof(err));
     if (k < 0 ? !err[0] : k > n)
         abort();
     for (int i = 0; i < k; i++)

@@ -84,6 +84,21 @@ static void test_pick_gpu(void **state)
     expect_pick_refused("-1", 3, "neither a GPU index");
 }
 
+/* GPU 1 lost: NVML lists GPUs 0 and 2, and the index is the GPU's, not its place in the list
+ * (CUDA_VISIBLE_DEVICES=2 ran on the list's third GPU, none here, until 2026-11-29) */
+static void test_pick_gpu_gap(void **state)
+{
+    const struct carve_gpu_info gap[] = {gpus[0], gpus[2]};
+    char err[512] = "";
+    assert_int_equal(carve_mps_pick_gpu("2", gap, 2, err, sizeof(err)), 1);
+    assert_int_equal(carve_mps_pick_gpu("0", gap, 2, err, sizeof(err)), 0);
+    assert_int_equal(carve_mps_pick_gpu("1", gap, 2, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "CUDA_VISIBLE_DEVICES=1: NVML does not answer for GPU 1"));
+    assert_int_equal(carve_mps_pick_gpu("3", gap, 2, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "NVML answers for 2 GPUs of this machine, GPU 2 the last"));
+    assert_int_equal(carve_mps_pick_gpu("GPU-7777", gap, 2, err, sizeof(err)), 1);
+}
+
 static void test_thread_percentage(void **state)
 {
     char buf[16], err[512];
@@ -1117,6 +1132,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pick_gpu),
+        cmocka_unit_test(test_pick_gpu_gap),
         cmocka_unit_test(test_thread_percentage),
         cmocka_unit_test(test_mem_limit),
         cmocka_unit_test(test_clients_text),

@@ -101,8 +101,10 @@ static void test_gres_read(void **state)
     assert_string_equal(gres("NodeName=n[1-2 Name=shard Count=4\n", "n1"), "0/0");
 }
 
-/* NVML's GPUs (index, UUID "GPU-...-0000000000IJ") as "index:slurm" of those picked. */
-static const char *pick(const char *list, int listed, const unsigned *indices)
+/* NVML's GPUs (index, UUID "GPU-...-0000000000IJ") as "index:slurm" of those picked; counted:
+ * the GPUs NVML counts, those it does not answer for among them. */
+static const char *pick_counted(const char *list, int listed, int counted,
+                                const unsigned *indices)
 {
     static char out[600];
     struct carve_gpu_info gpus[CARVE_SLICE_MAX_DEVICES];
@@ -110,7 +112,7 @@ static const char *pick(const char *list, int listed, const unsigned *indices)
     char err[512];
     for (int i = 0; i < listed; i++)
         gpus[i].index = indices[i];
-    int n = carve_job_pick_gpus(list, gpus, listed, slurm, err, sizeof(err));
+    int n = carve_job_pick_gpus(list, gpus, listed, counted, slurm, err, sizeof(err));
     if (n < 0) {
         snprintf(out, sizeof(out), "error: %s", err);
         return out;
@@ -121,6 +123,11 @@ static const char *pick(const char *list, int listed, const unsigned *indices)
         at += (size_t)snprintf(out + at, sizeof(out) - at, "%s%u:%d", i ? " " : "",
                                gpus[i].index, slurm[i]);
     return out;
+}
+
+static const char *pick(const char *list, int listed, const unsigned *indices)
+{
+    return pick_counted(list, listed, listed, indices);
 }
 
 /* Slurm's numbers for a job's GPUs against NVML's in the task: the node's GPUs (numbers
@@ -143,6 +150,12 @@ static void test_pick_gpus(void **state)
                               "job's alone (as under ConstrainDevices=yes) nor the node's with "
                               "a GPU 3"));
     assert_non_null(strstr(pick("2", 2, two), "error: Slurm gave the job GPU 2 on"));
+    /* the node's three GPUs, GPU 2 lost (NVML counts it, lists 0 and 1): the job's 1,2 are
+       not the two listed (taken for the job's alone until 2026-11-29: GPU 0 capped for 1) */
+    const unsigned lost2[] = {0, 1};
+    assert_string_equal(pick_counted("0,1", 2, 3, lost2), "0:0 1:1");
+    assert_non_null(strstr(pick_counted("1,2", 2, 3, lost2),
+                           "error: Slurm gave the job GPUs 1,2 on this node"));
     assert_non_null(strstr(pick("0,1,2", 2, two), "error: "));
     char many[256] = "0";
     for (int i = 1; i <= CARVE_SLICE_MAX_DEVICES; i++)
