@@ -51,7 +51,9 @@ int carve_daemon_connect(void)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        int e = errno; /* the caller tells "no carved" from "carved does not answer" */
         close(fd);
+        errno = e;
         return -1;
     }
     return fd;

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "carve/nvml_abi.h"
 #include "cli.h"
 #include "gpus.h"
 #include "modes.h"
@@ -107,7 +108,14 @@ static int mps_join(const struct mps_state *st)
     }
     char asked[512];
     int alive = carve_mps_daemon_alive(&st->d, asked, sizeof(asked));
-    if (asked[0]) /* a control program that failed or hung: why carve run waited */
+    if (alive < 0) { /* a daemon that may run: none is started over it, nor is it joined */
+        fprintf(stderr, "carve run: %s: another is not started over it; see %s/control.log, "
+                        "and stop it (echo quit | nvidia-cuda-mps-control with "
+                        "CUDA_MPS_PIPE_DIRECTORY=%s) or end its processes\n",
+                asked, st->d.log, st->d.pipe);
+        goto out;
+    }
+    if (asked[0]) /* a control program that failed: why carve run waited */
         fprintf(stderr, "carve run: %s\n", asked);
     if (alive == 0 && carve_mps_daemon_start(&st->d, err, sizeof(err)) < 0) {
         fprintf(stderr, "carve run: %s\n", err);
@@ -339,6 +347,22 @@ static int pick_gpu(const struct run_opts *o, const char *libdir, struct mps_sta
     int g = carve_mps_pick_gpu(getenv("CUDA_VISIBLE_DEVICES"), gpus, ngpu, err, sizeof(err));
     if (g < 0) {
         fprintf(stderr, "carve run: %s\n", err);
+        return CARVE_EXIT_USAGE;
+    }
+    /* GPUs where an MPS server cannot serve: said here, not left to the command's CUDA
+       start, whose error named neither the mode nor what to do (a review's finding) */
+    if (gpus[g].compute_mode == NVML_COMPUTEMODE_PROHIBITED) {
+        fprintf(stderr, "carve run: GPU %u (%s) is in compute mode PROHIBITED: no process may "
+                        "make a CUDA context there, an MPS server neither; an admin sets "
+                        "`nvidia-smi -i %u -c DEFAULT' (or EXCLUSIVE_PROCESS)\n",
+                gpus[g].index, gpus[g].uuid, gpus[g].index);
+        return CARVE_EXIT_USAGE;
+    }
+    if (gpus[g].mig_current == NVML_DEVICE_MIG_ENABLE) {
+        fprintf(stderr, "carve run: GPU %u (%s) has MIG on: CUDA runs only in its instances "
+                        "there, and --mode mps serves whole GPUs; run in an instance with "
+                        "--mode mig (carve mig list --index %u)\n",
+                gpus[g].index, gpus[g].uuid, gpus[g].index);
         return CARVE_EXIT_USAGE;
     }
     /* the slice's own parser reads --memory, so both refuse the same input alike */

@@ -370,10 +370,20 @@ int carve_mps_daemon_alive(const struct carve_mps_daemon *d, char *err, size_t e
         /* ask it: one that writes no pid file (older drivers), or whose pid is another PID
            namespace's (a container sharing BASE) */
         char ran[512] = "";
-        if (carve_mps_control_run(d, NULL, "get_server_list\n", ran, sizeof(ran)) == 0)
+        int rc = carve_mps_control_run(d, NULL, "get_server_list\n", ran, sizeof(ran));
+        if (rc == 0)
             return 1;
-        snprintf(err, errlen, "%s", ran);
-        return 0;
+        /* the control program said no daemon answers (its exit status): none. One that
+           could not be run, or that hung and was killed, says nothing of the daemon, which
+           may run still: taken for none, its pipes were cleared and a second daemon started
+           over it, the first left for good (a review's finding, 2026-11-29) */
+        if (rc > 0) {
+            snprintf(err, errlen, "%s", ran);
+            return 0;
+        }
+        snprintf(err, errlen, "whether the MPS control daemon of %s runs cannot be told (%s)",
+                 d->uuid, ran);
+        return -EAGAIN;
     }
     if (!have_file) {
         snprintf(err, errlen, "%s has a control pipe and no %s: whether its MPS control "

@@ -58,8 +58,9 @@ pid_t carve_mps_daemon_pid(const struct carve_mps_daemon *d);
 /* Whether the daemon runs: 1 when its pid file names it (carve_mps_daemon_pid), 0 when there
  * is no PIPE/control. Else, with may_exec, the daemon is asked through PIPE/control (as one
  * writing no pid file, an older driver's, or one in another PID namespace must be): 1 when
- * it answers, 0 when not, with the control program's failure in err (a get_server_list that
- * hung 20 s). Without may_exec, a pid file whose process is gone is final unless a process
+ * it answers, 0 when the control program says it does not; -EAGAIN when the program cannot
+ * be run or hangs (killed after 20 s), saying so in err: a daemon may run still. Without
+ * may_exec, a pid file whose process is gone is final unless a process
  * of this user named nvidia-cuda-mps... has that pid in a PID namespace below this one;
  * that, a control pipe with no pid file, and a pid that such a process has here but got
  * after the file was written cannot be judged: -EAGAIN, saying why in err. */

@@ -994,6 +994,17 @@ int carve_job_enter(const struct carve_job_conf *conf, const struct carve_job_re
             goto out;
         }
         int dfd = carve_daemon_connect();
+        if (dfd < 0 && errno != ENOENT && errno != ECONNREFUSED) {
+            /* carved is there but does not answer (its backlog full, stopped): a slice made
+               without it would be refused to the tasks once it answers, since carved has
+               no such slice (a review's finding, 2026-11-29) */
+            snprintf(err, errlen, "carved at %s does not answer (%s): the step cannot get "
+                     "its slice; see carved's log (systemctl status carved)",
+                     carve_socket_path(), strerror(errno));
+            r = -EAGAIN;
+            unlink(path);
+            goto out;
+        }
         r = dfd >= 0 ? make_through_carved(dfd, conf, req, &jg, &rec, err, errlen)
                      : make_standalone(conf, req, &jg, &rec, err, errlen);
         if (r < 0) {

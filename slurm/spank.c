@@ -36,6 +36,7 @@
 #include <slurm/slurm.h> /* SLURM_BATCH_SCRIPT */
 #include <slurm/spank.h>
 
+#include "cli.h"
 #include "job.h"
 #include "mps_daemon.h"
 #include "proc.h"
@@ -488,6 +489,12 @@ static int task_env(spank_t sp, const struct carve_job_conf *conf, const char *s
         return -1;
     }
     int r = spank_setenv(sp, "CARVE_SLICE", shm, 1) == ESPANK_SUCCESS ? 0 : -1;
+    /* a slice of carved's (its objects /carve.d.NAME.*) is joined through the carved the
+       plugin asked: libcarve looks at the node's socket unless CARVE_SOCKET names another,
+       and a carved on another socket (CARVE_SOCKET in slurmd's environment) was not the
+       tasks' unless the job's user exported it too (a review's finding, 2026-11-29) */
+    if (strncmp(shm, "/carve.d.", 9) == 0)
+        r |= spank_setenv(sp, "CARVE_SOCKET", carve_socket_path(), 1) == ESPANK_SUCCESS ? 0 : -1;
     r |= prepend_env(sp, "LD_PRELOAD", path);
     if (conf->simulate) {
         snprintf(path, sizeof(path), "%s/sim", conf->libdir);

@@ -371,6 +371,10 @@ CUDA_VISIBLE_DEVICES='' expect "CUDA_VISIBLE_DEVICES is empty" run --simulate --
 CUDA_VISIBLE_DEVICES=x expect "is neither a GPU index" run --simulate --mode mps -- true
 CARVE_MPS_CONTROL=$tmp/none expect "CARVE_MPS_CONTROL=$tmp/none cannot be run" run --simulate --mode mps -- true
 CARVE_MPS_DIR=$tmp/$(printf 'd%.0s' $(seq 60)) expect "set CARVE_MPS_DIR to a shorter place" run --simulate --mode mps -- true
+# GPUs where no MPS server can serve are refused before a daemon starts (until 2026-11-29 the
+# command's CUDA start failed, its error naming neither the mode nor what to do)
+CARVE_SIM_COMPUTE_MODE=2 expect "is in compute mode PROHIBITED: no process may make a CUDA context there" run --simulate --mode mps -- true
+CARVE_SIM_MIG=1 expect "has MIG on: CUDA runs only in its instances there, and --mode mps serves whole GPUs" run --simulate --mode mps -- true
 CARVE_SIM_MPS_FAIL=1 expect "did not start an MPS control daemon" run --simulate --mode mps -- true
 CARVE_SIM_MPS_FAIL=1 expect "cannot start (CARVE_SIM_MPS_FAIL=1)" run --simulate --mode mps -- true
 check "a failed start leaves no client entry ($(live_clients))" "$([ "$(live_clients)" -eq 0 ]; echo $?)"
