@@ -351,18 +351,17 @@ static int pick_gpu(const struct run_opts *o, const char *libdir, struct mps_sta
     }
     /* GPUs where an MPS server cannot serve: said here, not left to the command's CUDA
        start, whose error named neither the mode nor what to do (a review's finding) */
-    if (gpus[g].compute_mode == NVML_COMPUTEMODE_PROHIBITED) {
-        fprintf(stderr, "carve run: GPU %u (%s) is in compute mode PROHIBITED: no process may "
-                        "make a CUDA context there, an MPS server neither; an admin sets "
-                        "`nvidia-smi -i %u -c DEFAULT' (or EXCLUSIVE_PROCESS)\n",
-                gpus[g].index, gpus[g].uuid, gpus[g].index);
-        return CARVE_EXIT_USAGE;
-    }
-    if (gpus[g].mig_current == NVML_DEVICE_MIG_ENABLE) {
-        fprintf(stderr, "carve run: GPU %u (%s) has MIG on: CUDA runs only in its instances "
-                        "there, and --mode mps serves whole GPUs; run in an instance with "
-                        "--mode mig (carve mig list --index %u)\n",
-                gpus[g].index, gpus[g].uuid, gpus[g].index);
+    char why[256] = "";
+    if (gpus[g].compute_mode == NVML_COMPUTEMODE_PROHIBITED)
+        snprintf(why, sizeof(why), "is in compute mode PROHIBITED: no process may make a CUDA "
+                 "context there, an MPS server neither; an admin sets `nvidia-smi -i %u -c "
+                 "DEFAULT' (or EXCLUSIVE_PROCESS)", gpus[g].index);
+    else if (gpus[g].mig_current == NVML_DEVICE_MIG_ENABLE)
+        snprintf(why, sizeof(why), "has MIG on: CUDA runs only in its instances there, and "
+                 "--mode mps serves whole GPUs; run in an instance with --mode mig (carve mig "
+                 "list --index %u)", gpus[g].index);
+    if (why[0]) {
+        fprintf(stderr, "carve run: GPU %u (%s) %s\n", gpus[g].index, gpus[g].uuid, why);
         return CARVE_EXIT_USAGE;
     }
     /* the slice's own parser reads --memory, so both refuse the same input alike */
