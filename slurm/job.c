@@ -894,7 +894,8 @@ static void ignored_options(const struct carve_job_conf *conf, const struct carv
        UUID (NVML read again) */
     struct job_gpus jg;
     char why2[512];
-    bool mapped = memory && m.per_index_count && job_gpus_read(conf, req, &jg, why2, sizeof(why2)) == 0;
+    bool read = job_gpus_read(conf, req, &jg, why2, sizeof(why2)) == 0;
+    bool mapped = memory && m.per_index_count && read;
     bool memory_differs = false, compute_differs = false, named[CARVE_SPEC_MAX_DEVICES] = {0};
     for (int d = 0; d < carve_slice_ndev(s); d++) {
         int number = slice_gpu_number(s, d, mapped ? &jg : NULL);
@@ -910,7 +911,30 @@ static void ignored_options(const struct carve_job_conf *conf, const struct carv
     }
     for (int i = 0; i < CARVE_SPEC_MAX_DEVICES; i++)
         memory_differs |= memory && m.per_index[i] && !named[i]; /* a GPU the slice lacks */
-    if (memory_differs || compute_differs) {
+    /* the step's GPUs the slice is not on: made for an earlier step's GPUs (under salloc,
+       a first srun step's GPU 0, and a later one's GPU 1), it caps nothing there, and the
+       step ran there uncapped without a word (a review's finding, 2026-11-29) */
+    char missing[96] = "";
+    int nmissing = 0;
+    for (int k = 0; read && k < jg.n; k++) {
+        bool held = false;
+        uint8_t u[16];
+        for (int d = 0; d < carve_slice_ndev(s) && !held; d++)
+            held = carve_slice_dev_uuid(s, d, u) == 0 && carve_uuid_is(jg.gpu[k].uuid, u);
+        size_t at = strlen(missing);
+        if (!held && at + 16 < sizeof(missing))
+            snprintf(missing + at, sizeof(missing) - at, "%s%d", nmissing ? "," : "",
+                     jg.slurm[k]);
+        nmissing += !held;
+    }
+    if (nmissing)
+        snprintf(note, len, "this step's GPU%s %s (Slurm's number%s) %s not in the job's slice "
+                 "%s on this node, which an earlier step of the job made for its own GPUs: "
+                 "nothing caps this step's memory or compute there (give all the job's GPUs "
+                 "to the job's first step on the node, or run the steps as separate jobs)",
+                 nmissing == 1 ? "" : "s", missing, nmissing == 1 ? "" : "s",
+                 nmissing == 1 ? "is" : "are", carve_slice_name(s));
+    else if (memory_differs || compute_differs) {
         describe_terms(s, terms, sizeof(terms));
         snprintf(note, len, "this step's %s%s%s%s%s %s not applied: the job's slice %s on "
                  "this node was made by an earlier step of the job and holds %s; every step "

@@ -727,6 +727,37 @@ static void test_constrained_view(void **state)
     assert_false(record_exists(w, 55));
 }
 
+/* On a node of two GPUs, the job's first step is on GPU 0 (an salloc's first srun step) and a
+ * later one on GPU 1: the slice the first made is on GPU 0 alone, and the later step is told
+ * that nothing caps it on GPU 1 (it ran there uncapped without a word until 2026-11-29). */
+static void test_step_gpu_outside_slice(void **state)
+{
+    struct world *w = *state;
+    char shm[128], err[1024];
+    setenv("CARVE_SIM_DEVICES", "2", 1);
+    struct carve_job_request req = {.job_id = 56, .uid = getuid(), .gid = getgid(),
+                                    .step_pid = getpid(), .gpus = "0", .memory = "1G"};
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_string_equal(err, "");
+    pid_t step = fake_step();
+    req.step_pid = step;
+    req.gpus = "0";
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_string_equal(err, ""); /* the same GPU: nothing to tell */
+    assert_int_equal(carve_job_leave(&w->conf, 56, step, err, sizeof(err)), 0);
+    end_step(step);
+    req.step_pid = step = fake_step();
+    req.gpus = "1";
+    assert_int_equal(carve_job_enter(&w->conf, &req, shm, sizeof(shm), err, sizeof(err)), 1);
+    assert_non_null(strstr(err, "this step's GPU 1 (Slurm's number) is not in the job's slice "
+                                "slurm-56"));
+    assert_non_null(strstr(err, "nothing caps this step's memory or compute there"));
+    assert_int_equal(carve_job_leave(&w->conf, 56, step, err, sizeof(err)), 0);
+    end_step(step);
+    assert_int_equal(carve_job_remove(&w->conf, 56, err, sizeof(err)), 0);
+    unsetenv("CARVE_SIM_DEVICES");
+}
+
 static void test_nothing_asked(void **state)
 {
     struct world *w = *state;
@@ -939,6 +970,7 @@ int main(void)
         cmocka_unit_test(test_carved_shard_share),
         cmocka_unit_test(test_gres_conf_unreadable),
         cmocka_unit_test(test_constrained_view),
+        cmocka_unit_test(test_step_gpu_outside_slice),
         cmocka_unit_test(test_nothing_asked),
         cmocka_unit_test(test_refused_values),
         cmocka_unit_test(test_guarantee_within_allocation),
