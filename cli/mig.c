@@ -385,7 +385,9 @@ static void pids_text(const struct mig_live *l, char *buf, size_t len)
         used += (size_t)snprintf(buf + used, len - used, "%s%u (%s)", i ? ", " : "", l->pids[i],
                                  name);
     }
-    if (!l->npids)
+    if (l->pids_unknown && used < len)
+        snprintf(buf + used, len - used, "%s? (NVML would not list them)", used ? ", " : "");
+    else if (!l->npids && !l->pids_unknown)
         snprintf(buf, len, "-");
 }
 
@@ -413,11 +415,11 @@ static json_t *live_json(const struct mig_live *l)
         json_array_append_new(pids, json_integer(l->pids[i]));
     json_t *start = l->placement_known ? json_integer(l->start) : json_null();
     json_t *size = l->placement_known ? json_integer(l->size) : json_null();
-    return json_pack("{s:i,s:i,s:s,s:i,s:o,s:o,s:I,s:i,s:s,s:o}", "gpu", (int)l->gpu,
+    return json_pack("{s:i,s:i,s:s,s:i,s:o,s:o,s:I,s:i,s:s,s:o,s:b}", "gpu", (int)l->gpu,
                      "gpu_instance", (int)l->gi_id, "profile", live_name(l), "profile_id",
                      (int)l->profile_id, "start", start, "size", size, "memory_mib",
                      (json_int_t)l->memory_mib, "compute_instance", l->ci_id, "uuid", l->uuid,
-                     "pids", pids);
+                     "pids", pids, "pids_unknown", l->pids_unknown);
 }
 
 /* carve's table against what the GPU's NVML says: the numbers the planner and apply rely on */
@@ -800,7 +802,7 @@ static bool held_by_run(const char *uuid)
 /* Whether the instance is in use (a process in it, or a carve run holding it), and by whom. */
 static bool busy_text(const struct mig_live *l, char *buf, size_t len)
 {
-    if (l->npids) {
+    if (l->npids || l->pids_unknown) {
         pids_text(l, buf, len);
         return true;
     }
@@ -1209,13 +1211,15 @@ static bool in_scope(struct mig_scan *sc, int i, const struct mig_live *l)
 static void consider(struct mig_scan *sc, const struct mig_gpu *g, const struct mig_live *l)
 {
     bool fits = l->profile && mig_request_fits(g->model, &sc->want, l->profile);
-    bool better = fits && !l->npids && !(sc->best && sc->best->memory_mib <= l->memory_mib);
+    bool better = fits && !l->npids && !l->pids_unknown &&
+                  !(sc->best && sc->best->memory_mib <= l->memory_mib);
     /* held: another carve run (any user's) took it, its command has no process yet */
     int fd = better ? lock_instance(l->uuid) : -1;
     if (sc->used < sizeof(sc->seen))
         sc->used += (size_t)snprintf(sc->seen + sc->used, sizeof(sc->seen) - sc->used,
                                      "%s%s %s%s", sc->used ? ", " : "", live_name(l), l->uuid,
-                                     l->npids ? " (busy)" : !fits ? " (too small)"
+                                     l->npids || l->pids_unknown ? " (busy)"
+                                     : !fits                      ? " (too small)"
                                      : better && fd < 0 ? " (held by a carve run)" : "");
     if (fd < 0)
         return;

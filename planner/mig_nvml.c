@@ -185,8 +185,14 @@ static void add_procs(struct mig_nvml *n, nvmlDevice_t mig, struct mig_live *l)
 {
     _Alignas(nvmlProcessInfo_t) unsigned char info[64 * CARVE_NVML_PROC_STRIDE_MAX];
     unsigned cnt = 64;
-    if (!n->procs || n->procs(mig, &cnt, (void *)info) != NVML_SUCCESS)
+    /* a list NVML would not give (no such call, a failure, more than 64) is not "none": the
+       instance was handed to a command and could be destroyed under its processes (a
+       review's finding, 2026-11-29) */
+    nvmlReturn_t r = n->procs ? n->procs(mig, &cnt, (void *)info) : NVML_ERROR_NOT_SUPPORTED;
+    if (r != NVML_SUCCESS) {
+        l->pids_unknown = true;
         return;
+    }
     for (unsigned i = 0; i < cnt && i < 64; i++) {
         if (l->npids < MIG_NVML_MAX_PIDS)
             l->pids[l->npids] = carve_nvml_proc_at(info, n->procs_stride, i).pid;
@@ -461,6 +467,12 @@ int mig_nvml_destroy(struct mig_nvml *n, unsigned gpu, unsigned gi_id, char *err
             l = &live[i];
     if (!l) {
         snprintf(err, errlen, "GPU %u has no GPU instance %u", gpu, gi_id);
+        return -1;
+    }
+    if (l->pids_unknown && !l->npids) {
+        snprintf(err, errlen, "refusing to destroy GPU instance %u (%s %s) on GPU %u: NVML "
+                 "would not list its processes", gi_id, l->profile ? l->profile->name : "?",
+                 l->uuid, gpu);
         return -1;
     }
     if (l->npids) {

@@ -36,6 +36,7 @@ struct mig_live {
     int ci_id;                        /* -1: no compute instance */
     char uuid[96];                    /* "MIG-..."; "" without a MIG device */
     unsigned npids;                   /* processes running in it (may exceed the list) */
+    bool pids_unknown;                /* NVML would not list them all: taken as busy */
     unsigned pids[MIG_NVML_MAX_PIDS];
 };
 
