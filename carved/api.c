@@ -187,6 +187,12 @@ static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pi
                      d->conf.slices[i].line);
             return fail("%s", why);
         }
+    /* slurm-JOBID is the Slurm plugin's (it asks as root): a user who made the name of a
+       coming job's slice first failed that job's step, the plugin deleting and making it
+       again over two connections (a review's finding, 2026-11-29) */
+    if (strncmp(c.name, "slurm-", 6) == 0 && !admin)
+        return fail("%s", "names slurm-* are the Slurm plugin's, for the slices of jobs: "
+                          "choose another name");
     char err[768];
     int r = registry_create(d, &c, run ? ORIGIN_RUN : ORIGIN_API, uid, run ? pid : 0, err,
                             sizeof(err));

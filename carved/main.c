@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -600,6 +601,19 @@ static int check_config_gpus(struct carved *d, bool simulate)
     return bad ? 2 : 0;
 }
 
+/* The soft limit on open files raised to the hard one: clients, the tables handed over with
+ * replies, 64 boards a GPU, HTTP connections and NVML's passed the usual 1024 on a node of
+ * eight GPUs, and then accept failed while the socket stayed readable (a review's finding,
+ * 2026-11-29; carved.service sets LimitNOFILE too). */
+static void raise_file_limit(void)
+{
+    struct rlimit l;
+    if (getrlimit(RLIMIT_NOFILE, &l) == 0 && l.rlim_cur < l.rlim_max) {
+        l.rlim_cur = l.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &l);
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {0};
@@ -618,6 +632,7 @@ int main(int argc, char **argv)
         return 0;
     }
     d->simulate = o.simulate;
+    raise_file_limit();
     char err[1024];
     if (carve_find_libdir(d->libdir, sizeof(d->libdir)) < 0 || monitor_open(d, err, sizeof(err)) < 0) {
         fprintf(stderr, "carved: %s\n", d->libdir[0] ? err : "cannot find carve's libraries; set CARVE_LIBDIR");

@@ -394,6 +394,9 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     check "nobody cannot join a slice not open to it: $err" '[[ $err == *"not open to you"* ]]'
     err=$(as_nobody "$CARVE" slice delete shared 2>&1)
     check "nobody cannot delete the config's slice: $err" '[[ $err == *"belongs to"* ]]'
+    # slurm-JOBID is the Slurm plugin's: a user who took a coming job's name failed its step
+    err=$(as_nobody "$CARVE" slice create slurm-99 --memory 256MiB 2>&1)
+    check "nobody cannot make a slice named slurm-JOBID: $err" '[[ $err == *"names slurm-* are the Slurm plugin"* ]]'
     # a slice nobody makes itself, without carved, and points CARVE_SLICE at: refused
     forged=$(as_nobody env CARVE_SIM_STATE="/tmp/carve-sim-nobody.$$" CARVE_SOCKET="$work/none.sock" \
         "$NB/bin/carve" run --simulate --memory 4GiB -- "$NB/bench/memhog" --label forged --max 128 --hold 0 2>&1)
