@@ -868,7 +868,9 @@ static json_t *change_json(const struct change *c, const struct mig_request *req
     return json_pack("{s:b,s:o,s:o,s:o}", "dry_run", dry, "keep", k, "destroy", d, "create", cr);
 }
 
-/* checks each creation's start slot against NVML's own placements before anything changes */
+/* checks each creation's profile ID, placement size and start slot against NVML's own before
+ * anything changes: a driver that numbered a profile otherwise made another profile than
+ * planned, or failed only after --replace had destroyed (a review's finding, 2026-11-29) */
 static int check_placements(struct mig_nvml *n, unsigned gpu, const struct change *c,
                             char *err, size_t errlen)
 {
@@ -877,6 +879,12 @@ static int check_placements(struct mig_nvml *n, unsigned gpu, const struct chang
         struct mig_nvml_facts f;
         if (mig_nvml_facts(n, gpu, p, &f, err, errlen) < 0)
             return -1;
+        if (f.id != p->nvml_id || f.memory_slices != p->memory_slices) {
+            snprintf(err, errlen, "NVML gives %s profile ID %u and %u memory slices, carve's "
+                     "table %u and %u: nothing changed; please report this GPU and driver",
+                     p->name, f.id, f.memory_slices, p->nvml_id, p->memory_slices);
+            return -1;
+        }
         unsigned mask = f.start_mask;
         if (!(mask & (1u << c->create[i]->inst.start))) {
             char nv[64], ours[64];
