@@ -343,11 +343,17 @@ static int gpu_of(struct mig_nvml *n, unsigned index, struct mig_gpu *g, char *e
     int k = mig_nvml_gpus(n, gpus, MIG_NVML_MAX_GPUS, err, errlen);
     if (k < 0)
         return -1;
-    if ((int)index >= k) {
-        snprintf(err, errlen, "no GPU %u: NVML lists %d GPU%s", index, k, k == 1 ? "" : "s");
+    int at = -1;
+    for (int i = 0; i < k && at < 0; i++)
+        if (gpus[i].index == index)
+            at = i;
+    if (at < 0) {
+        snprintf(err, errlen, "no GPU %u: NVML answers for %d GPU%s%s", index, k,
+                 k == 1 ? "" : "s", k && gpus[k - 1].index + 1 != (unsigned)k
+                                        ? " (one it counts does not answer: lost?)" : "");
         return -1;
     }
-    *g = gpus[index];
+    *g = gpus[at];
     if (g->mode < 0) {
         snprintf(err, errlen, "GPU %u (%s) has no MIG", index, g->name);
         return -1;
@@ -656,8 +662,11 @@ static int cmd_list(int argc, char **argv)
     ret = EXIT_REFUSED;
     if (ngpu < 0)
         goto out;
-    if (o.index_given && (int)o.index >= ngpu) {
-        snprintf(err, sizeof(err), "no GPU %u: NVML lists %d", o.index, ngpu);
+    bool listed = !o.index_given;
+    for (int i = 0; i < ngpu && !listed; i++)
+        listed = gpus[i].index == o.index;
+    if (!listed) {
+        snprintf(err, sizeof(err), "no GPU %u: NVML answers for %d", o.index, ngpu);
         goto out;
     }
     json_t *out = o.json ? json_array() : NULL;

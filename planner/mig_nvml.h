@@ -45,7 +45,8 @@ struct mig_nvml;
 /* Loads NVML from path and initialises it; 0, or -1 with what is missing in err. */
 int mig_nvml_open(const char *path, struct mig_nvml **out, char *err, size_t errlen);
 void mig_nvml_close(struct mig_nvml *n);
-/* The GPUs: their number, or -1 with err. */
+/* The GPUs NVML answers for, each with its NVML index (one it does not answer for is left
+ * out, so a GPU's place in gpus need not be its index): their number, or -1 with err. */
 int mig_nvml_gpus(struct mig_nvml *n, struct mig_gpu *gpus, int max, char *err, size_t errlen);
 /* GPU gpu's GPU instances, ordered by start slot: their number, or -1 with err. */
 int mig_nvml_instances(struct mig_nvml *n, unsigned gpu, struct mig_live *out, int max,

@@ -330,6 +330,13 @@ CUDA_VISIBLE_DEVICES=1 expect 2 "--mig-instance $g0a is not among the devices CU
     run --mode mig --simulate --mig-instance "$g0a" -- true
 seen=$(CUDA_VISIBLE_DEVICES=0 "$CARVE" run --mode mig --simulate --quiet --mig-instance "$g0a" -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"')
 check "--mig-instance of GPU 0 with CUDA_VISIBLE_DEVICES=0: run there ($seen)" test "$seen" = "$g0a"
+# GPU 0 lost (NVML counts it, answers nothing for it): GPU 1 is listed and used as before
+# (every carve mig command failed on such a node until 2026-11-29, "GPU 0: GPU is lost")
+echo 0 >"$state_dir/lost"
+on1=$(CARVE_SIM_LOST=$state_dir/lost "$CARVE" mig list --simulate --json 2>&1 | json_eval "[g['index'] for g in j]" 2>&1)
+check "GPU 0 lost: carve mig list lists GPU 1 alone ($on1)" test "$on1" = "[1]"
+CARVE_SIM_LOST=$state_dir/lost expect 1 "no GPU 0: NVML answers for 1" mig list --simulate --index 0
+rm -f "$state_dir/lost"
 export CARVE_SIM_STATE=$saved_state
 unset CARVE_SIM_DEVICES
 
