@@ -59,6 +59,8 @@ static uint32_t time_ns;  /* carved's time namespace */
  * mapping past its end raises SIGBUS. The poll, where carved reads the tables, comes back
  * here instead of carved dying, and each broken slice is made anew. */
 static sigjmp_buf poll_escape;
+/* the snapshot's arrays while a poll builds them, dropped when a SIGBUS escapes the poll */
+static json_t *poll_parts[3];
 static _Thread_local volatile sig_atomic_t in_poll;
 
 static void on_sigbus(int sig, siginfo_t *info, void *ctx)
@@ -1102,6 +1104,9 @@ static void poll_once(struct carved *d, double now)
     for (int i = 0; i < CARVED_MAX_SLICES; i++) /* set again for each GPU NVML answers for */
         memset(d->slices[i].nvml_sm_ok, 0, sizeof(d->slices[i].nvml_sm_ok));
     json_t *gpus = json_array(), *escapes = json_array(), *slices = json_array();
+    poll_parts[0] = gpus;
+    poll_parts[1] = escapes;
+    poll_parts[2] = slices;
     for (int g = 0; g < d->ngpu && nv.handle; g++)
         json_array_append_new(gpus, gpu_json(d, g, escapes, busy));
     for (int k = 0; k < d->driver.nunread && nv.handle; k++)
@@ -1129,6 +1134,7 @@ static void poll_once(struct carved *d, double now)
                                                      d->conf_state[i].why));
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
+    memset(poll_parts, 0, sizeof(poll_parts)); /* the snapshot takes them */
     json_t *snap = json_pack("{s:i,s:s,s:f,s:b,s:o,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I}}",
         "version", CARVED_SNAPSHOT_VERSION, "node", host, "time", clock_seconds(CLOCK_REALTIME), "simulated", d->simulate,
         "gpus", gpus, "slices", slices, "escapes", escapes, "config_waiting", waiting, "totals",
@@ -1157,6 +1163,10 @@ void monitor_poll(struct carved *d, double now)
         carve_slice_sweep_killed(true, 0, log_swept, NULL);
     if (sigsetjmp(poll_escape, 1)) { /* a table was cut short: what was built is dropped */
         in_poll = 0;
+        for (size_t i = 0; i < sizeof(poll_parts) / sizeof(poll_parts[0]); i++) {
+            json_decref(poll_parts[i]); /* they leaked, a poll's worth each time */
+            poll_parts[i] = NULL;
+        }
         remake_broken(d, cut_or_gone, "its objects", "were truncated or removed");
         return;
     }

@@ -625,12 +625,12 @@ check "job $d's slice left carved when the job ended (carved lists: '${listed}')
     "$(slice_gone "$d" && ! echo "$listed" | grep -q "slurm-$d="; echo $?)"
 # 7b. A job of another user through carved: the plugin asks for the slice as root, and the
 #     job's user must be let in (until 2026-11-29 its tasks were refused it and got no GPU
-#     context: the jobs above run as root). The job does not export CARVE_SOCKET (the jobs
+#     context: the jobs above run as root). The job exports an empty CARVE_SOCKET (the jobs
 #     above inherit this script's): the plugin gives its tasks the socket of the carved it
 #     asked, which is not the node's default here (they looked at the default until
 #     2026-11-29, and could not open carved's table)
 e=$(submit --uid=nobody --gid=nogroup --gpu-memory=1G -o "$T/out/E.out" \
-    --export=CARVE_SIM_STATE="$T/out/sim-nobody-carved" \
+    --export=ALL,CARVE_SOCKET=,CARVE_SIM_STATE="$T/out/sim-nobody-carved" \
     --wrap "$MEMHOG --label E --max 2048 --hold 0")
 wait_for 300 gone "$e"
 sed 's/^/    E: /' "$T/out/E.out"
