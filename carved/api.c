@@ -187,6 +187,15 @@ static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pi
                      d->conf.slices[i].line);
             return fail("%s", why);
         }
+    bool on_boards = c.compute[0] || (c.priority[0] && strcmp(c.priority, "normal") != 0);
+    if (!admin && on_boards && registry_owned_on_boards(d, uid) >= CARVED_MAX_USER_BOARD_SLICES) {
+        char most[16];
+        snprintf(most, sizeof(most), "%d", CARVED_MAX_USER_BOARD_SLICES);
+        return fail("you hold %s slices with compute settings, the most a user may (each takes "
+                    "a place on its GPUs' boards, 64 there for all users); delete some first "
+                    "(carve slice list), or make this one without --compute and --priority",
+                    most);
+    }
     /* slurm-JOBID is the Slurm plugin's (it asks as root): a user who made the name of a
        coming job's slice first failed that job's step, the plugin deleting and making it
        again over two connections (a review's finding, 2026-11-29) */

@@ -17,6 +17,10 @@
 /* A user not among carved's admins holds at most this many slices: one user filled all
  * 1024, and every other user's carve run was refused. */
 #define CARVED_MAX_USER_SLICES 64
+/* ... and at most this many with compute settings (a place on each of its GPUs' boards, 64
+ * there for every user): one user's 64 such slices took every place on every GPU, and every
+ * other user's, admins' and Slurm jobs' compute settings were refused (a review, 2026-11-29). */
+#define CARVED_MAX_USER_BOARD_SLICES 16
 
 enum carved_origin { ORIGIN_CONFIG, ORIGIN_API, ORIGIN_RUN };
 
@@ -106,6 +110,8 @@ bool registry_may_manage(const struct carved *d, const struct dslice *s, uid_t u
 bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid);
 /* How many slices uid owns (made through the socket, not the config). */
 int registry_owned(const struct carved *d, uid_t uid);
+/* How many of them hold places on GPUs' boards (compute settings). */
+int registry_owned_on_boards(const struct carved *d, uid_t uid);
 /* The node's GPU whose UUID is uuid (an index into d->gpus), or -1. */
 int registry_gpu_of_uuid(const struct carved *d, const uint8_t uuid[16]);
 /* c's gpus from the GPUs refs name (carve slice create --gpus, the config's gpus): 0, or

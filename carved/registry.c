@@ -49,6 +49,19 @@ bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid)
     return carved_in_groups(uid, gid, d->conf.admin_groups, d->conf.nadmin_groups);
 }
 
+int registry_owned_on_boards(const struct carved *d, uid_t uid)
+{
+    int n = 0;
+    for (int i = 0; i < CARVED_MAX_SLICES; i++) {
+        const struct dslice *s = &d->slices[i];
+        bool on_board = false;
+        for (int k = 0; k < s->spec.ndev && !on_board; k++)
+            on_board = s->boards[k] != NULL;
+        n += s->used && s->origin != ORIGIN_CONFIG && s->owner == uid && on_board;
+    }
+    return n;
+}
+
 int registry_owned(const struct carved *d, uid_t uid)
 {
     int n = 0;

@@ -4,7 +4,7 @@
 # launches in it), and so is the settings table of a board of `carve run` alone: any local
 # user can truncate them, and each tenant that maps them then died of SIGBUS at its next
 # launch (and `carve run` at its leave). Now each goes on and keeps its cap: two slices, 30%
-# and 50%, for 10 s. Another user truncates the activity every 20 ms for 2 s; the tenants map
+# and 50%, for 20 s. Another user truncates the activity every 20 ms for 2 s; the tenants map
 # it again within a second (lengthening it). Then both objects, for 1 s; then a third slice
 # (90%) makes the board anew, in the place the 30% slice had: they map it, and keep their
 # own settings. The first to leave a board that stays cut removes it.
@@ -42,9 +42,11 @@ as_other=()
 [ "$(id -u)" -eq 0 ] && as_other=(setpriv --reuid 65534 --regid 65534 --clear-groups)
 
 # the 30% slice first, so that it has the board's first place, which the third slice takes
+# 20 s: they must outlive the cuts, whose 300 truncates and sleeps took past 10 s under four
+# suites at once, and the board went with them (2026-11-29)
 for share in 30 50; do
-    CARVE_PACE_DEBUG=1 timeout -k 5 60 "$CARVE" run --simulate --quiet --compute "$share%" -- \
-        "$LOAD" --kind small --seconds 10 --label "s$share" >"$work/out$share" 2>&1 &
+    CARVE_PACE_DEBUG=1 timeout -k 5 80 "$CARVE" run --simulate --quiet --compute "$share%" -- \
+        "$LOAD" --kind small --seconds 20 --label "s$share" >"$work/out$share" 2>&1 &
     eval "pid$share=\$!"
     for _ in $(seq 100); do
         [ -e "$activity" ] && break
@@ -69,8 +71,13 @@ cut_for() {
 }
 sleep 0.5
 cuts=$(cut_for 100 "$activity")
-sleep 1.5 # a tenant maps the object again within a second of the last cut
-size=$(stat -c %s "$activity" 2>&1)
+# a tenant maps the object again within a second of the last cut: looked at for up to 5 s
+# (one look 1.5 s after found it missing, under four suites at once, 2026-11-29)
+for _ in $(seq 50); do
+    size=$(stat -c %s "$activity" 2>&1)
+    [ "$size" = 4096 ] && break
+    sleep 0.1
+done
 table_cuts=$(cut_for 50 "$settings" "$activity")
 # the table, 0 bytes, made anew where it is: this slice takes the first place, the 30%
 # slice's; reading its settings as its own, the 30% slice ran at 39-45% in a second of it

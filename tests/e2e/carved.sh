@@ -180,9 +180,10 @@ check "--slice with --memory is refused: $err" '[[ $err == *"own settings"* ]]'
 
 # 3. carve ps sees a running tenant with its memory, and an escape
 # (both held until killed after the restart below)
-"$CARVE" run --simulate --slice shared -- "$MEMHOG" --label held --max 256 --hold 20 >"$work/held.log" 2>&1 &
+# (60 s: it must outlive the restart, which came past 20 s under four suites at once)
+"$CARVE" run --simulate --slice shared -- "$MEMHOG" --label held --max 256 --hold 60 >"$work/held.log" 2>&1 &
 held=$!
-LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$MEMHOG" --label escape --max 128 --hold 20 >"$work/escape.log" 2>&1 &
+LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$MEMHOG" --label escape --max 128 --hold 60 >"$work/escape.log" 2>&1 &
 escape=$!
 # until a poll of carved's has seen both (what the checks below ask), 5 s at most
 for _ in $(seq 50); do
@@ -311,7 +312,8 @@ cp -p "$work/carved.conf.good" "$work/carved.conf"
 
 # 4b. a tenant that rewrites its slice's usage counters gets past libcarve, not past carved:
 #     NVML shows the slice over its cap, and its process is an escape
-"$CARVE" run --slice shared -- "$BUILD/tests/e2e/mem_forge" 512 4 >"$work/forge.log" 2>&1 &
+# it holds 15 s, killed once checked (4 s ran out before the checks under four suites at once)
+"$CARVE" run --slice shared -- "$BUILD/tests/e2e/mem_forge" 512 15 >"$work/forge.log" 2>&1 &
 forger=$!
 for _ in $(seq 50); do grep -q forged "$work/forge.log" && break; sleep 0.1; done
 # until a poll of carved's has found it over its cap (what the checks below ask), 3 s at most
@@ -331,7 +333,7 @@ e=[e for e in s[\"escapes\"] if e[\"command\"]==\"mem_forge\"]
 assert e and e[0][\"reason\"]==\"over_cap\" and e[0][\"slice\"]==\"shared\", s[\"escapes\"]
 ' \"\$ps_json\""
 check "carve ps names the slice over its cap" '[[ $ps_text == *"in slice shared, over its cap: reported"* ]]'
-kill "$forger" 2>/dev/null # done with (it holds 4 s)
+kill "$forger" 2>/dev/null # done with
 wait "$forger"
 check "the carved log says so" 'grep -q "slice shared holds .* over its cap" "$work/carved.log"'
 
@@ -397,6 +399,15 @@ if [ "$trust" = 1 ] && command -v setpriv >/dev/null; then
     # slurm-JOBID is the Slurm plugin's: a user who took a coming job's name failed its step
     err=$(as_nobody "$CARVE" slice create slurm-99 --memory 256MiB 2>&1)
     check "nobody cannot make a slice named slurm-JOBID: $err" '[[ $err == *"names slurm-* are the Slurm plugin"* ]]'
+    # 16 slices with compute settings a user (each a place on the boards, 64 for all users:
+    # one user's 64 took every place until 2026-11-29); one without them still goes
+    made=0
+    for i in $(seq 16); do as_nobody "$CARVE" slice create "nb$i" --priority batch >/dev/null 2>&1 && made=$((made + 1)); done
+    err=$(as_nobody "$CARVE" slice create nb17 --priority batch 2>&1)
+    plain=$(as_nobody "$CARVE" slice create nbplain --memory 128MiB 2>&1 && echo made)
+    check "nobody's 17th slice with compute settings is refused ($made made before: $err), one without them is made" \
+        '[ "$made" = 16 ] && [[ $err == *"you hold 16 slices with compute settings, the most a user may"* ]] && [[ $plain == *made* ]]'
+    for i in $(seq 16) plain; do as_nobody "$CARVE" slice delete "nb$i" >/dev/null 2>&1; done
     # a slice nobody makes itself, without carved, and points CARVE_SLICE at: refused
     forged=$(as_nobody env CARVE_SIM_STATE="/tmp/carve-sim-nobody.$$" CARVE_SOCKET="$work/none.sock" \
         "$NB/bin/carve" run --simulate --memory 4GiB -- "$NB/bench/memhog" --label forged --max 128 --hold 0 2>&1)

@@ -29,8 +29,10 @@ start_carved 500ms off $'idle_after = 10s\n'
 "$CARVE" slice create flat --memory 1GiB >/dev/null
 "$CARVE" slice create cap30 --memory 1GiB --compute 30% >/dev/null
 "$CARVE" slice create guar --memory 1GiB --compute 30%+ >/dev/null
+# 5 s each: the flat one's carve ps, read after its share, found it ended at 3 s under four
+# suites at once (2026-11-29)
 for s in flat cap30 guar; do
-    "$CARVE" run --slice "$s" -- "$LOAD" --kind big --seconds 3 --label "$s" >"$work/$s.log" 2>&1 &
+    "$CARVE" run --slice "$s" -- "$LOAD" --kind big --seconds 5 --label "$s" >"$work/$s.log" 2>&1 &
     tenants+=($!)
     sleep 2
     share=$(slice_field "$s" 'd["compute_share"]')

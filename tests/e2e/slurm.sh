@@ -609,7 +609,9 @@ scancel "$k" 2>/dev/null
 # 7. Through carved: the job's slice is carved's, seen by carve slice list, and deleted
 #    when the job ends.
 carved_slices() { "$CARVE" slice list --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join(sorted(s["name"] + "=" + str(s["devices"][0]["memory_cap"]) for s in json.load(sys.stdin))))'; }
-d=$(submit --gres=shard:1 --gpu-memory=1G -o D.out --wrap "sleep 3; $MEMHOG --label D --max 2048 --hold 0")
+# sleep 8: its record is read while it runs (with 3 s it had ended by then once, under four
+# suites at once, 2026-11-29)
+d=$(submit --gres=shard:1 --gpu-memory=1G -o D.out --wrap "sleep 8; $MEMHOG --label D --max 2048 --hold 0")
 wait_for 200 in_slice "$d"
 listed=$(carved_slices)
 check "with carved running, job $d's slice is carved's: $listed" \
