@@ -99,10 +99,10 @@ check "renumbered: the log says where the GPU went" \
 # a tenant on each GPU: on GPU 0 (U1, capped) 512 MiB, counted by the slice; on GPU 1 (U0,
 # no cap) 2 GiB
 CUDA_VISIBLE_DEVICES=0 "$CARVE" run --slice "$ONE" -- "$BUILD/bench/memhog" --label u1 \
-    --step 256 --max 512 --hold 3 >"$work/u1.log" 2>&1 &
+    --step 256 --max 512 --hold 6 >"$work/u1.log" 2>&1 &
 tenant=$!
 CUDA_VISIBLE_DEVICES=1 "$CARVE" run --slice "$ONE" -- "$BUILD/bench/memhog" --label u0 \
-    --step 512 --max 2048 --hold 3 >"$work/u0.log" 2>&1 &
+    --step 512 --max 2048 --hold 6 >"$work/u0.log" 2>&1 &
 tenant="$tenant $!"
 for _ in $(seq 50); do
     grep -q holding "$work/u0.log" && grep -q holding "$work/u1.log" && break

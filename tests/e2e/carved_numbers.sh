@@ -205,8 +205,9 @@ mkdir -p "$work/mps-ok" "$work/mps-gw"
 for d in mps-ok mps-gw; do cp "$BUILD/bench/memhog" "$work/$d/nvidia-cuda-mps-server"; done
 chmod 0755 "$work/mps-ok/nvidia-cuda-mps-server"
 chmod 0775 "$work/mps-gw/nvidia-cuda-mps-server"
+# 8 s: with 3 it had ended before carve ps under four suites at once (2026-11-29)
 LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$work/mps-ok/nvidia-cuda-mps-server" --label server \
-    --max 64 --hold 3 >"$work/mps-ok.log" 2>&1 &
+    --max 64 --hold 8 >"$work/mps-ok.log" 2>&1 &
 server=$!
 LD_LIBRARY_PATH=$BUILD/lib/carve/sim "$work/mps-gw/nvidia-cuda-mps-server" --label impostor \
     --max 64 --hold 10 >"$work/mps-gw.log" 2>&1 &
