@@ -91,9 +91,11 @@ check "nvidia-smi inside a 4 GiB slice reports memory.total 4096 (got '$out')" "
 NVML_LISTS="v3 v2 v1 graphics-v3 graphics-v2 graphics-v1 mps-v3 mps-v2 mps-v1 detail detail-graphics detail-mps"
 export CARVE_SIM_PROC_LISTS=all
 MEMHOG=$BUILD/bench/memhog
-in_slice 1GiB "$MEMHOG" --label outsider --max 256 --hold 4 >"$state_dir/outsider" 2>&1 &
+# both hold 10 s: at 4 they had ended before the last list outside was read under four
+# suites at once (2026-11-29)
+in_slice 1GiB "$MEMHOG" --label outsider --max 256 --hold 10 >"$state_dir/outsider" 2>&1 &
 outsider=$!
-out=$(in_slice 2GiB sh -c '"$0" --label insider --max 256 --hold 4 >/dev/null 2>&1 & sleep 1.5
+out=$(in_slice 2GiB sh -c '"$0" --label insider --max 256 --hold 10 >/dev/null 2>&1 & sleep 1.5
       echo "insider $!"; for api in $2; do echo "$api $("$1" $api | tr "\n" " ")"; done
       nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader' "$MEMHOG" \
       "$E2E/nvml_list" "$NVML_LISTS")
@@ -122,6 +124,8 @@ unset CARVE_SIM_PROC_LISTS
 echo "$all" | grep -qw "${outsider_pid:-none}" && echo "$all" | grep -qw "${insider:-none}"
 rc=$?
 check "nvidia-smi outside lists both tenants ($(echo "$all" | tr '\n' ' '))" $rc
+# the insider (not a child of this script) is gone before the next checks use the GPU
+for _ in $(seq 120); do [ -n "$insider" ] && kill -0 "$insider" 2>/dev/null || break; sleep 0.1; done
 
 # per-device caps with a reordered CUDA_VISIBLE_DEVICES: CUDA ordinal 0 is physical GPU 1
 out=$(CARVE_SIM_DEVICES=2 CUDA_VISIBLE_DEVICES=1,0 MEM_CAP=$GIB in_slice 0=2GiB,1=1GiB \
