@@ -21,15 +21,20 @@
 # For a sanitizer build (ASan in its binaries) the e2e scripts are skipped unless their first
 # lines carry `# san: yes`: an ASan libcarve cannot be LD_PRELOADed into arbitrary programs.
 # With CARVE_TEST_SKIP_SLOW set, the scripts whose first lines carry `# slow: yes` are skipped
-# too (scripts/test.sh sets it for its second build, to keep CI under 15 minutes). Logs go to
-# BUILDDIR/test-logs/, and failed.txt there lists the logs of the suites that failed. A line
-# is printed as each suite ends; the last line is `N passed, N failed`. Stopped by INT (Ctrl-C)
-# or TERM, it stops the suites still running, then dies by that signal (status 130 or 143).
+# too. With CARVE_TEST_ONLY_MARKED=WORD, only the scripts whose first lines carry
+# `# WORD: yes` run (scripts/test.sh runs the clang build's unit suites and the scripts marked
+# `# clang: yes`, to keep CI under 15 minutes: all of them took 360 s there, beside the gcc
+# build's 520). Logs go to BUILDDIR/test-logs/, and failed.txt there lists the logs of the
+# suites that failed. A line is printed as each suite ends; the last line is `N passed, N
+# failed`. Stopped by INT (Ctrl-C) or TERM, it stops the suites still running, then dies by
+# that signal (status 130 or 143).
 set -uo pipefail
 
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-300}
 E2E_TIMEOUT=${E2E_TIMEOUT:-300}
 TAIL_LINES=40
+# a failed check's line: an e2e script's (tests/e2e/tap.bash) or cmocka's
+FAILED_CHECK='^(FAIL - |\[  (FAILED|ERROR) +\] )'
 
 cd "$(dirname "$0")/.." || exit 2
 
@@ -45,6 +50,10 @@ fi
 jobs=${CARVE_TEST_JOBS:-4}
 if ! [[ $jobs =~ ^[1-9][0-9]*$ ]]; then
     echo "run-all: CARVE_TEST_JOBS must be a whole number of at least 1, not '$jobs'" >&2
+    exit 2
+fi
+if [ -n "${CARVE_TEST_ONLY_MARKED:-}" ] && ! [[ $CARVE_TEST_ONLY_MARKED =~ ^[a-z]+$ ]]; then
+    echo "run-all: CARVE_TEST_ONLY_MARKED must be a word of small letters, not '$CARVE_TEST_ONLY_MARKED'" >&2
     exit 2
 fi
 logdir="$build/test-logs"
@@ -95,6 +104,15 @@ fi
 # suite left, written there, was lost (every suite passed the leak check)
 scratch=$(mktemp -d "$logdir/run.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
+
+# The suites' python3 is Debian's (scripts/install-deps.sh installs it, with python3-yaml), not
+# a version manager's shim found first in PATH: pyenv's python3 is a shell script that starts
+# a dozen processes a call, and with the suites' thousands of calls those took over half the
+# CPU of four suites at once on a 2-CPU machine (perf, 2026-11-29), and CI 1375 s.
+if [ -x /usr/bin/python3 ] && [ "$(command -v python3)" != /usr/bin/python3 ]; then
+    mkdir "$scratch/bin" && ln -s /usr/bin/python3 "$scratch/bin/python3" &&
+        PATH="$(cd "$scratch/bin" && pwd):$PATH" && export PATH
+fi
 
 # The queue: suite I is names[I], run with limits[I] seconds as cmds[I] (words quoted for
 # eval), logged in logs[I]; alone[I] is 1 for a suite that runs with no other.
@@ -158,6 +176,12 @@ ended() {
     failures+=("$name")
     echo "$log" >>"$failed_list"
     if [ "$rc" -ne 0 ]; then
+        # a failed check may come long before the end (cli_edge failed one of 253 in CI, and
+        # its last lines were all passes)
+        if grep -qE "$FAILED_CHECK" "$log"; then
+            echo "  ---- the failed checks in $log (at most 10) ----"
+            grep -E "$FAILED_CHECK" "$log" | head -n 10 | cut -c1-400 | sed 's/^/  | /'
+        fi
         echo "  ---- last $TAIL_LINES lines of $log ----"
         tail -n "$TAIL_LINES" "$log" | sed 's/^/  | /'
         echo "  ----"
@@ -182,6 +206,12 @@ for s in tests/e2e/*.sh; do
     name="e2e/$(basename "$s" .sh)"
     if [ "$san" -eq 1 ] && ! marked "$s" san; then
         printf '  %-40s skip  (sanitizer build; not marked "# san: yes")\n' "$name"
+        skipped=$((skipped + 1))
+        continue
+    fi
+    if [ -n "${CARVE_TEST_ONLY_MARKED:-}" ] && ! marked "$s" "$CARVE_TEST_ONLY_MARKED"; then
+        printf '  %-40s skip  (CARVE_TEST_ONLY_MARKED; not marked "# %s: yes")\n' "$name" \
+            "$CARVE_TEST_ONLY_MARKED"
         skipped=$((skipped + 1))
         continue
     fi

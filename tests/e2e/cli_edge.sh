@@ -4,8 +4,8 @@
 # and odd numbers (18446744073709551616, 1e400GiB, -0, 0x10, nan, inf, a lone %), empty and
 # 100 KB values, bytes that are not UTF-8, unknown GPUs, and directories, /dev/zero and
 # /dev/null where a file is read. Each is refused with the status carve's help gives (2 for
-# bad input) and a message naming the value, within 20 s, and (in an ASan+UBSan build) with
-# no sanitizer report. One check a line; the last line is `N passed, N failed`.
+# bad input) and a message naming the value, within 20 s (120 s for a 256 MiB read), and (in
+# an ASan+UBSan build) with no sanitizer report. One check a line; the last line is `N passed, N failed`.
 #
 #   BUILD=build-san bash tests/e2e/cli_edge.sh
 set -uo pipefail
@@ -29,19 +29,20 @@ mkdir "$tmp/dir"
 printf 'name,memory\na,8GiB\n' >"$tmp/w.csv"
 printf '{}' >"$tmp/empty.json"
 
-# edge STATUS FRAGMENT PROGRAM ARGS...: PROGRAM (carve or carved) exits STATUS within 20 s,
-# says FRAGMENT (stdout or stderr), and no sanitizer reports anything
+# edge STATUS FRAGMENT PROGRAM ARGS...: PROGRAM (carve or carved) exits STATUS within
+# EDGE_LIMIT seconds (20 unless set), says FRAGMENT (stdout or stderr), and no sanitizer
+# reports anything
 edge() {
-    local want=$1 fragment=$2 prog=$3 out rc shown
+    local want=$1 fragment=$2 prog=$3 out rc shown limit=${EDGE_LIMIT:-20}
     shift 3
     [ "$prog" = carved ] && prog=$CARVED || prog=$CARVE
-    out=$(timeout 20 "$prog" "$@" 2>&1 </dev/null)
+    out=$(timeout "$limit" "$prog" "$@" 2>&1 </dev/null)
     rc=$?
     shown=$(printf '%s ' "${prog##*/}" "$@" | cut -c1-100 | LC_ALL=C tr -c '[:print:]' '?')
     if [[ $out == *AddressSanitizer* || $out == *LeakSanitizer* || $out == *"runtime error:"* ]]; then
         bad "$shown: a sanitizer report: $(grep -m3 -E 'ERROR|runtime error|#[0-2] ' <<<"$out" | cut -c1-200)"
     elif [ "$rc" -eq 124 ]; then
-        bad "$shown: still running after 20 s"
+        bad "$shown: still running after $limit s"
     elif [ "$rc" -ne "$want" ] || [[ $out != *"$fragment"* ]]; then
         bad "$shown -> $rc (want $want, '$fragment'): $(cut -c1-300 <<<"$out" | head -n3)"
     else
@@ -112,7 +113,9 @@ edge 2 "more than 64 requests" carve mig plan --gpu H100-80GB $(printf '1g.10gb 
 
 # --- carve plan: the workload file and the options ---
 edge 2 "cannot read $tmp/dir: Is a directory" carve plan "$tmp/dir" --fleet H100-80GB
-edge 2 "/dev/zero is larger than 256 MiB" carve plan /dev/zero --fleet H100-80GB
+# 256 MiB read before the refusal: 5 s alone in the ASan build, over 20 s in CI beside three
+# other suites (the one check of 253 that failed there)
+EDGE_LIMIT=120 edge 2 "/dev/zero is larger than 256 MiB" carve plan /dev/zero --fleet H100-80GB
 edge 2 "/dev/null: no header line" carve plan /dev/null --fleet H100-80GB
 edge 2 "a JSON workload list is an array" carve plan "$tmp/empty.json" --fleet H100-80GB
 edge 2 "cannot open : No such file" carve plan "" --fleet H100-80GB

@@ -48,6 +48,38 @@ check "CARVE_TEST_SKIP_SLOW=1: the marked script is skipped, the other runs: $(e
 out=$(cd "$dir/tree" && env -u CARVE_TEST_SKIP_SLOW bash tests/run-all.sh build 2>&1) # test.sh sets it for clang
 check "without it both run: $(echo "$out" | tail -n 1)" \
     '[[ $out == *"e2e/marked"*"PASS"* ]] && [[ $out == *"2 passed, 0 failed"* ]]'
+# CARVE_TEST_ONLY_MARKED: only the scripts that carry the word run (test.sh's clang build)
+printf '#!/usr/bin/env bash\n# clang: yes (a stand-in)\nexit 0\n' >"$dir/tree/tests/e2e/chosen.sh"
+out=$(cd "$dir/tree" && CARVE_TEST_ONLY_MARKED=clang bash tests/run-all.sh build 2>&1)
+check "CARVE_TEST_ONLY_MARKED=clang: only the script marked '# clang: yes' runs: $(echo "$out" | tail -n 1)" \
+    '[[ $out == *"e2e/chosen"*"PASS"* ]] && [[ $out == *"e2e/plain"*"skip"*"not marked \"# clang: yes\""* ]] && [[ $out == *"1 passed, 0 failed"* ]]'
+out=$(cd "$dir/tree" && CARVE_TEST_ONLY_MARKED='.*' bash tests/run-all.sh build 2>&1)
+rc=$?
+check "CARVE_TEST_ONLY_MARKED='.*' is refused (exit $rc): $out" \
+    '[ "$rc" -eq 2 ] && [[ $out == *"must be a word of small letters, not '"'.*'"'"* ]]'
+
+# the suites' python3 is Debian's, whatever comes first in PATH (a pyenv shim here took over
+# half the CPU of four suites at once)
+if [ -x /usr/bin/python3 ]; then
+    rm -f "$dir/tree/tests/e2e/"*
+    printf '#!/usr/bin/env bash\nreadlink -f "$(command -v python3)" >"$RUN_ALL_PY"\n' \
+        >"$dir/tree/tests/e2e/which_python.sh"
+    shim=$(mktemp -d)
+    printf '#!/bin/sh\nexec /usr/bin/python3 "$@"\n' >"$shim/python3"
+    chmod +x "$shim/python3"
+    out=$(cd "$dir/tree" && PATH="$shim:$PATH" RUN_ALL_PY=$dir/py bash tests/run-all.sh build 2>&1)
+    check "a python3 first in PATH ($shim/python3): the suites run $(cat "$dir/py" 2>/dev/null)" \
+        '[ "$(cat "$dir/py" 2>/dev/null)" = "$(readlink -f /usr/bin/python3)" ]'
+    rm -rf "$shim"
+fi
+
+# a failed check far from the end of its suite's log is shown, not only the log's last lines
+rm -f "$dir/tree/tests/e2e/"*
+printf '#!/usr/bin/env bash\necho "FAIL - the early one"\nfor i in $(seq 60); do echo "ok - $i"; done\nexit 1\n' \
+    >"$dir/tree/tests/e2e/early.sh"
+out=$(cd "$dir/tree" && bash tests/run-all.sh build 2>&1)
+check "a failed check 60 lines before the end of its log is shown: $(echo "$out" | grep -c 'the early one') time(s)" \
+    '[[ $out == *"failed checks in"*"FAIL - the early one"*"last 40 lines"* ]]'
 
 # Suites at once. Two stand-ins meet: each marks its start and waits up to 3 s for the
 # other's mark, so both pass only when they run at the same time. Each also writes a file
