@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# san: yes (no carve program runs: run-all.sh itself on suites of its own)
 # run_all.sh - tests/run-all.sh's leak check, on a tree of stand-in suites: a suite that
 # leaves an object of carve's in /dev/shm fails, naming it, wherever TMPDIR is (with a
 # private /dev/shm per suite, a TMPDIR in /dev/shm hid the list of what was left); an e2e
