@@ -3,11 +3,10 @@
 #
 #   bash scripts/test.sh
 #
-# Steps: shellcheck of every tracked shell script, the gcc build and its suites
-# (tests/run-all.sh), meanwhile the clang and ASan+UBSan builds and `make fuzz-smoke` (when
-# that target exists) in the background, then the suites of those two builds. Each build
-# step counts as one suite; run-all's suites are added to the total. Logs of the build steps
-# go to build-logs/. Exits nonzero on any failure; the last line is `N passed, N failed`.
+# Steps: shellcheck of every tracked shell script, gcc build, clang build, ASan+UBSan build, the suites of each build
+# (tests/run-all.sh), and `make fuzz-smoke` when that target exists. Each
+# build step counts as one suite; run-all's suites are added to the total. Logs of the build
+# steps go to build-logs/. Exits nonzero on any failure; the last line is `N passed, N failed`.
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 2
@@ -32,8 +31,8 @@ count() { # count NAME RC
     fi
 }
 
-# run_step NAME CMD...: run a build-like step quietly into a log; show the tail on failure.
-run_step() {
+# step NAME CMD...: run a build-like step quietly into a log; show the tail on failure.
+step() {
     local name=$1 log="$LOGDIR/$1.log" rc start
     shift
     start=$(date +%s)
@@ -46,14 +45,7 @@ run_step() {
         echo "   FAILED (exit $rc); last $TAIL_LINES lines of $log:"
         tail -n "$TAIL_LINES" "$log" | sed 's/^/   | /'
     fi
-    return "$rc"
-}
-
-# step NAME CMD...: run_step, counted.
-step() {
-    run_step "$@"
-    local rc=$?
-    count "$1" "$rc"
+    count "$name" "$rc"
     return "$rc"
 }
 
@@ -100,55 +92,25 @@ mapfile -t shell_scripts < <(git ls-files '*.sh' .ci/run 2>/dev/null || find . -
 step lint-shell shellcheck -x -S warning "${shell_scripts[@]}"
 step build-gcc make -j"$JOBS"
 gcc_ok=$?
-
-# The clang and sanitizer builds and the fuzz smoke test run in the background at the lowest
-# priority while the gcc build's suites run: those leave a CPU mostly idle while
-# compute_share.sh runs alone (130 s) and wait on daemons and ticks besides (a third of the
-# CPU time of their run went unused on a 2-CPU machine, 2026-11-29), and the steps in the
-# background, which time nothing, take what the suites leave. Their reports follow the
-# suites'. A step's status goes to $LOGDIR/later.rc, "NAME STATUS" a line.
-later_rc="$LOGDIR/later.rc"
-later_out="$LOGDIR/later.out"
-: >"$later_rc"
-(
-    run_step build-clang nice -n 19 make -j"$JOBS" CC=clang BUILD=build-clang
-    echo "build-clang $?" >>"$later_rc"
-    run_step build-san nice -n 19 make -j"$JOBS" SAN=1 BUILD=build-san
-    echo "build-san $?" >>"$later_rc"
-    if make -n fuzz-smoke >/dev/null 2>&1; then
-        # -O: one harness's output together
-        run_step fuzz-smoke nice -n 19 make -j"$JOBS" -Otarget fuzz-smoke
-        echo "fuzz-smoke $?" >>"$later_rc"
-    else
-        echo "== fuzz-smoke: no such make target, skipped"
-    fi
-) >"$later_out" 2>&1 </dev/null &
-later=$!
-# stopped (Ctrl-C, a CI job's end): the steps in the background stop too
-trap 'pkill -TERM -P "$later" 2>/dev/null; kill "$later" 2>/dev/null; exit 130' INT TERM
+step build-clang make -j"$JOBS" CC=clang BUILD=build-clang
+clang_ok=$?
+step build-san make -j"$JOBS" SAN=1 BUILD=build-san
+san_ok=$?
 
 if [ "$gcc_ok" -eq 0 ]; then suites build; else echo "== suites of build: skipped (build failed)"; fi
-
-wait "$later"
-trap - INT TERM
-cat "$later_out"
-clang_ok=-1 san_ok=-1
-while read -r name rc; do
-    count "$name" "$rc"
-    case $name in
-    build-clang) clang_ok=$rc ;;
-    build-san) san_ok=$rc ;;
-    esac
-done <"$later_rc"
-# a step that never said how it ended (the background job died) fails
-[ "$clang_ok" -ge 0 ] || { count build-clang 1; clang_ok=1; }
-[ "$san_ok" -ge 0 ] || { count build-san 1; san_ok=1; }
 # the clang build runs its unit suites and the scripts marked `# clang: yes` (the interposer,
 # the CLI, carved's socket API): all its suites took 360 s in CI, which took 1375 s in all
 # (2026-11-29), and we keep CI under 15 minutes
 if [ "$clang_ok" -eq 0 ]; then CARVE_TEST_ONLY_MARKED=clang suites build-clang; else echo "== suites of build-clang: skipped (build failed)"; fi
 if [ "$san_ok" -eq 0 ]; then suites build-san; else echo "== suites of build-san: skipped (build failed)"; fi
 
+if make -n fuzz-smoke >/dev/null 2>&1; then
+    # 4 s a harness (longer campaigns by hand: tests/fuzz/module.mk); -O: one
+    # harness's output together
+    step fuzz-smoke make -j"$JOBS" -Otarget fuzz-smoke FUZZ_SECONDS=4
+else
+    echo "== fuzz-smoke: no such make target, skipped"
+fi
 
 echo
 echo "== total ($(( $(date +%s) - start ))s)"
@@ -157,6 +119,7 @@ if [ "$failed" -gt 0 ]; then
     for list in build*/test-logs/failed.txt; do
         [ -s "$list" ] || continue
         while read -r log; do
+            # its failed checks first (the lines tests/run-all.sh's FAILED_CHECK matches)
             grep -E '^(FAIL - |\[  (FAILED|ERROR) +\] )' "$log" | head -n 5 | cut -c1-300 |
                 sed "s|^|$log: |"
             echo "---- end of $log ----"

@@ -1,6 +1,7 @@
 # tests/fuzz: libFuzzer harnesses for the parsers (clang only; not part of `all`).
 #   make fuzz         builds them into build/fuzz/
-#   make fuzz-smoke   runs each for FUZZ_SECONDS on a copy of its seed corpus (-jN: N at once)
+#   make fuzz-smoke   runs each for FUZZ_SECONDS (8; scripts/test.sh gives 4) on a copy of its seed
+#                     corpus (-jN: N at once); longer campaigns: make fuzz-smoke FUZZ_SECONDS=240
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 8
 FUZZ_DIR     := $(BUILD)/fuzz
