@@ -22,12 +22,11 @@
 # lines carry `# san: yes`: an ASan libcarve cannot be LD_PRELOADed into arbitrary programs.
 # With CARVE_TEST_SKIP_SLOW set, the scripts whose first lines carry `# slow: yes` are skipped
 # too. With CARVE_TEST_ONLY_MARKED=WORD, only the scripts whose first lines carry
-# `# WORD: yes` run (scripts/test.sh runs the clang build's unit suites and the scripts marked
-# `# clang: yes`, to keep CI under 15 minutes: all of them took 360 s there, beside the gcc
-# build's 520). Logs go to BUILDDIR/test-logs/, and failed.txt there lists the logs of the
-# suites that failed. A line is printed as each suite ends; the last line is `N passed, N
-# failed`. Stopped by INT (Ctrl-C) or TERM, it stops the suites still running, then dies by
-# that signal (status 130 or 143).
+# `# WORD: yes` run (`CARVE_TEST_ONLY_MARKED=clang ... build-clang`: the clang build's unit
+# suites and the scripts marked for it, docs/internals.md). Logs go to BUILDDIR/test-logs/,
+# and failed.txt there lists the logs of the suites that failed. A line is printed as each
+# suite ends; the last line is `N passed, N failed`. Stopped by INT (Ctrl-C) or TERM, it
+# stops the suites still running, then dies by that signal (status 130 or 143).
 set -uo pipefail
 
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-300}

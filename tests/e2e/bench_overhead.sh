@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clang: yes (the interposer as clang built it: CI runs it on the clang build too)
+# clang: yes (the interposer as clang built it; docs/internals.md)
 # bench_overhead.sh - bench/overhead.sh still runs and reports every op it promises: the
 # allocation pairs, an empty launch, and that launch again under a compute limit that never
 # holds it (the `_limit' row), each with integer figures and its target. Timing is not

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # san: yes
-# clang: yes (carved as clang built it: CI runs it on the clang build too)
+# clang: yes (carved as clang built it; docs/internals.md)
 # carved_protocol.sh - carved's socket API against bad clients, on a private socket with the
 # simulated GPU: malformed JSON, a JSON value that is no object, invalid UTF-8, a NUL byte, a
 # request over 64 KiB, a request cut off without its newline, several requests in one write

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clang: yes (carve and its slices as clang built them: CI runs it on the clang build too)
+# clang: yes (carve and its slices as clang built them; docs/internals.md)
 # cli_input.sh - `carve run` refuses bad input with a clear message and exit status 2, passes
 # the command's own status through, and leaves no slice behind; the slice a killed carve run
 # left is removed by the user's next carve run.

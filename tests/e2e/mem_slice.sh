@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clang: yes (the interposer as clang built it: CI runs it on the clang build too)
+# clang: yes (the interposer as clang built it; docs/internals.md)
 # mem_slice.sh - libcarve's memory caps end to end on the simulated GPU.
 #
 #   BUILD=build bash tests/e2e/mem_slice.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clang: yes (the interposer as clang built it: CI runs it on the clang build too)
+# clang: yes (the interposer as clang built it; docs/internals.md)
 # pace_contexts.sh - libcarve's timing samples (libcarve/pace.c's event pairs) across contexts
 # that go, on the simulated GPU: a primary context reset (a sample in flight, or none), or
 # released for the last time (after a release that leaves it), and retained again under the

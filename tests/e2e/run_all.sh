@@ -44,10 +44,10 @@ printf '#!/usr/bin/env bash\nexit 0\n' >"$dir/tree/tests/e2e/plain.sh"
 out=$(cd "$dir/tree" && CARVE_TEST_SKIP_SLOW=1 bash tests/run-all.sh build 2>&1)
 check "CARVE_TEST_SKIP_SLOW=1: the marked script is skipped, the other runs: $(echo "$out" | tail -n 1)" \
     '[[ $out == *"e2e/marked"*"skip"* ]] && [[ $out == *"e2e/plain"*"PASS"* ]] && [[ $out == *"1 passed, 0 failed"* ]]'
-out=$(cd "$dir/tree" && env -u CARVE_TEST_SKIP_SLOW bash tests/run-all.sh build 2>&1) # test.sh sets it for clang
+out=$(cd "$dir/tree" && env -u CARVE_TEST_SKIP_SLOW bash tests/run-all.sh build 2>&1)
 check "without it both run: $(echo "$out" | tail -n 1)" \
     '[[ $out == *"e2e/marked"*"PASS"* ]] && [[ $out == *"2 passed, 0 failed"* ]]'
-# CARVE_TEST_ONLY_MARKED: only the scripts that carry the word run (test.sh's clang build)
+# CARVE_TEST_ONLY_MARKED: only the scripts that carry the word run (the clang build by hand)
 printf '#!/usr/bin/env bash\n# clang: yes (a stand-in)\nexit 0\n' >"$dir/tree/tests/e2e/chosen.sh"
 out=$(cd "$dir/tree" && CARVE_TEST_ONLY_MARKED=clang bash tests/run-all.sh build 2>&1)
 check "CARVE_TEST_ONLY_MARKED=clang: only the script marked '# clang: yes' runs: $(echo "$out" | tail -n 1)" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clang: yes (carve and its slices as clang built them: CI runs it on the clang build too)
+# clang: yes (carve and its slices as clang built them; docs/internals.md)
 # static_carve.sh - the statically linked carve and its dynamically linked twin
 # (cli/dynamic_twin.c, cli/module.mk). Where bin/carve is static: `carve run --slice` runs
 # without the twin at all; a command that loads NVML is run by lib/carve/carve-dynamic with

@@ -1967,7 +1967,7 @@ static void test_mig_never_dearer(void **state)
     fleet_workloads_free(&ws);
 
     rng_state = 0xD1B54A32D192ED03ULL; /* rng_keep restores the generator after */
-    int dearer = 0, rounds = 200;
+    int dearer = 0, rounds = SANITIZED ? 60 : 200;
     for (int round = 0; round < rounds; round++) {
         memset(&ws, 0, sizeof(ws));
         int n = 3 + (int)(rng() % 18);
