@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# test.sh - the one test command: install dependencies, build every variant, run every suite.
+# test.sh - the one test command: install dependencies, build every variant, run the suites.
 #
 #   bash scripts/test.sh
 #
 # Steps: shellcheck of every tracked shell script, gcc build, clang build, ASan+UBSan build, the
 # suites of the gcc and ASan+UBSan builds (tests/run-all.sh), and `make fuzz-smoke` when that
-# target exists. Each
-# build step counts as one suite; run-all's suites are added to the total. Logs of the build
-# steps go to build-logs/. Exits nonzero on any failure; the last line is `N passed, N failed`.
+# target exists. Each build step counts as one suite; run-all's suites are added to the total.
+# Logs of the build steps go to build-logs/. Exits nonzero on any failure; the last line is
+# `N passed, N failed`.
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 2

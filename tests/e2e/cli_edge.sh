@@ -5,7 +5,8 @@
 # 100 KB values, bytes that are not UTF-8, unknown GPUs, and directories, /dev/zero and
 # /dev/null where a file is read. Each is refused with the status carve's help gives (2 for
 # bad input) and a message naming the value, within 20 s (120 s for a 256 MiB read), and (in
-# an ASan+UBSan build) with no sanitizer report. One check a line; the last line is `N passed, N failed`.
+# an ASan+UBSan build) with no sanitizer report. One check a line; the last line is
+# `N passed, N failed`.
 #
 #   BUILD=build-san bash tests/e2e/cli_edge.sh
 set -uo pipefail
