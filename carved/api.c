@@ -187,8 +187,8 @@ static json_t *op_create(struct carved *d, json_t *req, uid_t uid, gid_t gid, pi
                      d->conf.slices[i].line);
             return fail("%s", why);
         }
-    bool on_boards = c.compute[0] || (c.priority[0] && strcmp(c.priority, "normal") != 0);
-    if (!admin && on_boards && registry_owned_on_boards(d, uid) >= CARVED_MAX_USER_BOARD_SLICES) {
+    if (!admin && registry_on_boards(&c) &&
+        registry_owned_on_boards(d, uid) >= CARVED_MAX_USER_BOARD_SLICES) {
         char most[16];
         snprintf(most, sizeof(most), "%d", CARVED_MAX_USER_BOARD_SLICES);
         return fail("you hold %s slices with compute settings, the most a user may (each takes "

@@ -112,6 +112,9 @@ bool registry_is_admin(const struct carved *d, uid_t uid, gid_t gid);
 int registry_owned(const struct carved *d, uid_t uid);
 /* How many of them hold places on GPUs' boards (compute settings). */
 int registry_owned_on_boards(const struct carved *d, uid_t uid);
+/* Whether a slice so described has compute settings (a share, or a priority other than
+ * normal): a place on the board of each of its GPUs. */
+bool registry_on_boards(const struct carved_slice_conf *c);
 /* The node's GPU whose UUID is uuid (an index into d->gpus), or -1. */
 int registry_gpu_of_uuid(const struct carved *d, const uint8_t uuid[16]);
 /* c's gpus from the GPUs refs name (carve slice create --gpus, the config's gpus): 0, or

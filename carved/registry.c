@@ -326,8 +326,7 @@ static int reserved_for_config(const struct carved *d, const struct dslice *s, c
     return 0;
 }
 
-/* Whether the config's slice c has compute settings on the GPU uuid: a place on its board. */
-static bool config_on_board(const struct carved_slice_conf *c, const uint8_t uuid[16])
+bool registry_on_boards(const struct carved_slice_conf *c)
 {
     struct carve_compute cc = {0};
     uint8_t prio = CARVE_PRIO_NORMAL;
@@ -335,7 +334,13 @@ static bool config_on_board(const struct carved_slice_conf *c, const uint8_t uui
         cc.share_bp = 0;
     if (c->priority[0] && carve_parse_priority(c->priority, &prio, NULL, 0) < 0)
         prio = CARVE_PRIO_NORMAL;
-    return (cc.share_bp || prio != CARVE_PRIO_NORMAL) && config_on_gpu(c, uuid);
+    return cc.share_bp || prio != CARVE_PRIO_NORMAL;
+}
+
+/* Whether the config's slice c has compute settings on the GPU uuid: a place on its board. */
+static bool config_on_board(const struct carved_slice_conf *c, const uint8_t uuid[16])
+{
+    return registry_on_boards(c) && config_on_gpu(c, uuid);
 }
 
 /* A slice that is not the config's takes no place that the config's slices waiting for room
