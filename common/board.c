@@ -547,6 +547,12 @@ void carve_board_note_queue(struct carve_board *b, int entry, uint64_t end_ns, u
         ;
 }
 
+void carve_board_set_queue(struct carve_board *b, int entry, uint64_t end_ns)
+{
+    if (b && b->act && entry >= 0 && entry < CARVE_BOARD_ENTRIES)
+        atomic_store_explicit(&b->act->entry[entry].queue_end_ns, end_ns, memory_order_relaxed);
+}
+
 uint64_t carve_board_busy_until(const struct carve_board *b, int entry, uint64_t now_ns,
                                 uint64_t horizon_ns)
 {

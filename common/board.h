@@ -84,6 +84,10 @@ void carve_board_note_launch(struct carve_board *b, int entry, uint64_t now_ns);
  * entry's next note replaces it. */
 void carve_board_note_queue(struct carve_board *b, int entry, uint64_t end_ns, uint64_t now_ns,
                             uint64_t horizon_ns);
+/* Sets entry's queue end, later or earlier than it was: the slice's work measured since it
+ * noted it (a launch whose cost varies, charged its mean, ran longer or shorter). The latest
+ * setting wins, as all the slice's processes share one queue clock. */
+void carve_board_set_queue(struct carve_board *b, int entry, uint64_t end_ns);
 uint64_t carve_board_busy_until(const struct carve_board *b, int entry, uint64_t now_ns,
                                 uint64_t horizon_ns);
 /* Taking turns: notes that entry, held in its window, leaves it unused from the end of its

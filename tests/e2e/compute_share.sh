@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # alone: yes (its checks time the shares tenants get: a busy CPU beside it makes them miss)
-# slow: yes (140 s: timed runs of every share group; the gcc build runs it)
+# slow: yes (180 s: timed runs of every share group; the gcc build runs it)
 # compute_share.sh - compute shares on the simulated GPU: caps and guarantees hold their
 # targets for big kernels, small kernels and graph replays; a guarantee uses idle time; a
 # batch slice makes room for a latency slice; bad --compute/--priority input is refused.
@@ -24,6 +24,8 @@ LOAD=$BUILD/bench/compute_load
 SECONDS_EACH=${SECONDS_EACH:-4}
 # the windows left out as learning: the first, or more for a group that says so
 export LEARN_WINDOWS=1
+# a mean within this many points of the target (empty: 2), for a group that says so
+export MEAN_TOL=
 passed=0
 failed=0
 work=$(mktemp -d)
@@ -37,11 +39,13 @@ board=/dev/shm/carve-board-${sim_uuid//-/}
 ok() { echo "ok - $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL - $1"; failed=$((failed + 1)); }
 
-# judge TARGET FILE: the windows after the first within 5 points of TARGET, mean within 2.
+# judge TARGET FILE: the windows after the first within 5 points of TARGET, mean within 2 (or
+# within MEAN_TOL, for a group that says so).
 judge() {
     python3 - "$1" "$2" <<'PY'
 import json, os, sys
 target, path = float(sys.argv[1]), sys.argv[2]
+tol = float(os.environ.get("MEAN_TOL") or 2)
 w = [json.loads(l)["share"] for l in open(path) if '"window"' in l]
 w = w[int(os.environ["LEARN_WINDOWS"]):]
 if not w:
@@ -49,7 +53,7 @@ if not w:
 mean = sum(w) / len(w)
 worst = max(abs(x - target) for x in w)
 print(f"windows {', '.join(f'{x:.1f}' for x in w)}; mean {mean:.2f}")
-sys.exit(0 if worst <= 5 and abs(mean - target) <= 2 else 1)
+sys.exit(0 if worst <= 5 and abs(mean - target) <= tol else 1)
 PY
 }
 
@@ -224,6 +228,20 @@ EXTRA=("--kernel-us 500 --long-every 8 --long-us 4000" "--kernel-us 500 --long-e
        "--kernel-us 500 --long-every 8 --long-us 4000" "--kernel-us 500 --long-every 8 --long-us 4000")
 shares varying-8th 30% 70%
 shares varying-8th 25% 25% 25% 25%
+# The same on a GPU that time-slices between processes (2 ms slices). A varying key's launches
+# are charged its mean, and squared when their samples come in; the board kept the queue end
+# the means gave, and a slice held for its next window looked at its samples only when it
+# launched again. The slice after it started its turn while that work still ran, and took
+# its samples beside it for clean: the 30% slice got 23.0% (22.5-24.1% in 8-10 s runs by
+# hand, as on the H200 on 2026-11-28), four 25% slices 18.0-21.3%. Now the board follows the
+# squared queue clock, and a held slice squares its samples while it waits (libcarve/pace.c,
+# queue_corrected, take_turn): 28.3-29.0 / 69.5-70.7% and 23.2-24.3% by hand (2026-11-29),
+# within 2 points but with little to spare, so these two groups are held to 3.5 (MEAN_TOL),
+# which the old pacer misses by far.
+MEAN_TOL=3.5
+CARVE_SIM_TIMESLICE_US=2000 shares varying-8th-time-sliced 30% 70%
+CARVE_SIM_TIMESLICE_US=2000 shares varying-8th-time-sliced 25% 25% 25% 25%
+MEAN_TOL=
 NO_SPIN=
 LEARN_WINDOWS=1
 SECONDS_EACH=$SECONDS_SAVED

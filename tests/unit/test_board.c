@@ -208,6 +208,34 @@ static void test_queue_hands_over(void **state)
     carve_board_leave(a, ea);
 }
 
+/* A queue end set after its work was measured moves either way; noted, only later. */
+static void test_queue_set(void **state)
+{
+    uint8_t uuid[16];
+    struct carve_board *a, *b, *tenant;
+    int ea, eb;
+    join_cap_and_guarantee(uuid, &a, &ea, &b, &eb, &tenant);
+    carve_board_note_queue(tenant, eb, 9000, NOW, HORIZON);
+    carve_board_note_queue(tenant, eb, 7000, NOW, HORIZON);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 9000);
+    carve_board_set_queue(tenant, eb, 6000); /* its work ran shorter than charged */
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 6000);
+    carve_board_set_queue(tenant, eb, 12000); /* or longer */
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 12000);
+    /* believed as a noted end is: not past the horizon */
+    carve_board_set_queue(tenant, eb, NOW + HORIZON + 1);
+    assert_int_equal(carve_board_busy_until(tenant, ea, NOW, HORIZON), 0);
+    /* nothing on a bad entry or a board without activity */
+    carve_board_set_queue(tenant, -1, 1);
+    carve_board_set_queue(tenant, CARVE_BOARD_ENTRIES, 1);
+    carve_board_set_queue(a, ea, 1);
+    carve_board_set_queue(NULL, ea, 1);
+    assert_int_equal(carve_board_busy_until(tenant, eb, NOW, HORIZON), 0);
+    carve_board_close(tenant);
+    carve_board_leave(b, eb);
+    carve_board_leave(a, ea);
+}
+
 static void test_window_given(void **state)
 {
     uint8_t uuid[16];
@@ -732,6 +760,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_zombie_entry_is_free),
         cmocka_unit_test(test_activity_reaches_peers),
         cmocka_unit_test(test_queue_hands_over),
+        cmocka_unit_test(test_queue_set),
         cmocka_unit_test(test_window_given),
         cmocka_unit_test(test_forged_queue_end),
         cmocka_unit_test(test_modes_and_cleanup),
