@@ -154,11 +154,9 @@ static bool entry_dead(const struct board_entry *e)
     if (pid <= 0)
         return false;
     /* a zombie is dead: a carved stopped under a parent that has not reaped it yet held its
-       slices' places, and the next carved's slices were placed after them */
-    if (!carve_proc_running(pid))
-        return true;
-    uint64_t now = carve_proc_start_time(pid);
-    return e->start_time && now && now != e->start_time; /* pid reused */
+       slices' places, and the next carved's slices were placed after them; a reused pid is
+       another process */
+    return !carve_proc_alive_since(pid, e->start_time);
 }
 
 /* Joiners (create) open the board read-write, creating it with mode and leaving it locked;

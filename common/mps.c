@@ -522,21 +522,12 @@ int carve_mps_clients_format(const struct carve_mps_client *c, int n, char *buf,
     return (int)off;
 }
 
-int carve_mps_proc_alive(pid_t pid, uint64_t start)
-{
-    if (!carve_proc_running(pid))
-        return 0;
-    uint64_t now = carve_proc_start_time(pid);
-    /* an unreadable /proc entry proves nothing: a live pid counts */
-    return !(start && now && start != now);
-}
-
 int carve_mps_client_alive(const struct carve_mps_client *c)
 {
-    if (carve_mps_proc_alive(c->pid, c->start))
+    if (carve_proc_alive_since(c->pid, c->start))
         return 1;
     for (int k = 0; k < c->nproc && k < CARVE_MPS_CLIENT_PROCS; k++)
-        if (carve_mps_proc_alive(c->proc[k].pid, c->proc[k].start))
+        if (carve_proc_alive_since(c->proc[k].pid, c->proc[k].start))
             return 1;
     return 0;
 }
@@ -549,7 +540,7 @@ int carve_mps_client_add_proc(struct carve_mps_client *c, pid_t pid, uint64_t st
     int at = c->nproc;
     if (at == CARVE_MPS_CLIENT_PROCS) {
         for (at = 0; at < c->nproc; at++)
-            if (!carve_mps_proc_alive(c->proc[at].pid, c->proc[at].start))
+            if (!carve_proc_alive_since(c->proc[at].pid, c->proc[at].start))
                 break;
         if (at == c->nproc)
             return -ENOSPC;
@@ -568,7 +559,7 @@ int carve_mps_clients_prune(struct carve_mps_client *c, int n)
             continue;
         int live = 0;
         for (int k = 0; k < c[i].nproc && k < CARVE_MPS_CLIENT_PROCS; k++)
-            if (carve_mps_proc_alive(c[i].proc[k].pid, c[i].proc[k].start))
+            if (carve_proc_alive_since(c[i].proc[k].pid, c[i].proc[k].start))
                 c[i].proc[live++] = c[i].proc[k];
         c[i].nproc = live;
         c[kept++] = c[i];

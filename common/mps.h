@@ -103,9 +103,6 @@ int carve_mps_clients_parse(const char *text, struct carve_mps_client *out, int 
                             size_t errlen);
 /* Writes the list in the form parse reads; the length, or -ENOSPC. */
 int carve_mps_clients_format(const struct carve_mps_client *c, int n, char *buf, size_t len);
-/* The process runs (a zombie does not), and is the same one (its start time, when both are
- * known). */
-int carve_mps_proc_alive(pid_t pid, uint64_t start);
 /* carve run or one of its command's recorded processes still runs. */
 int carve_mps_client_alive(const struct carve_mps_client *c);
 /* Adds a process to c's command processes unless it is there already; a gone one's place is

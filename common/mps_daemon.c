@@ -507,7 +507,7 @@ static int find_servers(pid_t daemon, struct carve_mps_proc *out, int max)
 static void signal_all(const struct carve_mps_proc *procs, int n, int sig)
 {
     for (int i = 0; i < n; i++)
-        if (carve_mps_proc_alive(procs[i].pid, procs[i].start))
+        if (carve_proc_alive_since(procs[i].pid, procs[i].start))
             kill(procs[i].pid, sig);
 }
 
@@ -517,7 +517,7 @@ static bool wait_gone(const struct carve_mps_proc *procs, int n, long ms)
     for (long waited = 0;; waited += 20) {
         bool any = false;
         for (int i = 0; i < n; i++)
-            any |= carve_mps_proc_alive(procs[i].pid, procs[i].start) != 0;
+            any |= carve_proc_alive_since(procs[i].pid, procs[i].start) != 0;
         if (!any)
             return true;
         if (waited >= ms)
@@ -542,14 +542,14 @@ static int signal_stop(const struct carve_mps_daemon *d, pid_t pid, char *err, s
         return 0;
     signal_all(procs, n, SIGKILL);
     wait_gone(procs, n, KILL_WAIT_MS);
-    if (carve_mps_proc_alive(pid, procs[0].start)) {
+    if (carve_proc_alive_since(pid, procs[0].start)) {
         snprintf(err, errlen, "the MPS control daemon of %s (pid %d) still runs after SIGTERM "
                               "and SIGKILL", d->uuid, (int)pid);
         return -EBUSY;
     }
     snprintf(err, errlen, "it did not end within %d s of SIGTERM: SIGKILL", TERM_GRACE_MS / 1000);
     for (int i = 1; i < n; i++)
-        if (carve_mps_proc_alive(procs[i].pid, procs[i].start)) {
+        if (carve_proc_alive_since(procs[i].pid, procs[i].start)) {
             char text[128];
             snprintf(text, sizeof(text), "its MPS server (pid %d) still runs after SIGKILL",
                      (int)procs[i].pid);

@@ -79,14 +79,19 @@ int carve_proc_stat_self(struct carve_proc_stat *st)
     return read_proc_at("self", "stat", buf, sizeof(buf)) < 0 ? -1 : parse_stat(buf, st);
 }
 
-int carve_proc_running(pid_t pid)
+int carve_proc_alive_since(pid_t pid, uint64_t start)
 {
     struct carve_proc_stat st;
     if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
         return 0;
     if (carve_proc_stat(pid, &st) < 0)
-        return 1;
-    return st.state != 'Z' && st.state != 'X';
+        return 1; /* a hidden /proc proves nothing: a live pid counts */
+    return st.state != 'Z' && st.state != 'X' && !(start && st.start && start != st.start);
+}
+
+int carve_proc_running(pid_t pid)
+{
+    return carve_proc_alive_since(pid, 0);
 }
 
 /* The second number of a "Uid:" or "Gid:" line (real, effective, saved, filesystem). */

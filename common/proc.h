@@ -22,6 +22,11 @@ int carve_proc_stat_self(struct carve_proc_stat *st);
 /* 1 when pid runs: kill(2) finds it and /proc does not call it exited (a zombie waiting for
  * a parent, or a PID 1 that reaps late or never). A hidden /proc leaves kill's word. */
 int carve_proc_running(pid_t pid);
+/* 1 when pid runs, as above, and is the process that started at start (clock ticks since
+ * boot, as carve_proc_stat gives it; 0 or an unreadable entry: any): a reused pid is another
+ * process. One read of /proc/PID/stat: a Slurm job's 256 steps each looking at every step
+ * read /proc half a million times when the start time was read apart. */
+int carve_proc_alive_since(pid_t pid, uint64_t start);
 /* 0 with the process's effective uid and gid from /proc/PID/status, or -1. Not the owner
  * of /proc/PID: a process that makes itself non-dumpable has its entry owned by root. */
 int carve_proc_ids(pid_t pid, uid_t *uid, gid_t *gid);

@@ -235,20 +235,11 @@ int carve_job_record_format(const struct carve_job_record *rec, char *buf, size_
     return (int)(at + (size_t)n);
 }
 
-/* A zombie is dead (carve_proc_running): a killed slurmstepd, re-parented to an init that
- * does not reap (containers), stays one. One read of /proc/PID/stat where it can be read:
- * each step's entry and leave looks at every step listed, and a job of 256 steps read /proc
- * half a million times (kill, then stat twice: 17 s of test_many_steps under ASan). */
+/* A zombie is dead (carve_proc_alive_since): a killed slurmstepd, re-parented to an init
+ * that does not reap (containers), stays one; a reused pid is not the step. */
 static bool step_alive(pid_t pid, uint64_t start)
 {
-    struct carve_proc_stat st;
-    if (pid <= 0)
-        return false;
-    if (carve_proc_stat(pid, &st) < 0) /* gone, or a hidden /proc: then kill's word */
-        return carve_proc_running(pid);
-    if (st.state == 'Z' || st.state == 'X')
-        return false;
-    return !(start && st.start && start != st.start); /* a reused pid is not the step */
+    return carve_proc_alive_since(pid, start) == 1;
 }
 
 static int live_steps(const struct carve_job_record *rec)

@@ -220,8 +220,8 @@ static void test_command_procs(void **state)
         {.pid = dead_pid(), .start = 1, .nproc = 1, .proc = {{me, now + 1}}}, /* reused */
         {.pid = dead_pid(), .start = 1},                                       /* none */
     };
-    assert_true(carve_mps_proc_alive(me, now));
-    assert_false(carve_mps_proc_alive(me, now + 1));
+    assert_true(carve_proc_alive_since(me, now));
+    assert_false(carve_proc_alive_since(me, now + 1));
     assert_true(carve_mps_client_alive(&c[0]));
     assert_false(carve_mps_client_alive(&c[1]));
     assert_false(carve_mps_client_alive(&c[2]));

@@ -87,6 +87,27 @@ static void test_missing(void **state)
     assert_int_equal(carve_proc_running(p), 0);
 }
 
+/* Alive and the same process: a zombie is not, nor a pid whose start time is another's. */
+static void test_alive_since(void **state)
+{
+    (void)state;
+    struct carve_proc_stat me;
+    assert_int_equal(carve_proc_stat(getpid(), &me), 0);
+    assert_int_equal(carve_proc_alive_since(getpid(), me.start), 1);
+    assert_int_equal(carve_proc_alive_since(getpid(), 0), 1); /* no start known: any */
+    assert_int_equal(carve_proc_alive_since(getpid(), me.start + 1), 0); /* pid reused */
+    assert_int_equal(carve_proc_alive_since(0, 0), 0);
+    assert_int_equal(carve_proc_alive_since(-1, me.start), 0);
+    pid_t p = unreaped_child();
+    assert_true(p > 0);
+    struct carve_proc_stat st;
+    int r = carve_proc_stat(p, &st), alive = carve_proc_alive_since(p, st.start);
+    waitpid(p, NULL, 0);
+    assert_int_equal(r, 0);
+    assert_int_equal(alive, 0); /* a zombie, its start time right */
+    assert_int_equal(carve_proc_alive_since(p, st.start), 0); /* reaped */
+}
+
 static void test_ids(void **state)
 {
     (void)state;
@@ -393,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_awkward_name),
         cmocka_unit_test(test_unreaped_child),
         cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_alive_since),
         cmocka_unit_test(test_ids),
         cmocka_unit_test(test_uses_cuda),
         cmocka_unit_test(test_mps_server),
