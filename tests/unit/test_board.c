@@ -403,6 +403,18 @@ static void test_attach_and_leave_elsewhere(void **state)
     assert_int_equal(access(activity, F_OK), -1);
 }
 
+/* A child that waits to be killed, and dies with its parent: a failed assertion must not
+ * leave it behind. Both forks were once made in the joiner child too, whose own child could
+ * set its death signal after the joiner was killed and pause for good, holding the test's
+ * output open (a `| tail` of it never ended). */
+static _Noreturn void pause_child(pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == parent)
+        pause();
+    _exit(0);
+}
+
 /* An entry handed to another process: kept alive by it (not cleared as dead by the next
  * joiner once its joiner ended), and only by the pid that holds it; not on a tenant's board.
  * carve_board_count counts live entries, the handed one among them. */
@@ -411,13 +423,14 @@ static void test_hand_over(void **state)
     uint8_t uuid[16];
     char err[512];
     fresh_uuid(uuid);
-    pid_t joiner = fork(), gone = fork();
-    assert_true(joiner >= 0 && gone >= 0);
-    if (joiner == 0 || gone == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed assertion must not leave it behind */
-        pause();
-        _exit(0);
-    }
+    pid_t parent = getpid();
+    pid_t joiner = fork();
+    if (joiner == 0)
+        pause_child(parent);
+    pid_t gone = fork();
+    if (gone == 0)
+        pause_child(parent);
+    assert_true(joiner > 0 && gone > 0);
     uint64_t joiner_start = carve_proc_start_time(joiner), me = carve_proc_start_time(getpid());
     uint64_t gone_start = carve_proc_start_time(gone);
     kill(gone, SIGKILL);
