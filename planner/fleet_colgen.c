@@ -16,9 +16,10 @@
  * count. A plan within the fleet is such a purchase (each of its GPUs' sets once), so the
  * program's least cost bounds every such plan. Its sets are too many to write out: it starts
  * from the plan's own GPUs and the lone workloads' sets, and each round prices, for each pool
- * and group, the sets its dual prices value most (a knapsack on memory, compute and places, by
- * branch and bound: the best COLGEN_PER_PRICING found) and adds the COLGEN_ADD of them worth
- * most above their pool's price.
+ * and group, the sets its dual prices value most (a knapsack on memory, compute and places:
+ * by dynamic programming where the sizes make a small table, its best set; else by branch and
+ * bound, the best COLGEN_PER_PRICING found) and adds the COLGEN_ADD of them worth most above
+ * their pool's price.
  *
  * The bound is taken from each round's duals so that neither stopping early nor rounding can
  * raise it: with y per workload and w per counted pool (both >= 0), and P(q,g) the most any set
@@ -44,7 +45,10 @@
 
 #define COLGEN_WORDS 4
 #define COLGEN_MAX (64 * COLGEN_WORDS) /* workloads at most */
-#define COLGEN_ROUNDS 40
+/* Rounds of pricing for the program at most; the simplex's work (COLGEN_WORK) mostly ends them
+ * first. 40 until 2026-11-29, when pricing by a table made a round cheap: MPS on a group of 135
+ * on H100-80GB + A100-40GB needed 201 to solve its program ($58.90; $48 after 40). */
+#define COLGEN_ROUNDS 400
 #define COLGEN_COLUMNS 2400
 #define COLGEN_NODES 100000ul /* knapsack nodes per pool and group and round */
 #define COLGEN_ALL_NODES 2000000ul /* and in all, per list and mechanism */
@@ -297,6 +301,81 @@ static double knapsack(struct knapsack *out, const struct cg_item *item, size_t 
     return ks.open > ks.best ? ks.open : ks.best;
 }
 
+/* The knapsack by dynamic programming over memory and compute, each in units of the greatest
+ * common divisor of the candidates' sizes, where that table is small (whole GiB, or 256 MiB
+ * steps, and whole percents: 320 x 100 cells on an 80 GB GPU): *best, the most a set is worth
+ * within memory and compute, and that set; *fits when the set is within the places too, and
+ * *best is then the knapsack's exact maximum (else a bound above it). The branch and bound
+ * above runs out of nodes where a large GPU holds many workloads: MPS on H100-80GB, a group of
+ * 135 workloads, spent the 2 million nodes of the list by its 35th round, and its bound is then
+ * the fractional fill's (the program's bound stayed at $40 where the plans cost $62). The table
+ * costs cells x candidates steps (4.3 million there) and no search. false where the table
+ * would be too large (or out of memory). */
+#define COLGEN_DP_CELLS (1u << 16)
+#define COLGEN_DP_WORK (1u << 24) /* cells x candidates */
+static bool knapsack_dp(const struct cg_item *item, size_t n, const double *y, int grp,
+                        uint64_t mem_cap, const struct mech_rules *r, double *best,
+                        struct cg_set *best_set, bool *fits)
+{
+    size_t cand[COLGEN_MAX], nc = 0;
+    uint64_t gm = 0, gc = 0;
+    for (size_t i = 0; i < n; i++)
+        if (item[i].group == grp && y[i] > COLGEN_EPS && item[i].mem <= mem_cap &&
+            item[i].comp <= r->compute_cap) {
+            cand[nc++] = i;
+            gm = fleet_gcd(item[i].mem, gm);
+            gc = fleet_gcd(item[i].comp, gc);
+        }
+    *best = 0;
+    *best_set = (struct cg_set){{0}};
+    *fits = true;
+    if (!nc)
+        return true;
+    uint64_t mcap = gm ? mem_cap / gm : 0, ccap = gc ? r->compute_cap / gc : 0;
+    if ((mcap + 1) * (ccap + 1) > COLGEN_DP_CELLS)
+        return false;
+    size_t cells = (size_t)((mcap + 1) * (ccap + 1));
+    if (cells * nc > COLGEN_DP_WORK)
+        return false;
+    double *value = calloc(cells, sizeof(*value));
+    uint64_t *took = calloc((cells * nc + 63) / 64, sizeof(*took));
+    if (!value || !took) {
+        free(value);
+        free(took);
+        return false;
+    }
+    size_t row = (size_t)ccap + 1; /* cell (m, c) at m * row + c */
+    for (size_t k = 0; k < nc; k++) {
+        const struct cg_item *it = &item[cand[k]];
+        size_t dm = (size_t)(gm ? it->mem / gm : 0), dc = (size_t)(gc ? it->comp / gc : 0);
+        double v = y[cand[k]];
+        for (size_t m = (size_t)mcap + 1; m-- > dm;)
+            for (size_t c = (size_t)ccap + 1; c-- > dc;) {
+                double with = value[(m - dm) * row + c - dc] + v;
+                if (with > value[m * row + c]) {
+                    value[m * row + c] = with;
+                    size_t bit = k * cells + m * row + c;
+                    took[bit / 64] |= 1ull << (bit % 64);
+                }
+            }
+    }
+    *best = value[cells - 1];
+    size_t m = (size_t)mcap, c = (size_t)ccap, count = 0;
+    for (size_t k = nc; k-- > 0;) {
+        size_t bit = k * cells + m * row + c;
+        if (took[bit / 64] >> (bit % 64) & 1) {
+            *best_set = set_with(*best_set, cand[k]);
+            count++;
+            m -= (size_t)(gm ? item[cand[k]].mem / gm : 0);
+            c -= (size_t)(gc ? item[cand[k]].comp / gc : 0);
+        }
+    }
+    *fits = count <= r->slots;
+    free(value);
+    free(took);
+    return true;
+}
+
 struct colgen {
     const struct fleet *f;
     const struct mech_rules *r;
@@ -466,10 +545,23 @@ static double price_round(struct colgen *cg, const struct cg_prices *pr, const s
             /* what a GPU of this pool and group adds to the limits, priced */
             double w = pr->w[q] - pr->v[q] + pr->w[kind] - pr->v[kind];
             struct knapsack *ks = &cg->ks;
-            unsigned long left = cg->node_budget > cg->nodes ? cg->node_budget - cg->nodes : 0;
-            double most = knapsack(ks, cg->item, cg->n, pr->y, grp, f->pools[q].memory_mib,
-                                   cg->r, price + w, left < COLGEN_NODES ? left : COLGEN_NODES);
-            cg->nodes += ks->nodes;
+            double exact, most;
+            struct cg_set exact_set;
+            bool fits = false;
+            bool dp = knapsack_dp(cg->item, cg->n, pr->y, grp, f->pools[q].memory_mib, cg->r,
+                                  &exact, &exact_set, &fits);
+            if (dp && fits) {
+                *ks = (struct knapsack){.worth = price + w};
+                keep(ks, exact_set, exact);
+                most = exact;
+            } else {
+                unsigned long left =
+                    cg->node_budget > cg->nodes ? cg->node_budget - cg->nodes : 0;
+                most = knapsack(ks, cg->item, cg->n, pr->y, grp, f->pools[q].memory_mib, cg->r,
+                                price + w, left < COLGEN_NODES ? left : COLGEN_NODES);
+                cg->nodes += ks->nodes;
+                most = dp && exact < most ? exact : most; /* without the places: above it */
+            }
             /* it leaves out workloads priced at most COLGEN_EPS and prunes within it */
             most += (double)(cg->n + 1) * COLGEN_EPS;
             if (most > w)
