@@ -985,28 +985,28 @@ static int take_stricter(struct fleet_result *r, const struct fleet_options *o)
     return 0;
 }
 
-/* ---- a plan by its parts, on a fleet without counts ----
+/* ---- a plan by its parts ----
  *
- * Where no pool is counted, the GPUs of a mechanism's lone workloads and of each of its sharing
- * groups are bought apart: a plan is a plan of each part, and costs their sum; so is the least
- * cost. Each part planned as a list of its own gets the short lists' means that the whole list
- * is too long for (the proof search up to 64 workloads, the sets' program up to 256), and its
- * bound bounds the part: their sum bounds the mechanism's plans. MPS on a list of 120 on
- * A100-80GB + L4 + T4 (19 strict, 64 others, 37 untrusted): $75.45 against a bound of $72.80
- * (3.6%) as one list; by parts $73.80, the strict ones proved the cheapest at $10.60 (the whole
- * list's program had bought them $9.6 worth of fractions). Lists of at most PARTS_MAX that fit
- * some GPU, more than PARTS_GAP above their bound: each part is planned once more, about the
- * time of the whole list again. */
-#define PARTS_MAX 5000
+ * Each GPU of a plan holds one part of the mechanism's workloads: one group's (groups never
+ * share a GPU) or one lone workload. So a plan is a plan of each part, and costs their sum;
+ * each part's bound bounds what its GPUs cost in every plan within the fleet (alone, the part
+ * may use the whole fleet), and the bounds' sum bounds the mechanism's plans. Where no pool is
+ * counted, the parts' cheapest plans together are the cheapest plan; on a counted fleet they
+ * may together need more GPUs of a pool than it has, and are taken only where they do not.
+ * Each part planned as a list of its own gets the short lists' means that the whole list is
+ * too long for (the proof search up to 64 workloads, the sets' program up to 256). MPS on a
+ * list of 120 on A100-80GB + L4 + T4 (19 strict, 64 others, 37 untrusted): $75.45 against a
+ * bound of $72.80 (3.6%) as one list; by parts $73.80, the strict ones proved the cheapest at
+ * $10.60 (the whole list's program had bought them $9.6 worth of fractions). Lists of at most
+ * PARTS_MAX that fit some GPU, more than PARTS_GAP above their bound: each part is planned
+ * once more, about the time of the whole list again. */
+#define PARTS_MAX 1000
 #define PARTS_GAP 1.0 /* percent */
 
 static bool parts_worth(const struct fleet *f, const struct fleet_workloads *ws,
                         const uint8_t *possible, int mech, const struct mech_rules *r,
                         const struct fleet_plan *p)
 {
-    for (size_t q = 0; q < f->npools; q++)
-        if (f->pools[q].count != FLEET_UNLIMITED)
-            return false;
     if (mech == FLEET_WHOLE || p->shortage || fleet_plan_gap(f, p) <= PARTS_GAP)
         return false;
     size_t n = 0, in_part[FLEET_GROUPS + 1] = {0};
@@ -1024,8 +1024,8 @@ static bool parts_worth(const struct fleet *f, const struct fleet_workloads *ws,
 }
 
 /* Each part of p's workloads planned alone (the groups, then the lone workloads); their GPUs
- * take p's place when they cost less (or, unpriced, are fewer), and their bounds' sum is p's
- * where higher. 0, or -ENOMEM. */
+ * take p's place when they cost less (or, unpriced, are fewer) and fit the fleet's counts
+ * together, and their bounds' sum is p's where higher. 0, or -ENOMEM. */
 static int plan_by_parts(const struct fleet *f, const struct fleet_workloads *ws,
                          const uint8_t *possible, int mech, const struct fleet_options *o,
                          struct fleet_plan *p)
@@ -1063,6 +1063,12 @@ static int plan_by_parts(const struct fleet *f, const struct fleet_workloads *ws
     p->lower_bound = MAX(p->lower_bound, sum.lower_bound);
     bool cheaper = fleet_gap_in_cost(f) ? sum.cost_per_hour < p->cost_per_hour - 1e-9
                                         : sum.gpus < p->gpus;
+    for (size_t q = 0; q < f->npools; q++) { /* the parts' GPUs together, within the counts */
+        uint64_t used = 0;
+        for (size_t k = 0; k <= FLEET_GROUPS; k++)
+            used += part[k].gpus_by_pool[q];
+        cheaper &= f->pools[q].count == FLEET_UNLIMITED || used <= f->pools[q].count;
+    }
     struct fleet_gpu_use *use = NULL;
     if (!ret && cheaper && !(use = malloc((sum.gpus ? sum.gpus : 1) * sizeof(*use))))
         ret = -ENOMEM;
