@@ -1097,6 +1097,9 @@ static int plan_by_parts(const struct fleet *f, const struct fleet_workloads *ws
             p->placed += q->placed;
         }
         p->proved_cheapest = false;
+        size_t len = strlen(p->note);
+        snprintf(p->note + len, sizeof(p->note) - len,
+                 "; the lone workloads and the sharing groups planned apart, which costs less");
     }
     for (size_t k = 0; k <= FLEET_GROUPS; k++) {
         free(part[k].gpu_of);

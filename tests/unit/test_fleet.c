@@ -1136,7 +1136,7 @@ static void test_parts(void **state)
     fleet_workloads_free(&ws);
 }
 
-/* On a fleet without counts a mechanism's lone workloads and sharing groups are planned apart
+/* A mechanism's lone workloads and each of its sharing groups are planned apart
  * (plan_by_parts in fleet_pack.c), and the sets' program prices a GPU's sets by a table
  * (knapsack_dp in fleet_colgen.c). A list of 120 drawn as plan_sweep.py draws them on A100-80GB +
  * L4 + T4: MPS $84.20 against $82.03 (2.64%) and carve $83.05 (1.76%) as one list, before;
@@ -1150,6 +1150,7 @@ static void test_by_parts(void **state)
     struct fleet_result r;
     check_within_two("A100-80GB@3.50,L4@0.80,T4@0.35", &ws, mechs, 3, "by parts", &r);
     assert_true(fabs(r.plans[FLEET_MPS].cost_per_hour - 82.45) < 1e-6);
+    assert_non_null(strstr(r.plans[FLEET_MPS].note, "planned apart"));
     fleet_result_free(&r);
     fleet_workloads_free(&ws);
 }
