@@ -88,7 +88,10 @@ check "a tenant of another container does not reap the first's slot by what pid 
 # (pid 1, and the same start) and made it its own, and the tenant counted the 1 GiB NVML
 # then gave pid 1 as its context's memory: 2.5 GiB free, 3 GiB refused. carved's tenants,
 # started at once in step 5, did so now and then: one's slot held the other's memory.
-# (Tried until the two start in one tick twice, at most ten times.)
+# (Tried until the two start in one tick twice, at most 15 times. On a loaded machine they may
+# never do: on 2026-11-29 CI's four suites at once gave 0 in 10, and the check failed though
+# the tenant took its 3 GiB each time. The tenant's 3 GiB is checked every time; a run in which
+# they never shared a tick says so, as a skip.)
 cat >"$work/shared_pid.sh" <<EOF
 waitfor() { for _ in \$(seq 100); do [ -e "\$1" ] && grep -q "\$2" "\$1" && return; sleep 0.05; done; }
 unshare -p -f -m --mount-proc --kill-child sh -c 'cat /proc/1/stat >"$work/b5.stat"; while [ ! -e "$work/b5.go" ]; do sleep 0.05; done
@@ -106,7 +109,7 @@ echo "status \$?" >>"$work/b5.log"
 wait
 EOF
 same=0 tries=0 took=1
-while [ "$same" -lt 2 ] && [ "$tries" -lt 10 ] && [ "$took" -eq 1 ]; do
+while [ "$same" -lt 2 ] && [ "$tries" -lt 15 ] && [ "$took" -eq 1 ]; do
     tries=$((tries + 1))
     rm -f "$work"/*5.go "$work/go" "$work"/*5.stat
     "$CARVE" run --simulate --memory 3584MiB -- bash "$work/shared_pid.sh" >/dev/null 2>&1
@@ -116,7 +119,8 @@ while [ "$same" -lt 2 ] && [ "$tries" -lt 10 ] && [ "$took" -eq 1 ]; do
 done
 sed 's/^/    /' "$work/a5.log" "$work/b5.log"
 check "two containers' pid 1s, started in one tick $same times in $tries: the tenant is not charged the other's 1 GiB (3.5 GiB free, 3 GiB taken)" \
-    '[ "$same" -ge 1 ] && [ "$took" -eq 1 ]'
+    '[ "$took" -eq 1 ]'
+[ "$same" -ge 1 ] || echo "skip - two containers' pid 1s never started in one clock tick in $tries tries (a loaded machine): the shared start this check is for was not exercised"
 
 # 2c. A process of a container that dies (SIGKILL) holding 3 GiB of a 4 GiB simulated GPU:
 # a process of a sibling container, which cannot see it, finds that memory free (the kernel
